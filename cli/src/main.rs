@@ -1,0 +1,5 @@
+mod sim_env;
+
+fn main() {
+    let _ = sim_env::exports;
+}

@@ -1,0 +1,2 @@
+//! The counter engine of rtl-pmc.
+#![deny(missing_docs)]

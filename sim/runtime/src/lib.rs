@@ -1,0 +1,1 @@
+//! A simulated ROCm runtime: `libhsa-runtime64.so.1` over a model GPU.

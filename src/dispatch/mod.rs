@@ -1,0 +1,1 @@
+//! The interposer: the `OnLoad`/`OnUnload` entry points the ROCm runtime calls.
