@@ -1,0 +1,1 @@
+//! A tools library for testing how the simulated runtime loads tools.
