@@ -1,0 +1,146 @@
+//! The reference kernels of `sim/fixtures/kernels.cl`, executed on host memory.
+//!
+//! The simulated GPU shares the host's address space, so a dispatch's kernarg segment and the
+//! buffers it points to are host memory. Each kernel here does what its OpenCL source does, for
+//! every work-item of the grid's x dimension (the fixtures index by x only), reading its arguments
+//! at the offsets the metadata's `.args` give.
+
+use super::image::LoadedKernel;
+use super::metadata::KernelArg;
+
+/// One kernel dispatch to execute on the host.
+#[derive(Debug, Clone, Copy)]
+pub struct KernelLaunch<'a> {
+    /// The kernarg segment (`kernarg_address` of the dispatch packet).
+    pub kernarg: *const u8,
+    /// Grid size in work-items.
+    pub grid: [u32; 3],
+    /// Work-group size in work-items.
+    pub workgroup: [u16; 3],
+    /// LDS bytes per work-group from the packet.
+    pub group_segment_size: u32,
+    /// Scratch bytes per work-item from the packet.
+    pub private_segment_size: u32,
+    /// The kernel the packet's kernel object names.
+    pub kernel: &'a LoadedKernel,
+}
+
+/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, empty) on
+/// host memory; false if the kernel has no host implementation or its arguments do not have the
+/// layout of the fixture kernel of that name.
+///
+/// The dispatch's memory is the application's, as on a GPU: pointers in the kernarg segment must
+/// be valid for the elements the grid touches.
+pub fn run_on_host(launch: &KernelLaunch) -> bool {
+    if launch.kernarg.is_null() && !launch.kernel.meta.args.is_empty() {
+        return false;
+    }
+    let args = Kernargs {
+        base: launch.kernarg,
+        layout: launch.kernel.meta.explicit_args().collect(),
+    };
+    let items = launch.grid[0];
+    match launch.kernel.name.as_str() {
+        "vadd" => args.check(&[8, 8, 8, 4]).is_some_and(|()| {
+            let (a, b, c, n) = (
+                args.ptr::<f32>(0),
+                args.ptr::<f32>(1),
+                args.ptr::<f32>(2),
+                args.u32(3),
+            );
+            for i in 0..items.min(n) as usize {
+                // SAFETY: see the function's doc: the buffers hold n elements.
+                unsafe { *c.add(i) = *a.add(i) + *b.add(i) };
+            }
+            true
+        }),
+        "saxpy" => args.check(&[4, 8, 8, 4]).is_some_and(|()| {
+            let (a, x, y, n) = (
+                args.f32(0),
+                args.ptr::<f32>(1),
+                args.ptr::<f32>(2),
+                args.u32(3),
+            );
+            for i in 0..items.min(n) as usize {
+                // SAFETY: see the function's doc: the buffers hold n elements.
+                unsafe { *y.add(i) = a.mul_add(*x.add(i), *y.add(i)) };
+            }
+            true
+        }),
+        "fill" => args.check(&[8, 4, 4]).is_some_and(|()| {
+            let (out, value, n) = (args.ptr::<u32>(0), args.u32(1), args.u32(2));
+            for i in 0..items.min(n) as usize {
+                // SAFETY: see the function's doc: the buffer holds n elements.
+                unsafe { *out.add(i) = value };
+            }
+            true
+        }),
+        "increment" => args.check(&[8, 4]).is_some_and(|()| {
+            let (data, n) = (args.ptr::<u32>(0), args.u32(1));
+            for i in 0..items.min(n) as usize {
+                // SAFETY: see the function's doc: the buffer holds n elements.
+                unsafe { *data.add(i) = (*data.add(i)).wrapping_add(1) };
+            }
+            true
+        }),
+        "lds_reverse" => args.check(&[8, 4]).is_some_and(|()| {
+            const TILE: usize = 256;
+            let (data, n) = (args.ptr::<u32>(0), args.u32(1) as usize);
+            let groups = (items as usize).div_ceil(TILE);
+            for base in (0..groups * TILE)
+                .step_by(TILE)
+                .take_while(|base| *base < n)
+            {
+                // SAFETY: see the function's doc: the kernel requires n to be a multiple of 256,
+                // so each tile lies inside the buffer.
+                unsafe { std::slice::from_raw_parts_mut(data.add(base), TILE).reverse() };
+            }
+            true
+        }),
+        "scratchy" => args.check(&[8, 4, 4]).is_some_and(|()| {
+            let (out, seed, n) = (args.ptr::<u32>(0), args.u32(1), args.u32(2));
+            for i in 0..items.min(n) {
+                let scratch: Vec<u32> = (0..64).map(|k| seed.wrapping_add(k * i)).collect();
+                let sum = (0..64).fold(0u32, |sum, k| sum.wrapping_add(scratch[(7 * k) % 64]));
+                // SAFETY: see the function's doc: the buffer holds n elements.
+                unsafe { *out.add(i as usize) = sum };
+            }
+            true
+        }),
+        "empty" => args.check(&[]).is_some(),
+        _ => false,
+    }
+}
+
+/// The explicit arguments of a dispatch, read from its kernarg segment.
+struct Kernargs<'a> {
+    base: *const u8,
+    layout: Vec<&'a KernelArg>,
+}
+
+impl Kernargs<'_> {
+    /// `Some` if the explicit arguments have exactly these sizes.
+    fn check(&self, sizes: &[u32]) -> Option<()> {
+        let actual = self.layout.iter().map(|arg| arg.size);
+        actual.eq(sizes.iter().copied()).then_some(())
+    }
+
+    fn read<T: Copy>(&self, index: usize) -> T {
+        let offset = self.layout[index].offset as usize;
+        // SAFETY: `check` confirmed the argument exists with T's size; the kernarg segment is at
+        // least `kernarg_segment_size` bytes, as the dispatch packet promises.
+        unsafe { std::ptr::read_unaligned(self.base.add(offset).cast::<T>()) }
+    }
+
+    fn u32(&self, index: usize) -> u32 {
+        self.read(index)
+    }
+
+    fn f32(&self, index: usize) -> f32 {
+        self.read(index)
+    }
+
+    fn ptr<T>(&self, index: usize) -> *mut T {
+        self.read::<u64>(index) as *mut T
+    }
+}
