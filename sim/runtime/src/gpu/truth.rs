@@ -1,0 +1,154 @@
+//! Ground truth: the exact values each dispatch contributes to each basic counter.
+
+use std::io::Write;
+use std::sync::{Mutex, OnceLock};
+
+use super::arch::tables;
+use super::model::{class_of, event_values, Class};
+use super::{device_info, KernelRun};
+
+/// Why ground truth could not be given for a counter.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GroundTruthError {
+    /// The counter is not a basic counter of the architecture.
+    #[error("{name} is not a basic counter of {arch}")]
+    UnknownCounter {
+        /// Architecture of the dispatch.
+        arch: String,
+        /// Requested counter name.
+        name: String,
+    },
+    /// The counter's block is not in the architecture's block table.
+    #[error("counter {name} of {arch} is in block {block}, which aqlprofile does not expose")]
+    UnknownBlock {
+        /// Architecture of the dispatch.
+        arch: String,
+        /// Counter name.
+        name: String,
+        /// Block name.
+        block: String,
+    },
+}
+
+/// The values dispatch `run` contributes to each named basic counter, per sample in aqlprofile
+/// order (v2 sample id: XCC, then instance, then SE/SA/WGP), on the topology the model uses for
+/// its device. Reading a counting window that covers exactly this dispatch, and nothing else,
+/// gives these numbers.
+pub fn ground_truth(
+    run: &KernelRun,
+    counters: &[&str],
+) -> Result<Vec<(String, Vec<u64>)>, GroundTruthError> {
+    let info = device_info(run.device_index, run.arch);
+    let dispatch = run.dispatch(&info);
+    counters
+        .iter()
+        .map(|&name| {
+            let t = tables();
+            let counter =
+                t.counter(run.arch, name)
+                    .ok_or_else(|| GroundTruthError::UnknownCounter {
+                        arch: run.arch.to_string(),
+                        name: name.to_string(),
+                    })?;
+            let block = t.block_by_name(run.arch, &counter.block).ok_or_else(|| {
+                GroundTruthError::UnknownBlock {
+                    arch: run.arch.to_string(),
+                    name: name.to_string(),
+                    block: counter.block.clone(),
+                }
+            })?;
+            let values = match class_of(Some(name)) {
+                Class::Window => {
+                    vec![dispatch.cycles; block.layout(&info.geometry).positions()]
+                }
+                Class::Busy | Class::Kernel => event_values(
+                    &dispatch,
+                    &info.geometry,
+                    block,
+                    Some(name),
+                    counter.event,
+                    0,
+                ),
+            };
+            Ok((name.to_string(), values))
+        })
+        .collect()
+}
+
+struct Config {
+    path: Option<String>,
+    counters: Option<Vec<String>>,
+}
+
+fn config() -> &'static Config {
+    static CONFIG: OnceLock<Config> = OnceLock::new();
+    CONFIG.get_or_init(|| Config {
+        path: std::env::var("RTL_SIM_GROUND_TRUTH")
+            .ok()
+            .filter(|p| !p.is_empty()),
+        counters: std::env::var("RTL_SIM_GROUND_TRUTH_COUNTERS")
+            .ok()
+            .map(|v| {
+                v.split(|c: char| c == ',' || c.is_whitespace())
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_string)
+                    .collect()
+            }),
+    })
+}
+
+/// One ground-truth JSON line for `run` with the counters in `names` that the architecture has.
+pub fn line(run: &KernelRun, names: &[&str]) -> String {
+    let known: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|n| tables().counter(run.arch, n).is_some())
+        .collect();
+    let values = ground_truth(run, &known).unwrap_or_default();
+    let counters: Vec<String> = values
+        .iter()
+        .map(|(name, v)| {
+            let list: Vec<String> = v.iter().map(u64::to_string).collect();
+            format!(
+                "{}:[{}]",
+                serde_json::Value::from(name.as_str()),
+                list.join(",")
+            )
+        })
+        .collect();
+    format!(
+        "{{\"pid\":{},\"agent\":{},\"queue\":{},\"kernel\":{},\"dispatch\":{},\"start\":{},\"end\":{},\"counters\":{{{}}}}}\n",
+        std::process::id(),
+        run.agent_node_id,
+        run.queue_id,
+        serde_json::Value::from(run.kernel),
+        run.dispatch_index,
+        run.start_ns,
+        run.end_ns,
+        counters.join(",")
+    )
+}
+
+/// Appends the ground-truth line of `run` if `RTL_SIM_GROUND_TRUTH` names a file.
+pub(super) fn record(run: &KernelRun) {
+    let cfg = config();
+    let Some(path) = &cfg.path else { return };
+    let names: Vec<&str> = match &cfg.counters {
+        Some(list) => list.iter().map(String::as_str).collect(),
+        None => tables()
+            .basic_counters(run.arch)
+            .map(|c| c.name.as_str())
+            .collect(),
+    };
+    let text = line(run, &names);
+    static FILE_LOCK: Mutex<()> = Mutex::new(());
+    let _guard = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("rtl-sim: cannot append ground truth to {path}: {e}");
+    }
+}
