@@ -1,0 +1,545 @@
+//! The catalog: every block and counter of one GPU architecture.
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+use crate::dimension::{Dimension, Shape};
+use crate::expr::{Accumulation, Expr};
+use crate::schema::{ArchFile, BlockEntry, CounterEntry, SharedFile};
+use crate::topology::Topology;
+use crate::Error;
+
+include!(concat!(env!("OUT_DIR"), "/builtin_files.rs"));
+
+/// Architecture names with built-in definitions, in `arch-defs/` order.
+static ARCHITECTURES: OnceLock<Vec<&'static str>> = OnceLock::new();
+
+/// One hardware event to program: two counters needing the same `HwEvent` share one counter
+/// register. The accumulate flags make an event distinct.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HwEvent {
+    /// Block name as aqlprofile spells it (`SQ`, `TCC`, `GL2C`, ...).
+    pub block: String,
+    /// aqlprofile's numeric block id (`hsa_ven_amd_aqlprofile_block_name_t`).
+    pub block_id: u32,
+    /// Event select number.
+    pub event: u32,
+    /// aqlprofile event flags: for SQ the accumulate resolution (0 none, 1 LOW_RES, 2 HIGH_RES).
+    pub flags: u32,
+}
+
+/// A counter block of one architecture, as aqlprofile exposes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Block {
+    /// Block name (`SQ`, `TCC`, ...).
+    pub name: String,
+    /// aqlprofile's numeric block id.
+    pub aql_block_id: u32,
+    /// How many distinct events of this block (and the blocks sharing its budget) one pass may hold.
+    pub counters_per_pass: u32,
+    /// Instances per XCC in aqlprofile's table; for CU-scaled blocks, the cap (see [`Block::instances`]).
+    pub instances_per_xcc: u32,
+    /// True for gfx9 texture blocks (TA, TD, TCP) whose instance count follows the CU count.
+    pub scaled_by_cus: bool,
+    /// The sample dimensions below XCC, outermost first (XCC is added when the GPU has more than one).
+    pub dimensions: Vec<Dimension>,
+    /// The block whose counter registers this block uses (gfx9 `SQ_CS` uses `SQ`'s); otherwise its own name.
+    pub budget: String,
+    /// Largest event id aqlprofile's table declares, when known (informational; not enforced).
+    pub max_event_id: Option<u32>,
+}
+
+impl Block {
+    /// Instances per XCC on a GPU: the table value, or for CU-scaled blocks
+    /// `min(instances_per_xcc, ceil(cu_count / array_count) + 1)`.
+    pub fn instances(&self, topology: &Topology) -> u32 {
+        if self.scaled_by_cus {
+            topology.cu_scaled_instances(self.instances_per_xcc)
+        } else {
+            self.instances_per_xcc
+        }
+    }
+
+    /// The shape of one event's samples on a GPU, in aqlprofile's sample order (last fastest).
+    pub fn shape(&self, topology: &Topology) -> Shape {
+        let mut dims = Vec::with_capacity(self.dimensions.len() + 1);
+        if topology.xcc_count() > 1 {
+            dims.push((Dimension::Xcc, topology.xcc_count() as u32));
+        }
+        for dim in &self.dimensions {
+            let extent = match dim {
+                Dimension::Instance => self.instances(topology),
+                Dimension::ShaderEngine => topology.se_per_xcc() as u32,
+                // aqlprofile always reads two shader arrays per engine.
+                Dimension::ShaderArray => 2,
+                Dimension::Wgp => topology.wgp_per_array() as u32,
+                Dimension::Aid => 4,
+                Dimension::Xcc | Dimension::Agent => 1,
+            };
+            dims.push((*dim, extent));
+        }
+        Shape::new(dims)
+    }
+}
+
+/// How a counter is obtained.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CounterKind {
+    /// Read from a hardware block.
+    Basic {
+        /// Block name.
+        block: String,
+        /// Event select number.
+        event: u32,
+        /// aqlprofile event flags (the high 32 bits of a 64-bit `event` in the YAML; usually 0).
+        flags: u32,
+    },
+    /// Computed from other counters and constants.
+    Derived {
+        /// The expression text.
+        expression: String,
+    },
+}
+
+/// Where a counter definition comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// The built-in `arch-defs`.
+    Builtin,
+    /// An extra-counter file (`-E`), at the given 1-based line.
+    Extra {
+        /// The file.
+        path: PathBuf,
+        /// The line of the counter's definition.
+        line: u64,
+    },
+}
+
+/// One counter of an architecture.
+#[derive(Clone, Debug)]
+pub struct CounterDef {
+    /// Counter name.
+    pub name: String,
+    /// What it measures.
+    pub description: String,
+    /// Unit, when one is stated (`percent`, `cycles`, ...).
+    pub unit: Option<String>,
+    /// Basic (block + event) or derived (expression).
+    pub kind: CounterKind,
+    /// Built-in or from an extra file.
+    pub origin: Origin,
+    parsed: OnceLock<Result<Expr, Error>>,
+}
+
+impl CounterDef {
+    pub(crate) fn new(
+        name: String,
+        description: String,
+        unit: Option<String>,
+        kind: CounterKind,
+        origin: Origin,
+    ) -> CounterDef {
+        CounterDef {
+            name,
+            description,
+            unit,
+            kind,
+            origin,
+            parsed: OnceLock::new(),
+        }
+    }
+
+    /// The parsed expression of a derived counter (`None` for a basic counter). Parsed once,
+    /// on first use.
+    pub fn expression(&self) -> Option<Result<&Expr, Error>> {
+        match &self.kind {
+            CounterKind::Basic { .. } => None,
+            CounterKind::Derived { expression } => {
+                let parsed = self
+                    .parsed
+                    .get_or_init(|| Expr::parse(&self.name, expression));
+                Some(parsed.as_ref().map_err(Clone::clone))
+            }
+        }
+    }
+}
+
+/// The reference GPU of an architecture: the topology `--list-avail --arch` shows dimensions for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReferenceGpu {
+    /// Product name, e.g. `MI300X`.
+    pub product: String,
+    /// Its KFD topology properties.
+    pub topology: Topology,
+}
+
+/// All counters and blocks of one architecture (built-ins plus any extra files).
+#[derive(Clone, Debug)]
+pub struct Catalog {
+    arch: String,
+    counters: Vec<CounterDef>,
+    index: HashMap<String, usize>,
+    blocks: Vec<Block>,
+    block_index: HashMap<String, usize>,
+    reference: Option<ReferenceGpu>,
+}
+
+impl Catalog {
+    /// The built-in catalog of an architecture, e.g. `"gfx942"`. An unknown architecture is
+    /// [`Error::UnknownArchitecture`], which lists the known ones.
+    pub fn builtin(arch: &str) -> Result<Catalog, Error> {
+        let Some((_, text)) = ARCH_FILES.iter().find(|(name, _)| *name == arch) else {
+            return Err(Error::UnknownArchitecture {
+                arch: arch.to_string(),
+                known: Catalog::architectures().join(", "),
+            });
+        };
+        let broken = |message: String| Error::Builtin {
+            arch: arch.to_string(),
+            message,
+        };
+        let file: ArchFile =
+            serde_saphyr::from_str(text).map_err(|e| broken(format!("{arch}.yaml: {e}")))?;
+        if file.architecture != arch {
+            return Err(broken(format!(
+                "{arch}.yaml describes '{}'",
+                file.architecture
+            )));
+        }
+        let mut blocks = Vec::new();
+        let mut counters = Vec::new();
+        for group in &file.include {
+            let Some((_, text)) = SHARED_FILES.iter().find(|(name, _)| name == group) else {
+                return Err(broken(format!("included group '{group}' does not exist")));
+            };
+            let shared: SharedFile = serde_saphyr::from_str(text)
+                .map_err(|e| broken(format!("shared/{group}.yaml: {e}")))?;
+            if !shared.architectures.iter().any(|a| a == arch) {
+                return Err(broken(format!("shared/{group}.yaml does not list {arch}")));
+            }
+            blocks.extend(shared.blocks);
+            counters.extend(shared.counters);
+        }
+        blocks.extend(file.blocks);
+        counters.extend(file.counters);
+
+        let mut catalog = Catalog {
+            arch: arch.to_string(),
+            counters: Vec::with_capacity(counters.len()),
+            index: HashMap::with_capacity(counters.len()),
+            blocks: Vec::with_capacity(blocks.len()),
+            block_index: HashMap::with_capacity(blocks.len()),
+            reference: None,
+        };
+        blocks.sort_by_key(|b| b.aql_block_id);
+        for entry in blocks {
+            let block = block_from_entry(entry).map_err(&broken)?;
+            if catalog
+                .block_index
+                .insert(block.name.clone(), catalog.blocks.len())
+                .is_some()
+            {
+                return Err(broken(format!("block {} is defined twice", block.name)));
+            }
+            catalog.blocks.push(block);
+        }
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+        for entry in counters {
+            let counter = counter_from_entry(entry, Origin::Builtin).map_err(&broken)?;
+            catalog.push(counter).map_err(&broken)?;
+        }
+        if let Some(reference) = file.reference_topology {
+            let topology =
+                Topology::new(reference.properties).map_err(|e| broken(e.to_string()))?;
+            catalog.reference = Some(ReferenceGpu {
+                product: reference.product,
+                topology,
+            });
+        }
+        Ok(catalog)
+    }
+
+    /// Architecture names with built-in definitions.
+    pub fn architectures() -> &'static [&'static str] {
+        ARCHITECTURES.get_or_init(|| {
+            let mut names: Vec<&'static str> = ARCH_FILES.iter().map(|(name, _)| *name).collect();
+            names.sort_by_key(|name| arch_sort_key(name));
+            names
+        })
+    }
+
+    /// The architecture, e.g. `gfx942`.
+    pub fn arch(&self) -> &str {
+        &self.arch
+    }
+
+    /// The reference GPU of this architecture, when the built-in definitions name one.
+    pub fn reference_gpu(&self) -> Option<&ReferenceGpu> {
+        self.reference.as_ref()
+    }
+
+    /// Every counter name, in catalog order (built-ins by name, then extra counters in file order).
+    pub fn counter_names(&self) -> impl Iterator<Item = &str> {
+        self.counters.iter().map(|c| c.name.as_str())
+    }
+
+    /// Every counter, in catalog order.
+    pub fn counters(&self) -> impl Iterator<Item = &CounterDef> {
+        self.counters.iter()
+    }
+
+    /// One counter by exact name.
+    pub fn counter(&self, name: &str) -> Option<&CounterDef> {
+        self.index.get(name).map(|&i| &self.counters[i])
+    }
+
+    /// One block by name.
+    pub fn block(&self, name: &str) -> Option<&Block> {
+        self.block_index.get(name).map(|&i| &self.blocks[i])
+    }
+
+    /// Every block, by aqlprofile block id.
+    pub fn blocks(&self) -> impl Iterator<Item = &Block> {
+        self.blocks.iter()
+    }
+
+    /// The distinct hardware events needed to compute `name` (recursively through derived
+    /// expressions), deduplicated and sorted. An unknown name is [`Error::UnknownCounter`]
+    /// with the closest names as suggestions.
+    pub fn hardware_events(&self, name: &str) -> Result<Vec<HwEvent>, Error> {
+        let counter = self.lookup(name)?;
+        let mut events = BTreeSet::new();
+        self.collect_events(counter, &mut Vec::new(), &mut events)?;
+        Ok(events.into_iter().collect())
+    }
+
+    /// The counter called `name`, or [`Error::UnknownCounter`] with suggestions.
+    pub fn lookup(&self, name: &str) -> Result<&CounterDef, Error> {
+        self.counter(name).ok_or_else(|| Error::UnknownCounter {
+            name: name.to_string(),
+            arch: self.arch.clone(),
+            suggestions: crate::suggest::closest(name, self.counter_names()),
+        })
+    }
+
+    /// The hardware event of basic counter `counter` with the given accumulation.
+    pub(crate) fn basic_event(
+        &self,
+        counter: &CounterDef,
+        accumulation: Accumulation,
+    ) -> Result<HwEvent, Error> {
+        let CounterKind::Basic {
+            block,
+            event,
+            flags,
+        } = &counter.kind
+        else {
+            return Err(Error::Expression {
+                counter: counter.name.clone(),
+                message: "only a basic counter has a hardware event".into(),
+            });
+        };
+        let block_def = self.block(block).ok_or_else(|| Error::Expression {
+            counter: counter.name.clone(),
+            message: format!("block {block} does not exist on {}", self.arch),
+        })?;
+        let flags = match accumulation {
+            Accumulation::None => *flags,
+            resolution => resolution as u32,
+        };
+        Ok(HwEvent {
+            block: block.clone(),
+            block_id: block_def.aql_block_id,
+            event: *event,
+            flags,
+        })
+    }
+
+    fn collect_events(
+        &self,
+        counter: &CounterDef,
+        stack: &mut Vec<String>,
+        out: &mut BTreeSet<HwEvent>,
+    ) -> Result<(), Error> {
+        let expr = match counter.expression() {
+            None => {
+                out.insert(self.basic_event(counter, Accumulation::None)?);
+                return Ok(());
+            }
+            Some(expr) => expr?,
+        };
+        if stack.contains(&counter.name) {
+            let mut path = stack.clone();
+            path.push(counter.name.clone());
+            return Err(Error::Cycle {
+                counter: stack[0].clone(),
+                path,
+            });
+        }
+        stack.push(counter.name.clone());
+        let result = self.visit_references(counter, expr, &mut |reference| match reference {
+            Reference::Counter(def) => self.collect_events(def, stack, out),
+            Reference::Accumulated(def, resolution) => {
+                out.insert(self.accumulated_event(counter, def, resolution)?);
+                Ok(())
+            }
+            Reference::Constant(_) => Ok(()),
+        });
+        stack.pop();
+        result
+    }
+
+    /// The event of `accumulate(def, resolution)` inside `owner`'s expression.
+    pub(crate) fn accumulated_event(
+        &self,
+        owner: &CounterDef,
+        def: &CounterDef,
+        resolution: Accumulation,
+    ) -> Result<HwEvent, Error> {
+        let misuse = |message: String| Error::Expression {
+            counter: owner.name.clone(),
+            message,
+        };
+        let CounterKind::Basic { block, .. } = &def.kind else {
+            return Err(misuse(format!(
+                "accumulate() needs a basic counter, but '{}' is derived",
+                def.name
+            )));
+        };
+        let is_sq = self.block(block).is_some_and(|b| b.budget == "SQ");
+        if resolution != Accumulation::None && !is_sq {
+            return Err(misuse(format!(
+                "accumulate() with LOW_RES or HIGH_RES needs an SQ counter, but '{}' belongs to {block}",
+                def.name
+            )));
+        }
+        self.basic_event(def, resolution)
+    }
+
+    /// Resolves every name `expr` (the expression of `owner`) mentions and calls `visit` on it.
+    pub(crate) fn visit_references<'a>(
+        &'a self,
+        owner: &CounterDef,
+        expr: &'a Expr,
+        visit: &mut dyn FnMut(Reference<'a>) -> Result<(), Error>,
+    ) -> Result<(), Error> {
+        match expr {
+            Expr::Number(_) => Ok(()),
+            Expr::Name(name) | Expr::LegacyReduce { name, .. } => match self.counter(name) {
+                Some(def) => visit(Reference::Counter(def)),
+                None if Topology::is_constant_name(name)
+                    && !matches!(expr, Expr::LegacyReduce { .. }) =>
+                {
+                    visit(Reference::Constant(name))
+                }
+                None => Err(self.unknown_reference(owner, name)),
+            },
+            Expr::Accumulate { name, resolution } => match self.counter(name) {
+                Some(def) => visit(Reference::Accumulated(def, *resolution)),
+                None => Err(self.unknown_reference(owner, name)),
+            },
+            Expr::Negate(arg) | Expr::Reduce { arg, .. } | Expr::Select { arg, .. } => {
+                self.visit_references(owner, arg, visit)
+            }
+            Expr::Binary(_, a, b) => {
+                self.visit_references(owner, a, visit)?;
+                self.visit_references(owner, b, visit)
+            }
+        }
+    }
+
+    fn unknown_reference(&self, owner: &CounterDef, name: &str) -> Error {
+        let mut message = format!(
+            "'{name}' is neither a counter of {} nor a GPU constant",
+            self.arch
+        );
+        let suggestions = crate::suggest::closest(name, self.counter_names());
+        if !suggestions.is_empty() {
+            message += &format!("; did you mean {}?", suggestions.join(", "));
+        }
+        Error::Expression {
+            counter: owner.name.clone(),
+            message,
+        }
+    }
+
+    /// Appends a counter; a duplicate name is an error message.
+    pub(crate) fn push(&mut self, counter: CounterDef) -> Result<(), String> {
+        if self.index.contains_key(&counter.name) {
+            return Err(format!("counter {} is defined twice", counter.name));
+        }
+        self.index.insert(counter.name.clone(), self.counters.len());
+        self.counters.push(counter);
+        Ok(())
+    }
+
+    /// The number of counters.
+    pub fn len(&self) -> usize {
+        self.counters.len()
+    }
+
+    /// True when the catalog has no counters.
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty()
+    }
+}
+
+/// What a name inside an expression refers to.
+pub(crate) enum Reference<'a> {
+    /// Another counter.
+    Counter(&'a CounterDef),
+    /// `accumulate(counter, resolution)`.
+    Accumulated(&'a CounterDef, Accumulation),
+    /// A GPU constant (property or named constant).
+    Constant(&'a str),
+}
+
+fn arch_sort_key(name: &str) -> (usize, String) {
+    (name.len(), name.to_string())
+}
+
+fn block_from_entry(entry: BlockEntry) -> Result<Block, String> {
+    let dimensions = entry
+        .dimensions
+        .iter()
+        .map(|d| {
+            Dimension::from_short_name(d)
+                .ok_or_else(|| format!("block {}: unknown dimension '{d}'", entry.name))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Block {
+        budget: entry.budget.unwrap_or_else(|| entry.name.clone()),
+        name: entry.name,
+        aql_block_id: entry.aql_block_id,
+        counters_per_pass: entry.counters_per_pass,
+        instances_per_xcc: entry.instances_per_xcc,
+        scaled_by_cus: entry.scaled_by_cus,
+        dimensions,
+        max_event_id: entry.max_event_id,
+    })
+}
+
+fn counter_from_entry(entry: CounterEntry, origin: Origin) -> Result<CounterDef, String> {
+    let kind = match (entry.block, entry.event, entry.expression) {
+        (Some(block), Some(event), None) => CounterKind::Basic {
+            block,
+            event: event as u32,
+            flags: (event >> 32) as u32,
+        },
+        (None, None, Some(expression)) => CounterKind::Derived { expression },
+        _ => {
+            return Err(format!(
+                "counter {} needs either block and event, or expression",
+                entry.name
+            ))
+        }
+    };
+    Ok(CounterDef::new(
+        entry.name,
+        entry.description,
+        entry.unit.filter(|u| !u.is_empty()),
+        kind,
+        origin,
+    ))
+}
