@@ -1,0 +1,206 @@
+//! Kernel names: from the `.kd` symbols of executables to the names records carry.
+//!
+//! The runtime identifies a dispatched kernel only by `kernel_object`, the address of its
+//! descriptor. Executables are watched as they are frozen: each kernel symbol's descriptor
+//! address is mapped to its display name, and dropped again when the executable is destroyed.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+
+/// How kernel names are shown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NameOptions {
+    /// Keep mangled C++ names (`--mangled-kernels`).
+    pub mangled: bool,
+    /// Reduce names to the function's base name (`--truncate-kernels`).
+    pub truncate: bool,
+}
+
+/// The display name of a kernel symbol: `.kd` stripped, then demangled unless mangled names
+/// are asked for, then truncated if asked.
+pub fn display_name(symbol: &str, options: NameOptions) -> String {
+    let raw = symbol.strip_suffix(".kd").unwrap_or(symbol);
+    let name = if options.mangled {
+        raw.to_string()
+    } else {
+        demangle(raw)
+    };
+    if options.truncate {
+        base_name(&name).to_string()
+    } else {
+        name
+    }
+}
+
+/// The demangled form of an Itanium C++ name, or the name itself if it is not one.
+fn demangle(raw: &str) -> String {
+    if !raw.starts_with("_Z") {
+        return raw.to_string();
+    }
+    cpp_demangle::Symbol::new(raw)
+        .ok()
+        .and_then(|symbol| symbol.demangle().ok())
+        .unwrap_or_else(|| raw.to_string())
+}
+
+/// The function's own name within a demangled signature: no return type, namespaces, template
+/// arguments or parameters (`void ns::k<int>(int*)` → `k`).
+fn base_name(name: &str) -> &str {
+    // Cut the parameter list: the last top-level parenthesised group.
+    let mut end = name.len();
+    if name.ends_with(')') {
+        let mut depth = 0i32;
+        for (i, c) in name.char_indices().rev() {
+            match c {
+                ')' => depth += 1,
+                '(' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        end = i;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let head = &name[..end];
+    // Cut trailing template arguments, then take the last component at nesting depth 0.
+    let mut depth = 0i32;
+    let mut start = 0;
+    let mut stop = head.len();
+    for (i, c) in head.char_indices() {
+        match c {
+            '<' | '(' => {
+                if depth == 0 && c == '<' {
+                    stop = i;
+                }
+                depth += 1;
+            }
+            '>' | ')' => depth -= 1,
+            ' ' | ':' if depth == 0 => {
+                start = i + 1;
+                stop = head.len();
+            }
+            _ => {}
+        }
+    }
+    let base = &head[start..stop.max(start)];
+    if base.is_empty() {
+        name
+    } else {
+        base
+    }
+}
+
+/// Kernel descriptor address → display name, for every kernel of every frozen executable.
+#[derive(Debug, Default)]
+pub struct KernelNames {
+    by_object: RwLock<HashMap<u64, Arc<str>>>,
+    by_executable: RwLock<HashMap<u64, Vec<u64>>>,
+}
+
+impl KernelNames {
+    /// Records the kernels of executable `executable`: `(kernel_object, symbol name)` pairs.
+    pub fn add_executable(
+        &self,
+        executable: u64,
+        kernels: impl IntoIterator<Item = (u64, String)>,
+        options: NameOptions,
+    ) {
+        let kernels: Vec<(u64, String)> = kernels.into_iter().collect();
+        if let Ok(mut names) = self.by_object.write() {
+            for (object, symbol) in &kernels {
+                names.insert(*object, display_name(symbol, options).into());
+            }
+        }
+        if let Ok(mut executables) = self.by_executable.write() {
+            executables
+                .entry(executable)
+                .or_default()
+                .extend(kernels.iter().map(|(object, _)| *object));
+        }
+    }
+
+    /// Forgets the kernels of a destroyed executable.
+    pub fn remove_executable(&self, executable: u64) {
+        let objects = match self.by_executable.write() {
+            Ok(mut executables) => executables.remove(&executable).unwrap_or_default(),
+            Err(_) => return,
+        };
+        if let Ok(mut names) = self.by_object.write() {
+            for object in objects {
+                names.remove(&object);
+            }
+        }
+    }
+
+    /// The name of the kernel whose descriptor is at `kernel_object`; unknown kernels are
+    /// named `kernel_0x<address>`.
+    pub fn name(&self, kernel_object: u64) -> Arc<str> {
+        self.by_object
+            .read()
+            .ok()
+            .and_then(|names| names.get(&kernel_object).cloned())
+            .unwrap_or_else(|| format!("kernel_0x{kernel_object:x}").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEMANGLED: NameOptions = NameOptions {
+        mangled: false,
+        truncate: false,
+    };
+
+    #[test]
+    fn names_are_stripped_demangled_and_truncated_on_request() {
+        let symbol = "_Z4vaddPfPKfS1_i.kd";
+        assert_eq!(
+            display_name(symbol, DEMANGLED),
+            "vadd(float*, float const*, float const*, int)"
+        );
+        let mangled = NameOptions {
+            mangled: true,
+            truncate: false,
+        };
+        assert_eq!(display_name(symbol, mangled), "_Z4vaddPfPKfS1_i");
+        let truncated = NameOptions {
+            mangled: false,
+            truncate: true,
+        };
+        assert_eq!(display_name(symbol, truncated), "vadd");
+        assert_eq!(display_name("saxpy.kd", DEMANGLED), "saxpy");
+        assert_eq!(display_name("_Zbroken.kd", DEMANGLED), "_Zbroken");
+        // void ns::scale<float, 4>(float*, std::pair<int, int>)
+        let templated = "_ZN2ns5scaleIfLi4EEEvPfSt4pairIiiE.kd";
+        assert_eq!(
+            display_name(templated, DEMANGLED),
+            "void ns::scale<float, 4>(float*, std::pair<int, int>)"
+        );
+        assert_eq!(display_name(templated, truncated), "scale");
+    }
+
+    #[test]
+    fn base_names_survive_odd_shapes() {
+        assert_eq!(base_name("k"), "k");
+        assert_eq!(base_name("a::b::c()"), "c");
+        assert_eq!(base_name("void f<(anonymous namespace)::T>(int)"), "f");
+        assert_eq!(base_name("operator()"), "operator");
+        assert_eq!(base_name("()"), "()");
+    }
+
+    #[test]
+    fn executables_map_and_unmap_their_kernels() {
+        let names = KernelNames::default();
+        names.add_executable(1, [(0x1000, "vadd.kd".to_string())], DEMANGLED);
+        names.add_executable(2, [(0x2000, "_Z4fillPfi.kd".to_string())], DEMANGLED);
+        assert_eq!(&*names.name(0x1000), "vadd");
+        assert_eq!(&*names.name(0x2000), "fill(float*, int)");
+        names.remove_executable(1);
+        assert_eq!(&*names.name(0x1000), "kernel_0x1000");
+        assert_eq!(&*names.name(0x2000), "fill(float*, int)");
+    }
+}

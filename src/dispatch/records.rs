@@ -1,0 +1,413 @@
+//! Raw per-dispatch records: the `<pid>.rtlraw` file the interposer streams and the CLI reads.
+//!
+//! The file is JSON lines. The first line is a header naming the format and its version; every
+//! further line is one [`Record`]. Each record is written with its terminating newline in one
+//! piece and the file is only ever appended to, so a process killed mid-write leaves at most one
+//! unterminated last line, which [`read`] skips: everything flushed before stays readable.
+//!
+//! ```
+//! use rtl_pmc::dispatch::records::{read, Record, RecordFile};
+//!
+//! let path = std::env::temp_dir().join(format!("doc-{}.rtlraw", std::process::id()));
+//! let mut file = RecordFile::create(&path).unwrap();
+//! file.push(&Record { kernel: "vadd".into(), end: 10, ..Record::default() });
+//! file.flush().unwrap();
+//! let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
+//! assert_eq!(records[0].kernel, "vadd");
+//! std::fs::remove_file(&path).unwrap();
+//! ```
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// The value of the header's `format` key.
+pub const FORMAT: &str = "rtl-pmc raw records";
+/// The format version this build writes and reads.
+pub const VERSION: u32 = 1;
+/// The file name extension of raw record files.
+pub const EXTENSION: &str = "rtlraw";
+
+/// The first line of a raw record file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Header {
+    format: String,
+    version: u32,
+}
+
+/// One kernel dispatch as the interposer saw it.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// Process id of the application.
+    pub pid: u32,
+    /// Thread id (Linux tid) of the thread that submitted the dispatch.
+    pub tid: u32,
+    /// The GPU's KFD node id (`HSA_AMD_AGENT_INFO_DRIVER_NODE_ID`, rocprof's `gpu-id`).
+    pub agent: u32,
+    /// The GPU's index among the process's GPU agents, from 0.
+    pub gpu_index: u32,
+    /// The GPU's gfx target name, e.g. `gfx942`.
+    pub arch: String,
+    /// The queue's id (`hsa_queue_t::id`).
+    pub queue: u64,
+    /// The packet's index in the application's queue (rocprof's `queue-index`).
+    pub queue_index: u64,
+    /// Process-wide dispatch id, from 1, over every kernel dispatch the interposer saw.
+    pub dispatch: u64,
+    /// Correlation id; without API tracing it equals [`Record::dispatch`].
+    pub correlation: u64,
+    /// Kernel name (demangled and truncated as requested; `.kd` stripped).
+    pub kernel: String,
+    /// Kernel descriptor address (`kernel_object`).
+    pub kernel_object: u64,
+    /// Grid size in work-items, x/y/z.
+    pub grid: [u32; 3],
+    /// Workgroup size in work-items, x/y/z.
+    pub workgroup: [u32; 3],
+    /// LDS bytes per workgroup (the packet's `group_segment_size`, not rounded).
+    pub lds: u32,
+    /// Scratch bytes per work-item (the packet's `private_segment_size`).
+    pub scratch: u32,
+    /// Architected VGPRs per work-item, as rocprof derives them from the descriptor.
+    pub arch_vgpr: u32,
+    /// Accumulation VGPRs (AGPRs) per work-item.
+    pub accum_vgpr: u32,
+    /// SGPRs per wave.
+    pub sgpr: u32,
+    /// Wavefront size (32 or 64).
+    pub wave_size: u32,
+    /// Kernel start, ns (`CLOCK_BOOTTIME`), 0 if the runtime gave no timestamps.
+    pub start: u64,
+    /// Kernel end, ns (`CLOCK_BOOTTIME`), 0 if the runtime gave no timestamps.
+    pub end: u64,
+    /// Index of the plan's event group this dispatch collected; `None` for timing only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group: Option<u32>,
+    /// Per event of the group (plan order), the per-sample values in aqlprofile's order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Vec<u64>>,
+}
+
+/// Why a raw record file cannot be read or written.
+#[derive(Debug, thiserror::Error)]
+pub enum RecordError {
+    /// The file could not be opened, read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+    /// The first line is not an rtl-pmc raw record header.
+    #[error("{path}: not an rtl-pmc raw record file")]
+    NotRecords {
+        /// The file.
+        path: PathBuf,
+    },
+    /// Written by another version of the format.
+    #[error("{path}: raw record format version {found}, this build reads version {VERSION}")]
+    Version {
+        /// The file.
+        path: PathBuf,
+        /// The version found.
+        found: u32,
+    },
+    /// A complete line is not a record.
+    #[error("{path}:{line}: malformed record: {source}")]
+    Malformed {
+        /// The file.
+        path: PathBuf,
+        /// 1-based line number.
+        line: usize,
+        /// What the JSON parser reported.
+        source: serde_json::Error,
+    },
+}
+
+/// An append-only raw record file being written; records are buffered until [`RecordFile::flush`].
+#[derive(Debug)]
+pub struct RecordFile {
+    path: PathBuf,
+    file: File,
+    buffer: Vec<u8>,
+}
+
+impl RecordFile {
+    /// Creates (truncates) the file at `path` and writes the header.
+    pub fn create(path: &Path) -> Result<RecordFile, RecordError> {
+        let io = |source| RecordError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        File::create(path).map_err(io)?;
+        let file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(path)
+            .map_err(io)?;
+        let mut out = RecordFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: Vec::with_capacity(1 << 16),
+        };
+        let header = Header {
+            format: FORMAT.to_string(),
+            version: VERSION,
+        };
+        push_line(&mut out.buffer, &header);
+        out.flush()?;
+        Ok(out)
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends one record to the buffer.
+    pub fn push(&mut self, record: &Record) {
+        push_line(&mut self.buffer, record);
+    }
+
+    /// Whether records are waiting to be written.
+    pub fn has_pending(&self) -> bool {
+        !self.buffer.is_empty()
+    }
+
+    /// Writes the buffered records to the file.
+    pub fn flush(&mut self) -> Result<(), RecordError> {
+        if self.buffer.is_empty() {
+            return Ok(());
+        }
+        let result = self.file.write_all(&self.buffer);
+        self.buffer.clear();
+        result.map_err(|source| RecordError::Io {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+fn push_line<T: Serialize>(buffer: &mut Vec<u8>, value: &T) {
+    // Records and headers hold only integers and strings, which always serialize.
+    if serde_json::to_writer(&mut *buffer, value).is_ok() {
+        buffer.push(b'\n');
+    }
+}
+
+/// Reads the records of a raw record file written by [`RecordFile`], in file order.
+///
+/// An unterminated last line (the process was killed while writing it) is skipped silently;
+/// any other damage is an error item, after which iteration ends.
+pub fn read(path: &Path) -> impl Iterator<Item = Result<Record, RecordError>> {
+    Reader::open(path)
+}
+
+struct Reader {
+    path: PathBuf,
+    lines: Option<BufReader<File>>,
+    line: usize,
+    failed: Option<RecordError>,
+}
+
+impl Reader {
+    fn open(path: &Path) -> Reader {
+        let mut reader = Reader {
+            path: path.to_path_buf(),
+            lines: None,
+            line: 0,
+            failed: None,
+        };
+        match File::open(path) {
+            Ok(file) => {
+                reader.lines = Some(BufReader::new(file));
+                if let Err(e) = reader.check_header() {
+                    reader.lines = None;
+                    reader.failed = Some(e);
+                }
+            }
+            Err(source) => {
+                reader.failed = Some(RecordError::Io {
+                    path: reader.path.clone(),
+                    source,
+                })
+            }
+        }
+        reader
+    }
+
+    /// The next complete line, without its newline; `None` at the end or at an unterminated tail.
+    fn next_line(&mut self) -> Option<Result<String, RecordError>> {
+        let lines = self.lines.as_mut()?;
+        let mut text = String::new();
+        match lines.read_line(&mut text) {
+            Ok(0) => None,
+            Ok(_) if !text.ends_with('\n') => None,
+            Ok(_) => {
+                self.line += 1;
+                text.pop();
+                Some(Ok(text))
+            }
+            Err(source) => Some(Err(RecordError::Io {
+                path: self.path.clone(),
+                source,
+            })),
+        }
+    }
+
+    fn check_header(&mut self) -> Result<(), RecordError> {
+        let path = self.path.clone();
+        let not_records = || RecordError::NotRecords { path: path.clone() };
+        let text = match self.next_line() {
+            Some(line) => line?,
+            None => return Err(not_records()),
+        };
+        let header: Header = serde_json::from_str(&text).map_err(|_| not_records())?;
+        if header.format != FORMAT {
+            return Err(not_records());
+        }
+        if header.version != VERSION {
+            return Err(RecordError::Version {
+                path: self.path.clone(),
+                found: header.version,
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Iterator for Reader {
+    type Item = Result<Record, RecordError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.failed.take() {
+            return Some(Err(e));
+        }
+        let item = match self.next_line()? {
+            Ok(text) => serde_json::from_str(&text).map_err(|source| RecordError::Malformed {
+                path: self.path.clone(),
+                line: self.line,
+                source,
+            }),
+            Err(e) => Err(e),
+        };
+        if item.is_err() {
+            self.lines = None;
+        }
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp(name: &str) -> PathBuf {
+        std::env::temp_dir().join(format!("rtl-pmc-records-{}-{name}", std::process::id()))
+    }
+
+    fn sample(n: u64) -> Record {
+        Record {
+            pid: 42,
+            tid: 43,
+            agent: 2,
+            gpu_index: 1,
+            arch: "gfx942".into(),
+            queue: 7,
+            queue_index: n + 3,
+            dispatch: n,
+            correlation: n,
+            kernel: "vadd(float*, float const*)".into(),
+            kernel_object: 0x7f00_0000_1000,
+            grid: [1024, 1, 1],
+            workgroup: [256, 1, 1],
+            lds: 512,
+            scratch: 16,
+            arch_vgpr: 8,
+            accum_vgpr: 4,
+            sgpr: 16,
+            wave_size: 64,
+            start: 1_000 + n,
+            end: 2_000 + n,
+            group: Some(1),
+            counters: vec![vec![1, 2, 3], vec![u64::MAX]],
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_a_torn_tail_is_skipped() {
+        let path = temp("torn");
+        let mut file = RecordFile::create(&path).unwrap();
+        let timing_only = Record {
+            group: None,
+            counters: vec![],
+            ..sample(2)
+        };
+        file.push(&sample(1));
+        file.push(&timing_only);
+        file.flush().unwrap();
+        assert!(!file.has_pending());
+        // A record cut short by a kill.
+        let mut raw = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        raw.write_all(b"{\"pid\":42,\"tid\"").unwrap();
+        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(read_back, vec![sample(1), timing_only]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn damage_and_foreign_files_are_errors_naming_the_place() {
+        let path = temp("bad");
+        std::fs::write(&path, "hello\n").unwrap();
+        let errors: Vec<String> = read(&path).map(|r| r.unwrap_err().to_string()).collect();
+        assert_eq!(
+            errors,
+            vec![format!(
+                "{}: not an rtl-pmc raw record file",
+                path.display()
+            )]
+        );
+
+        std::fs::write(
+            &path,
+            format!("{{\"format\":\"{FORMAT}\",\"version\":9}}\n{{}}\n"),
+        )
+        .unwrap();
+        let errors: Vec<String> = read(&path).map(|r| r.unwrap_err().to_string()).collect();
+        assert_eq!(
+            errors,
+            vec![format!(
+                "{}: raw record format version 9, this build reads version 1",
+                path.display()
+            )]
+        );
+
+        let mut file = RecordFile::create(&path).unwrap();
+        file.push(&sample(1));
+        file.flush().unwrap();
+        let mut raw = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        raw.write_all(b"[1]\n").unwrap();
+        file.push(&sample(2));
+        file.flush().unwrap();
+        let items: Vec<Result<Record, RecordError>> = read(&path).collect();
+        assert_eq!(items.len(), 2, "iteration stops at the damage");
+        assert_eq!(items[0].as_ref().unwrap(), &sample(1));
+        let message = items[1].as_ref().unwrap_err().to_string();
+        assert!(
+            message.starts_with(&format!("{}:3: malformed record:", path.display())),
+            "{message}"
+        );
+        std::fs::remove_file(&path).unwrap();
+
+        let missing: Vec<Result<Record, RecordError>> = read(&path).collect();
+        assert!(matches!(missing[..], [Err(RecordError::Io { .. })]));
+    }
+}

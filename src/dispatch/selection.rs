@@ -1,0 +1,224 @@
+//! Which dispatches are wrapped, and which event group each wrapped dispatch collects.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use regex::Regex;
+
+use crate::passes::group_for_dispatch;
+use crate::passes::plan_file::KernelFilters;
+
+/// Why the filters of a plan cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SelectionError {
+    /// A kernel-name regular expression does not compile.
+    #[error("kernel {which} filter {pattern:?}: {source}")]
+    Regex {
+        /// `include` or `exclude`.
+        which: &'static str,
+        /// The expression.
+        pattern: String,
+        /// What the regex compiler reported.
+        source: regex::Error,
+    },
+}
+
+/// The decision for one kernel dispatch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Pass the dispatch through untouched.
+    Skip,
+    /// Wrap the dispatch; it collects event group `group` (0 when there is at most one group).
+    Wrap {
+        /// Index of the agent's event group.
+        group: usize,
+    },
+}
+
+/// The filters of a run, with the counting state they need (per-process dispatch index,
+/// per-kernel launch counts, per-agent counts of wrapped dispatches).
+#[derive(Debug)]
+pub struct Selector {
+    filters: KernelFilters,
+    include: Option<Regex>,
+    exclude: Option<Regex>,
+    group_interval: u64,
+    state: Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    dispatches: u64,
+    launches: HashMap<String, u64>,
+    wrapped_per_agent: HashMap<u32, u64>,
+}
+
+fn compile(which: &'static str, pattern: &Option<String>) -> Result<Option<Regex>, SelectionError> {
+    pattern
+        .as_deref()
+        .map(|p| {
+            Regex::new(p).map_err(|source| SelectionError::Regex {
+                which,
+                pattern: p.to_string(),
+                source,
+            })
+        })
+        .transpose()
+}
+
+impl Selector {
+    /// A selector for `filters`, rotating groups every `group_interval` wrapped dispatches.
+    pub fn new(filters: &KernelFilters, group_interval: u64) -> Result<Selector, SelectionError> {
+        Ok(Selector {
+            include: compile("include", &filters.include_regex)?,
+            exclude: compile("exclude", &filters.exclude_regex)?,
+            filters: filters.clone(),
+            group_interval,
+            state: Mutex::new(Counts::default()),
+        })
+    }
+
+    /// Decides for the next kernel dispatch, in submission order: kernel `name` on the GPU with
+    /// index `gpu` among the GPUs and KFD node `agent`, whose architecture has `groups` event
+    /// groups. Every call consumes a per-process dispatch index and a launch of `name`.
+    pub fn decide(&self, name: &str, gpu: u32, agent: u32, groups: usize) -> Decision {
+        let Ok(mut counts) = self.state.lock() else {
+            return Decision::Skip;
+        };
+        let index = counts.dispatches;
+        counts.dispatches += 1;
+        let launch = {
+            let n = counts.launches.entry(name.to_string()).or_insert(0);
+            *n += 1;
+            *n
+        };
+        let selected = self.filters.selects_dispatch(index)
+            && self.filters.selects_gpu(gpu)
+            && self.include.as_ref().is_none_or(|re| re.is_match(name))
+            && !self.exclude.as_ref().is_some_and(|re| re.is_match(name))
+            && self.filters.selects_iteration(launch);
+        if !selected {
+            return Decision::Skip;
+        }
+        let n = counts.wrapped_per_agent.entry(agent).or_insert(0);
+        let group = group_for_dispatch(*n, self.group_interval, groups);
+        *n += 1;
+        Decision::Wrap { group }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::passes::plan_file::{DispatchRange, IterationRange};
+
+    fn wrapped(
+        selector: &Selector,
+        calls: &[(&str, u32, u32)],
+        groups: usize,
+    ) -> Vec<Option<usize>> {
+        calls
+            .iter()
+            .map(
+                |&(name, gpu, agent)| match selector.decide(name, gpu, agent, groups) {
+                    Decision::Skip => None,
+                    Decision::Wrap { group } => Some(group),
+                },
+            )
+            .collect()
+    }
+
+    #[test]
+    fn regexes_iterations_and_gpus_combine() {
+        let filters = KernelFilters {
+            include_regex: Some("add|fill".into()),
+            exclude_regex: Some("^fill_slow$".into()),
+            iterations: vec![IterationRange { first: 2, last: 3 }],
+            gpus: vec![1],
+            ..KernelFilters::default()
+        };
+        let s = Selector::new(&filters, 1).unwrap();
+        let calls = [
+            ("vadd", 1, 3),      // launch 1 of vadd
+            ("vadd", 1, 3),      // launch 2
+            ("fill_slow", 1, 3), // excluded
+            ("vadd", 0, 2),      // launch 3, wrong GPU
+            ("saxpy", 1, 3),     // not included
+            ("fill", 1, 3),      // launch 1 of fill
+            ("fill", 1, 3),      // launch 2
+            ("vadd", 1, 3),      // launch 4
+        ];
+        assert_eq!(
+            wrapped(&s, &calls, 1),
+            vec![None, Some(0), None, None, None, None, Some(0), None]
+        );
+    }
+
+    #[test]
+    fn dispatch_ranges_count_every_dispatch() {
+        let filters = KernelFilters {
+            include_regex: Some("^a$".into()),
+            dispatches: Some(DispatchRange {
+                start: 2,
+                end: Some(5),
+            }),
+            ..KernelFilters::default()
+        };
+        let s = Selector::new(&filters, 1).unwrap();
+        let calls: Vec<(&str, u32, u32)> = ["a", "b", "a", "b", "a", "a"]
+            .iter()
+            .map(|&n| (n, 0, 1))
+            .collect();
+        assert_eq!(
+            wrapped(&s, &calls, 1),
+            vec![None, None, Some(0), None, Some(0), None]
+        );
+    }
+
+    #[test]
+    fn groups_rotate_per_agent_over_wrapped_dispatches() {
+        let filters = KernelFilters {
+            exclude_regex: Some("skip".into()),
+            ..KernelFilters::default()
+        };
+        let s = Selector::new(&filters, 2).unwrap();
+        let calls = [
+            ("k", 0, 1),
+            ("skip", 0, 1),
+            ("k", 1, 2),
+            ("k", 0, 1),
+            ("k", 0, 1),
+            ("k", 1, 2),
+            ("k", 0, 1),
+            ("k", 0, 1),
+            ("k", 1, 2),
+        ];
+        assert_eq!(
+            wrapped(&s, &calls, 3),
+            vec![
+                Some(0),
+                None,
+                Some(0),
+                Some(0),
+                Some(1),
+                Some(0),
+                Some(1),
+                Some(2),
+                Some(1)
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_regexes_are_named() {
+        let filters = KernelFilters {
+            exclude_regex: Some("(".into()),
+            ..KernelFilters::default()
+        };
+        let message = Selector::new(&filters, 1).unwrap_err().to_string();
+        assert!(
+            message.starts_with("kernel exclude filter \"(\": regex parse error"),
+            "{message}"
+        );
+    }
+}
