@@ -52,7 +52,9 @@ REFERENCE_PRODUCT = {
 # gfx1102's reference chip (Radeon PRO W7500) is known only by its geometry (data/README.md).
 EXTRA_REFERENCE = {
     "gfx1102": ("Radeon PRO W7500", {"num_xcc": 1, "simd_count": 56, "simd_per_cu": 2,
-                                     "array_count": 4, "simd_arrays_per_engine": 2}),
+                                     "array_count": 4, "simd_arrays_per_engine": 2,
+                                     "wave_front_size": 32, "max_waves_per_simd": 16,
+                                     "lds_size_in_kb": 64}),
 }
 TOPOLOGY_PROPERTIES = ["num_xcc", "simd_count", "simd_per_cu", "array_count",
                        "simd_arrays_per_engine", "cu_per_simd_array", "wave_front_size",

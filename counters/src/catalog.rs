@@ -71,8 +71,7 @@ impl Block {
             let extent = match dim {
                 Dimension::Instance => self.instances(topology),
                 Dimension::ShaderEngine => topology.se_per_xcc() as u32,
-                // aqlprofile always reads two shader arrays per engine.
-                Dimension::ShaderArray => 2,
+                Dimension::ShaderArray => topology.arrays_per_se() as u32,
                 Dimension::Wgp => topology.wgp_per_array() as u32,
                 Dimension::Aid => 4,
                 Dimension::Xcc | Dimension::Agent => 1,
@@ -183,6 +182,8 @@ pub struct Catalog {
     blocks: Vec<Block>,
     block_index: HashMap<String, usize>,
     reference: Option<ReferenceGpu>,
+    /// Counters that extra files define for other architectures only (for clearer errors).
+    pub(crate) foreign: HashMap<String, crate::extra::ForeignCounter>,
 }
 
 impl Catalog {
@@ -231,6 +232,7 @@ impl Catalog {
             blocks: Vec::with_capacity(blocks.len()),
             block_index: HashMap::with_capacity(blocks.len()),
             reference: None,
+            foreign: HashMap::new(),
         };
         blocks.sort_by_key(|b| b.aql_block_id);
         for entry in blocks {
@@ -316,6 +318,16 @@ impl Catalog {
 
     /// The counter called `name`, or [`Error::UnknownCounter`] with suggestions.
     pub fn lookup(&self, name: &str) -> Result<&CounterDef, Error> {
+        if let (None, Some(foreign)) = (self.counter(name), self.foreign.get(name)) {
+            let mut architectures = foreign.architectures.clone();
+            architectures.sort();
+            return Err(Error::NotForArchitecture {
+                name: name.to_string(),
+                arch: self.arch.clone(),
+                path: foreign.path.clone(),
+                architectures: architectures.join(", "),
+            });
+        }
         self.counter(name).ok_or_else(|| Error::UnknownCounter {
             name: name.to_string(),
             arch: self.arch.clone(),
@@ -472,6 +484,13 @@ impl Catalog {
         self.index.insert(counter.name.clone(), self.counters.len());
         self.counters.push(counter);
         Ok(())
+    }
+
+    /// Removes the counters appended after the first `len` (undoes a failed extra file).
+    pub(crate) fn truncate(&mut self, len: usize) {
+        for counter in self.counters.drain(len..) {
+            self.index.remove(&counter.name);
+        }
     }
 
     /// The number of counters.

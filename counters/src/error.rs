@@ -24,6 +24,18 @@ pub enum Error {
         /// The closest defined names, best first (may be empty).
         suggestions: Vec<String>,
     },
+    /// A counter that an extra file defines, but not for this architecture.
+    #[error("counter '{name}' is defined in {} for {architectures} only, not for {arch}", .path.display())]
+    NotForArchitecture {
+        /// The name asked for.
+        name: String,
+        /// The catalog's architecture.
+        arch: String,
+        /// The extra file defining it.
+        path: PathBuf,
+        /// The architectures it is defined for, comma separated.
+        architectures: String,
+    },
     /// An expression names a topology property that the GPU does not report.
     #[error("counter '{counter}' needs the GPU property '{property}', which this GPU's topology does not report")]
     UnknownProperty {
@@ -87,6 +99,26 @@ pub enum Error {
     /// Raw samples handed to [`crate::CounterSet::evaluate`] do not match the resolved events.
     #[error("samples do not match the counter set: {0}")]
     Samples(String),
+}
+
+impl Error {
+    /// The message without the leading "counter 'NAME': " where the context names the counter
+    /// already (errors inside extra-counter files).
+    pub(crate) fn detail(&self) -> String {
+        match self {
+            Error::Expression { message, .. } => message.clone(),
+            Error::Syntax {
+                expression,
+                column,
+                message,
+                ..
+            } => {
+                format!("syntax error in expression '{expression}' at column {column}: {message}")
+            }
+            Error::Cycle { path, .. } => format!("depends on itself: {}", path.join(" -> ")),
+            other => other.to_string(),
+        }
+    }
 }
 
 fn suggestion_text(suggestions: &[String]) -> String {

@@ -182,6 +182,12 @@ impl Topology {
         (self.se_count() / self.xcc_count()).max(1)
     }
 
+    /// Shader arrays per shader engine (the extent of `DIMENSION_SHADER_ARRAY`):
+    /// `simd_arrays_per_engine`.
+    pub fn arrays_per_se(&self) -> u64 {
+        self.required("simd_arrays_per_engine")
+    }
+
     /// Workgroup processors per shader array (the extent of `DIMENSION_WGP`):
     /// `ceil((cu_count / 2) / array_count)`.
     pub fn wgp_per_array(&self) -> u64 {
