@@ -91,35 +91,11 @@ const HSA_CODE_OBJECT_TYPE_PROGRAM: u32 = 0;
 type hsa_code_symbol_info_t = u32;
 /// `hsa_ven_amd_loader_loaded_code_object_info_t`.
 type hsa_ven_amd_loader_loaded_code_object_info_t = u32;
-const LCO_INFO_EXECUTABLE: u32 = 1;
-const LCO_INFO_KIND: u32 = 2;
-const LCO_INFO_AGENT: u32 = 3;
-const LCO_INFO_CODE_OBJECT_STORAGE_TYPE: u32 = 4;
-const LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE: u32 = 5;
-const LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE: u32 = 6;
-const LCO_INFO_CODE_OBJECT_STORAGE_FILE: u32 = 7;
-const LCO_INFO_LOAD_DELTA: u32 = 8;
-const LCO_INFO_LOAD_BASE: u32 = 9;
-const LCO_INFO_LOAD_SIZE: u32 = 10;
-const LCO_INFO_URI_LENGTH: u32 = 11;
-const LCO_INFO_URI: u32 = 12;
+/// `hsa_ven_amd_loader_loaded_code_object_kind_t`.
 const LOADED_CODE_OBJECT_KIND_PROGRAM: u32 = 1;
 const LOADED_CODE_OBJECT_KIND_AGENT: u32 = 2;
+/// `hsa_ven_amd_loader_code_object_storage_type_t`: memory.
 const CODE_OBJECT_STORAGE_TYPE_MEMORY: u32 = 2;
-
-/// `hsa_ven_amd_loader_segment_descriptor_t`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct hsa_ven_amd_loader_segment_descriptor_t {
-    agent: hsa_agent_t,
-    executable: hsa_executable_t,
-    code_object_storage_type: u32,
-    code_object_storage_base: *const c_void,
-    code_object_storage_size: usize,
-    code_object_storage_offset: usize,
-    segment_base: *const c_void,
-    segment_size: usize,
-}
 
 type SymbolCallback = Option<
     unsafe extern "C" fn(hsa_executable_t, hsa_executable_symbol_t, *mut c_void) -> hsa_status_t,
@@ -1434,29 +1410,43 @@ pub(crate) unsafe extern "C" fn hsa_ven_amd_loader_loaded_code_object_get_info(
         // SAFETY (each `put`): non-null, buffer of the attribute's type as the API requires.
         unsafe {
             match attribute {
-                LCO_INFO_EXECUTABLE => put(
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_EXECUTABLE => put(
                     value,
                     hsa_executable_t {
                         handle: lco.executable,
                     },
                 ),
-                LCO_INFO_KIND if lco.agent.handle == 0 => {
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_KIND if lco.agent.handle == 0 => {
                     put(value, LOADED_CODE_OBJECT_KIND_PROGRAM)
                 }
-                LCO_INFO_KIND => put(value, LOADED_CODE_OBJECT_KIND_AGENT),
-                LCO_INFO_AGENT if lco.agent.handle == 0 => {
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_KIND => {
+                    put(value, LOADED_CODE_OBJECT_KIND_AGENT)
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_AGENT if lco.agent.handle == 0 => {
                     return HSA_STATUS_ERROR_INVALID_ARGUMENT
                 }
-                LCO_INFO_AGENT => put(value, lco.agent),
-                LCO_INFO_CODE_OBJECT_STORAGE_TYPE => put(value, CODE_OBJECT_STORAGE_TYPE_MEMORY),
-                LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE => put(value, co.bytes.as_ptr() as u64),
-                LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE => put(value, co.bytes.len() as u64),
-                LCO_INFO_CODE_OBJECT_STORAGE_FILE => return HSA_STATUS_ERROR_INVALID_ARGUMENT,
-                LCO_INFO_LOAD_DELTA => put(value, base as i64),
-                LCO_INFO_LOAD_BASE => put(value, base),
-                LCO_INFO_LOAD_SIZE => put(value, co.image_size()),
-                LCO_INFO_URI_LENGTH => put(value, lco.uri.len() as u32),
-                LCO_INFO_URI => put_bytes(value, lco.uri.as_bytes()),
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_AGENT => put(value, lco.agent),
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_TYPE => {
+                    put(value, CODE_OBJECT_STORAGE_TYPE_MEMORY)
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE => {
+                    put(value, co.bytes.as_ptr() as u64)
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE => {
+                    put(value, co.bytes.len() as u64)
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_FILE => {
+                    return HSA_STATUS_ERROR_INVALID_ARGUMENT
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_DELTA => put(value, base as i64),
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_BASE => put(value, base),
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_SIZE => put(value, co.image_size()),
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI_LENGTH => {
+                    put(value, lco.uri.len() as u32)
+                }
+                HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI => {
+                    put_bytes(value, lco.uri.as_bytes())
+                }
                 _ => return HSA_STATUS_ERROR_INVALID_ARGUMENT,
             }
         }
@@ -1498,6 +1488,28 @@ pub(crate) unsafe extern "C" fn hsa_ven_amd_loader_iterate_executables(
             callback(hsa_executable_t { handle }, data)
         })
     })
+}
+
+/// The loader extension table (`HSA_EXTENSION_AMD_LOADER`, version 1.03), for
+/// `hsa_system_get_major_extension_table`.
+pub(crate) fn loader_extension_table() -> hsa_ven_amd_loader_1_03_pfn_t {
+    hsa_ven_amd_loader_1_03_pfn_t {
+        hsa_ven_amd_loader_query_host_address: Some(hsa_ven_amd_loader_query_host_address),
+        hsa_ven_amd_loader_query_segment_descriptors: Some(
+            hsa_ven_amd_loader_query_segment_descriptors,
+        ),
+        hsa_ven_amd_loader_query_executable: Some(hsa_ven_amd_loader_query_executable),
+        hsa_ven_amd_loader_executable_iterate_loaded_code_objects: Some(
+            hsa_ven_amd_loader_executable_iterate_loaded_code_objects,
+        ),
+        hsa_ven_amd_loader_loaded_code_object_get_info: Some(
+            hsa_ven_amd_loader_loaded_code_object_get_info,
+        ),
+        hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size: Some(
+            hsa_ven_amd_loader_code_object_reader_create_from_file_with_offset_size,
+        ),
+        hsa_ven_amd_loader_iterate_executables: Some(hsa_ven_amd_loader_iterate_executables),
+    }
 }
 
 #[cfg(test)]

@@ -387,11 +387,15 @@ fn readers_from_files_with_offsets() {
         let mut len = 0u32;
         hsa_ven_amd_loader_loaded_code_object_get_info(
             lco,
-            LCO_INFO_URI_LENGTH,
+            HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI_LENGTH,
             (&raw mut len).cast(),
         );
         let mut uri = vec![0u8; len as usize];
-        hsa_ven_amd_loader_loaded_code_object_get_info(lco, LCO_INFO_URI, uri.as_mut_ptr().cast());
+        hsa_ven_amd_loader_loaded_code_object_get_info(
+            lco,
+            HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_URI,
+            uri.as_mut_ptr().cast(),
+        );
         let expected = format!(
             "file://{}#offset=100&size={}",
             bundle.display(),
@@ -456,24 +460,42 @@ fn loader_extension_describes_loaded_code() {
             hsa_ven_amd_loader_iterate_executables(Some(find_executable), (&raw mut wanted).cast());
         assert_eq!(status, HSA_STATUS_INFO_BREAK);
     }
-    assert_eq!(lco_info::<hsa_executable_t>(lco, LCO_INFO_EXECUTABLE), exec);
     assert_eq!(
-        lco_info::<u32>(lco, LCO_INFO_KIND),
+        lco_info::<hsa_executable_t>(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_EXECUTABLE),
+        exec
+    );
+    assert_eq!(
+        lco_info::<u32>(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_KIND),
         LOADED_CODE_OBJECT_KIND_AGENT
     );
-    assert_eq!(lco_info::<hsa_agent_t>(lco, LCO_INFO_AGENT), GFX942);
     assert_eq!(
-        lco_info::<u32>(lco, LCO_INFO_CODE_OBJECT_STORAGE_TYPE),
+        lco_info::<hsa_agent_t>(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_AGENT),
+        GFX942
+    );
+    assert_eq!(
+        lco_info::<u32>(
+            lco,
+            HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_TYPE
+        ),
         CODE_OBJECT_STORAGE_TYPE_MEMORY
     );
     assert_eq!(
-        lco_info::<u64>(lco, LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE),
+        lco_info::<u64>(
+            lco,
+            HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_SIZE
+        ),
         bytes.len() as u64
     );
-    let base: u64 = lco_info(lco, LCO_INFO_LOAD_BASE);
-    assert_eq!(lco_info::<i64>(lco, LCO_INFO_LOAD_DELTA), base as i64);
-    let size: u64 = lco_info(lco, LCO_INFO_LOAD_SIZE);
-    let storage: u64 = lco_info(lco, LCO_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE);
+    let base: u64 = lco_info(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_BASE);
+    assert_eq!(
+        lco_info::<i64>(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_DELTA),
+        base as i64
+    );
+    let size: u64 = lco_info(lco, HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_LOAD_SIZE);
+    let storage: u64 = lco_info(
+        lco,
+        HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_MEMORY_BASE,
+    );
     // SAFETY: the storage base addresses the code object's bytes.
     let stored = unsafe { std::slice::from_raw_parts(storage as *const u8, bytes.len()) };
     assert_eq!(stored, bytes.as_slice());
@@ -494,7 +516,7 @@ fn loader_extension_describes_loaded_code() {
         let mut file = 0i32;
         let status = hsa_ven_amd_loader_loaded_code_object_get_info(
             lco,
-            LCO_INFO_CODE_OBJECT_STORAGE_FILE,
+            HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_FILE,
             (&raw mut file).cast(),
         );
         assert_eq!(status, HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -508,19 +530,7 @@ fn loader_extension_describes_loaded_code() {
                 hsa_ven_amd_loader_query_segment_descriptors(std::ptr::null_mut(), &mut count)
             };
             assert_eq!(status, HSA_STATUS_SUCCESS);
-            let mut all = vec![
-                hsa_ven_amd_loader_segment_descriptor_t {
-                    agent: hsa_agent_t::default(),
-                    executable: hsa_executable_t::default(),
-                    code_object_storage_type: 0,
-                    code_object_storage_base: std::ptr::null(),
-                    code_object_storage_size: 0,
-                    code_object_storage_offset: 0,
-                    segment_base: std::ptr::null(),
-                    segment_size: 0,
-                };
-                count
-            ];
+            let mut all = vec![hsa_ven_amd_loader_segment_descriptor_t::default(); count];
             // SAFETY: room for `count` descriptors.
             let status = unsafe {
                 hsa_ven_amd_loader_query_segment_descriptors(all.as_mut_ptr(), &mut count)
