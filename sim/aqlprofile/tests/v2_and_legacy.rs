@@ -1,0 +1,357 @@
+//! The simulated aqlprofile against the simulated GPU: exact values, sample order, limits, and
+//! agreement of the two APIs.
+
+mod common;
+
+use common::*;
+
+/// gfx942 event ids.
+const TCC_HIT: u32 = 17;
+const SQ_WAVES: u32 = 4;
+
+fn tcc_events() -> Vec<PmcEvent> {
+    (0..16)
+        .map(|i| PmcEvent {
+            block_index: i,
+            event_id: TCC_HIT,
+            flags: 0,
+            block_name: TCC,
+        })
+        .collect()
+}
+
+#[test]
+fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let session = create(agent, &tcc_events()).expect("packets");
+    let k = run(10, 1, "vadd", 1 << 20, 1_000_000, 1_200_000);
+    gpu::kernel_started(&k);
+    execute(10, &session.packets.start, 1_000_000);
+    execute(10, &session.packets.read, 1_200_000);
+    execute(10, &session.packets.stop, 1_200_000);
+    let got = samples(&session);
+    let truth = truth(&k, "TCC_HIT");
+    assert_eq!(got.len(), 128);
+    assert_eq!(truth.len(), 128);
+    for (n, (event, id, value)) in got.iter().enumerate() {
+        let (xcc, instance) = (n / 16, n % 16);
+        assert_eq!(event.block_index as usize, instance);
+        assert_eq!(*id as usize, xcc * 16 + instance);
+        assert_eq!(*value, truth[n]);
+    }
+    // vadd reads 8 and writes 4 bytes per item in 64-byte lines, spread over 128 channels; a
+    // quarter of the reads and an eighth of the writes hit.
+    let (reads, writes) = ((1u64 << 20) * 8 / 64 / 128, (1u64 << 20) * 4 / 64 / 128);
+    assert_eq!(
+        got.iter().map(|s| s.2).sum::<u64>(),
+        128 * (reads * 25 / 100 + writes * 25 / 200)
+    );
+    // SAFETY: a live handle.
+    unsafe { (lib().delete_packets)(session.handle) };
+}
+
+#[test]
+fn sq_samples_come_per_xcc_then_shader_engine() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let events = [PmcEvent {
+        block_index: 0,
+        event_id: SQ_WAVES,
+        flags: 0,
+        block_name: SQ,
+    }];
+    let session = create(agent, &events).expect("packets");
+    let k = run(11, 1, "vadd", 1 << 20, 5_000, 105_000);
+    gpu::kernel_started(&k);
+    execute(11, &session.packets.start, 5_000);
+    execute(11, &session.packets.read, 105_000);
+    let got = samples(&session);
+    assert_eq!(
+        got.iter().map(|s| s.1).collect::<Vec<_>>(),
+        (0..32).collect::<Vec<u64>>()
+    );
+    let values: Vec<u64> = got.iter().map(|s| s.2).collect();
+    assert_eq!(values, truth(&k, "SQ_WAVES"));
+    // 4096 workgroups of 4 waves, spread evenly over 32 shader engines.
+    assert_eq!(values, vec![512; 32]);
+}
+
+#[test]
+fn event_coordinates_decode_the_sample_id() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let mut coords: Vec<(i32, i32, i32, String)> = Vec::new();
+    unsafe extern "C" fn cb(
+        _pos: i32,
+        id: i32,
+        extent: i32,
+        coord: i32,
+        name: *const std::ffi::c_char,
+        ud: *mut std::ffi::c_void,
+    ) -> u32 {
+        // SAFETY: `ud` is the Vec below; `name` is a C string.
+        let (out, name) = unsafe {
+            (
+                &mut *(ud as *mut Vec<(i32, i32, i32, String)>),
+                std::ffi::CStr::from_ptr(name),
+            )
+        };
+        out.push((id, extent, coord, name.to_string_lossy().into_owned()));
+        0
+    }
+    let event = PmcEvent {
+        block_index: 5,
+        event_id: TCC_HIT,
+        flags: 0,
+        block_name: TCC,
+    };
+    // SAFETY: valid arguments.
+    let status =
+        unsafe { (lib().iterate_coord)(agent, event, 37, cb, (&mut coords as *mut Vec<_>).cast()) };
+    assert_eq!(status, SUCCESS);
+    assert_eq!(
+        coords,
+        vec![
+            (0, 8, 2, "XCD".to_string()),
+            (5, 16, 5, "INSTANCE".to_string())
+        ]
+    );
+}
+
+#[test]
+fn over_limit_sets_are_rejected() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let tcc = |id| PmcEvent {
+        block_index: 0,
+        event_id: id,
+        flags: 0,
+        block_name: TCC,
+    };
+    assert!(create(agent, &[tcc(1), tcc(2), tcc(3), tcc(4)]).is_ok());
+    assert_eq!(
+        create(agent, &[tcc(1), tcc(2), tcc(3), tcc(4), tcc(5)]).err(),
+        Some(ERROR)
+    );
+    let sq: Vec<PmcEvent> = (1..=9)
+        .map(|id| PmcEvent {
+            block_index: 0,
+            event_id: id,
+            flags: 0,
+            block_name: SQ,
+        })
+        .collect();
+    assert!(create(agent, &sq[..8]).is_ok());
+    assert_eq!(create(agent, &sq).err(), Some(ERROR));
+    let grbm: Vec<LegacyEvent> = (0..3)
+        .map(|id| LegacyEvent {
+            block_name: GRBM,
+            block_index: 0,
+            counter_id: id,
+        })
+        .collect();
+    let mut start = [0u8; 64];
+    assert!(Legacy::new(MI300X, grbm[..2].to_vec(), &mut start).is_ok());
+    assert_eq!(Legacy::new(MI300X, grbm, &mut start).err(), Some(ERROR));
+    // Accumulation is only for SQ.
+    let flagged = PmcEvent { flags: 1, ..tcc(1) };
+    assert_eq!(create(agent, &[flagged]).err(), Some(INVALID_ARGUMENT));
+}
+
+#[test]
+fn block_queries_give_limits_and_instances() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let name = c"TA";
+    let mut query = (name.as_ptr(), 0u32, 0u32);
+    let profile = PmcProfile {
+        agent,
+        events: std::ptr::null(),
+        count: 0,
+    };
+    // SAFETY: an id query is (name, id, instance_count).
+    assert_eq!(
+        unsafe { (lib().get_pmc_info)(&profile, 5, (&mut query as *mut (_, u32, u32)).cast()) },
+        SUCCESS
+    );
+    assert_eq!((query.1, query.2), (TA, 11));
+    let events = [PmcEvent {
+        block_index: 0,
+        event_id: 0,
+        flags: 0,
+        block_name: TCC,
+    }];
+    let profile = PmcProfile {
+        agent,
+        events: events.as_ptr(),
+        count: 1,
+    };
+    let mut counters = 0u32;
+    // SAFETY: BLOCK_COUNTERS writes a u32.
+    assert_eq!(
+        unsafe { (lib().get_pmc_info)(&profile, 4, (&mut counters as *mut u32).cast()) },
+        SUCCESS
+    );
+    assert_eq!(counters, 4);
+    let mut valid = false;
+    let bad = PmcEvent {
+        block_index: 16,
+        ..events[0]
+    };
+    // SAFETY: valid pointers.
+    assert_eq!(
+        unsafe { (lib().validate)(agent, &bad, &mut valid) },
+        SUCCESS
+    );
+    assert!(!valid);
+    // The legacy query reports the raw table instance count of TA.
+    let legacy = LegacyProfile {
+        agent: MI300X,
+        type_: 0,
+        events: std::ptr::null(),
+        count: 0,
+        parameters: std::ptr::null(),
+        parameter_count: 0,
+        output: Descriptor {
+            ptr: std::ptr::null_mut(),
+            size: 0,
+        },
+        command: Descriptor {
+            ptr: std::ptr::null_mut(),
+            size: 0,
+        },
+    };
+    let mut query = (name.as_ptr(), 0u32, 0u32);
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { (lib().legacy_get_info)(&legacy, 5, (&mut query as *mut (_, u32, u32)).cast()) },
+        SUCCESS
+    );
+    assert_eq!((query.1, query.2), (TA, 16));
+}
+
+#[test]
+fn both_apis_return_the_same_data_for_the_same_events() {
+    let ids = [
+        (SQ, 0, SQ_WAVES),
+        (SQ, 0, 26),
+        (GRBM, 0, 0),
+        (GRBM, 0, 2),
+        (TA, 3, 13),
+        (TCC, 7, TCC_HIT),
+    ];
+    let v2_events: Vec<PmcEvent> = ids
+        .iter()
+        .map(|&(b, i, e)| PmcEvent {
+            block_index: i,
+            event_id: e,
+            flags: 0,
+            block_name: b,
+        })
+        .collect();
+    let legacy_events: Vec<LegacyEvent> = ids
+        .iter()
+        .map(|&(b, i, e)| LegacyEvent {
+            block_name: b,
+            block_index: i,
+            counter_id: e,
+        })
+        .collect();
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let k = run(12, 3, "saxpy", 3 << 18, 10_000, 90_000);
+    gpu::kernel_started(&k);
+
+    let v2 = create(agent, &v2_events).expect("v2 packets");
+    execute(12, &v2.packets.start, 10_000);
+    execute(12, &v2.packets.read, 90_000);
+    execute(12, &v2.packets.stop, 90_000);
+
+    let (mut start, mut read, mut stop) = ([0u8; 64], [0u8; 64], [0u8; 64]);
+    let legacy = Legacy::new(MI300X, legacy_events, &mut start).expect("legacy packets");
+    // SAFETY: a prepared profile and writable packets.
+    unsafe {
+        assert_eq!((lib().legacy_read)(&legacy.profile, &mut read), SUCCESS);
+        assert_eq!((lib().legacy_stop)(&legacy.profile, &mut stop), SUCCESS);
+    }
+    execute(12, &start, 10_000);
+    execute(12, &read, 90_000);
+    execute(12, &stop, 90_000);
+
+    let a: Vec<u64> = samples(&v2).iter().map(|s| s.2).collect();
+    let b: Vec<u64> = legacy.samples().iter().map(|s| s.2).collect();
+    assert_eq!(a.len(), 8 * (4 + 4 + 1 + 1 + 4 + 1));
+    assert_eq!(a, b);
+    // The window is exactly the kernel: GRBM_COUNT and GRBM_GUI_ACTIVE are its 168000 cycles
+    // at 2100 MHz on every XCC.
+    assert_eq!(truth(&k, "GRBM_COUNT"), vec![168_000; 8]);
+    let grbm_count: Vec<u64> = samples(&v2)
+        .iter()
+        .filter(|s| s.0.block_name == GRBM && s.0.event_id == 0)
+        .map(|s| s.2)
+        .collect();
+    assert_eq!(grbm_count, vec![168_000; 8]);
+    // Legacy sample ids restart per XCC: SQ has one per shader engine.
+    let sq_ids: Vec<u32> = legacy
+        .samples()
+        .iter()
+        .filter(|s| s.0.counter_id == SQ_WAVES)
+        .map(|s| s.1)
+        .take(8)
+        .collect();
+    assert_eq!(sq_ids, vec![0, 1, 2, 3, 0, 1, 2, 3]);
+}
+
+#[test]
+fn unserialised_kernels_on_two_queues_mix_and_serialised_ones_do_not() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let events = [
+        PmcEvent {
+            block_index: 0,
+            event_id: SQ_WAVES,
+            flags: 0,
+            block_name: SQ,
+        },
+        PmcEvent {
+            block_index: 0,
+            event_id: 26,
+            flags: 0,
+            block_name: SQ,
+        },
+    ];
+    // Kernel a on queue 1 under a counting window; kernel b on queue 2 overlaps its second half.
+    let a = run(13, 1, "vadd", 1 << 20, 1_000_000, 2_000_000);
+    let b = run(13, 2, "fill", 1 << 19, 1_500_000, 2_500_000);
+    let session = create(agent, &events).expect("packets");
+    gpu::kernel_started(&a);
+    execute(13, &session.packets.start, 1_000_000);
+    gpu::kernel_started(&b);
+    execute(13, &session.packets.read, 2_000_000);
+    let mixed: Vec<u64> = samples(&session).iter().map(|s| s.2).collect();
+    let truth_a: Vec<u64> = ["SQ_WAVES", "SQ_INSTS_VALU"]
+        .iter()
+        .flat_map(|c| truth(&a, c))
+        .collect();
+    let truth_b: Vec<u64> = ["SQ_WAVES", "SQ_INSTS_VALU"]
+        .iter()
+        .flat_map(|c| truth(&b, c))
+        .collect();
+    // Buffer order is per XCC: SQ_WAVES then SQ_INSTS_VALU, 4 shader engines each.
+    let order = |t: &[u64]| -> Vec<u64> {
+        (0..8)
+            .flat_map(|x| (0..2).flat_map(move |c| (0..4).map(move |se| t[c * 32 + x * 4 + se])))
+            .collect()
+    };
+    let expected: Vec<u64> = order(&truth_a)
+        .iter()
+        .zip(order(&truth_b))
+        .map(|(&x, y)| x + y / 2)
+        .collect();
+    assert_eq!(mixed, expected);
+    assert_ne!(mixed, order(&truth_a));
+
+    // Serialised: b starts when a ends, after the read.
+    let c = run(14, 2, "fill", 1 << 19, 2_000_000, 3_000_000);
+    let a2 = run(14, 1, "vadd", 1 << 20, 1_000_000, 2_000_000);
+    gpu::kernel_started(&a2);
+    execute(14, &session.packets.start, 1_000_000);
+    execute(14, &session.packets.read, 2_000_000);
+    gpu::kernel_started(&c);
+    let alone: Vec<u64> = samples(&session).iter().map(|s| s.2).collect();
+    assert_eq!(alone, order(&truth_a));
+}
