@@ -227,7 +227,7 @@ impl Catalog {
                     ));
                 }
                 CounterKind::Derived { expression } => {
-                    Expr::parse(name, expression).map_err(|e| here(def_line, e.to_string()))?;
+                    Expr::parse(name, expression).map_err(|e| here(def_line, e.detail()))?;
                 }
                 CounterKind::Basic { .. } => {}
             }
