@@ -1,5 +1,153 @@
+//! `rtl-pmc`: collects AMD GPU hardware counters per kernel dispatch.
+//!
+//! The binary is glue: [`args`] defines the command line, [`inputs`] reads `--pmc` groups and
+//! input files, [`gpus`] finds the GPUs, [`planning`] turns counters into passes with the
+//! counter engine and the planner, and [`run`] runs the application once per pass. Every input
+//! problem is found before anything runs and reported as one line with exit code 2.
+
+mod args;
+mod avail;
+mod error;
+mod filters;
+mod gpus;
+mod inputs;
+mod planning;
+mod run;
 mod sim_env;
 
-fn main() {
-    let _ = sim_env::exports;
+use std::process::ExitCode;
+
+use rtl_pmc::passes::PlanOptions;
+
+use crate::args::Args;
+use crate::error::CliError;
+use crate::gpus::Gpu;
+use crate::planning::{plan_profile, ArchCatalog};
+
+fn main() -> ExitCode {
+    let args = Args::parse_command_line();
+    match run_cli(&args) {
+        Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("rtl-pmc: {e}");
+            ExitCode::from(e.exit_code.clamp(1, 255) as u8)
+        }
+    }
+}
+
+/// The environment of `--sim`, checked once.
+fn sim_exports(args: &Args) -> Result<Vec<(String, String)>, CliError> {
+    match &args.sim {
+        Some(spec) => sim_env::exports(spec).map_err(|e| CliError::input(format!("--sim: {e}"))),
+        None => Ok(Vec::new()),
+    }
+}
+
+/// The GPUs to plan for: from the simulated topology with `--sim`, else from
+/// `RTL_PMC_KFD_TOPOLOGY` or the system's KFD topology.
+fn detect_gpus(sim: &[(String, String)]) -> Result<(String, Vec<Gpu>), CliError> {
+    let from_sim = sim
+        .iter()
+        .find(|(name, _)| name == gpus::TOPOLOGY_ENV)
+        .map(|(_, v)| v.clone());
+    let from_env = std::env::var(gpus::TOPOLOGY_ENV).ok();
+    let dir = gpus::topology_dir(from_sim.or(from_env).as_deref());
+    Ok((dir.display().to_string(), gpus::detect(&dir)?))
+}
+
+/// The distinct architectures to plan for, in GPU order (or `--arch`).
+fn architectures(args: &Args, sim: &[(String, String)]) -> Result<Vec<String>, CliError> {
+    if let Some(arch) = &args.arch {
+        return Ok(vec![arch.clone()]);
+    }
+    let (dir, found) = detect_gpus(sim)?;
+    let mut archs: Vec<String> = Vec::new();
+    for gpu in found {
+        if !archs.contains(&gpu.arch) {
+            archs.push(gpu.arch);
+        }
+    }
+    if archs.is_empty() {
+        return Err(CliError::input(format!(
+            "no AMD GPU found in {dir}; give --arch gfxNNN to plan for one"
+        )));
+    }
+    Ok(archs)
+}
+
+fn run_cli(args: &Args) -> Result<i32, CliError> {
+    let sim = sim_exports(args)?;
+    if args.print_env {
+        for (name, value) in &sim {
+            println!("export {name}='{}'", value.replace('\'', r"'\''"));
+        }
+        return Ok(0);
+    }
+    if args.list_avail {
+        return list_avail(args, &sim);
+    }
+
+    let jobs = inputs::collect_jobs(args)?;
+    if jobs.is_empty() {
+        return Err(CliError::input(
+            "nothing to collect: give --pmc COUNTER... or -i FILE",
+        ));
+    }
+    let catalogs = architectures(args, &sim)?
+        .iter()
+        .map(|arch| ArchCatalog::load(arch, &args.extra_counters))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = PlanOptions {
+        strict: args.strict_passes,
+        ..PlanOptions::default()
+    };
+    let plan = plan_profile(jobs, &catalogs, &options)?;
+    for note in &plan.notes {
+        eprintln!("rtl-pmc: {note}");
+    }
+    if args.plan {
+        print!("{}", plan.render());
+        return Ok(0);
+    }
+    if args.app.is_empty() {
+        return Err(CliError::input(
+            "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
+        ));
+    }
+    run::run(&plan, &args.app, args.continue_on_error)
+}
+
+fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
+    let text = if let Some(arch) = &args.arch {
+        let catalog = ArchCatalog::load(arch, &args.extra_counters)?;
+        avail::render(&[avail::Target {
+            index: 0,
+            catalog: &catalog,
+            properties: None,
+        }])?
+    } else {
+        let (dir, found) = detect_gpus(sim)?;
+        if found.is_empty() {
+            return Err(CliError::input(format!(
+                "no AMD GPU found in {dir}; give --arch gfxNNN to list its counters"
+            )));
+        }
+        let catalogs = found
+            .iter()
+            .map(|gpu| ArchCatalog::load(&gpu.arch, &args.extra_counters))
+            .collect::<Result<Vec<_>, _>>()?;
+        let targets: Vec<avail::Target<'_>> = found
+            .iter()
+            .zip(&catalogs)
+            .enumerate()
+            .map(|(index, (gpu, catalog))| avail::Target {
+                index,
+                catalog,
+                properties: Some(&gpu.properties),
+            })
+            .collect();
+        avail::render(&targets)?
+    };
+    print!("{text}");
+    Ok(0)
 }

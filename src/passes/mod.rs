@@ -31,7 +31,7 @@
 //! assert_eq!(plan.passes.len(), 2);
 //! assert_eq!(plan.lower_bound, 2);
 //! assert!(plan.optimal);
-//! assert_eq!(plan.split.unwrap().to_string(), "SQ needs 10 counters, 8 per pass");
+//! assert_eq!(plan.split.unwrap().to_string(), "SQ needs 10 counters (8 per pass)");
 //! ```
 #![deny(missing_docs)]
 

@@ -98,7 +98,7 @@ impl fmt::Display for BudgetUse {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} needs {} counters, {} per pass",
+            "{} needs {} counters ({} per pass)",
             self.budget, self.events, self.limit
         )
     }
@@ -691,7 +691,7 @@ mod tests {
         );
         assert_eq!(
             plan.split.as_ref().unwrap().to_string(),
-            "SQ needs 12 counters, 8 per pass"
+            "SQ needs 12 counters (8 per pass)"
         );
         assert_valid(&counters, &gfx9_limits(), &plan.passes);
     }
@@ -741,7 +741,7 @@ mod tests {
         let err = plan_group(&counters, &gfx9_limits(), &PlanOptions::default()).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "counter 'BIG' cannot be collected in one pass: TA needs 3 counters, 2 per pass"
+            "counter 'BIG' cannot be collected in one pass: TA needs 3 counters (2 per pass)"
         );
     }
 
@@ -769,7 +769,7 @@ mod tests {
         let err = plan_group(&counters, &gfx9_limits(), &options).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "the counters do not fit one pass (GRBM needs 3 counters, 2 per pass); proposed \
+            "the counters do not fit one pass (GRBM needs 3 counters (2 per pass)); proposed \
              split: pass 1: GRBM_COUNT GRBM_GUI_ACTIVE; pass 2: GRBM_CP_BUSY"
         );
     }

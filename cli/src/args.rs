@@ -1,0 +1,135 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
+
+const EXAMPLES: &str = "\
+Examples:
+  rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app           one pass
+  rtl-pmc --pmc SQ_WAVES --pmc GRBM_GUI_ACTIVE -- ./app two groups, two passes
+  rtl-pmc -i input.txt -- ./app                        one pass per `pmc:` line
+  rtl-pmc -i input.yaml -- ./app                       rocprofv3 jobs, or pmc_groups
+  rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy
+  rtl-pmc --list-avail --arch gfx90a
+  rtl-pmc --sim gfx942 --print-env";
+
+/// Per-dispatch hardware counters for AMD GPUs, the way rocprof and rocprofv3 --pmc collect
+/// them: counter groups that do not fit the hardware are split into the fewest passes that keep
+/// every derived counter's inputs together.
+#[derive(Debug, Clone, Parser)]
+#[command(name = "rtl-pmc", version, after_help = EXAMPLES)]
+pub struct Args {
+    /// Counters to collect together (space- or comma-separated); each --pmc is one group.
+    #[arg(long = "pmc", value_name = "COUNTER", num_args = 1.., action = ArgAction::Append)]
+    pmc_values: Vec<String>,
+
+    /// The `--pmc` groups, one per occurrence (filled by [`Args::parse_command_line`]).
+    #[arg(skip)]
+    pub pmc: Vec<Vec<String>>,
+
+    /// Input file: `.txt` (rocprof `pmc:` lines) or `.yaml`/`.yml`/`.json` (rocprofv3 jobs).
+    #[arg(short, long, value_name = "FILE")]
+    pub input: Option<PathBuf>,
+
+    /// Extra counter definitions (rocprofiler-sdk counter YAML), added to the built-in ones.
+    #[arg(short = 'E', long = "extra-counters", value_name = "FILE")]
+    pub extra_counters: Vec<PathBuf>,
+
+    /// Only profile kernels whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub kernel_include_regex: Option<String>,
+
+    /// Never profile kernels whose name matches this regular expression.
+    #[arg(long, value_name = "REGEX")]
+    pub kernel_exclude_regex: Option<String>,
+
+    /// Only these launches of each kernel, counted from 1: e.g. `[1-2],[5]` or `3`.
+    #[arg(long, value_name = "RANGES")]
+    pub kernel_iteration_range: Option<String>,
+
+    /// Directory the results are written to (default: the current directory).
+    #[arg(short = 'd', long, value_name = "DIR")]
+    pub output_directory: Option<PathBuf>,
+
+    /// Base name of the result files.
+    #[arg(short = 'o', long, value_name = "NAME")]
+    pub output_file: Option<String>,
+
+    /// Result formats to write.
+    #[arg(long, value_name = "FORMAT", value_delimiter = ',', num_args = 1..)]
+    pub output_format: Vec<OutputFormat>,
+
+    /// Shorten kernel names to their base name.
+    #[arg(long)]
+    pub truncate_kernels: bool,
+
+    /// Keep kernel names mangled.
+    #[arg(long)]
+    pub mangled_kernels: bool,
+
+    /// Refuse to split a group that does not fit one pass; print the proposed split instead.
+    #[arg(long)]
+    pub strict_passes: bool,
+
+    /// Print the passes the counters need and run nothing.
+    #[arg(long)]
+    pub plan: bool,
+
+    /// Plan for this GPU architecture (e.g. gfx942) instead of the GPUs present.
+    #[arg(long, value_name = "gfxNNN")]
+    pub arch: Option<String>,
+
+    /// List the counters available on each GPU (or on --arch).
+    #[arg(long)]
+    pub list_avail: bool,
+
+    /// Run on the simulated ROCm: an architecture, a built-in configuration or a config file.
+    #[arg(long, value_name = "ARCH|CONFIG")]
+    pub sim: Option<String>,
+
+    /// With --sim: print the environment that runs any program on the simulated GPU.
+    #[arg(long, requires = "sim")]
+    pub print_env: bool,
+
+    /// Keep going with the next pass when the application fails in one.
+    #[arg(long)]
+    pub continue_on_error: bool,
+
+    /// The application and its arguments.
+    #[arg(last = true, value_name = "APP")]
+    pub app: Vec<String>,
+}
+
+impl Args {
+    /// Parses the process's command line, keeping each `--pmc` occurrence as its own group.
+    pub fn parse_command_line() -> Args {
+        let matches = Args::command().get_matches();
+        let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        args.pmc = matches
+            .get_occurrences::<String>("pmc_values")
+            .map(|occurrences| occurrences.map(|o| o.cloned().collect()).collect())
+            .unwrap_or_default();
+        args
+    }
+}
+
+/// A result format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum OutputFormat {
+    /// counter_collection.csv and results.csv.
+    Csv,
+    /// results.json.
+    Json,
+    /// results.db (SQLite).
+    Rocpd,
+    /// results.pftrace (Perfetto).
+    Pftrace,
+}
+
+impl OutputFormat {
+    /// Parses a format name as written in input files (any case).
+    pub fn from_name(name: &str) -> Option<OutputFormat> {
+        OutputFormat::from_str(name, true).ok()
+    }
+}

@@ -1,0 +1,544 @@
+//! What the user asked to collect: `--pmc` groups, rocprof v1 `input.txt` lines and rocprofv3
+//! YAML/JSON jobs, with their filters and output settings, combined in rocprofv3's order
+//! (command-line groups first, then the file's) and checked before anything runs.
+
+use std::path::{Path, PathBuf};
+
+use rtl_pmc::passes::plan_file::KernelFilters;
+use serde::Deserialize;
+use serde_saphyr::Spanned;
+
+use crate::args::{Args, OutputFormat};
+use crate::error::CliError;
+use crate::filters::{check_regex, parse_dispatch_range, parse_iteration_range};
+
+/// A counter name as written, with where it was written (for error messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CounterName {
+    /// The name.
+    pub name: String,
+    /// `--pmc`, or `file:line:column`.
+    pub at: String,
+}
+
+/// How a job's counters are collected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collection {
+    /// All in one run when they fit, else split into the fewest runs.
+    Passes(Vec<CounterName>),
+    /// `pmc_groups`: one run, groups rotating every `interval` filtered dispatches per GPU.
+    Rotating {
+        /// The groups, in order.
+        groups: Vec<Vec<CounterName>>,
+        /// Dispatches per group before the next.
+        interval: u64,
+    },
+}
+
+/// Filters and outputs of one job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// Which dispatches are profiled.
+    pub filters: KernelFilters,
+    /// `-d` / `output_directory`.
+    pub output_directory: Option<PathBuf>,
+    /// `-o` / `output_file`.
+    pub output_file: Option<String>,
+    /// `--output-format` / `output_format` (empty: the default formats).
+    pub output_format: Vec<OutputFormat>,
+    /// `--truncate-kernels` / `truncate_kernels`.
+    pub truncate_kernels: bool,
+    /// `--mangled-kernels` / `mangled_kernels`.
+    pub mangled_kernels: bool,
+}
+
+/// One user group: a `--pmc`, a `pmc:` line or a YAML/JSON job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Job {
+    /// How messages name it: `--pmc group 1`, `input.txt:3`, `input.yaml job 2`.
+    pub label: String,
+    /// The counters.
+    pub collection: Collection,
+    /// Its filters and outputs.
+    pub settings: Settings,
+}
+
+/// Splits `--pmc` values and `pmc:` lines into names: spaces and commas separate.
+fn split_names(text: &str) -> impl Iterator<Item = (usize, &str)> {
+    let mut start = None;
+    let mut out = Vec::new();
+    for (i, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        let separator = c == ',' || c.is_whitespace();
+        match (separator, start) {
+            (false, None) => start = Some(i),
+            (true, Some(s)) => {
+                out.push((s, &text[s..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    out.into_iter()
+}
+
+/// 1-based character column of byte offset `offset` in `line`.
+fn column(line: &str, offset: usize) -> usize {
+    line[..offset].chars().count() + 1
+}
+
+/// The settings given on the command line, checked.
+fn cli_settings(args: &Args) -> Result<Settings, CliError> {
+    let regex = |flag: &str, value: &Option<String>| -> Result<Option<String>, CliError> {
+        if let Some(pattern) = value {
+            check_regex(pattern).map_err(|e| CliError::input(format!("{flag}: {e}")))?;
+        }
+        Ok(value.clone())
+    };
+    let iterations = match &args.kernel_iteration_range {
+        Some(text) => parse_iteration_range(text)
+            .map_err(|e| CliError::input(format!("--kernel-iteration-range: {e}")))?,
+        None => Vec::new(),
+    };
+    let mut output_format = args.output_format.clone();
+    output_format.sort();
+    output_format.dedup();
+    Ok(Settings {
+        filters: KernelFilters {
+            include_regex: regex("--kernel-include-regex", &args.kernel_include_regex)?,
+            exclude_regex: regex("--kernel-exclude-regex", &args.kernel_exclude_regex)?,
+            iterations,
+            ..KernelFilters::default()
+        },
+        output_directory: args.output_directory.clone(),
+        output_file: args.output_file.clone(),
+        output_format,
+        truncate_kernels: args.truncate_kernels,
+        mangled_kernels: args.mangled_kernels,
+    })
+}
+
+/// Every job the arguments ask for, in order: `--pmc` groups, then the input file's.
+pub fn collect_jobs(args: &Args) -> Result<Vec<Job>, CliError> {
+    let cli = cli_settings(args)?;
+    let mut jobs = Vec::new();
+    for (i, values) in args.pmc.iter().enumerate() {
+        let names: Vec<CounterName> = values
+            .iter()
+            .flat_map(|v| {
+                split_names(v)
+                    .map(|(_, n)| n.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .map(|name| CounterName {
+                name,
+                at: "--pmc".into(),
+            })
+            .collect();
+        if names.is_empty() {
+            return Err(CliError::input(format!(
+                "--pmc group {} names no counters",
+                i + 1
+            )));
+        }
+        jobs.push(Job {
+            label: format!("--pmc group {}", i + 1),
+            collection: Collection::Passes(dedup(names)),
+            settings: cli.clone(),
+        });
+    }
+    if let Some(path) = &args.input {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            CliError::input(format!(
+                "{}: cannot read the input file: {e}",
+                path.display()
+            ))
+        })?;
+        let file_jobs = match path.extension().and_then(|e| e.to_str()) {
+            Some("txt") => parse_text(path, &text, &cli)?,
+            Some("yaml" | "yml" | "json") => parse_jobs(path, &text, &cli)?,
+            _ => {
+                return Err(CliError::input(format!(
+                    "{}: unknown input file type (expected .txt, .yaml, .yml or .json)",
+                    path.display()
+                )))
+            }
+        };
+        if !args.pmc.is_empty() {
+            if let Some(job) = file_jobs
+                .iter()
+                .find(|j| matches!(j.collection, Collection::Rotating { .. }))
+            {
+                return Err(CliError::input(format!(
+                    "{}: pmc_groups cannot be combined with --pmc",
+                    job.label
+                )));
+            }
+        }
+        jobs.extend(file_jobs);
+    }
+    Ok(jobs)
+}
+
+/// Keeps the first of repeated names.
+fn dedup(names: Vec<CounterName>) -> Vec<CounterName> {
+    let mut out: Vec<CounterName> = Vec::new();
+    for n in names {
+        if !out.iter().any(|o| o.name == n.name) {
+            out.push(n);
+        }
+    }
+    out
+}
+
+/// Parses a rocprof v1 input.txt: `#` comments; `pmc:` lines, one group each; `range:`,
+/// `kernel:` and `gpu:` lines, the last of each applying to every group of the file.
+fn parse_text(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliError> {
+    let shown = path.display();
+    let mut groups: Vec<(usize, Vec<CounterName>)> = Vec::new();
+    let mut settings = cli.clone();
+    let mut kernels: Option<(String, Vec<String>)> = None;
+    for (index, raw) in text.lines().enumerate() {
+        let line_no = index + 1;
+        let line = raw.split('#').next().unwrap_or("");
+        if line.trim().is_empty() {
+            continue;
+        }
+        let at = |offset: usize| format!("{shown}:{line_no}:{}", column(raw, offset));
+        let key_start = line.len() - line.trim_start().len();
+        let Some(colon) = line.find(':') else {
+            return Err(CliError::input(format!(
+                "{}: expected 'pmc:', 'range:', 'kernel:' or 'gpu:'",
+                at(key_start)
+            )));
+        };
+        let key = line[..colon].trim();
+        let value_offset = colon + 1;
+        let value = &line[value_offset..];
+        match key {
+            "pmc" => {
+                let names: Vec<CounterName> = split_names(value)
+                    .map(|(offset, name)| CounterName {
+                        name: name.to_string(),
+                        at: at(value_offset + offset),
+                    })
+                    .collect();
+                if names.is_empty() {
+                    return Err(CliError::input(format!(
+                        "{}: pmc line names no counters",
+                        at(key_start)
+                    )));
+                }
+                groups.push((line_no, dedup(names)));
+            }
+            "range" => {
+                let compact: String = value.split_whitespace().collect();
+                let range = parse_dispatch_range(&compact).map_err(|e| {
+                    CliError::input(format!("{}: {e}", at(value_offset + leading(value))))
+                })?;
+                settings.filters.dispatches = Some(range);
+            }
+            "kernel" => {
+                let names: Vec<String> = split_names(value).map(|(_, n)| n.to_string()).collect();
+                kernels = Some((at(key_start), names));
+            }
+            "gpu" => {
+                let gpus = split_names(value)
+                    .map(|(offset, n)| {
+                        n.parse::<u32>().map_err(|_| {
+                            CliError::input(format!(
+                                "{}: '{n}' is not a GPU index",
+                                at(value_offset + offset)
+                            ))
+                        })
+                    })
+                    .collect::<Result<Vec<u32>, CliError>>()?;
+                settings.filters.gpus = gpus;
+            }
+            _ => {
+                return Err(CliError::input(format!(
+                    "{}: unknown key '{key}' (expected pmc, range, kernel or gpu)",
+                    at(key_start)
+                )))
+            }
+        }
+    }
+    if let Some((at, names)) = kernels.filter(|(_, names)| !names.is_empty()) {
+        if cli.filters.include_regex.is_some() {
+            return Err(CliError::input(format!(
+                "{at}: the kernel line conflicts with --kernel-include-regex"
+            )));
+        }
+        let alternatives: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
+        settings.filters.include_regex = Some(alternatives.join("|"));
+    }
+    if groups.is_empty() {
+        return Err(CliError::input(format!("{shown}: no 'pmc:' line")));
+    }
+    Ok(groups
+        .into_iter()
+        .map(|(line_no, names)| Job {
+            label: format!("{shown}:{line_no}"),
+            collection: Collection::Passes(names),
+            settings: settings.clone(),
+        })
+        .collect())
+}
+
+fn leading(s: &str) -> usize {
+    s.len() - s.trim_start().len()
+}
+
+/// A YAML/JSON value that may be one string or a list of strings.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum OneOrMany {
+    One(String),
+    Many(Vec<String>),
+}
+
+impl OneOrMany {
+    fn into_vec(self) -> Vec<String> {
+        match self {
+            OneOrMany::One(s) => vec![s],
+            OneOrMany::Many(v) => v,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobsFile {
+    jobs: Vec<Spanned<JobSpec>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobSpec {
+    #[serde(default)]
+    pmc: Option<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pmc_groups: Option<Vec<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pmc_group_interval: Option<Spanned<u64>>,
+    #[serde(default)]
+    kernel_include_regex: Option<Spanned<String>>,
+    #[serde(default)]
+    kernel_exclude_regex: Option<Spanned<String>>,
+    #[serde(default)]
+    kernel_iteration_range: Option<Spanned<OneOrMany>>,
+    #[serde(default)]
+    output_directory: Option<String>,
+    #[serde(default)]
+    output_file: Option<String>,
+    #[serde(default)]
+    output_format: Option<Spanned<OneOrMany>>,
+    #[serde(default)]
+    truncate_kernels: Option<bool>,
+    #[serde(default)]
+    mangled_kernels: Option<bool>,
+}
+
+/// Parses rocprofv3's `jobs:` schema (YAML, or JSON, which YAML reads as well).
+fn parse_jobs(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliError> {
+    let shown = path.display().to_string();
+    let file: JobsFile = serde_saphyr::from_str(text).map_err(|e| {
+        let message = e.without_snippet().to_string();
+        let message = message.lines().next().unwrap_or("").to_string();
+        let message = strip_location(&message);
+        match e.location() {
+            Some(l) => CliError::input(format!("{shown}:{}:{}: {message}", l.line(), l.column())),
+            None => CliError::input(format!("{shown}: {message}")),
+        }
+    })?;
+    if file.jobs.is_empty() {
+        return Err(CliError::input(format!("{shown}: 'jobs' is empty")));
+    }
+    file.jobs
+        .into_iter()
+        .enumerate()
+        .map(|(i, spec)| job_from_spec(&shown, i + 1, spec, cli))
+        .collect()
+}
+
+/// Drops a trailing " at line L column C" the parser may add (the location is printed first).
+fn strip_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+fn names_at(shown: &str, values: Vec<Spanned<String>>) -> Vec<CounterName> {
+    let names = values
+        .into_iter()
+        .flat_map(|v| {
+            let at = format!("{shown}:{}:{}", v.referenced.line(), v.referenced.column());
+            split_names(&v.value)
+                .map(|(_, n)| CounterName {
+                    name: n.to_string(),
+                    at: at.clone(),
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    dedup(names)
+}
+
+fn job_from_spec(
+    shown: &str,
+    number: usize,
+    spec: Spanned<JobSpec>,
+    cli: &Settings,
+) -> Result<Job, CliError> {
+    let label = format!("{shown} job {number}");
+    let at = |line: u64, column: u64| format!("{shown}:{line}:{column}");
+    let job_at = at(spec.referenced.line(), spec.referenced.column());
+    let spec = spec.value;
+
+    let collection = match (spec.pmc, spec.pmc_groups) {
+        (Some(_), Some(_)) => {
+            return Err(CliError::input(format!(
+                "{job_at}: pmc and pmc_groups cannot be combined in one job"
+            )))
+        }
+        (Some(pmc), None) => {
+            let names = names_at(shown, pmc);
+            if names.is_empty() {
+                return Err(CliError::input(format!("{job_at}: pmc names no counters")));
+            }
+            if let Some(interval) = &spec.pmc_group_interval {
+                return Err(CliError::input(format!(
+                    "{}: pmc_group_interval needs pmc_groups",
+                    at(interval.referenced.line(), interval.referenced.column())
+                )));
+            }
+            Collection::Passes(names)
+        }
+        (None, Some(groups)) => {
+            let groups: Vec<Vec<CounterName>> =
+                groups.into_iter().map(|g| names_at(shown, g)).collect();
+            if groups.is_empty() || groups.iter().any(Vec::is_empty) {
+                return Err(CliError::input(format!(
+                    "{job_at}: pmc_groups must list groups of counters, none empty"
+                )));
+            }
+            let interval = match spec.pmc_group_interval {
+                Some(i) if i.value == 0 => {
+                    return Err(CliError::input(format!(
+                        "{}: pmc_group_interval must be at least 1",
+                        at(i.referenced.line(), i.referenced.column())
+                    )))
+                }
+                Some(i) => i.value,
+                None => 1,
+            };
+            Collection::Rotating { groups, interval }
+        }
+        (None, None) => {
+            return Err(CliError::input(format!(
+                "{job_at}: the job lists no counters (pmc or pmc_groups)"
+            )))
+        }
+    };
+
+    let mut settings = cli.clone();
+    let conflict = |key: &str, flag: &str, at: &str| {
+        CliError::input(format!(
+            "{at}: {key} conflicts with {flag} on the command line"
+        ))
+    };
+    let regex = |value: Option<Spanned<String>>,
+                 current: &Option<String>,
+                 key: &str,
+                 flag: &str|
+     -> Result<Option<String>, CliError> {
+        let Some(v) = value else {
+            return Ok(current.clone());
+        };
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        check_regex(&v.value).map_err(|e| CliError::input(format!("{where_}: {e}")))?;
+        if current.as_ref().is_some_and(|c| *c != v.value) {
+            return Err(conflict(key, flag, &where_));
+        }
+        Ok(Some(v.value))
+    };
+    settings.filters.include_regex = regex(
+        spec.kernel_include_regex,
+        &cli.filters.include_regex,
+        "kernel_include_regex",
+        "--kernel-include-regex",
+    )?;
+    settings.filters.exclude_regex = regex(
+        spec.kernel_exclude_regex,
+        &cli.filters.exclude_regex,
+        "kernel_exclude_regex",
+        "--kernel-exclude-regex",
+    )?;
+    if let Some(v) = spec.kernel_iteration_range {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let text = v.value.into_vec().join(",");
+        let ranges =
+            parse_iteration_range(&text).map_err(|e| CliError::input(format!("{where_}: {e}")))?;
+        if !cli.filters.iterations.is_empty() && cli.filters.iterations != ranges {
+            return Err(conflict(
+                "kernel_iteration_range",
+                "--kernel-iteration-range",
+                &where_,
+            ));
+        }
+        settings.filters.iterations = ranges;
+    }
+    if let Some(dir) = spec.output_directory {
+        let dir = PathBuf::from(dir);
+        if cli.output_directory.as_ref().is_some_and(|c| *c != dir) {
+            return Err(conflict("output_directory", "--output-directory", &job_at));
+        }
+        settings.output_directory = Some(dir);
+    }
+    if let Some(file) = spec.output_file {
+        if cli.output_file.as_ref().is_some_and(|c| *c != file) {
+            return Err(conflict("output_file", "--output-file", &job_at));
+        }
+        settings.output_file = Some(file);
+    }
+    if let Some(v) = spec.output_format {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let mut formats = Vec::new();
+        for entry in v.value.into_vec() {
+            for (_, name) in split_names(&entry) {
+                formats.push(OutputFormat::from_name(name).ok_or_else(|| {
+                    CliError::input(format!(
+                        "{where_}: unknown output format '{name}' (expected csv, json, rocpd or pftrace)"
+                    ))
+                })?);
+            }
+        }
+        formats.sort();
+        formats.dedup();
+        if !cli.output_format.is_empty() && cli.output_format != formats {
+            return Err(conflict("output_format", "--output-format", &where_));
+        }
+        settings.output_format = formats;
+    }
+    settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
+    settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
+    Ok(Job {
+        label,
+        collection,
+        settings,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_on_spaces_and_commas_with_offsets() {
+        let names: Vec<_> = split_names(" SQ_WAVES,GRBM_COUNT  , X").collect();
+        assert_eq!(names, vec![(1, "SQ_WAVES"), (10, "GRBM_COUNT"), (24, "X")]);
+    }
+}

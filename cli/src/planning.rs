@@ -1,0 +1,429 @@
+//! From jobs to runs: resolves counter names with each architecture's catalog, asks the planner
+//! for passes, and lays the passes of every architecture out as application runs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN_VERSION};
+use rtl_pmc::passes::{plan_group, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions};
+use rtl_pmc_counters::{Catalog, Error as EngineError, HwEvent};
+
+use crate::error::CliError;
+use crate::inputs::{Collection, CounterName, Job, Settings};
+
+/// The counter catalog of one architecture, extra counters included.
+pub struct ArchCatalog {
+    /// The catalog.
+    pub catalog: Catalog,
+    limits: Limits,
+}
+
+impl ArchCatalog {
+    /// The built-in catalog of `arch` plus the `-E` files, in order.
+    pub fn load(arch: &str, extra_files: &[impl AsRef<Path>]) -> Result<ArchCatalog, CliError> {
+        let mut catalog = Catalog::builtin(arch).map_err(|e| CliError::input(e.to_string()))?;
+        for path in extra_files {
+            catalog
+                .add_extra_file(path.as_ref())
+                .map_err(|e| CliError::input(e.to_string()))?;
+        }
+        // A block sharing another's registers (SQ_CS and SQ) takes that block's limit.
+        let mut limits = Limits::new();
+        for block in catalog.blocks().filter(|b| b.name == b.budget) {
+            limits.set(block.budget.clone(), block.counters_per_pass as usize);
+        }
+        for block in catalog.blocks() {
+            if limits.get(&block.budget).is_none() {
+                limits.set(block.budget.clone(), block.counters_per_pass as usize);
+            }
+        }
+        Ok(ArchCatalog { catalog, limits })
+    }
+
+    fn arch(&self) -> &str {
+        self.catalog.arch()
+    }
+
+    /// The planner's view of a requested counter, or the one-line error naming it.
+    fn counter(&self, requested: &CounterName) -> Result<Counter<HwEvent>, CliError> {
+        let events = self
+            .catalog
+            .hardware_events(&requested.name)
+            .map_err(|e| self.unknown(requested, e))?;
+        Ok(Counter {
+            name: requested.name.clone(),
+            events: events
+                .into_iter()
+                .map(|ev| Event {
+                    budget: self
+                        .catalog
+                        .block(&ev.block)
+                        .map_or_else(|| ev.block.clone(), |b| b.budget.clone()),
+                    key: ev,
+                })
+                .collect(),
+        })
+    }
+
+    fn unknown(&self, requested: &CounterName, error: EngineError) -> CliError {
+        let at = &requested.at;
+        if let EngineError::UnknownCounter { .. } = error {
+            let elsewhere: Vec<&str> = Catalog::architectures()
+                .iter()
+                .copied()
+                .filter(|&arch| arch != self.arch())
+                .filter(|&arch| {
+                    Catalog::builtin(arch).is_ok_and(|c| c.counter(&requested.name).is_some())
+                })
+                .collect();
+            if !elsewhere.is_empty() {
+                return CliError::input(format!(
+                    "{at}: counter '{}' is not available on {} (it exists on {})",
+                    requested.name,
+                    self.arch(),
+                    elsewhere.join(", ")
+                ));
+            }
+        }
+        CliError::input(format!("{at}: {error}"))
+    }
+
+    fn plan(
+        &self,
+        label: &str,
+        names: &[CounterName],
+        options: &PlanOptions,
+    ) -> Result<GroupPlan<HwEvent>, CliError> {
+        let counters = names
+            .iter()
+            .map(|n| self.counter(n))
+            .collect::<Result<Vec<_>, _>>()?;
+        plan_group(&counters, &self.limits, options).map_err(|e| {
+            let e = match e {
+                // Name where the oversized counter was asked for.
+                PlanError::CounterTooLarge { ref counter, .. } => {
+                    let at = names
+                        .iter()
+                        .find(|n| &n.name == counter)
+                        .map_or(label, |n| n.at.as_str());
+                    return CliError::input(format!("{at}: {}: {e}", self.arch()));
+                }
+                e => e,
+            };
+            CliError::input(format!("{}: {label}: {e}", self.arch()))
+        })
+    }
+}
+
+/// One group of events programmed together on one architecture.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunGroup {
+    /// The requested counters it yields, in the user's order.
+    pub counters: Vec<String>,
+    /// The events to program.
+    pub events: Vec<HwEvent>,
+}
+
+/// What one architecture collects in one run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunAgent {
+    /// gfx name.
+    pub arch: String,
+    /// One group, several rotating (`pmc_groups`), or none.
+    pub groups: Vec<RunGroup>,
+}
+
+/// One application run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// 1-based run number (the `N` of `pass_N/`).
+    pub number: usize,
+    /// Index of the job it comes from.
+    pub job: usize,
+    /// The job's filters and outputs.
+    pub settings: Settings,
+    /// Dispatches per rotating group.
+    pub interval: u64,
+    /// What each architecture collects.
+    pub agents: Vec<RunAgent>,
+}
+
+impl Run {
+    /// The interposer's plan for this run, writing raw records to `output_directory`.
+    #[allow(dead_code)] // The runner writes these; until it lands only tests do.
+    pub fn plan_file(&self, output_directory: &Path) -> RunPlan {
+        RunPlan {
+            version: PLAN_VERSION,
+            pass: self.number as u32,
+            output_directory: output_directory.display().to_string(),
+            filters: self.settings.filters.clone(),
+            group_interval: self.interval,
+            agents: self
+                .agents
+                .iter()
+                .map(|a| AgentPlan {
+                    arch: a.arch.clone(),
+                    groups: a
+                        .groups
+                        .iter()
+                        .map(|g| EventGroup {
+                            counters: g.counters.clone(),
+                            events: g
+                                .events
+                                .iter()
+                                .map(|e| PlanEvent {
+                                    block: e.block.clone(),
+                                    block_id: e.block_id,
+                                    event: e.event,
+                                    flags: e.flags,
+                                })
+                                .collect(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The validated plan of a whole profile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfilePlan {
+    /// The architectures planned for, in GPU order.
+    pub archs: Vec<String>,
+    /// The jobs, as the user gave them.
+    pub jobs: Vec<Job>,
+    /// The application runs, in order.
+    pub runs: Vec<Run>,
+    /// Sum over jobs of the fewest runs any plan could have.
+    pub lower_bound: usize,
+    /// What the user should know: which groups were split and why.
+    pub notes: Vec<String>,
+}
+
+fn run_group(names: &[CounterName], plan_pass: &rtl_pmc::passes::Pass<HwEvent>) -> RunGroup {
+    RunGroup {
+        counters: plan_pass
+            .counters
+            .iter()
+            .map(|&c| names[c].name.clone())
+            .collect(),
+        events: plan_pass.events.clone(),
+    }
+}
+
+fn split_note(arch: &str, what: &str, plan: &GroupPlan<HwEvent>, unit: &str) -> Option<String> {
+    let split = plan.split.as_ref()?;
+    let mut note = format!(
+        "{arch}: {what} does not fit one pass ({split}); split into {} {unit}",
+        plan.passes.len()
+    );
+    if !plan.optimal {
+        let _ = write!(
+            note,
+            " (the fewest found before the search budget ran out; lower bound {})",
+            plan.lower_bound
+        );
+    }
+    Some(note)
+}
+
+/// Plans every job on every architecture. Any bad counter or refused split is an error before
+/// anything runs.
+pub fn plan_profile(
+    jobs: Vec<Job>,
+    catalogs: &[ArchCatalog],
+    options: &PlanOptions,
+) -> Result<ProfilePlan, CliError> {
+    let mut runs = Vec::new();
+    let mut notes = Vec::new();
+    let mut lower_bound = 0;
+    for (j, job) in jobs.iter().enumerate() {
+        match &job.collection {
+            Collection::Passes(names) => {
+                let mut per_arch = Vec::new();
+                let mut job_bound = 0;
+                for cat in catalogs {
+                    let plan = cat.plan(&job.label, names, options)?;
+                    notes.extend(split_note(cat.arch(), &job.label, &plan, "passes"));
+                    job_bound = job_bound.max(plan.lower_bound);
+                    per_arch.push(plan);
+                }
+                lower_bound += job_bound;
+                let count = per_arch.iter().map(|p| p.passes.len()).max().unwrap_or(0);
+                for i in 0..count {
+                    runs.push(Run {
+                        number: runs.len() + 1,
+                        job: j,
+                        settings: job.settings.clone(),
+                        interval: 1,
+                        agents: catalogs
+                            .iter()
+                            .zip(&per_arch)
+                            .map(|(cat, plan)| RunAgent {
+                                arch: cat.arch().to_string(),
+                                groups: plan
+                                    .passes
+                                    .get(i)
+                                    .map(|p| run_group(names, p))
+                                    .into_iter()
+                                    .collect(),
+                            })
+                            .collect(),
+                    });
+                }
+            }
+            Collection::Rotating { groups, interval } => {
+                let mut agents = Vec::new();
+                for cat in catalogs {
+                    let mut rotation = Vec::new();
+                    for (g, names) in groups.iter().enumerate() {
+                        let what = format!("{} pmc_groups group {}", job.label, g + 1);
+                        let plan = cat.plan(&what, names, options)?;
+                        notes.extend(split_note(cat.arch(), &what, &plan, "rotating groups"));
+                        rotation.extend(plan.passes.iter().map(|p| run_group(names, p)));
+                    }
+                    agents.push(RunAgent {
+                        arch: cat.arch().to_string(),
+                        groups: rotation,
+                    });
+                }
+                lower_bound += 1;
+                runs.push(Run {
+                    number: runs.len() + 1,
+                    job: j,
+                    settings: job.settings.clone(),
+                    interval: *interval,
+                    agents,
+                });
+            }
+        }
+    }
+    Ok(ProfilePlan {
+        archs: catalogs.iter().map(|c| c.arch().to_string()).collect(),
+        jobs,
+        runs,
+        lower_bound,
+        notes,
+    })
+}
+
+impl ProfilePlan {
+    /// The `--plan` text: per architecture one line per run, `pass N: COUNTER ...` (rotating
+    /// groups separated by ` | `), then `passes: P (lower bound: L)`. With several
+    /// architectures each block starts with a `gfxNNN:` line.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (a, arch) in self.archs.iter().enumerate() {
+            if self.archs.len() > 1 {
+                let _ = writeln!(out, "{arch}:");
+            }
+            for run in &self.runs {
+                let groups = &run.agents[a].groups;
+                if groups.is_empty() {
+                    continue;
+                }
+                let text: Vec<String> = groups.iter().map(|g| g.counters.join(" ")).collect();
+                let _ = write!(out, "pass {}: {}", run.number, text.join(" | "));
+                if groups.len() > 1 {
+                    let _ = write!(out, " (rotating every {} dispatches)", run.interval);
+                }
+                out.push('\n');
+            }
+        }
+        let _ = writeln!(
+            out,
+            "passes: {} (lower bound: {})",
+            self.runs.len(),
+            self.lower_bound
+        );
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtl_pmc::passes::plan_file::KernelFilters;
+
+    fn names(list: &[&str]) -> Vec<CounterName> {
+        list.iter()
+            .map(|n| CounterName {
+                name: n.to_string(),
+                at: "--pmc".into(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn runs_carry_block_ids_events_and_filters_to_the_plan_file() {
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let settings = Settings {
+            filters: KernelFilters {
+                include_regex: Some("copy".into()),
+                ..KernelFilters::default()
+            },
+            ..Settings::default()
+        };
+        let jobs = vec![Job {
+            label: "--pmc group 1".into(),
+            collection: Collection::Passes(names(&["SQ_WAVES", "GPU_UTIL"])),
+            settings,
+        }];
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        assert_eq!(
+            plan.render(),
+            "pass 1: SQ_WAVES GPU_UTIL\npasses: 1 (lower bound: 1)\n"
+        );
+        let file = plan.runs[0].plan_file(Path::new("/out/pass_1"));
+        assert_eq!(file.pass, 1);
+        assert_eq!(file.output_directory, "/out/pass_1");
+        assert_eq!(file.filters.include_regex.as_deref(), Some("copy"));
+        assert_eq!(file.agents.len(), 1);
+        assert_eq!(file.agents[0].arch, "gfx942");
+        let events: Vec<(&str, u32, u32, u32)> = file.agents[0].groups[0]
+            .events
+            .iter()
+            .map(|e| (e.block.as_str(), e.block_id, e.event, e.flags))
+            .collect();
+        assert_eq!(
+            events,
+            vec![("GRBM", 3, 0, 0), ("GRBM", 3, 2, 0), ("SQ", 6, 4, 0)]
+        );
+        assert_eq!(
+            file.agents[0].groups[0].counters,
+            vec!["SQ_WAVES".to_string(), "GPU_UTIL".to_string()]
+        );
+    }
+
+    #[test]
+    fn multi_architecture_plans_number_runs_once() {
+        let catalogs: Vec<ArchCatalog> = ["gfx942", "gfx90a"]
+            .iter()
+            .map(|a| ArchCatalog::load(a, &[] as &[&str]).unwrap())
+            .collect();
+        let jobs = vec![Job {
+            label: "--pmc group 1".into(),
+            collection: Collection::Passes(names(&[
+                "GRBM_COUNT",
+                "GRBM_GUI_ACTIVE",
+                "GRBM_CP_BUSY",
+            ])),
+            settings: Settings::default(),
+        }];
+        let plan = plan_profile(jobs, &catalogs, &PlanOptions::default()).unwrap();
+        assert_eq!(
+            plan.render(),
+            "gfx942:\npass 1: GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: GRBM_CP_BUSY\n\
+             gfx90a:\npass 1: GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: GRBM_CP_BUSY\n\
+             passes: 2 (lower bound: 2)\n"
+        );
+        assert_eq!(
+            plan.notes,
+            vec![
+                "gfx942: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per pass)); split into 2 passes".to_string(),
+                "gfx90a: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per pass)); split into 2 passes".to_string(),
+            ]
+        );
+    }
+}
