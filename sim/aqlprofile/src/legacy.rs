@@ -210,7 +210,7 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_start(
         }
         // SAFETY: checked non-null; the caller owns the profile.
         let profile = unsafe { &mut *profile };
-        if profile.type_ != EVENT_TYPE_PMC {
+        if profile.type_ != HSA_VEN_AMD_AQLPROFILE_EVENT_TYPE_PMC {
             return fail(
                 HSA_STATUS_ERROR_INVALID_ARGUMENT,
                 "start: only PMC profiles are simulated",
@@ -411,8 +411,8 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_iterate_data(
         for_each_sample(unsafe { &*profile }, |event, sample_id, result| {
             let mut info = hsa_ven_amd_aqlprofile_info_data_t {
                 sample_id,
-                u: info_data_union_t {
-                    pmc_data: pmc_data_t { event, result },
+                data: hsa_ven_amd_aqlprofile_info_data_u {
+                    pmc_data: hsa_ven_amd_aqlprofile_pmc_data_t { event, result },
                 },
             };
             // SAFETY: calling the caller's callback with its own data.
@@ -458,7 +458,7 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_get_info(
                 // SAFETY: this query reads and writes an info_data_t.
                 let wanted = unsafe { &mut *(value as *mut hsa_ven_amd_aqlprofile_info_data_t) };
                 // SAFETY: the caller sets pmc_data.event.
-                let target = unsafe { wanted.u.pmc_data.event };
+                let target = unsafe { wanted.data.pmc_data.event };
                 let mut result = 0u64;
                 let status = for_each_sample(profile, |event, sample_id, v| {
                     if event != target {
@@ -474,7 +474,7 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_get_info(
                         HSA_STATUS_SUCCESS
                     }
                 });
-                wanted.u.pmc_data.result = result;
+                wanted.data.pmc_data.result = result;
                 status
             }
             info::BLOCK_COUNTERS => {

@@ -16,6 +16,8 @@ pub mod abi;
 #[path = "../../data/arch.rs"]
 #[allow(dead_code)]
 mod arch;
+#[path = "../../../src/hsa/mod.rs"]
+pub mod hsa;
 pub mod legacy;
 mod plan;
 #[path = "../../pm4.rs"]

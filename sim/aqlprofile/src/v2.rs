@@ -298,8 +298,6 @@ fn alloc(
     Ok(ptr)
 }
 
-const HSA_STATUS_ERROR_OUT_OF_RESOURCES: hsa_status_t = 0x1008;
-
 /// `aqlprofile_pmc_create_packets`.
 ///
 /// # Safety

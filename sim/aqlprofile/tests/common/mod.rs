@@ -397,3 +397,26 @@ pub fn truth(run: &gpu::KernelRun, counter: &str) -> Vec<u64> {
         .remove(0)
         .1
 }
+
+/// Runs `body` in a fresh process of this test executable with `env` set, so that settings the
+/// library reads once per process apply. `name` is the calling test's name.
+pub fn in_child(name: &str, env: &[(&str, &str)], body: impl FnOnce()) {
+    const MARKER: &str = "RTL_SIM_AQLPROFILE_TEST_CHILD";
+    if std::env::var(MARKER).is_ok_and(|v| v == name) {
+        body();
+        return;
+    }
+    let exe = std::env::current_exe().expect("test executable");
+    let output = std::process::Command::new(exe)
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(MARKER, name)
+        .envs(env.iter().copied())
+        .output()
+        .expect("run the test in a child process");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && text.contains("1 passed"),
+        "child failed:\n{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
