@@ -1,0 +1,350 @@
+//! One worker thread's dispatches: its queues, buffers, and the host-side check of every result.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::gpu::{check, Gpu, Kernel, System};
+use crate::hsa::*;
+use crate::hsa_api::*;
+use crate::HsaError;
+
+/// Work-group size of every dispatch (the fixtures' `lds_reverse` requires 256).
+const WORKGROUP: u32 = 256;
+/// Slots per queue.
+const QUEUE_SLOTS: u32 = 64;
+
+/// The kernels the demo knows how to set up and check.
+pub const KERNELS: [&str; 7] = [
+    "vadd",
+    "saxpy",
+    "fill",
+    "increment",
+    "lds_reverse",
+    "scratchy",
+    "empty",
+];
+
+/// Why a worker stopped.
+#[derive(Debug)]
+pub enum WorkError {
+    /// An HSA call failed.
+    Hsa(HsaError),
+    /// A kernel produced a wrong value.
+    Wrong {
+        /// Kernel name.
+        kernel: &'static str,
+        /// GPU name.
+        gpu: String,
+        /// Element index.
+        index: usize,
+        /// Value found.
+        got: u32,
+        /// Value expected.
+        want: u32,
+    },
+}
+
+impl From<HsaError> for WorkError {
+    fn from(e: HsaError) -> Self {
+        WorkError::Hsa(e)
+    }
+}
+
+impl std::fmt::Display for WorkError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WorkError::Hsa(e) => e.fmt(f),
+            WorkError::Wrong { kernel, gpu, index, got, want } => write!(
+                f,
+                "wrong result from {kernel} on {gpu}: element {index} is 0x{got:08x}, expected 0x{want:08x}"
+            ),
+        }
+    }
+}
+
+/// What one worker does.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// Iterations over the kernel list.
+    pub iterations: u32,
+    /// Queues per GPU.
+    pub queues: u32,
+    /// Kernels dispatched each iteration, in order.
+    pub kernels: Vec<&'static str>,
+    /// Elements per buffer.
+    pub size: usize,
+    /// Raise SIGSEGV after the first iteration.
+    pub crash: bool,
+}
+
+/// A queue with its completion signal, kernarg segment and three buffers.
+struct Lane<'a> {
+    gpu: &'a Gpu,
+    queue: *mut hsa_queue_t,
+    signal: hsa_signal_t,
+    kernarg: *mut u8,
+    buffers: [*mut u32; 3],
+    capacity: usize,
+}
+
+/// Counts every verified dispatch, across threads.
+pub static VERIFIED: AtomicU32 = AtomicU32::new(0);
+
+impl<'a> Lane<'a> {
+    fn new(system: &System, gpu: &'a Gpu, size: usize) -> Result<Lane<'a>, HsaError> {
+        let mut queue = std::ptr::null_mut();
+        let mut signal = hsa_signal_t::default();
+        // SAFETY: valid agent and out pointers; no error callback.
+        unsafe {
+            let status = hsa_queue_create(
+                gpu.agent,
+                QUEUE_SLOTS,
+                HSA_QUEUE_TYPE_MULTI,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            );
+            check("hsa_queue_create", status)?;
+            check(
+                "hsa_signal_create",
+                hsa_signal_create(1, 0, std::ptr::null(), &mut signal),
+            )?;
+        }
+        let capacity = size.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
+        let bytes = capacity * 4;
+        Ok(Lane {
+            gpu,
+            queue,
+            signal,
+            kernarg: system.allocate(system.kernarg_pool, 256)?,
+            buffers: [
+                system.allocate(system.buffer_pool, bytes)?.cast(),
+                system.allocate(system.buffer_pool, bytes)?.cast(),
+                system.allocate(system.buffer_pool, bytes)?.cast(),
+            ],
+            capacity,
+        })
+    }
+
+    fn buffer(&mut self, i: usize) -> &mut [u32] {
+        // SAFETY: each buffer holds `capacity` u32s, is used by one thread, and no dispatch is in
+        // flight while the host touches it.
+        unsafe { std::slice::from_raw_parts_mut(self.buffers[i], self.capacity) }
+    }
+
+    /// Writes a kernarg segment of `kernel.kernarg_size` bytes from `(offset, bytes)` pieces.
+    fn kernargs(&self, kernel: &Kernel, pieces: &[(usize, &[u8])]) {
+        // SAFETY: the kernarg allocation is 256 bytes, more than any fixture needs.
+        let segment =
+            unsafe { std::slice::from_raw_parts_mut(self.kernarg, kernel.kernarg_size as usize) };
+        segment.fill(0);
+        for (offset, bytes) in pieces {
+            segment[*offset..*offset + bytes.len()].copy_from_slice(bytes);
+        }
+    }
+
+    /// Dispatches `kernel` over `items` work-items and waits for it.
+    fn dispatch(&self, kernel: &Kernel, items: usize) {
+        // SAFETY: the queue is ours; the slot index is reserved by the write-index bump and
+        // free once the read index has passed it; the header is published last.
+        unsafe {
+            hsa_signal_store_screlease(self.signal, 1);
+            let queue = &*self.queue;
+            let index = hsa_queue_add_write_index_scacq_screl(self.queue, 1);
+            while index - hsa_queue_load_read_index_scacquire(self.queue) >= u64::from(queue.size) {
+                std::thread::yield_now();
+            }
+            let slot = queue
+                .base_address
+                .cast::<hsa_kernel_dispatch_packet_t>()
+                .add((index % u64::from(queue.size)) as usize);
+            let grid = items.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
+            slot.write(hsa_kernel_dispatch_packet_t {
+                header: packet_header(HSA_PACKET_TYPE_INVALID, false, 0, 0),
+                setup: 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
+                workgroup_size_x: WORKGROUP as u16,
+                workgroup_size_y: 1,
+                workgroup_size_z: 1,
+                reserved0: 0,
+                grid_size_x: grid.max(1) as u32,
+                grid_size_y: 1,
+                grid_size_z: 1,
+                private_segment_size: kernel.private_segment_size,
+                group_segment_size: kernel.group_segment_size,
+                kernel_object: kernel.object,
+                kernarg_address: self.kernarg.cast::<c_void>(),
+                reserved2: 0,
+                completion_signal: self.signal,
+            });
+            let header = packet_header(
+                HSA_PACKET_TYPE_KERNEL_DISPATCH,
+                true,
+                HSA_FENCE_SCOPE_SYSTEM,
+                HSA_FENCE_SCOPE_SYSTEM,
+            );
+            let word = u32::from(header) | (u32::from((*slot).setup) << 16);
+            (*slot.cast::<AtomicU32>()).store(word, Ordering::Release);
+            hsa_signal_store_screlease(queue.doorbell_signal, index as i64);
+            while hsa_signal_wait_scacquire(
+                self.signal,
+                HSA_SIGNAL_CONDITION_LT,
+                1,
+                u64::MAX,
+                HSA_WAIT_STATE_BLOCKED,
+            ) >= 1
+            {}
+        }
+    }
+
+    /// Runs `name` once with inputs derived from `seed` and checks every element.
+    fn run(
+        &mut self,
+        name: &'static str,
+        kernel: &Kernel,
+        n: usize,
+        seed: u32,
+    ) -> Result<(), WorkError> {
+        let buffers = self.buffers;
+        let addr = |i: usize| (buffers[i] as u64).to_le_bytes();
+        let n32 = (n as u32).to_le_bytes();
+        let expected: Vec<u32> = match name {
+            "vadd" => {
+                let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5 + seed as f32).collect();
+                let b: Vec<f32> = (0..n).map(|i| (n - i) as f32 * 0.25).collect();
+                self.fill_f32(0, &a);
+                self.fill_f32(1, &b);
+                self.buffer(2).fill(0xdead_beef);
+                self.kernargs(
+                    kernel,
+                    &[(0, &addr(0)), (8, &addr(1)), (16, &addr(2)), (24, &n32)],
+                );
+                a.iter().zip(&b).map(|(a, b)| (a + b).to_bits()).collect()
+            }
+            "saxpy" => {
+                let alpha = 2.0 + seed as f32;
+                let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.125).collect();
+                let y: Vec<f32> = (0..n).map(|i| 1.0 + i as f32).collect();
+                self.fill_f32(0, &x);
+                self.fill_f32(2, &y);
+                self.kernargs(
+                    kernel,
+                    &[
+                        (0, &alpha.to_le_bytes()),
+                        (8, &addr(0)),
+                        (16, &addr(2)),
+                        (24, &n32),
+                    ],
+                );
+                x.iter()
+                    .zip(&y)
+                    .map(|(x, y)| alpha.mul_add(*x, *y).to_bits())
+                    .collect()
+            }
+            "fill" => {
+                let value = 0xc0ff_ee00 ^ seed;
+                self.buffer(2)[..n].fill(0);
+                self.kernargs(
+                    kernel,
+                    &[(0, &addr(2)), (8, &value.to_le_bytes()), (12, &n32)],
+                );
+                vec![value; n]
+            }
+            "increment" => {
+                let start: Vec<u32> = (0..n as u32)
+                    .map(|i| i.wrapping_mul(3).wrapping_add(seed))
+                    .collect();
+                self.buffer(2)[..n].copy_from_slice(&start);
+                self.kernargs(kernel, &[(0, &addr(2)), (8, &n32)]);
+                start.iter().map(|v| v.wrapping_add(1)).collect()
+            }
+            "lds_reverse" => {
+                let n = self.capacity;
+                let start: Vec<u32> = (0..n as u32).map(|i| i ^ seed).collect();
+                self.buffer(2).copy_from_slice(&start);
+                self.kernargs(kernel, &[(0, &addr(2)), (8, &(n as u32).to_le_bytes())]);
+                start
+                    .chunks(WORKGROUP as usize)
+                    .flat_map(|tile| tile.iter().rev().copied())
+                    .collect()
+            }
+            "scratchy" => {
+                let seed = seed.wrapping_add(7);
+                self.buffer(2)[..n].fill(0);
+                self.kernargs(
+                    kernel,
+                    &[(0, &addr(2)), (8, &seed.to_le_bytes()), (12, &n32)],
+                );
+                (0..n as u32)
+                    .map(|i| seed.wrapping_mul(64).wrapping_add(i.wrapping_mul(2016)))
+                    .collect()
+            }
+            "empty" => Vec::new(),
+            _ => unreachable!("kernel names are validated by the argument parser"),
+        };
+        self.dispatch(kernel, expected.len().max(1));
+        let out = self.buffer(2)[..expected.len()].to_vec();
+        if let Some(index) = (0..expected.len()).find(|&i| out[i] != expected[i]) {
+            return Err(WorkError::Wrong {
+                kernel: name,
+                gpu: self.gpu.name.clone(),
+                index,
+                got: out[index],
+                want: expected[index],
+            });
+        }
+        VERIFIED.fetch_add(1, Ordering::Relaxed);
+        Ok(())
+    }
+
+    fn fill_f32(&mut self, i: usize, values: &[f32]) {
+        for (slot, v) in self.buffer(i).iter_mut().zip(values) {
+            *slot = v.to_bits();
+        }
+    }
+}
+
+impl Drop for Lane<'_> {
+    fn drop(&mut self) {
+        // SAFETY: no dispatch is in flight; every resource here is this lane's.
+        unsafe {
+            hsa_signal_destroy(self.signal);
+            hsa_queue_destroy(self.queue);
+            hsa_amd_memory_pool_free(self.kernarg.cast());
+            for buffer in self.buffers {
+                hsa_amd_memory_pool_free(buffer.cast());
+            }
+        }
+    }
+}
+
+/// Runs `plan` on every GPU of `system` with this thread's own queues.
+pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> {
+    let mut lanes = Vec::new();
+    for gpu in &system.gpus {
+        let kernels: Vec<Kernel> = plan
+            .kernels
+            .iter()
+            .map(|k| gpu.kernel(k))
+            .collect::<Result<_, _>>()?;
+        for _ in 0..plan.queues {
+            lanes.push((Lane::new(system, gpu, plan.size)?, kernels.clone()));
+        }
+    }
+    for iteration in 0..plan.iterations {
+        for (lane_index, (lane, kernels)) in lanes.iter_mut().enumerate() {
+            for (name, kernel) in plan.kernels.iter().zip(kernels) {
+                let seed = iteration
+                    .wrapping_mul(31)
+                    .wrapping_add(thread * 7 + lane_index as u32);
+                lane.run(name, kernel, plan.size, seed)?;
+            }
+        }
+        if plan.crash && thread == 0 {
+            // SAFETY: raising a signal is always allowed; this is the requested crash.
+            unsafe { libc::raise(libc::SIGSEGV) };
+        }
+    }
+    Ok(())
+}
