@@ -1,0 +1,231 @@
+/*
+ * A plain C HSA program, built against the ROCm headers and linked with -lhsa-runtime64 like any
+ * ROCm application: it initialises HSA, loads the code object named on the command line onto
+ * every GPU (so it must be built for their target), dispatches `vadd` on each, and checks the
+ * result on the host.
+ *
+ *   cc app.c -I/usr/include/hsa -lhsa-runtime64 -o app && ./app kernels-gfx942.co
+ *
+ * Exit status: 0 if every GPU computed the right sums, 1 otherwise (with a message on stderr).
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <hsa.h>
+#include <hsa_ext_amd.h>
+
+#define N 1000
+#define WORKGROUP 256
+
+#define CHECK(call)                                                              \
+  do {                                                                           \
+    hsa_status_t status_ = (call);                                               \
+    if (status_ != HSA_STATUS_SUCCESS && status_ != HSA_STATUS_INFO_BREAK) {     \
+      fprintf(stderr, "c-app: %s failed with status 0x%x\n", #call, status_);    \
+      exit(1);                                                                   \
+    }                                                                            \
+  } while (0)
+
+struct agents {
+  hsa_agent_t gpus[16];
+  int gpu_count;
+  hsa_agent_t cpu;
+  int have_cpu;
+};
+
+static hsa_status_t collect_agent(hsa_agent_t agent, void *data) {
+  struct agents *agents = data;
+  hsa_device_type_t type;
+  CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type));
+  if (type == HSA_DEVICE_TYPE_GPU && agents->gpu_count < 16) {
+    agents->gpus[agents->gpu_count++] = agent;
+  } else if (type == HSA_DEVICE_TYPE_CPU && !agents->have_cpu) {
+    agents->cpu = agent;
+    agents->have_cpu = 1;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+struct pool_search {
+  uint32_t flag;
+  hsa_amd_memory_pool_t pool;
+  int found;
+};
+
+static hsa_status_t find_pool(hsa_amd_memory_pool_t pool, void *data) {
+  struct pool_search *search = data;
+  hsa_amd_segment_t segment;
+  uint32_t flags;
+  CHECK(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT, &segment));
+  if (segment != HSA_AMD_SEGMENT_GLOBAL) return HSA_STATUS_SUCCESS;
+  CHECK(hsa_amd_memory_pool_get_info(pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, &flags));
+  if ((flags & search->flag) && !search->found) {
+    search->pool = pool;
+    search->found = 1;
+    return HSA_STATUS_INFO_BREAK;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+static hsa_amd_memory_pool_t cpu_pool(hsa_agent_t cpu, uint32_t flag) {
+  struct pool_search search = {flag, {0}, 0};
+  CHECK(hsa_amd_agent_iterate_memory_pools(cpu, find_pool, &search));
+  if (!search.found) {
+    fprintf(stderr, "c-app: no CPU memory pool with flag 0x%x\n", flag);
+    exit(1);
+  }
+  return search.pool;
+}
+
+static void *allocate(hsa_amd_memory_pool_t pool, size_t size, hsa_agent_t gpu) {
+  void *ptr = NULL;
+  CHECK(hsa_amd_memory_pool_allocate(pool, size, 0, &ptr));
+  CHECK(hsa_amd_agents_allow_access(1, &gpu, NULL, ptr));
+  return ptr;
+}
+
+static unsigned char *read_file(const char *path, size_t *size) {
+  FILE *file = fopen(path, "rb");
+  if (!file) {
+    fprintf(stderr, "c-app: cannot open %s\n", path);
+    exit(1);
+  }
+  fseek(file, 0, SEEK_END);
+  *size = (size_t)ftell(file);
+  fseek(file, 0, SEEK_SET);
+  unsigned char *bytes = malloc(*size);
+  if (fread(bytes, 1, *size, file) != *size) {
+    fprintf(stderr, "c-app: cannot read %s\n", path);
+    exit(1);
+  }
+  fclose(file);
+  return bytes;
+}
+
+/* Loads the code object, dispatches vadd on `gpu` and checks it; returns 0 on success. */
+static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, size_t code_size) {
+  hsa_code_object_reader_t reader;
+  hsa_executable_t executable;
+  hsa_executable_symbol_t symbol;
+  CHECK(hsa_code_object_reader_create_from_memory(code, code_size, &reader));
+  CHECK(hsa_executable_create_alt(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, NULL,
+                                  &executable));
+  CHECK(hsa_executable_load_agent_code_object(executable, gpu, reader, NULL, NULL));
+  CHECK(hsa_executable_freeze(executable, NULL));
+  CHECK(hsa_executable_get_symbol_by_name(executable, "vadd.kd", &gpu, &symbol));
+
+  uint64_t kernel_object;
+  uint32_t kernarg_size, group_size, private_size;
+  CHECK(hsa_executable_symbol_get_info(symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
+                                       &kernel_object));
+  CHECK(hsa_executable_symbol_get_info(
+      symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &kernarg_size));
+  CHECK(hsa_executable_symbol_get_info(symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
+                                       &group_size));
+  CHECK(hsa_executable_symbol_get_info(
+      symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &private_size));
+
+  hsa_amd_memory_pool_t buffers = cpu_pool(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+  hsa_amd_memory_pool_t kernargs = cpu_pool(cpu, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT);
+  float *a = allocate(buffers, N * sizeof(float), gpu);
+  float *b = allocate(buffers, N * sizeof(float), gpu);
+  float *c = allocate(buffers, N * sizeof(float), gpu);
+  for (int i = 0; i < N; ++i) {
+    a[i] = (float)i;
+    b[i] = 0.5f * (float)i;
+    c[i] = -1.0f;
+  }
+  struct {
+    float *a, *b, *c;
+    uint32_t n;
+  } __attribute__((packed)) args = {a, b, c, N};
+  if (kernarg_size < sizeof(args)) {
+    fprintf(stderr, "c-app: vadd takes %u bytes of arguments, expected at least %zu\n",
+            kernarg_size, sizeof(args));
+    return 1;
+  }
+  void *kernarg = allocate(kernargs, kernarg_size, gpu);
+  memset(kernarg, 0, kernarg_size);
+  memcpy(kernarg, &args, sizeof(args));
+
+  hsa_queue_t *queue;
+  hsa_signal_t done;
+  CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX, UINT32_MAX,
+                         &queue));
+  CHECK(hsa_signal_create(1, 0, NULL, &done));
+
+  uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
+  hsa_kernel_dispatch_packet_t *packet =
+      (hsa_kernel_dispatch_packet_t *)queue->base_address + (index & (queue->size - 1));
+  memset((char *)packet + 4, 0, sizeof(*packet) - 4);
+  packet->workgroup_size_x = WORKGROUP;
+  packet->workgroup_size_y = 1;
+  packet->workgroup_size_z = 1;
+  packet->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
+  packet->grid_size_y = 1;
+  packet->grid_size_z = 1;
+  packet->private_segment_size = private_size;
+  packet->group_segment_size = group_size;
+  packet->kernel_object = kernel_object;
+  packet->kernarg_address = kernarg;
+  packet->completion_signal = done;
+  uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+                    (1 << HSA_PACKET_HEADER_BARRIER) |
+                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+  uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  __atomic_store_n((uint32_t *)packet, header | ((uint32_t)setup << 16), __ATOMIC_RELEASE);
+  hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+  while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+                                   HSA_WAIT_STATE_BLOCKED) >= 1) {
+  }
+
+  int wrong = 0;
+  for (int i = 0; i < N; ++i) {
+    if (c[i] != a[i] + b[i]) {
+      fprintf(stderr, "c-app: c[%d] = %f, expected %f\n", i, c[i], a[i] + b[i]);
+      wrong = 1;
+      break;
+    }
+  }
+  CHECK(hsa_signal_destroy(done));
+  CHECK(hsa_queue_destroy(queue));
+  CHECK(hsa_amd_memory_pool_free(a));
+  CHECK(hsa_amd_memory_pool_free(b));
+  CHECK(hsa_amd_memory_pool_free(c));
+  CHECK(hsa_amd_memory_pool_free(kernarg));
+  CHECK(hsa_executable_destroy(executable));
+  CHECK(hsa_code_object_reader_destroy(reader));
+  return wrong;
+}
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    fprintf(stderr, "usage: %s CODE_OBJECT\n", argv[0]);
+    return 2;
+  }
+  size_t code_size;
+  unsigned char *code = read_file(argv[1], &code_size);
+  CHECK(hsa_init());
+  struct agents agents = {0};
+  CHECK(hsa_iterate_agents(collect_agent, &agents));
+  if (agents.gpu_count == 0 || !agents.have_cpu) {
+    fprintf(stderr, "c-app: need a CPU and a GPU agent, found %d GPU(s)\n", agents.gpu_count);
+    return 1;
+  }
+  int failures = 0;
+  for (int g = 0; g < agents.gpu_count; ++g) {
+    char name[64] = {0};
+    CHECK(hsa_agent_get_info(agents.gpus[g], HSA_AGENT_INFO_NAME, name));
+    if (run_on(agents.gpus[g], agents.cpu, code, code_size) != 0) {
+      failures++;
+    } else {
+      printf("c-app: vadd of %d elements verified on %s\n", N, name);
+    }
+  }
+  CHECK(hsa_shut_down());
+  free(code);
+  return failures == 0 ? 0 : 1;
+}
