@@ -11,9 +11,12 @@ mod error;
 mod filters;
 mod gpus;
 mod inputs;
+mod merge;
+mod output;
 mod planning;
 mod run;
 mod sim_env;
+mod summary;
 
 use std::process::ExitCode;
 
@@ -78,9 +81,11 @@ fn architectures(args: &Args, sim: &[(String, String)]) -> Result<Vec<String>, C
 fn run_cli(args: &Args) -> Result<i32, CliError> {
     let sim = sim_exports(args)?;
     if args.print_env {
-        for (name, value) in &sim {
-            println!("export {name}='{}'", value.replace('\'', r"'\''"));
-        }
+        let text: String = sim
+            .iter()
+            .map(|(name, value)| format!("export {name}='{}'\n", value.replace('\'', r"'\''")))
+            .collect();
+        write_stdout(&text);
         return Ok(0);
     }
     if args.list_avail {
@@ -106,7 +111,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         eprintln!("rtl-pmc: {note}");
     }
     if args.plan {
-        print!("{}", plan.render());
+        write_stdout(&plan.render());
         return Ok(0);
     }
     if args.app.is_empty() {
@@ -114,7 +119,15 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
             "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
         ));
     }
-    run::run(&plan, &args.app, args.continue_on_error)
+    run::run(
+        &plan,
+        &run::RunOptions {
+            app: &args.app,
+            continue_on_error: args.continue_on_error,
+            sim: &sim,
+            catalogs: &catalogs,
+        },
+    )
 }
 
 fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
@@ -148,6 +161,12 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
             .collect();
         avail::render(&targets)?
     };
-    print!("{text}");
+    write_stdout(&text);
     Ok(0)
+}
+
+/// Prints to stdout; a reader that went away early (`| head`) is not an error.
+fn write_stdout(text: &str) {
+    use std::io::Write;
+    let _ = std::io::stdout().lock().write_all(text.as_bytes());
 }

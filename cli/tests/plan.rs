@@ -1,0 +1,583 @@
+//! `rtl-pmc --plan` and input errors, through the built binary: every input form with its exact
+//! plan, the examples of the rocprofv3 and rocprof v1 documentation, and every error message.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A scratch directory for one test's input files and fake KFD topology.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(name: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-plan-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn file(&self, name: &str, text: &str) -> String {
+        let path = self.0.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.display().to_string()
+    }
+
+    /// A KFD topology with one CPU node and a GPU node per gfx_target_version.
+    fn topology(&self, versions: &[u64]) -> String {
+        let dir = self.0.join("topology");
+        let node = |n: usize, text: String| {
+            let d = dir.join("nodes").join(n.to_string());
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("properties"), text).unwrap();
+        };
+        node(
+            0,
+            "cpu_cores_count 8\nsimd_count 0\ngfx_target_version 0\n".into(),
+        );
+        for (i, v) in versions.iter().enumerate() {
+            node(
+                i + 1,
+                format!("cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {v}\n"),
+            );
+        }
+        dir.display().to_string()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+struct Output {
+    stdout: String,
+    stderr: String,
+    code: i32,
+}
+
+/// Runs the binary in `dir` with no GPU visible unless `topology` is given.
+fn rtl_pmc_in(dir: &Path, topology: Option<&str>, args: &[&str]) -> Output {
+    let no_gpu = dir.join("no-topology");
+    let out = Command::new(env!("CARGO_BIN_EXE_rtl-pmc"))
+        .args(args)
+        .current_dir(dir)
+        .env(
+            "RTL_PMC_KFD_TOPOLOGY",
+            topology.map_or(no_gpu, PathBuf::from),
+        )
+        .output()
+        .unwrap();
+    Output {
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+        code: out.status.code().unwrap_or(-1),
+    }
+}
+
+fn rtl_pmc(args: &[&str]) -> Output {
+    rtl_pmc_in(&std::env::temp_dir(), None, args)
+}
+
+/// Asserts a successful plan with exactly this stdout and these stderr notes.
+fn assert_plan(out: &Output, stdout: &str, stderr: &str) {
+    assert_eq!(
+        (out.code, out.stderr.as_str()),
+        (0, stderr),
+        "stdout: {}",
+        out.stdout
+    );
+    assert_eq!(out.stdout, stdout);
+}
+
+/// Asserts an input error: exactly this one line on stderr, nothing on stdout, exit code 2.
+fn assert_error(out: &Output, line: &str) {
+    assert_eq!(out.stderr, format!("rtl-pmc: {line}\n"));
+    assert_eq!((out.code, out.stdout.as_str()), (2, ""));
+}
+
+const V3_TXT: &str = "pmc: GPUBusy SQ_WAVES\npmc: GRBM_GUI_ACTIVE\n";
+
+const V3_JSON: &str = r#"{
+  "jobs": [
+     {
+        "pmc": ["SQ_WAVES", "GRBM_COUNT", "GRBM_GUI_ACTIVE"]
+     },
+     {
+        "pmc": ["FETCH_SIZE", "WRITE_SIZE"],
+        "kernel_include_regex": ".*_kernel",
+        "kernel_exclude_regex": "multiply",
+        "kernel_iteration_range": "[1-2],[3-4]",
+        "output_file": "out",
+        "output_format": [
+           "csv",
+           "json"
+        ],
+        "truncate_kernels": true
+     }
+  ]
+}
+"#;
+
+const V3_YAML: &str = r#"jobs:
+  - pmc: ["SQ_WAVES", "GRBM_COUNT", "GRBM_GUI_ACTIVE"]
+  - pmc: ["FETCH_SIZE", "WRITE_SIZE"]
+    kernel_include_regex: ".*_kernel"
+    kernel_exclude_regex: "multiply"
+    kernel_iteration_range: "[1-2],[3-4]"
+    output_file: "out"
+    output_format:
+      - "csv"
+      - "json"
+    truncate_kernels: true
+"#;
+
+const V3_GROUPS_YAML: &str = r#"jobs:
+  - pmc_groups: [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]]
+    pmc_group_interval: 4
+"#;
+
+const V3_GROUPS_JSON: &str = r#"{
+   "jobs": [
+      {
+            "pmc_groups": [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]],
+            "pmc_group_interval": 4
+      }
+   ]
+}
+"#;
+
+const V1_TXT: &str = "# Perf counters group 1
+pmc : Wavefronts VALUInsts SALUInsts SFetchInsts FlatVMemInsts LDSInsts FlatLDSInsts GDSInsts VALUUtilization FetchSize
+# Perf counters group 2
+pmc : WriteSize L2CacheHit
+# Filter by dispatches range, GPU index and kernel names
+# supported range formats: \"3:9\", \"3:\", \"3\"
+range: 1 : 4
+gpu: 0 1 2 3
+kernel: simple Pass1 simpleConvolutionPass2
+";
+
+const FETCH_WRITE_NOTE: &str =
+    "does not fit one pass (TCC needs 5 counters (4 per pass)); split into 2 passes";
+
+#[test]
+fn pmc_groups_on_the_command_line() {
+    let out = rtl_pmc(&[
+        "--plan",
+        "--arch",
+        "gfx942",
+        "--pmc",
+        "SQ_WAVES",
+        "GRBM_COUNT",
+        "--pmc",
+        "FETCH_SIZE,WRITE_SIZE",
+    ]);
+    assert_plan(
+        &out,
+        "pass 1: SQ_WAVES GRBM_COUNT\npass 2: FETCH_SIZE\npass 3: WRITE_SIZE\n\
+         passes: 3 (lower bound: 3)\n",
+        &format!("rtl-pmc: gfx942: --pmc group 2 {FETCH_WRITE_NOTE}\n"),
+    );
+}
+
+#[test]
+fn rocprofv3_text_example() {
+    let s = Scratch::new("v3txt");
+    let input = s.file("input.txt", V3_TXT);
+    let out = rtl_pmc(&["--plan", "--arch", "gfx90a", "-i", &input]);
+    assert_plan(
+        &out,
+        "pass 1: GPUBusy SQ_WAVES\npass 2: GRBM_GUI_ACTIVE\npasses: 2 (lower bound: 2)\n",
+        "",
+    );
+}
+
+#[test]
+fn rocprofv3_json_and_yaml_examples() {
+    let s = Scratch::new("v3jobs");
+    for (name, text) in [("input.json", V3_JSON), ("input.yaml", V3_YAML)] {
+        let input = s.file(name, text);
+        let out = rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &input]);
+        assert_plan(
+            &out,
+            "pass 1: SQ_WAVES GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: FETCH_SIZE\npass 3: WRITE_SIZE\n\
+             passes: 3 (lower bound: 3)\n",
+            &format!("rtl-pmc: gfx942: {input} job 2 {FETCH_WRITE_NOTE}\n"),
+        );
+    }
+}
+
+#[test]
+fn rocprofv3_multiplexing_examples() {
+    let s = Scratch::new("v3groups");
+    for (name, text) in [
+        ("input.yaml", V3_GROUPS_YAML),
+        ("input.json", V3_GROUPS_JSON),
+    ] {
+        let input = s.file(name, text);
+        let out = rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &input]);
+        assert_plan(
+            &out,
+            "pass 1: SQ_WAVES GRBM_COUNT | GRBM_GUI_ACTIVE (rotating every 4 dispatches)\n\
+             passes: 1 (lower bound: 1)\n",
+            "",
+        );
+    }
+}
+
+#[test]
+fn rocprof_v1_example_is_split_where_it_does_not_fit() {
+    let s = Scratch::new("v1");
+    let input = s.file("input.txt", V1_TXT);
+    let out = rtl_pmc(&["--plan", "--arch", "gfx90a", "-i", &input]);
+    assert_plan(
+        &out,
+        "pass 1: Wavefronts VALUInsts SALUInsts SFetchInsts FlatVMemInsts LDSInsts FlatLDSInsts \
+         GDSInsts FetchSize\npass 2: VALUUtilization\npass 3: WriteSize L2CacheHit\n\
+         passes: 3 (lower bound: 3)\n",
+        &format!(
+            "rtl-pmc: gfx90a: {input}:2 does not fit one pass (SQ needs 10 counters (8 per \
+             pass)); split into 2 passes\n"
+        ),
+    );
+}
+
+#[test]
+fn command_line_groups_come_before_file_groups() {
+    let s = Scratch::new("order");
+    let input = s.file("input.txt", V3_TXT);
+    let out = rtl_pmc(&[
+        "--plan",
+        "--arch",
+        "gfx90a",
+        "--pmc",
+        "TA_TA_BUSY",
+        "-i",
+        &input,
+    ]);
+    assert_plan(
+        &out,
+        "pass 1: TA_TA_BUSY\npass 2: GPUBusy SQ_WAVES\npass 3: GRBM_GUI_ACTIVE\n\
+         passes: 3 (lower bound: 3)\n",
+        "",
+    );
+}
+
+#[test]
+fn extra_counters_are_planned_like_built_in_ones() {
+    let s = Scratch::new("extra");
+    let extra = s.file(
+        "extra.yaml",
+        "rocprofiler-sdk:
+  counters-schema-version: 1
+  counters:
+    - name: GRBM_GUI_ACTIVE_SUM
+      description: \"Unit: cycles\"
+      properties: []
+      definitions:
+        - architectures: [gfx90a, gfx942]
+          expression: reduce(GRBM_GUI_ACTIVE,max)*CU_NUM
+",
+    );
+    let out = rtl_pmc(&[
+        "--plan",
+        "--arch",
+        "gfx942",
+        "-E",
+        &extra,
+        "--pmc",
+        "GRBM_GUI_ACTIVE_SUM",
+        "SQ_WAVES",
+    ]);
+    assert_plan(
+        &out,
+        "pass 1: GRBM_GUI_ACTIVE_SUM SQ_WAVES\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+}
+
+#[test]
+fn gpus_are_found_in_the_kfd_topology() {
+    let s = Scratch::new("kfd");
+    let one = s.topology(&[90010]);
+    let out = rtl_pmc_in(&s.0, Some(&one), &["--plan", "--pmc", "GPUBusy"]);
+    assert_plan(&out, "pass 1: GPUBusy\npasses: 1 (lower bound: 1)\n", "");
+}
+
+#[test]
+fn every_architecture_present_is_planned() {
+    let s = Scratch::new("kfd2");
+    let two = s.topology(&[90402, 90010, 90402]);
+    let out = rtl_pmc_in(
+        &s.0,
+        Some(&two),
+        &[
+            "--plan",
+            "--pmc",
+            "GRBM_COUNT",
+            "GRBM_GUI_ACTIVE",
+            "GRBM_CP_BUSY",
+        ],
+    );
+    assert_plan(
+        &out,
+        "gfx942:\npass 1: GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: GRBM_CP_BUSY\n\
+         gfx90a:\npass 1: GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: GRBM_CP_BUSY\n\
+         passes: 2 (lower bound: 2)\n",
+        "rtl-pmc: gfx942: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per \
+         pass)); split into 2 passes\n\
+         rtl-pmc: gfx90a: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per \
+         pass)); split into 2 passes\n",
+    );
+    let out = rtl_pmc_in(&s.0, Some(&two), &["--plan", "--pmc", "GPUBusy"]);
+    assert_error(
+        &out,
+        "--pmc: counter 'GPUBusy' is not available on gfx942 (it exists on gfx908, gfx90a, \
+         gfx1030, gfx1100, gfx1101, gfx1102)",
+    );
+}
+
+#[test]
+fn counter_errors() {
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "--pmc", "SQ_WAVE"]),
+        "--pmc: unknown counter 'SQ_WAVE' for gfx942; did you mean SQ_WAVES, SQ_WAVES_EQ_64, \
+         SQ_WAVES_LT_16?",
+    );
+    let s = Scratch::new("counters");
+    let txt = s.file(
+        "input.txt",
+        "pmc: SQ_WAVES\n# next\npmc:  GRBM_COUNT SQ_WAVEZ\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &txt]),
+        &format!("{txt}:3:18: unknown counter 'SQ_WAVEZ' for gfx942; did you mean SQ_WAVES?"),
+    );
+    let yaml = s.file("input.yaml", "jobs:\n  - pmc: [SQ_WAVES, SQ_WAVEZ]\n");
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &yaml]),
+        &format!("{yaml}:2:21: unknown counter 'SQ_WAVEZ' for gfx942; did you mean SQ_WAVES?"),
+    );
+    let extra = s.file(
+        "extra.yaml",
+        "rocprofiler-sdk:
+  counters-schema-version: 1
+  counters:
+    - name: GRBM_THREE
+      description: three GRBM events
+      properties: []
+      definitions:
+        - architectures: [gfx942]
+          expression: GRBM_COUNT+GRBM_GUI_ACTIVE+GRBM_CP_BUSY
+",
+    );
+    assert_error(
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "-E",
+            &extra,
+            "--pmc",
+            "GRBM_THREE",
+        ]),
+        "--pmc: gfx942: counter 'GRBM_THREE' cannot be collected in one pass: GRBM needs 3 \
+         counters (2 per pass)",
+    );
+}
+
+#[test]
+fn strict_passes_refuses_a_split() {
+    assert_error(
+        &rtl_pmc(&[
+            "--plan",
+            "--strict-passes",
+            "--arch",
+            "gfx90a",
+            "--pmc",
+            "GRBM_COUNT",
+            "GRBM_GUI_ACTIVE",
+            "GRBM_CP_BUSY",
+        ]),
+        "gfx90a: --pmc group 1: the counters do not fit one pass (GRBM needs 3 counters (2 per \
+         pass)); proposed split: pass 1: GRBM_COUNT GRBM_GUI_ACTIVE; pass 2: GRBM_CP_BUSY",
+    );
+}
+
+#[test]
+fn filter_errors() {
+    let plan = |extra: &[&str]| {
+        let mut args = vec!["--plan", "--arch", "gfx942", "--pmc", "SQ_WAVES"];
+        args.extend_from_slice(extra);
+        rtl_pmc(&args)
+    };
+    assert_error(
+        &plan(&["--kernel-include-regex", "copy("]),
+        "--kernel-include-regex: bad regular expression 'copy(': unclosed group",
+    );
+    assert_error(
+        &plan(&["--kernel-exclude-regex", "[a-"]),
+        "--kernel-exclude-regex: bad regular expression '[a-': unclosed character class",
+    );
+    assert_error(
+        &plan(&["--kernel-iteration-range", "[3-1]"]),
+        "--kernel-iteration-range: bad kernel iteration range '[3-1]': '3-1' ends before it \
+         starts",
+    );
+    let s = Scratch::new("filters");
+    let yaml = s.file(
+        "input.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    kernel_iteration_range: \"[1-x]\"\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &yaml]),
+        &format!("{yaml}:3:29: bad kernel iteration range '[1-x]': 'x' is not a launch number"),
+    );
+    let json = s.file(
+        "input.json",
+        "{\"jobs\": [{\"pmc\": [\"SQ_WAVES\"], \"kernel_include_regex\": \"a(\"}]}\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &json]),
+        &format!("{json}:1:57: bad regular expression 'a(': unclosed group"),
+    );
+    let txt = s.file("input.txt", "pmc: SQ_WAVES\nrange: 4:2\n");
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &txt]),
+        &format!("{txt}:2:8: bad dispatch range '4:2': the range is empty"),
+    );
+}
+
+#[test]
+fn malformed_files() {
+    let s = Scratch::new("files");
+    let run = |path: &str| rtl_pmc(&["--plan", "--arch", "gfx942", "-i", path]);
+    let yaml = s.file("bad.yaml", "jobs:\n  - pmc: [SQ_WAVES\n");
+    assert_error(&run(&yaml), &format!("{yaml}:2:10: unclosed bracket '['"));
+    let yaml = s.file(
+        "key.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    kernel_regex: x\n",
+    );
+    assert_error(
+        &run(&yaml),
+        &format!(
+            "{yaml}:3:5: unknown field `kernel_regex`, expected one of pmc, pmc_groups, \
+             pmc_group_interval, kernel_include_regex, kernel_exclude_regex, \
+             kernel_iteration_range, output_directory, output_file, output_format, \
+             truncate_kernels, mangled_kernels"
+        ),
+    );
+    let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
+    assert_error(
+        &run(&txt),
+        &format!("{txt}:2:3: unknown key 'hip' (expected pmc, range, kernel or gpu)"),
+    );
+    let txt = s.file("nokey.txt", "SQ_WAVES\n");
+    assert_error(
+        &run(&txt),
+        &format!("{txt}:1:1: expected 'pmc:', 'range:', 'kernel:' or 'gpu:'"),
+    );
+    let other = s.file("input.xml", "<metric/>");
+    assert_error(
+        &run(&other),
+        &format!("{other}: unknown input file type (expected .txt, .yaml, .yml or .json)"),
+    );
+    let missing = s.0.join("missing.txt").display().to_string();
+    assert_error(
+        &run(&missing),
+        &format!("{missing}: cannot read the input file: No such file or directory (os error 2)"),
+    );
+}
+
+#[test]
+fn pmc_groups_rules() {
+    let s = Scratch::new("groups");
+    let groups = s.file("groups.yaml", V3_GROUPS_YAML);
+    assert_error(
+        &rtl_pmc(&[
+            "--plan", "--arch", "gfx942", "--pmc", "SQ_WAVES", "-i", &groups,
+        ]),
+        &format!("{groups} job 1: pmc_groups cannot be combined with --pmc"),
+    );
+    let both = s.file(
+        "both.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    pmc_groups: [[GRBM_COUNT]]\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &both]),
+        &format!("{both}:2:5: pmc and pmc_groups cannot be combined in one job"),
+    );
+    let zero = s.file(
+        "zero.yaml",
+        "jobs:\n  - pmc_groups: [[GRBM_COUNT]]\n    pmc_group_interval: 0\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &zero]),
+        &format!("{zero}:3:25: pmc_group_interval must be at least 1"),
+    );
+    // A group over the limit is split into rotating groups, never an abort mid-run.
+    let big = s.file(
+        "big.yaml",
+        "jobs:\n  - pmc_groups: [[GRBM_COUNT, GRBM_GUI_ACTIVE, GRBM_CP_BUSY], [SQ_WAVES]]\n",
+    );
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &big]),
+        "pass 1: GRBM_COUNT GRBM_GUI_ACTIVE | GRBM_CP_BUSY | SQ_WAVES (rotating every 1 \
+         dispatches)\npasses: 1 (lower bound: 1)\n",
+        &format!(
+            "rtl-pmc: gfx942: {big} job 1 pmc_groups group 1 does not fit one pass (GRBM needs \
+             3 counters (2 per pass)); split into 2 rotating groups\n"
+        ),
+    );
+}
+
+#[test]
+fn nothing_to_do_errors() {
+    assert_error(
+        &rtl_pmc(&["--plan", "--pmc", "SQ_WAVES"]),
+        &format!(
+            "no AMD GPU found in {}; give --arch gfxNNN to plan for one",
+            std::env::temp_dir().join("no-topology").display()
+        ),
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942"]),
+        "nothing to collect: give --pmc COUNTER... or -i FILE",
+    );
+    assert_error(
+        &rtl_pmc(&["--arch", "gfx942", "--pmc", "SQ_WAVES"]),
+        "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx999", "--pmc", "SQ_WAVES"]),
+        "unknown GPU architecture 'gfx999' (known: gfx908, gfx90a, gfx940, gfx941, gfx942, \
+         gfx950, gfx1030, gfx1100, gfx1101, gfx1102, gfx1200, gfx1201)",
+    );
+}
+
+#[test]
+fn plan_runs_nothing_even_with_an_application() {
+    let s = Scratch::new("app");
+    let marker = s.0.join("ran");
+    let out = rtl_pmc(&[
+        "--plan",
+        "--arch",
+        "gfx942",
+        "--pmc",
+        "SQ_WAVES",
+        "--",
+        "touch",
+        marker.to_str().unwrap(),
+    ]);
+    assert_plan(&out, "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\n", "");
+    assert!(!marker.exists());
+}
+
+#[test]
+fn list_avail_for_an_architecture() {
+    let out = rtl_pmc(&["--list-avail", "--arch", "gfx942"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let head: Vec<&str> = out.stdout.lines().take(2).collect();
+    assert_eq!(head, vec!["GPU:0", "Name:gfx942"]);
+    assert!(out.stdout.contains("Counter_Name        :\tSQ_WAVES\n"));
+}
