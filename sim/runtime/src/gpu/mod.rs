@@ -27,7 +27,7 @@ use arch::{tables, Block, Geometry};
 use model::{class_of, Class, Dispatch};
 use pm4::{Command, ReadEntry, Setup, Slot, READ_ONCE_PER_PASS};
 
-pub use truth::{ground_truth, GroundTruthError};
+pub use truth::{ground_truth, line as truth_line, GroundTruthError};
 
 /// A kernel dispatch as the device thread starts it (see the simulator contracts).
 #[derive(Debug, Clone)]

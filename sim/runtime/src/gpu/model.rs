@@ -94,11 +94,13 @@ fn profile(kernel: &str, group_segment_size: u32, private_segment_size: u32) -> 
     let h = hash(&[kernel.as_bytes()]);
     let field = |shift: u32, m: u64| (h >> shift) % m;
     Profile {
-        rd_bytes: 4 * (1 + field(0, 4)),
+        rd_bytes: 4 * (2 + field(0, 4)),
         wr_bytes: 4 * field(4, 3) + u64::from(private_segment_size.min(1024)) / 8,
-        valu: 20 + field(8, 64),
-        salu: 8 + field(16, 12),
-        smem: 2 + field(24, 4),
+        // Disjoint ranges per instruction class, so that no two totals coincide by accident
+        // (vector memory instructions per wave stay below 10).
+        valu: 24 + field(8, 64),
+        salu: 12 + field(16, 12),
+        smem: 10 + field(24, 2),
         lds: if group_segment_size > 0 {
             90 + field(32, 40)
         } else {
@@ -227,7 +229,7 @@ pub fn event_values(
     let replicate = |v: u64| -> Vec<u64> { w.iter().map(|&x| if x > 0 { v } else { 0 }).collect() };
     let pct = |salt: &str| {
         let h = hash(&[salt.as_bytes(), d.kernel.as_bytes()]);
-        f.cycles * (40 + h % 60) / 100
+        f.cycles * (400 + h % 600) / 1000
     };
     let per_wave = |k: u64| split(f.waves * k, &w);
     let key = match name {
@@ -263,12 +265,14 @@ pub fn event_values(
                 + (prof.rd_bytes + prof.wr_bytes) / 4,
         ),
         "SQ_WAVE_CYCLES" => split(f.resident * f.cycles / 4, &w),
-        "SQ_BUSY_CYCLES" => replicate(f.cycles),
+        "SQ_BUSY_CYCLES" => replicate(f.cycles * 97 / 100),
         "TCP_TCC_READ_REQ" => split(f.rd_req, &w),
         "TCP_TCC_WRITE_REQ" => split(f.wr_req, &w),
-        "TA_TA_BUSY" | "TD_TD_BUSY" | "TCP_TCP_TA_DATA_STALL_CYCLES" => {
+        "TA_TA_BUSY" | "TD_TD_BUSY" => {
+            // Busy cycles per instance: every vector memory instruction of its waves occupies
+            // the address (TA) or data (TD) path for a few cycles.
             let vmem = (prof.rd_bytes + prof.wr_bytes) / 4 * f.waves_per_wg;
-            let scale = if key.starts_with("TCP") { 3 } else { 16 };
+            let scale = if key.starts_with("TA") { 16 } else { 12 };
             w.iter()
                 .map(|&x| (x * vmem * scale).min(f.cycles))
                 .collect()
@@ -298,6 +302,7 @@ fn l2(name: &str, f: &Facts, w: &[u64]) -> Option<Vec<u64>> {
     let hit = |i: usize| rd[i] * f.prof.hit_pct / 100 + wr[i] * f.prof.hit_pct / 200;
     let miss = |i: usize| rd[i] + wr[i] - hit(i);
     let rd_miss = |i: usize| rd[i] - rd[i] * f.prof.hit_pct / 100;
+    let wr_miss = |i: usize| wr[i] - wr[i] * f.prof.hit_pct / 200;
     let per = |g: &dyn Fn(usize) -> u64| Some((0..w.len()).map(g).collect());
     match suffix {
         "HIT" => per(&hit),
@@ -309,8 +314,8 @@ fn l2(name: &str, f: &Facts, w: &[u64]) -> Option<Vec<u64>> {
         "EA0_RDREQ_32B" | "EA_RDREQ_32B" => per(&|i| rd_miss(i) / 16),
         "EA0_RDREQ_128B" | "EA_RDREQ_128B" | "BUBBLE" => per(&|i| rd_miss(i) / 8),
         "EA0_RDREQ_64B" | "EA_RDREQ_64B" => per(&|i| rd_miss(i) - rd_miss(i) / 8 - rd_miss(i) / 16),
-        "EA0_WRREQ" | "EA_WRREQ" | "MC_WRREQ" => Some(wr.clone()),
-        "EA0_WRREQ_64B" | "EA_WRREQ_64B" => per(&|i| wr[i] - wr[i] / 8),
+        "EA0_WRREQ" | "EA_WRREQ" | "MC_WRREQ" => per(&wr_miss),
+        "EA0_WRREQ_64B" | "EA_WRREQ_64B" => per(&|i| wr_miss(i) - wr_miss(i) / 8),
         _ => None,
     }
 }

@@ -1,0 +1,246 @@
+//! The simulated GPU's counters driven directly (kernel starts and PM4 commands), without queues.
+
+use hsa_runtime64::gpu::arch::tables;
+use hsa_runtime64::gpu::pm4::{Command, ReadEntry, Select, Setup, Slot};
+use hsa_runtime64::gpu::{self, KernelRun};
+
+fn run(
+    device: u32,
+    arch: &'static str,
+    kernel: &'static str,
+    grid: u32,
+    start: u64,
+    end: u64,
+) -> KernelRun<'static> {
+    KernelRun {
+        agent_node_id: 1,
+        arch,
+        device_index: device,
+        queue_id: 7,
+        dispatch_index: 3,
+        kernel,
+        grid: [grid, 1, 1],
+        workgroup: [256, 1, 1],
+        group_segment_size: 1024,
+        private_segment_size: 64,
+        wave_size: 64,
+        start_ns: start,
+        end_ns: end,
+    }
+}
+
+#[test]
+fn every_basic_counter_of_every_architecture_has_a_value_at_every_sample() {
+    let t = tables();
+    let mut checked = 0;
+    for arch in t.counter_archs() {
+        let arch: &'static str = Box::leak(arch.to_string().into_boxed_str());
+        let k = run(100, arch, "mystery_kernel", 1 << 20, 0, 1_000_000);
+        let geometry = gpu::device_info(100, arch).geometry;
+        for counter in t.basic_counters(arch) {
+            let values = gpu::ground_truth(&k, &[counter.name.as_str()])
+                .unwrap_or_else(|e| panic!("{arch}: {e}"))
+                .remove(0)
+                .1;
+            let block = t.block_by_name(arch, &counter.block).expect("block");
+            assert_eq!(
+                values.len(),
+                block.layout(&geometry).positions(),
+                "{arch} {}",
+                counter.name
+            );
+            assert!(
+                values.iter().sum::<u64>() > 0,
+                "{arch} {} is always zero",
+                counter.name
+            );
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 2309);
+}
+
+#[test]
+fn common_counters_follow_from_the_dispatch() {
+    // 2^20 work-items in workgroups of 256 with 64-wide waves: 4096 workgroups, 16384 waves.
+    let k = run(101, "gfx942", "vadd", 1 << 20, 0, 1_000_000);
+    let truth = gpu::ground_truth(
+        &k,
+        &[
+            "SQ_WAVES",
+            "SQ_INSTS_VALU",
+            "GRBM_COUNT",
+            "GRBM_GUI_ACTIVE",
+            "TCC_HIT",
+            "TCC_MISS",
+            "TCC_REQ",
+            "TCC_EA0_WRREQ",
+        ],
+    )
+    .expect("gfx942 counters");
+    let sum = |i: usize| truth[i].1.iter().sum::<u64>();
+    assert_eq!(truth[0].1, vec![512; 32]);
+    assert_eq!(sum(1), 16384 * 5);
+    // 1 ms at 2100 MHz on each of the 8 XCCs.
+    assert_eq!(truth[2].1, vec![2_100_000; 8]);
+    assert_eq!(truth[3].1, vec![2_100_000; 8]);
+    // L2: 8 B read and 4 B written per item, in 64 B requests.
+    assert_eq!(sum(6), (1 << 20) * 12 / 64);
+    assert_eq!(sum(4) + sum(5), sum(6));
+    // Writes that miss go to memory: vadd's writes hit 12%.
+    let writes_per_channel = (1u64 << 20) * 4 / 64 / 128;
+    assert_eq!(
+        sum(7),
+        128 * (writes_per_channel - writes_per_channel * 25 / 200)
+    );
+}
+
+#[test]
+fn unrelated_counters_are_not_accidentally_equal() {
+    let k = run(102, "gfx942", "mystery_kernel", 1 << 20, 0, 1_000_000);
+    let names: Vec<&str> = tables()
+        .basic_counters("gfx942")
+        .map(|c| c.name.as_str())
+        .collect();
+    let truth = gpu::ground_truth(&k, &names).expect("gfx942 counters");
+    let mut seen: std::collections::HashMap<Vec<u64>, &str> = Default::default();
+    let mut equal = Vec::new();
+    for (name, values) in &truth {
+        if let Some(other) = seen.insert(values.clone(), name) {
+            equal.push(format!("{other}={name}"));
+        }
+    }
+    // Only counters that mean the same thing agree: for one kernel that fills the window, the
+    // clock and the busy clock.
+    assert_eq!(equal, vec!["GRBM_COUNT=GRBM_GUI_ACTIVE".to_string()]);
+}
+
+#[test]
+fn ground_truth_line_has_exactly_the_contract_keys() {
+    let mut k = run(103, "gfx90a", "fill", 1024, 5_000, 6_000);
+    k.group_segment_size = 0;
+    let line = hsa_runtime64::gpu::truth_line(&k, &["SQ_WAVES", "NOT_A_COUNTER"]);
+    let pid = std::process::id();
+    assert_eq!(
+        line,
+        format!(
+            "{{\"pid\":{pid},\"agent\":1,\"queue\":7,\"kernel\":\"fill\",\"dispatch\":3,\"start\":5000,\"end\":6000,\"counters\":{{\"SQ_WAVES\":[4,4,4,4,0,0,0,0]}}}}\n"
+        )
+    );
+    let parsed: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        parsed["counters"]["SQ_WAVES"].as_array().map(Vec::len),
+        Some(8)
+    );
+}
+
+const SQ: u32 = 6;
+const GRBM: u32 = 3;
+
+fn setup() -> Setup {
+    Setup {
+        arch: "gfx942".into(),
+        xcc: 8,
+        se: 32,
+        sa_per_se: 1,
+        cu: 304,
+    }
+}
+
+/// Programs SQ_WAVES, GRBM_COUNT and GRBM_GUI_ACTIVE at `start`; reads them into a vector at `read`.
+fn window(device: u32, kernels: &[&KernelRun], start: u64, read: u64) -> Vec<u64> {
+    let slots = [
+        Select {
+            slot: Slot {
+                block: SQ,
+                instance: 0,
+                register: 0,
+            },
+            event: 4,
+            accum: 0,
+        },
+        Select {
+            slot: Slot {
+                block: GRBM,
+                instance: 0,
+                register: 0,
+            },
+            event: 0,
+            accum: 0,
+        },
+        Select {
+            slot: Slot {
+                block: GRBM,
+                instance: 0,
+                register: 1,
+            },
+            event: 2,
+            accum: 0,
+        },
+    ];
+    let mut out = vec![0u64; 8 * (4 + 1 + 1)];
+    let entries: Vec<ReadEntry> = (0..8)
+        .flat_map(|xcc| {
+            slots.iter().map(move |s| ReadEntry {
+                slot: s.slot,
+                xcc,
+                samples: if s.slot.block == SQ { 4 } else { 1 },
+            })
+        })
+        .collect();
+    gpu::execute(device, &[Command::PmcStart(slots.to_vec())], start);
+    for k in kernels {
+        gpu::kernel_started(k);
+    }
+    gpu::execute(
+        device,
+        &[Command::PmcRead {
+            setup: setup(),
+            dst: out.as_mut_ptr() as u64,
+            entries,
+        }],
+        read,
+    );
+    out
+}
+
+#[test]
+fn a_window_around_one_kernel_reads_its_ground_truth() {
+    let k = run(104, "gfx942", "saxpy", 1 << 18, 2_000_000, 2_500_000);
+    let got = window(104, &[&k], 2_000_000, 2_500_000);
+    let t =
+        gpu::ground_truth(&k, &["SQ_WAVES", "GRBM_COUNT", "GRBM_GUI_ACTIVE"]).expect("counters");
+    let expected: Vec<u64> = (0..8)
+        .flat_map(|x| {
+            [
+                &t[0].1[x * 4..x * 4 + 4],
+                &t[1].1[x..x + 1],
+                &t[2].1[x..x + 1],
+            ]
+            .concat()
+        })
+        .collect();
+    assert_eq!(got, expected);
+}
+
+#[test]
+fn busy_cycles_count_overlapping_kernels_once_and_the_window_counts_every_cycle() {
+    // Two kernels overlap for 0.25 ms inside a 2 ms window; the device is busy 1.25 ms.
+    let a = run(105, "gfx942", "vadd", 1 << 20, 1_000_000, 2_000_000);
+    let b = run(105, "gfx942", "fill", 1 << 20, 1_750_000, 2_250_000);
+    let got = window(105, &[&a, &b], 1_000_000, 3_000_000);
+    let xcc0 = &got[0..6];
+    assert_eq!(xcc0[4], 4_200_000);
+    assert_eq!(xcc0[5], 2_625_000);
+    let waves = |k: &KernelRun| {
+        gpu::ground_truth(k, &["SQ_WAVES"])
+            .expect("SQ_WAVES")
+            .remove(0)
+            .1
+    };
+    let (wa, wb) = (waves(&a), waves(&b));
+    assert_eq!(
+        xcc0[..4],
+        [wa[0] + wb[0], wa[1] + wb[1], wa[2] + wb[2], wa[3] + wb[3]]
+    );
+}
