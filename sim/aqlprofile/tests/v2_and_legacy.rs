@@ -355,3 +355,79 @@ fn unserialised_kernels_on_two_queues_mix_and_serialised_ones_do_not() {
     let alone: Vec<u64> = samples(&session).iter().map(|s| s.2).collect();
     assert_eq!(alone, order(&truth_a));
 }
+
+#[test]
+fn accumulated_events_get_an_internal_base_event_and_report_wave_cycles() {
+    const SQ_LEVEL_WAVES: u32 = 5;
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let events = [
+        PmcEvent {
+            block_index: 0,
+            event_id: SQ_LEVEL_WAVES,
+            flags: 2,
+            block_name: SQ,
+        },
+        PmcEvent {
+            block_index: 0,
+            event_id: SQ_WAVES,
+            flags: 0,
+            block_name: SQ,
+        },
+    ];
+    let session = create(agent, &events).expect("packets");
+    let k = run(15, 1, "vadd", 1 << 20, 0, 1_000_000);
+    gpu::kernel_started(&k);
+    execute(15, &session.packets.start, 0);
+    execute(15, &session.packets.read, 1_000_000);
+    let got = samples(&session);
+    // Sorted by event; the internal SQ_LEVEL_WAVES base event takes a register but is not reported.
+    let order: Vec<(u32, u32)> = got
+        .iter()
+        .take(8)
+        .map(|s| (s.0.event_id, s.0.flags))
+        .collect();
+    assert_eq!(
+        order,
+        [[(SQ_WAVES, 0); 4], [(SQ_LEVEL_WAVES, 2); 4]].concat()
+    );
+    assert_eq!(got.len(), 8 * 8);
+    // 9728 resident waves (304 CUs x 32) for 2.1 million cycles.
+    let accumulated: u64 = got.iter().filter(|s| s.0.flags == 2).map(|s| s.2).sum();
+    assert_eq!(accumulated, 9728 * 2_100_000);
+    // Base plus accumulated plus 7 more events would exceed SQ's 8 registers.
+    let mut nine = vec![events[0]];
+    nine.extend((10..17).map(|id| PmcEvent {
+        block_index: 0,
+        event_id: id,
+        flags: 0,
+        block_name: SQ,
+    }));
+    assert_eq!(create(agent, &nine).err(), Some(ERROR));
+}
+
+#[test]
+fn gfx1100_sq_samples_come_per_shader_engine_array_and_wgp() {
+    let agent = register("gfx1100", 1, 6, 96, 2);
+    let events = [PmcEvent {
+        block_index: 0,
+        event_id: SQ_WAVES,
+        flags: 0,
+        block_name: SQ,
+    }];
+    let session = create(agent, &events).expect("packets");
+    let mut k = run(16, 1, "vadd", 1 << 16, 0, 10_000);
+    k.arch = "gfx1100";
+    k.wave_size = 32;
+    gpu::kernel_started(&k);
+    execute(16, &session.packets.start, 0);
+    execute(16, &session.packets.read, 10_000);
+    let got = samples(&session);
+    // 6 SEs x 2 arrays x 4 WGPs; 256 workgroups of 8 waves spread round-robin.
+    assert_eq!(
+        got.iter().map(|s| s.1).collect::<Vec<_>>(),
+        (0..48).collect::<Vec<u64>>()
+    );
+    let values: Vec<u64> = got.iter().map(|s| s.2).collect();
+    assert_eq!(values, truth(&k, "SQ_WAVES"));
+    assert_eq!(values.iter().sum::<u64>(), 2048);
+}

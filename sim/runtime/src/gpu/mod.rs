@@ -185,7 +185,9 @@ pub fn kernel_started(run: &KernelRun) {
     truth::record(run);
 }
 
-/// Drops kernels that ended before every register started counting.
+/// Drops kernels no register can still see: those that ended before the latest start of every
+/// register. Registers programmed once and never again would pin old kernels forever, so the
+/// history is also capped.
 fn prune(dev: &mut Device) {
     if dev.kernels.len() <= KERNEL_HISTORY {
         return;
@@ -193,12 +195,16 @@ fn prune(dev: &mut Device) {
     let oldest = dev
         .registers
         .values()
-        .filter_map(|r| r.intervals.first().map(|i| i.0))
+        .filter_map(|r| r.intervals.last().map(|i| i.0))
         .min()
         .unwrap_or(u64::MAX);
     let newest_start = dev.kernels.iter().map(|k| k.start).max().unwrap_or(0);
     let keep_from = oldest.min(newest_start);
     dev.kernels.retain(|k| k.end >= keep_from);
+    if dev.kernels.len() > 8 * KERNEL_HISTORY {
+        let excess = dev.kernels.len() - KERNEL_HISTORY;
+        dev.kernels.drain(..excess);
+    }
 }
 
 /// The device reached a PM4-IB packet at `now_ns`: execute the `ib_size_dwords` dwords at
