@@ -508,8 +508,10 @@ fn symbols_of(code_object: &CodeObject) -> Vec<Symbol> {
                     None => continue,
                 }
             }
+            // v3+ sections carry no SHF_AMDGPU_HSA_AGENT flag, so ROCr calls these program
+            // allocations.
             SymbolClass::Variable => SymbolKind::Variable {
-                allocation: HSA_VARIABLE_ALLOCATION_AGENT,
+                allocation: HSA_VARIABLE_ALLOCATION_PROGRAM,
                 segment: HSA_VARIABLE_SEGMENT_GLOBAL,
                 size: u32::try_from(symbol.size).unwrap_or(u32::MAX),
                 alignment: 0,
