@@ -244,3 +244,22 @@ fn busy_cycles_count_overlapping_kernels_once_and_the_window_counts_every_cycle(
         [wa[0] + wb[0], wa[1] + wb[1], wa[2] + wb[2], wa[3] + wb[3]]
     );
 }
+
+#[test]
+fn devices_described_by_kfd_properties_match_the_reference_chips() {
+    let mi300x = gpu::DeviceInfo::from_kfd("gfx942:sramecc+:xnack-", 8, 1216, 4, 32, 1, 2100);
+    assert_eq!(mi300x, gpu::DeviceInfo::reference("gfx942"));
+    // A registered device overrides the reference chip: a 110-CU MI250X GCD at 1700 MHz.
+    gpu::register_device(
+        106,
+        gpu::DeviceInfo::from_kfd("gfx90a", 1, 440, 4, 8, 1, 1700),
+    );
+    assert_eq!(gpu::device_info(106, "gfx90a").geometry.cu, 110);
+    let k = run(106, "gfx90a", "vadd", 1 << 20, 0, 1_000);
+    let ta = gpu::ground_truth(&k, &["TA_TA_BUSY"])
+        .expect("TA_TA_BUSY")
+        .remove(0)
+        .1;
+    // min(16, ceil(110 / 8) + 1) = 15 TA instances per shader engine, 8 shader engines.
+    assert_eq!(ta.len(), 15 * 8);
+}

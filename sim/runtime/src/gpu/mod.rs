@@ -72,6 +72,30 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// A device described by its KFD topology properties (as the device configuration has them):
+    /// CUs = `simd_count / simd_per_cu`, shader engines = `array_count / simd_arrays_per_engine`.
+    pub fn from_kfd(
+        name: &str,
+        num_xcc: u32,
+        simd_count: u32,
+        simd_per_cu: u32,
+        array_count: u32,
+        simd_arrays_per_engine: u32,
+        max_engine_clk_fcompute: u32,
+    ) -> DeviceInfo {
+        let sa_per_se = simd_arrays_per_engine.max(1);
+        DeviceInfo {
+            arch: name.split(':').next().unwrap_or(name).to_string(),
+            geometry: Geometry {
+                xcc: num_xcc.max(1),
+                se: array_count / sa_per_se,
+                sa_per_se,
+                cu: simd_count / simd_per_cu.max(1),
+            },
+            clock_mhz: max_engine_clk_fcompute,
+        }
+    }
+
     /// The reference chip of `arch` (first product of that architecture in the topology table).
     pub fn reference(arch: &str) -> DeviceInfo {
         let t = tables().reference_topology(arch);
