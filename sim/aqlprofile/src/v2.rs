@@ -466,7 +466,16 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
             plan.samples
                 .iter()
                 .enumerate()
-                .filter(|(_, s)| !plan.requests[s.request].internal)
+                .filter(|(_, s)| {
+                    // Events the library added, and SPI events that use no register, are read
+                    // but not reported.
+                    let r = &plan.requests[s.request];
+                    !r.internal
+                        && !plan
+                            .agent
+                            .block(r.block_name)
+                            .is_some_and(|b| b.is_internal_event(r.event_id))
+                })
                 .map(|(i, s)| {
                     let r = &plan.requests[s.request];
                     let event = aqlprofile_pmc_event_t {

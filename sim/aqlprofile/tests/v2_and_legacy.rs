@@ -431,3 +431,35 @@ fn gfx1100_sq_samples_come_per_shader_engine_array_and_wgp() {
     assert_eq!(values, truth(&k, "SQ_WAVES"));
     assert_eq!(values.iter().sum::<u64>(), 2048);
 }
+
+#[test]
+fn internal_spi_events_take_no_register_and_are_not_reported() {
+    const SPI: u32 = 5;
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let mut events: Vec<PmcEvent> = (0..6)
+        .map(|id| PmcEvent {
+            block_index: 0,
+            event_id: id,
+            flags: 0,
+            block_name: SPI,
+        })
+        .collect();
+    events.push(PmcEvent {
+        block_index: 0,
+        event_id: 0x100_0001,
+        flags: 0,
+        block_name: SPI,
+    });
+    let session = create(agent, &events).expect("six registers suffice");
+    execute(17, &session.packets.start, 0);
+    execute(17, &session.packets.read, 10);
+    // 6 reported events x 4 shader engines x 8 XCCs.
+    assert_eq!(samples(&session).len(), 192);
+    events.push(PmcEvent {
+        block_index: 0,
+        event_id: 6,
+        flags: 0,
+        block_name: SPI,
+    });
+    assert_eq!(create(agent, &events).err(), Some(ERROR));
+}
