@@ -5,10 +5,11 @@
 use std::ffi::{c_char, c_void, CStr};
 
 use crate::abi::*;
+use crate::arch::DIMENSION_IDS;
 use crate::arch::{tables, Geometry};
 use crate::plan::{Agent, Plan, Request};
 use crate::pm4::{encode_all, Command};
-use crate::v2::{block_id_query, plan_status};
+use crate::v2::{block_id_query, plan_status, report_coordinates, DIMENSION_NAMES};
 use crate::{arch_of, config, fail, fail_packets, fill_packet, guard, last_error};
 
 /// `hsa_agent_get_info` attributes the library asks the runtime for.
@@ -540,4 +541,54 @@ fn enable_command(
         fill_packet(value.cast(), buffer, commands.len());
     }
     HSA_STATUS_SUCCESS
+}
+
+/// `hsa_ven_amd_aqlprofile_iterate_event_ids`: the coordinate ids and names.
+///
+/// # Safety
+/// Pointers must be valid as the C API documents them (NULL only where it allows).
+#[no_mangle]
+pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_iterate_event_ids(
+    callback: Option<unsafe extern "C" fn(i32, *const c_char) -> hsa_status_t>,
+) -> hsa_status_t {
+    guard(|| {
+        let Some(callback) = callback else {
+            return HSA_STATUS_ERROR;
+        };
+        for (name, (_, id)) in DIMENSION_NAMES.iter().zip(DIMENSION_IDS) {
+            // SAFETY: calling the caller's callback with a static name.
+            unsafe { callback(id as i32, name.as_ptr()) };
+        }
+        HSA_STATUS_SUCCESS
+    })
+}
+
+/// `hsa_ven_amd_aqlprofile_iterate_event_coord`: coordinates of legacy sample `sample_id` of
+/// `event` (the flat index is `sample_id * instances + block_index`).
+///
+/// # Safety
+/// Pointers must be valid as the C API documents them (NULL only where it allows).
+#[no_mangle]
+pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_iterate_event_coord(
+    agent: hsa_agent_t,
+    event: hsa_ven_amd_aqlprofile_event_t,
+    sample_id: u32,
+    callback: aqlprofile_coordinate_callback_t,
+    userdata: *mut c_void,
+) -> hsa_status_t {
+    guard(|| {
+        let Some(callback) = callback else {
+            return HSA_STATUS_ERROR;
+        };
+        let agent = match hsa_agent(agent) {
+            Ok(a) => a,
+            Err(status) => return status,
+        };
+        let Some(block) = agent.block(event.block_name) else {
+            return fail(HSA_STATUS_ERROR, format!("no block {}", event.block_name));
+        };
+        let instances = u64::from(block.instances(&agent.geometry));
+        let cumulative = u64::from(sample_id) * instances + u64::from(event.block_index);
+        report_coordinates(&agent, event.block_name, cumulative, callback, userdata)
+    })
 }

@@ -502,7 +502,7 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
     })
 }
 
-const DIMENSION_NAMES: [&CStr; 6] = [c"XCD", c"AID", c"SE", c"SA", c"WGP", c"INSTANCE"];
+pub(crate) const DIMENSION_NAMES: [&CStr; 6] = [c"XCD", c"AID", c"SE", c"SA", c"WGP", c"INSTANCE"];
 
 /// `aqlprofile_iterate_event_ids`: the coordinate ids and names.
 ///
@@ -553,34 +553,45 @@ pub unsafe extern "C" fn aqlprofile_iterate_event_coord(
                 "iterate_event_coord: agent not registered",
             );
         };
-        let Some(block) = agent.block(event.block_name) else {
-            return fail(
-                HSA_STATUS_ERROR,
-                format!("iterate_event_coord: no block {}", event.block_name),
-            );
-        };
-        let dims = block.dimensions(&agent.geometry);
-        let mut coords = vec![0u64; dims.len()];
-        let mut rest = sample_id;
-        for (i, d) in dims.iter().enumerate().rev() {
-            let extent = u64::from(d.2.max(1));
-            coords[i] = rest % extent;
-            rest /= extent;
-        }
-        for (i, (d, c)) in dims.iter().zip(&coords).enumerate() {
-            let name = DIMENSION_NAMES[d.1 as usize];
-            // SAFETY: calling the caller's callback with a static name.
-            unsafe {
-                callback(
-                    i as i32,
-                    d.1 as i32,
-                    d.2 as i32,
-                    *c as i32,
-                    name.as_ptr(),
-                    userdata,
-                )
-            };
-        }
-        HSA_STATUS_SUCCESS
+        report_coordinates(&agent, event.block_name, sample_id, callback, userdata)
     })
+}
+
+/// Calls `callback` with every coordinate of flat sample index `cumulative` of a block.
+pub(crate) fn report_coordinates(
+    agent: &Agent,
+    block_name: u32,
+    cumulative: u64,
+    callback: unsafe extern "C" fn(i32, i32, i32, i32, *const c_char, *mut c_void) -> hsa_status_t,
+    userdata: *mut c_void,
+) -> hsa_status_t {
+    let Some(block) = agent.block(block_name) else {
+        return fail(
+            HSA_STATUS_ERROR,
+            format!("iterate_event_coord: no block {block_name}"),
+        );
+    };
+    let dims = block.dimensions(&agent.geometry);
+    let mut coords = vec![0u64; dims.len()];
+    let mut rest = cumulative;
+    for (i, d) in dims.iter().enumerate().rev() {
+        let extent = u64::from(d.2.max(1));
+        coords[i] = rest % extent;
+        rest /= extent;
+    }
+    for (i, (d, c)) in dims.iter().zip(&coords).enumerate() {
+        let name = DIMENSION_NAMES[d.1 as usize];
+        // SAFETY: calling the caller's callback with a static name.
+        unsafe {
+            callback(
+                i as i32,
+                d.1 as i32,
+                d.2 as i32,
+                *c as i32,
+                name.as_ptr(),
+                userdata,
+            )
+        };
+    }
+    HSA_STATUS_SUCCESS
 }
