@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
+use super::descriptor::KernelResources;
+
 /// How kernel names are shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NameOptions {
@@ -93,32 +95,45 @@ fn base_name(name: &str) -> &str {
     }
 }
 
-/// Kernel descriptor address → display name, for every kernel of every frozen executable.
+/// What the interposer knows about one kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KernelInfo {
+    /// Display name.
+    pub name: String,
+    /// Registers and wave size from the descriptor (zeros when it could not be read).
+    pub resources: KernelResources,
+}
+
+/// Kernel descriptor address → kernel, for every kernel of every frozen executable.
 #[derive(Debug, Default)]
 pub struct KernelNames {
-    by_object: RwLock<HashMap<u64, Arc<str>>>,
+    by_object: RwLock<HashMap<u64, Arc<KernelInfo>>>,
     by_executable: RwLock<HashMap<u64, Vec<u64>>>,
 }
 
 impl KernelNames {
-    /// Records the kernels of executable `executable`: `(kernel_object, symbol name)` pairs.
+    /// Records the kernels of executable `executable`: `(kernel_object, symbol name, resources)`.
     pub fn add_executable(
         &self,
         executable: u64,
-        kernels: impl IntoIterator<Item = (u64, String)>,
+        kernels: impl IntoIterator<Item = (u64, String, KernelResources)>,
         options: NameOptions,
     ) {
-        let kernels: Vec<(u64, String)> = kernels.into_iter().collect();
+        let kernels: Vec<(u64, String, KernelResources)> = kernels.into_iter().collect();
         if let Ok(mut names) = self.by_object.write() {
-            for (object, symbol) in &kernels {
-                names.insert(*object, display_name(symbol, options).into());
+            for (object, symbol, resources) in &kernels {
+                let info = KernelInfo {
+                    name: display_name(symbol, options),
+                    resources: *resources,
+                };
+                names.insert(*object, Arc::new(info));
             }
         }
         if let Ok(mut executables) = self.by_executable.write() {
             executables
                 .entry(executable)
                 .or_default()
-                .extend(kernels.iter().map(|(object, _)| *object));
+                .extend(kernels.iter().map(|(object, ..)| *object));
         }
     }
 
@@ -135,14 +150,19 @@ impl KernelNames {
         }
     }
 
-    /// The name of the kernel whose descriptor is at `kernel_object`; unknown kernels are
-    /// named `kernel_0x<address>`.
-    pub fn name(&self, kernel_object: u64) -> Arc<str> {
+    /// The kernel whose descriptor is at `kernel_object`; unknown kernels are named
+    /// `kernel_0x<address>`, with unknown resources.
+    pub fn get(&self, kernel_object: u64) -> Arc<KernelInfo> {
         self.by_object
             .read()
             .ok()
             .and_then(|names| names.get(&kernel_object).cloned())
-            .unwrap_or_else(|| format!("kernel_0x{kernel_object:x}").into())
+            .unwrap_or_else(|| {
+                Arc::new(KernelInfo {
+                    name: format!("kernel_0x{kernel_object:x}"),
+                    resources: KernelResources::default(),
+                })
+            })
     }
 }
 
@@ -195,12 +215,23 @@ mod tests {
     #[test]
     fn executables_map_and_unmap_their_kernels() {
         let names = KernelNames::default();
-        names.add_executable(1, [(0x1000, "vadd.kd".to_string())], DEMANGLED);
-        names.add_executable(2, [(0x2000, "_Z4fillPfi.kd".to_string())], DEMANGLED);
-        assert_eq!(&*names.name(0x1000), "vadd");
-        assert_eq!(&*names.name(0x2000), "fill(float*, int)");
+        let wave32 = KernelResources {
+            wave_size: 32,
+            ..KernelResources::default()
+        };
+        names.add_executable(1, [(0x1000, "vadd.kd".to_string(), wave32)], DEMANGLED);
+        let fill = (
+            0x2000,
+            "_Z4fillPfi.kd".to_string(),
+            KernelResources::default(),
+        );
+        names.add_executable(2, [fill], DEMANGLED);
+        assert_eq!(names.get(0x1000).name, "vadd");
+        assert_eq!(names.get(0x1000).resources.wave_size, 32);
+        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
         names.remove_executable(1);
-        assert_eq!(&*names.name(0x1000), "kernel_0x1000");
-        assert_eq!(&*names.name(0x2000), "fill(float*, int)");
+        assert_eq!(names.get(0x1000).name, "kernel_0x1000");
+        assert_eq!(names.get(0x1000).resources, KernelResources::default());
+        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
     }
 }

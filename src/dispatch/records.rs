@@ -62,6 +62,8 @@ pub struct Record {
     pub kernel: String,
     /// Kernel descriptor address (`kernel_object`).
     pub kernel_object: u64,
+    /// The application's completion signal handle, 0 for none (rocprof's `sig`).
+    pub signal: u64,
     /// Grid size in work-items, x/y/z.
     pub grid: [u32; 3],
     /// Workgroup size in work-items, x/y/z.
@@ -321,6 +323,7 @@ mod tests {
             correlation: n,
             kernel: "vadd(float*, float const*)".into(),
             kernel_object: 0x7f00_0000_1000,
+            signal: 0x7f00_0000_2000,
             grid: [1024, 1, 1],
             workgroup: [256, 1, 1],
             lds: 512,

@@ -1,0 +1,755 @@
+//! Counter packets from aqlprofile: the v2 API when the library has it, the legacy
+//! `hsa_ven_amd_aqlprofile_*` table (HSA extension 0x202) otherwise.
+//!
+//! For every GPU and event group the interposer keeps a pool of packet sets. A set is three
+//! PM4-IB AQL packets (start, read, stop) with their command and output buffers; it is taken
+//! from the pool when a dispatch is wrapped and returned once its values have been read, so
+//! aqlprofile builds command buffers once per concurrently pending dispatch, not per dispatch.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CString};
+use std::sync::{Arc, Mutex};
+
+use super::agents::{Agents, Gpu};
+use super::runtime::Hsa;
+use crate::hsa::*;
+use crate::passes::plan_file::PlanEvent;
+
+/// Why counters cannot be collected.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CounterError {
+    /// Neither API could be loaded.
+    #[error("aqlprofile is not available: {0}")]
+    Unavailable(String),
+    /// A call failed.
+    #[error("aqlprofile {call} failed on {arch} (status 0x{status:x}){detail}")]
+    Call {
+        /// The function.
+        call: &'static str,
+        /// The GPU.
+        arch: String,
+        /// Its status.
+        status: hsa_status_t,
+        /// `: <message>` from the library when it gave one.
+        detail: String,
+    },
+    /// A block name of the plan is unknown to aqlprofile.
+    #[error("aqlprofile does not know block {block} on {arch}")]
+    UnknownBlock {
+        /// The block.
+        block: String,
+        /// The GPU.
+        arch: String,
+    },
+    /// No host memory for the buffers.
+    #[error("no host memory pool for aqlprofile buffers")]
+    NoMemory,
+}
+
+struct V2 {
+    register_agent: aqlprofile_register_agent_fn,
+    get_pmc_info: aqlprofile_get_pmc_info_fn,
+    create_packets: aqlprofile_pmc_create_packets_fn,
+    delete_packets: aqlprofile_pmc_delete_packets_fn,
+    iterate_data: aqlprofile_pmc_iterate_data_fn,
+}
+
+enum Library {
+    V2(V2),
+    Legacy(hsa_ven_amd_aqlprofile_1_00_pfn_t),
+}
+
+/// Which aqlprofile API is in use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApiKind {
+    /// `aqlprofile_*`.
+    V2,
+    /// `hsa_ven_amd_aqlprofile_*`.
+    Legacy,
+}
+
+/// The loaded aqlprofile.
+pub struct Aqlprofile {
+    library: Library,
+}
+
+/// Looks a symbol up in `lib`.
+fn symbol<T: Copy>(lib: *mut c_void, name: &std::ffi::CStr) -> Option<T> {
+    // SAFETY: dlsym on a handle from dlopen with a NUL-terminated name.
+    let sym = unsafe { libc::dlsym(lib, name.as_ptr()) };
+    if sym.is_null() {
+        return None;
+    }
+    debug_assert_eq!(std::mem::size_of::<T>(), std::mem::size_of::<*mut c_void>());
+    // SAFETY: `T` is the function pointer type of the symbol, as aqlprofile's header declares it.
+    Some(unsafe { std::mem::transmute_copy::<*mut c_void, T>(&sym) })
+}
+
+impl Aqlprofile {
+    /// Loads the v2 API from `libhsa-amd-aqlprofile64.so`, or the legacy table through the
+    /// runtime. `prefer` forces one of them (`RTL_PMC_AQLPROFILE_API`).
+    pub fn load(hsa: &Hsa, prefer: Option<ApiKind>) -> Result<Aqlprofile, CounterError> {
+        if prefer != Some(ApiKind::Legacy) {
+            match Self::load_v2() {
+                Ok(v2) => {
+                    return Ok(Aqlprofile {
+                        library: Library::V2(v2),
+                    })
+                }
+                Err(e) if prefer == Some(ApiKind::V2) => return Err(CounterError::Unavailable(e)),
+                Err(_) => {}
+            }
+        }
+        let table: hsa_ven_amd_aqlprofile_1_00_pfn_t = hsa
+            .extension_table(HSA_EXTENSION_AMD_AQLPROFILE, 1)
+            .ok_or_else(|| {
+                CounterError::Unavailable("the runtime has no aqlprofile extension (0x202)".into())
+            })?;
+        let complete = table.hsa_ven_amd_aqlprofile_start.is_some()
+            && table.hsa_ven_amd_aqlprofile_stop.is_some()
+            && table.hsa_ven_amd_aqlprofile_get_info.is_some()
+            && table.hsa_ven_amd_aqlprofile_iterate_data.is_some();
+        if !complete {
+            return Err(CounterError::Unavailable(
+                "the aqlprofile extension table is incomplete".into(),
+            ));
+        }
+        Ok(Aqlprofile {
+            library: Library::Legacy(table),
+        })
+    }
+
+    fn load_v2() -> Result<V2, String> {
+        // SAFETY: dlopen with a NUL-terminated name.
+        let lib = unsafe {
+            libc::dlopen(
+                c"libhsa-amd-aqlprofile64.so".as_ptr(),
+                libc::RTLD_NOW | libc::RTLD_LOCAL,
+            )
+        };
+        if lib.is_null() {
+            return Err("cannot load libhsa-amd-aqlprofile64.so".into());
+        }
+        let missing = |name: &str| format!("libhsa-amd-aqlprofile64.so has no {name}");
+        Ok(V2 {
+            register_agent: symbol(lib, c"aqlprofile_register_agent")
+                .ok_or_else(|| missing("aqlprofile_register_agent"))?,
+            get_pmc_info: symbol(lib, c"aqlprofile_get_pmc_info")
+                .ok_or_else(|| missing("aqlprofile_get_pmc_info"))?,
+            create_packets: symbol(lib, c"aqlprofile_pmc_create_packets")
+                .ok_or_else(|| missing("aqlprofile_pmc_create_packets"))?,
+            delete_packets: symbol(lib, c"aqlprofile_pmc_delete_packets")
+                .ok_or_else(|| missing("aqlprofile_pmc_delete_packets"))?,
+            iterate_data: symbol(lib, c"aqlprofile_pmc_iterate_data")
+                .ok_or_else(|| missing("aqlprofile_pmc_iterate_data"))?,
+        })
+    }
+
+    /// The API in use.
+    pub fn kind(&self) -> ApiKind {
+        match self.library {
+            Library::V2(_) => ApiKind::V2,
+            Library::Legacy(_) => ApiKind::Legacy,
+        }
+    }
+
+    fn legacy_error(&self) -> String {
+        let Library::Legacy(table) = &self.library else {
+            return String::new();
+        };
+        let Some(error_string) = table.hsa_ven_amd_aqlprofile_error_string else {
+            return String::new();
+        };
+        let mut text: *const std::ffi::c_char = std::ptr::null();
+        // SAFETY: the library writes a pointer to its own NUL-terminated message.
+        if unsafe { error_string(&mut text) } != HSA_STATUS_SUCCESS || text.is_null() {
+            return String::new();
+        }
+        // SAFETY: a NUL-terminated string owned by the library.
+        format!(
+            ": {}",
+            unsafe { std::ffi::CStr::from_ptr(text) }.to_string_lossy()
+        )
+    }
+}
+
+/// Host memory given to aqlprofile for one GPU: a host pool the GPU is allowed to access.
+struct Memory {
+    hsa: Arc<Hsa>,
+    pool: hsa_amd_memory_pool_t,
+    gpu: hsa_agent_t,
+}
+
+impl Memory {
+    fn allocate(&self, size: usize) -> *mut c_void {
+        let (Some(allocate), Some(allow)) = (
+            self.hsa.amd().hsa_amd_memory_pool_allocate_fn,
+            self.hsa.amd().hsa_amd_agents_allow_access_fn,
+        ) else {
+            return std::ptr::null_mut();
+        };
+        let size = size.max(64);
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        // SAFETY: original entries; `ptr` receives the allocation.
+        unsafe {
+            if allocate(self.pool, size, 0, &mut ptr) != HSA_STATUS_SUCCESS || ptr.is_null() {
+                return std::ptr::null_mut();
+            }
+            allow(1, &self.gpu, std::ptr::null(), ptr);
+            std::ptr::write_bytes(ptr as *mut u8, 0, size);
+        }
+        ptr
+    }
+
+    fn free(&self, ptr: *mut c_void) {
+        if let Some(free) = self.hsa.amd().hsa_amd_memory_pool_free_fn {
+            // SAFETY: memory from `allocate`.
+            unsafe { free(ptr) };
+        }
+    }
+}
+
+unsafe extern "C" fn alloc_cb(
+    ptr: *mut *mut c_void,
+    size: u64,
+    _flags: u32,
+    userdata: *mut c_void,
+) -> hsa_status_t {
+    let result = std::panic::catch_unwind(|| {
+        // SAFETY: `userdata` is the GPU's boxed Memory, alive as long as its packet sets.
+        let memory = unsafe { &*(userdata as *const Memory) };
+        memory.allocate(size as usize)
+    });
+    match result {
+        Ok(p) if !p.is_null() => {
+            // SAFETY: aqlprofile passes a writable pointer slot.
+            unsafe { *ptr = p };
+            HSA_STATUS_SUCCESS
+        }
+        _ => HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+    }
+}
+
+unsafe extern "C" fn dealloc_cb(ptr: *mut c_void, userdata: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        // SAFETY: as in `alloc_cb`.
+        let memory = unsafe { &*(userdata as *const Memory) };
+        memory.free(ptr);
+    });
+}
+
+unsafe extern "C" fn memcpy_cb(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    _userdata: *mut c_void,
+) -> hsa_status_t {
+    // SAFETY: host-accessible buffers of at least `size` bytes, as aqlprofile asks.
+    unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, size) };
+    HSA_STATUS_SUCCESS
+}
+
+/// One event of a group, expanded to every instance of its block.
+#[derive(Debug, Clone)]
+struct GroupEvents {
+    /// `(plan event index, block name id, event id, flags, instance)`, programming order.
+    instances: Vec<(usize, u32, u32, u32, u32)>,
+    /// Events of the plan group.
+    plan_events: usize,
+}
+
+/// Three AQL packets and the buffers behind them, reusable after their values were read.
+pub struct PacketSet {
+    /// Start packet (header and completion signal still to be set).
+    pub start: hsa_ext_amd_aql_pm4_packet_t,
+    /// Read packet, when the library has one.
+    pub read: Option<hsa_ext_amd_aql_pm4_packet_t>,
+    /// Stop packet (header and completion signal still to be set).
+    pub stop: hsa_ext_amd_aql_pm4_packet_t,
+    owner: Owner,
+    /// Which group of the GPU it programs.
+    pub group: usize,
+}
+
+enum Owner {
+    V2(aqlprofile_handle_t),
+    Legacy {
+        profile: hsa_ven_amd_aqlprofile_profile_t,
+        events: Vec<hsa_ven_amd_aqlprofile_event_t>,
+    },
+}
+
+// SAFETY: the raw pointers are host buffers owned by the set; it is used by one thread at a
+// time (taken from and returned to a pool).
+unsafe impl Send for PacketSet {}
+
+/// Counter collection on one GPU: its event groups and packet set pools.
+pub struct GpuCounters {
+    aqlprofile: Arc<Aqlprofile>,
+    arch: String,
+    agent: hsa_agent_t,
+    v2_agent: aqlprofile_agent_handle_t,
+    memory: Box<Memory>,
+    groups: Vec<GroupEvents>,
+    pools: Mutex<Vec<Vec<PacketSet>>>,
+    /// Kept alive for the v2 profile's event pointers.
+    v2_events: Vec<Vec<aqlprofile_pmc_event_t>>,
+}
+
+// SAFETY: the pools are behind a mutex; the rest is read-only after construction.
+unsafe impl Send for GpuCounters {}
+// SAFETY: see `Send`.
+unsafe impl Sync for GpuCounters {}
+
+impl GpuCounters {
+    /// Registers `gpu` with aqlprofile and expands `groups` (plan events) to every block
+    /// instance. Creates the first packet set of each group to surface errors now.
+    pub fn new(
+        aqlprofile: Arc<Aqlprofile>,
+        hsa: Arc<Hsa>,
+        agents: &Agents,
+        gpu: &Gpu,
+        groups: &[Vec<PlanEvent>],
+    ) -> Result<GpuCounters, CounterError> {
+        let pool = *agents.host_pools.first().ok_or(CounterError::NoMemory)?;
+        let memory = Box::new(Memory {
+            hsa,
+            pool,
+            gpu: gpu.agent,
+        });
+        let arch = gpu.arch.clone();
+        let call_error =
+            |call: &'static str, status: hsa_status_t, detail: String| CounterError::Call {
+                call,
+                arch: arch.clone(),
+                status,
+                detail,
+            };
+        let mut v2_agent = aqlprofile_agent_handle_t::default();
+        if let Library::V2(v2) = &aqlprofile.library {
+            let name = CString::new(gpu.arch.clone()).unwrap_or_default();
+            let info = aqlprofile_agent_info_t {
+                agent_gfxip: name.as_ptr(),
+                xcc_num: gpu.xcc,
+                se_num: gpu.se,
+                cu_num: gpu.cu,
+                shader_arrays_per_se: gpu.sa_per_se,
+            };
+            // SAFETY: a valid info struct whose name outlives the call.
+            let status = unsafe { (v2.register_agent)(&mut v2_agent, &info) };
+            if status != HSA_STATUS_SUCCESS {
+                return Err(call_error(
+                    "aqlprofile_register_agent",
+                    status,
+                    String::new(),
+                ));
+            }
+        }
+        let mut counters = GpuCounters {
+            aqlprofile,
+            arch: gpu.arch.clone(),
+            agent: gpu.agent,
+            v2_agent,
+            memory,
+            groups: Vec::new(),
+            pools: Mutex::new(Vec::new()),
+            v2_events: Vec::new(),
+        };
+        let mut instance_counts: HashMap<String, u32> = HashMap::new();
+        for group in groups {
+            let mut instances = Vec::new();
+            for (i, event) in group.iter().enumerate() {
+                let count = match instance_counts.get(&event.block) {
+                    Some(&n) => n,
+                    None => {
+                        let n = counters.instances(&event.block)?;
+                        instance_counts.insert(event.block.clone(), n);
+                        n
+                    }
+                };
+                for instance in 0..count.max(1) {
+                    instances.push((i, event.block_id, event.event, event.flags, instance));
+                }
+            }
+            counters.v2_events.push(
+                instances
+                    .iter()
+                    .map(
+                        |&(_, block_name, event_id, flags, block_index)| aqlprofile_pmc_event_t {
+                            block_index,
+                            event_id,
+                            flags,
+                            block_name,
+                        },
+                    )
+                    .collect(),
+            );
+            counters.groups.push(GroupEvents {
+                instances,
+                plan_events: group.len(),
+            });
+        }
+        let mut pools = Vec::new();
+        for g in 0..counters.groups.len() {
+            pools.push(vec![counters.create(g)?]);
+        }
+        counters.pools = Mutex::new(pools);
+        Ok(counters)
+    }
+
+    /// The number of instances of `block` on this GPU.
+    fn instances(&self, block: &str) -> Result<u32, CounterError> {
+        let name = CString::new(block).unwrap_or_default();
+        let mut query = hsa_ven_amd_aqlprofile_id_query_t {
+            name: name.as_ptr(),
+            id: 0,
+            instance_count: 0,
+        };
+        let status = match &self.aqlprofile.library {
+            Library::V2(v2) => {
+                let profile = aqlprofile_pmc_profile_t {
+                    agent: self.v2_agent,
+                    events: std::ptr::null(),
+                    event_count: 0,
+                };
+                // SAFETY: a valid profile and query whose name outlives the call.
+                unsafe {
+                    (v2.get_pmc_info)(
+                        &profile,
+                        HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID,
+                        &mut query as *mut _ as *mut c_void,
+                    )
+                }
+            }
+            Library::Legacy(table) => {
+                let profile = self.legacy_profile(&[]);
+                match table.hsa_ven_amd_aqlprofile_get_info {
+                    // SAFETY: as above.
+                    Some(get_info) => unsafe {
+                        get_info(
+                            &profile,
+                            HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID,
+                            &mut query as *mut _ as *mut c_void,
+                        )
+                    },
+                    None => HSA_STATUS_ERROR,
+                }
+            }
+        };
+        if status != HSA_STATUS_SUCCESS {
+            return Err(CounterError::UnknownBlock {
+                block: block.to_string(),
+                arch: self.arch.clone(),
+            });
+        }
+        Ok(query.instance_count)
+    }
+
+    fn legacy_profile(
+        &self,
+        events: &[hsa_ven_amd_aqlprofile_event_t],
+    ) -> hsa_ven_amd_aqlprofile_profile_t {
+        let empty = hsa_ven_amd_aqlprofile_descriptor_t {
+            ptr: std::ptr::null_mut(),
+            size: 0,
+        };
+        hsa_ven_amd_aqlprofile_profile_t {
+            agent: self.agent,
+            type_: HSA_VEN_AMD_AQLPROFILE_EVENT_TYPE_PMC,
+            events: if events.is_empty() {
+                std::ptr::null()
+            } else {
+                events.as_ptr()
+            },
+            event_count: events.len() as u32,
+            parameters: std::ptr::null(),
+            parameter_count: 0,
+            output_buffer: empty,
+            command_buffer: empty,
+        }
+    }
+
+    fn error(&self, call: &'static str, status: hsa_status_t) -> CounterError {
+        CounterError::Call {
+            call,
+            arch: self.arch.clone(),
+            status,
+            detail: self.aqlprofile.legacy_error(),
+        }
+    }
+
+    /// Builds a new packet set for group `group`.
+    fn create(&self, group: usize) -> Result<PacketSet, CounterError> {
+        match &self.aqlprofile.library {
+            Library::V2(v2) => {
+                let events = &self.v2_events[group];
+                let profile = aqlprofile_pmc_profile_t {
+                    agent: self.v2_agent,
+                    events: events.as_ptr(),
+                    event_count: events.len() as u32,
+                };
+                let mut handle = aqlprofile_handle_t::default();
+                let mut packets = aqlprofile_pmc_aql_packets_t::default();
+                // SAFETY: valid out-pointers; `memory` outlives every packet set of this GPU.
+                let status = unsafe {
+                    (v2.create_packets)(
+                        &mut handle,
+                        &mut packets,
+                        profile,
+                        Some(alloc_cb),
+                        Some(dealloc_cb),
+                        Some(memcpy_cb),
+                        &*self.memory as *const Memory as *mut c_void,
+                    )
+                };
+                if status != HSA_STATUS_SUCCESS {
+                    return Err(self.error("aqlprofile_pmc_create_packets", status));
+                }
+                Ok(PacketSet {
+                    start: packets.start_packet,
+                    read: Some(packets.read_packet),
+                    stop: packets.stop_packet,
+                    owner: Owner::V2(handle),
+                    group,
+                })
+            }
+            Library::Legacy(table) => self.create_legacy(table, group),
+        }
+    }
+
+    fn create_legacy(
+        &self,
+        table: &hsa_ven_amd_aqlprofile_1_00_pfn_t,
+        group: usize,
+    ) -> Result<PacketSet, CounterError> {
+        let events: Vec<hsa_ven_amd_aqlprofile_event_t> = self.groups[group]
+            .instances
+            .iter()
+            .map(
+                |&(_, block_name, counter_id, _, block_index)| hsa_ven_amd_aqlprofile_event_t {
+                    block_name,
+                    block_index,
+                    counter_id,
+                },
+            )
+            .collect();
+        let (Some(start), Some(stop)) = (
+            table.hsa_ven_amd_aqlprofile_start,
+            table.hsa_ven_amd_aqlprofile_stop,
+        ) else {
+            return Err(self.error("hsa_ven_amd_aqlprofile_start", HSA_STATUS_ERROR));
+        };
+        let mut profile = self.legacy_profile(&events);
+        let mut packet = hsa_ext_amd_aql_pm4_packet_t::default();
+        // SAFETY: with NULL buffers, start only reports the sizes it needs.
+        let status = unsafe { start(&mut profile, &mut packet) };
+        if status != HSA_STATUS_SUCCESS {
+            return Err(self.error("hsa_ven_amd_aqlprofile_start (sizes)", status));
+        }
+        let command = self.memory.allocate(profile.command_buffer.size as usize);
+        let output = self.memory.allocate(profile.output_buffer.size as usize);
+        if command.is_null() || output.is_null() {
+            for p in [command, output] {
+                if !p.is_null() {
+                    self.memory.free(p);
+                }
+            }
+            return Err(CounterError::NoMemory);
+        }
+        profile.command_buffer.ptr = command;
+        profile.output_buffer.ptr = output;
+        let mut set = PacketSet {
+            start: hsa_ext_amd_aql_pm4_packet_t::default(),
+            read: None,
+            stop: hsa_ext_amd_aql_pm4_packet_t::default(),
+            owner: Owner::Legacy { profile, events },
+            group,
+        };
+        let Owner::Legacy { profile, events } = &mut set.owner else {
+            unreachable!("just built as legacy");
+        };
+        profile.events = events.as_ptr();
+        // SAFETY: the profile's buffers are allocated with the sizes the library asked for.
+        let status = unsafe { start(profile, &mut set.start) };
+        if status != HSA_STATUS_SUCCESS {
+            let error = self.error("hsa_ven_amd_aqlprofile_start", status);
+            self.release(set);
+            return Err(error);
+        }
+        // SAFETY: as above.
+        let status = unsafe { stop(profile, &mut set.stop) };
+        if status != HSA_STATUS_SUCCESS {
+            let error = self.error("hsa_ven_amd_aqlprofile_stop", status);
+            self.release(set);
+            return Err(error);
+        }
+        if let Some(read) = table.hsa_ven_amd_aqlprofile_read {
+            let mut packet = hsa_ext_amd_aql_pm4_packet_t::default();
+            // SAFETY: as above. A failure means the read API is off: stop copies instead.
+            if unsafe { read(profile, &mut packet) } == HSA_STATUS_SUCCESS {
+                set.read = Some(packet);
+            }
+        }
+        Ok(set)
+    }
+
+    /// Frees a packet set's buffers.
+    fn release(&self, set: PacketSet) {
+        match (&self.aqlprofile.library, set.owner) {
+            (Library::V2(v2), Owner::V2(handle)) => {
+                // SAFETY: a handle from create_packets, deleted once.
+                unsafe { (v2.delete_packets)(handle) }
+            }
+            (_, Owner::Legacy { profile, .. }) => {
+                self.memory.free(profile.command_buffer.ptr);
+                self.memory.free(profile.output_buffer.ptr);
+            }
+            _ => {}
+        }
+    }
+
+    /// The number of event groups.
+    pub fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// A packet set for `group`, from the pool or new.
+    pub fn take(&self, group: usize) -> Result<PacketSet, CounterError> {
+        if let Ok(mut pools) = self.pools.lock() {
+            if let Some(set) = pools.get_mut(group).and_then(Vec::pop) {
+                return Ok(set);
+            }
+        }
+        self.create(group)
+    }
+
+    /// Returns a packet set whose values were read.
+    pub fn give_back(&self, set: PacketSet) {
+        match self.pools.lock() {
+            Ok(mut pools) if set.group < pools.len() => pools[set.group].push(set),
+            _ => self.release(set),
+        }
+    }
+
+    /// The values of a completed packet set: per plan event, per sample in aqlprofile's
+    /// (v2) sample order: XCC, then block instance, then position within the instance.
+    pub fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
+        let group = &self.groups[set.group];
+        let mut samples = Samples {
+            group,
+            keyed: vec![Vec::new(); group.plan_events],
+            seen: HashMap::new(),
+        };
+        let data = &mut samples as *mut Samples as *mut c_void;
+        match (&self.aqlprofile.library, &set.owner) {
+            (Library::V2(v2), Owner::V2(handle)) => {
+                // SAFETY: a live handle; `samples` outlives the call.
+                unsafe { (v2.iterate_data)(*handle, Some(v2_sample), data) };
+            }
+            (Library::Legacy(table), Owner::Legacy { profile, .. }) => {
+                if let Some(iterate) = table.hsa_ven_amd_aqlprofile_iterate_data {
+                    // SAFETY: a live profile; `samples` outlives the call.
+                    unsafe { iterate(profile, Some(legacy_sample), data) };
+                }
+            }
+            _ => {}
+        }
+        samples
+            .keyed
+            .into_iter()
+            .map(|mut values| {
+                values.sort_by_key(|&(key, _)| key);
+                values.into_iter().map(|(_, v)| v).collect()
+            })
+            .collect()
+    }
+}
+
+impl Drop for GpuCounters {
+    fn drop(&mut self) {
+        let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(|p| p.into_inner()));
+        for set in pools.into_iter().flatten() {
+            self.release(set);
+        }
+    }
+}
+
+/// Sorts samples into v2 order: (XCC, instance, sample) for legacy, (v2 sample id, 0, 0) for v2.
+type SampleKey = (u64, u64, u64);
+
+/// Values collected by the data callbacks, keyed for sorting into v2 sample order.
+struct Samples<'a> {
+    group: &'a GroupEvents,
+    keyed: Vec<Vec<(SampleKey, u64)>>,
+    /// Legacy: how often each (instance event, sample id) was seen (= its XCC).
+    seen: HashMap<(u32, u32, u32, u32), u64>,
+}
+
+impl Samples<'_> {
+    fn plan_event(
+        &self,
+        block_name: u32,
+        event_id: u32,
+        flags: Option<u32>,
+        instance: u32,
+    ) -> Option<usize> {
+        self.group
+            .instances
+            .iter()
+            .find(|&&(_, b, e, f, i)| {
+                b == block_name && e == event_id && i == instance && flags.is_none_or(|x| x == f)
+            })
+            .map(|&(plan, ..)| plan)
+    }
+}
+
+unsafe extern "C" fn v2_sample(
+    event: aqlprofile_pmc_event_t,
+    sample: u64,
+    value: u64,
+    data: *mut c_void,
+) -> hsa_status_t {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `data` is the Samples of `values`, alive for the iteration.
+        let samples = unsafe { &mut *(data as *mut Samples) };
+        if let Some(plan) = samples.plan_event(
+            event.block_name,
+            event.event_id,
+            Some(event.flags),
+            event.block_index,
+        ) {
+            samples.keyed[plan].push(((sample, 0, 0), value));
+        }
+    }));
+    HSA_STATUS_SUCCESS
+}
+
+unsafe extern "C" fn legacy_sample(
+    info_type: u32,
+    info: *mut hsa_ven_amd_aqlprofile_info_data_t,
+    data: *mut c_void,
+) -> hsa_status_t {
+    if info_type != HSA_VEN_AMD_AQLPROFILE_INFO_PMC_DATA || info.is_null() {
+        return HSA_STATUS_SUCCESS;
+    }
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: `data` is the Samples of `values`; `info` is the library's PMC record.
+        let (samples, info) = unsafe { (&mut *(data as *mut Samples), &*info) };
+        // SAFETY: PMC_DATA records carry the pmc_data member.
+        let pmc = unsafe { info.data.pmc_data };
+        let e = pmc.event;
+        if let Some(plan) = samples.plan_event(e.block_name, e.counter_id, None, e.block_index) {
+            let seen = samples
+                .seen
+                .entry((e.block_name, e.block_index, e.counter_id, info.sample_id))
+                .or_insert(0);
+            let xcc = *seen;
+            *seen += 1;
+            samples.keyed[plan].push((
+                (xcc, u64::from(e.block_index), u64::from(info.sample_id)),
+                pmc.result,
+            ));
+        }
+    }));
+    HSA_STATUS_SUCCESS
+}

@@ -1,0 +1,634 @@
+//! The installed wrappers: queue creation and destruction, executable freeze and destroy, and
+//! the intercept handler that rewrites dispatches.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use super::agents::{Agents, Gpu};
+use super::api::Tables;
+use super::completion::{ChainLink, Completion, CountedPart, Pending, SignalPool};
+use super::config::Config;
+use super::counters::{Aqlprofile, GpuCounters};
+use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
+use super::kernel_names::KernelNames;
+use super::records::Record;
+use super::rewrite::{wrap, CounterPackets, Wrapping};
+use super::runtime::Hsa;
+use super::selection::{Decision, Selector};
+use super::warn_once;
+use crate::hsa::*;
+
+/// How long queue destruction and unload wait for pending dispatches.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Everything the wrappers share, alive from `OnLoad` to process exit.
+pub struct Interposer {
+    pub(crate) tables: Tables,
+    hsa: Arc<Hsa>,
+    config: Config,
+    selector: Selector,
+    kernels: KernelNames,
+    session: OnceLock<Session>,
+    loader: OnceLock<Option<hsa_ven_amd_loader_1_03_pfn_t>>,
+    queues: Mutex<HashMap<usize, usize>>,
+}
+
+/// State created at the first queue creation, when the runtime is fully up.
+struct Session {
+    agents: Agents,
+    signals: Arc<SignalPool>,
+    completion: Arc<Completion>,
+    counters: HashMap<u64, Arc<GpuCounters>>,
+    chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>>,
+    dispatch_ids: AtomicU64,
+}
+
+/// One intercepted queue; the handler's user data.
+struct QueueState {
+    gpu: Gpu,
+    queue_id: u64,
+    key: usize,
+}
+
+static INTERPOSER: OnceLock<Interposer> = OnceLock::new();
+
+fn interposer() -> Option<&'static Interposer> {
+    INTERPOSER.get()
+}
+
+/// Installs the wrappers into the runtime's tables.
+pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
+    let hsa = Arc::new(Hsa::new(tables.core_orig, tables.amd_orig));
+    let state = Interposer {
+        tables,
+        hsa,
+        config,
+        selector,
+        kernels: KernelNames::default(),
+        session: OnceLock::new(),
+        loader: OnceLock::new(),
+        queues: Mutex::new(HashMap::new()),
+    };
+    if INTERPOSER.set(state).is_err() {
+        return false;
+    }
+    let Some(me) = interposer() else { return false };
+    // SAFETY: each wrapper has the exact signature of the entry it replaces.
+    unsafe {
+        me.tables
+            .patch_core("hsa_queue_create_fn", queue_create as *const c_void);
+        me.tables
+            .patch_core("hsa_queue_destroy_fn", queue_destroy as *const c_void);
+        me.tables.patch_core(
+            "hsa_executable_freeze_fn",
+            executable_freeze as *const c_void,
+        );
+        me.tables.patch_core(
+            "hsa_executable_destroy_fn",
+            executable_destroy as *const c_void,
+        );
+    }
+    true
+}
+
+/// Restores the tables and finishes pending work (from `OnUnload`).
+pub fn uninstall() {
+    let Some(me) = interposer() else { return };
+    for field in [
+        "hsa_queue_create_fn",
+        "hsa_queue_destroy_fn",
+        "hsa_executable_freeze_fn",
+        "hsa_executable_destroy_fn",
+    ] {
+        me.tables.restore_core(field);
+    }
+    finish();
+}
+
+/// Completes and flushes everything pending (unload and process exit).
+pub fn finish() {
+    let Some(me) = interposer() else { return };
+    if let Some(session) = me.session.get() {
+        session.completion.stop(DRAIN_TIMEOUT);
+        if me.config.env_mode {
+            super::env_mode::write_results(
+                &me.config,
+                session.completion.output(),
+                &session.agents,
+            );
+        }
+    }
+}
+
+impl Interposer {
+    fn session(&'static self) -> &'static Session {
+        self.session.get_or_init(|| {
+            let agents = Agents::discover(&self.hsa);
+            let signals = Arc::new(SignalPool::new(Arc::clone(&self.hsa)));
+            let completion = Completion::start(
+                Arc::clone(&self.hsa),
+                Arc::clone(&signals),
+                self.config.output_directory.clone(),
+            );
+            let counters = self.gpu_counters(&agents);
+            let chains = agents
+                .gpus
+                .iter()
+                .map(|g| (g.agent.handle, Mutex::new(None)))
+                .collect();
+            Session {
+                agents,
+                signals,
+                completion,
+                counters,
+                chains,
+                dispatch_ids: AtomicU64::new(1),
+            }
+        })
+    }
+
+    fn gpu_counters(&self, agents: &Agents) -> HashMap<u64, Arc<GpuCounters>> {
+        let mut out = HashMap::new();
+        let groups_of = |gpu: &Gpu| -> Vec<Vec<crate::passes::plan_file::PlanEvent>> {
+            if let Some(groups) = self.config.groups.get(&gpu.arch) {
+                return groups.clone();
+            }
+            if self.config.counter_names.is_empty() {
+                return Vec::new();
+            }
+            match super::env_mode::resolve(&self.config.counter_names, gpu) {
+                Ok(events) => vec![events],
+                Err(e) => {
+                    warn_once("counters", &format!("{e}; collecting timestamps only"));
+                    Vec::new()
+                }
+            }
+        };
+        let wanted: Vec<(&Gpu, Vec<Vec<crate::passes::plan_file::PlanEvent>>)> = agents
+            .gpus
+            .iter()
+            .filter(|g| self.config.filters.selects_gpu(g.index))
+            .map(|g| (g, groups_of(g)))
+            .filter(|(_, groups)| !groups.is_empty())
+            .collect();
+        if wanted.is_empty() {
+            return out;
+        }
+        let aqlprofile = match Aqlprofile::load(&self.hsa, self.config.api) {
+            Ok(a) => Arc::new(a),
+            Err(e) => {
+                warn_once(
+                    "aqlprofile",
+                    &format!("{e}; counters are not collected, the application runs unprofiled"),
+                );
+                return out;
+            }
+        };
+        for (gpu, groups) in wanted {
+            match GpuCounters::new(Arc::clone(&aqlprofile), Arc::clone(&self.hsa), agents, gpu, &groups) {
+                Ok(c) => {
+                    out.insert(gpu.agent.handle, Arc::new(c));
+                }
+                Err(e) => warn_once(
+                    "aqlprofile",
+                    &format!("{e}; counters are not collected on GPU {} ({}), its dispatches run unprofiled", gpu.index, gpu.arch),
+                ),
+            }
+        }
+        out
+    }
+
+    /// Whether dispatches on `gpu` are meant to collect counters (even if that failed).
+    fn wants_counters(&self, gpu: &Gpu) -> bool {
+        self.config.groups.contains_key(&gpu.arch) || !self.config.counter_names.is_empty()
+    }
+
+    fn loader(&self) -> Option<hsa_ven_amd_loader_1_03_pfn_t> {
+        *self
+            .loader
+            .get_or_init(|| self.hsa.extension_table(HSA_EXTENSION_AMD_LOADER, 1))
+    }
+
+    /// The registers and wave size of the kernel at `kernel_object`, read through the loader.
+    fn resources(&self, kernel_object: u64, arch: &str) -> KernelResources {
+        let Some(query) = self
+            .loader()
+            .and_then(|l| l.hsa_ven_amd_loader_query_host_address)
+        else {
+            return KernelResources::default();
+        };
+        let mut host: *const c_void = std::ptr::null();
+        // SAFETY: the loader maps a device address of a loaded code object to a host address.
+        let status = unsafe { query(kernel_object as *const c_void, &mut host) };
+        if status != HSA_STATUS_SUCCESS || host.is_null() {
+            return KernelResources::default();
+        }
+        // SAFETY: the host copy of a loaded kernel descriptor is 64 readable bytes.
+        let descriptor = unsafe { std::ptr::read_unaligned(host as *const [u8; DESCRIPTOR_SIZE]) };
+        kernel_resources(&descriptor, arch).unwrap_or_default()
+    }
+
+    /// Decides for one kernel dispatch; the wrapping and its pending completion when selected.
+    fn prepare(
+        &'static self,
+        session: &'static Session,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        queue_index: u64,
+        tid: u32,
+    ) -> Option<(Wrapping, Pending)> {
+        let info = self.kernels.get(kernel.kernel_object);
+        let counters = session.counters.get(&queue.gpu.agent.handle);
+        if counters.is_none() && self.wants_counters(&queue.gpu) {
+            return None;
+        }
+        let groups = counters.map_or(0, |c| c.group_count());
+        let Decision::Wrap { group } =
+            self.selector
+                .decide(&info.name, queue.gpu.index, queue.gpu.node_id, groups)
+        else {
+            return None;
+        };
+        let Some(kernel_signal) = session.signals.take() else {
+            warn_once(
+                "signals",
+                "cannot create signals; dispatches run unprofiled",
+            );
+            return None;
+        };
+        let mut counted = None;
+        let mut chain_wait = hsa_signal_t::default();
+        let mut packets = None;
+        if let Some(gpu_counters) = counters {
+            let set = match gpu_counters.take(group) {
+                Ok(set) => set,
+                Err(e) => {
+                    warn_once(
+                        "packets",
+                        &format!("{e}; affected dispatches run unprofiled"),
+                    );
+                    session.signals.give(kernel_signal);
+                    return None;
+                }
+            };
+            let Some(done_signal) = session.signals.take() else {
+                warn_once(
+                    "signals",
+                    "cannot create signals; dispatches run unprofiled",
+                );
+                gpu_counters.give_back(set);
+                session.signals.give(kernel_signal);
+                return None;
+            };
+            let done = Arc::new(ChainLink::new(done_signal, Arc::clone(&session.signals)));
+            let previous = session
+                .chains
+                .get(&queue.gpu.agent.handle)
+                .and_then(|chain| {
+                    let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
+                    last.replace(Arc::clone(&done))
+                });
+            if let Some(p) = &previous {
+                chain_wait = p.signal;
+            }
+            packets = Some(CounterPackets {
+                start: set.start,
+                read: set.read,
+                stop: set.stop,
+            });
+            counted = Some(CountedPart {
+                gpu: Arc::clone(gpu_counters),
+                set,
+                done,
+                previous,
+            });
+        }
+        let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
+        let r = info.resources;
+        let record = Record {
+            pid: std::process::id(),
+            tid,
+            agent: queue.gpu.node_id,
+            gpu_index: queue.gpu.index,
+            arch: queue.gpu.arch.clone(),
+            queue: queue.queue_id,
+            queue_index,
+            dispatch,
+            correlation: dispatch,
+            kernel: info.name.clone(),
+            kernel_object: kernel.kernel_object,
+            signal: kernel.completion_signal.handle,
+            grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
+            workgroup: [
+                kernel.workgroup_size_x.into(),
+                kernel.workgroup_size_y.into(),
+                kernel.workgroup_size_z.into(),
+            ],
+            lds: kernel.group_segment_size,
+            scratch: kernel.private_segment_size,
+            arch_vgpr: r.arch_vgpr,
+            accum_vgpr: r.accum_vgpr,
+            sgpr: r.sgpr,
+            wave_size: r.wave_size,
+            group: counted.as_ref().map(|c| c.set.group as u32),
+            ..Record::default()
+        };
+        let wrapping = Wrapping {
+            kernel_signal,
+            counters: packets
+                .zip(counted.as_ref())
+                .map(|(p, c)| (p, c.done.signal, chain_wait)),
+        };
+        let pending = Pending::new(
+            record,
+            queue.gpu.agent,
+            kernel_signal,
+            kernel.completion_signal,
+            counted,
+            queue.key,
+        );
+        Some((wrapping, pending))
+    }
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() as u32 }
+}
+
+thread_local! {
+    static REWRITTEN: Cell<Vec<AqlPacket>> = const { Cell::new(Vec::new()) };
+}
+
+/// The intercept handler: rewrites selected kernel dispatches and submits everything with one
+/// writer call.
+unsafe extern "C" fn on_submit(
+    packets: *const c_void,
+    count: u64,
+    user_index: u64,
+    data: *mut c_void,
+    writer: hsa_amd_queue_intercept_packet_writer,
+) {
+    let Some(writer) = writer else { return };
+    let written = Cell::new(false);
+    let outcome = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: `data` is the QueueState registered with this queue; it lives until the queue
+        // is destroyed, after which the runtime calls no handler.
+        let queue = unsafe { &*(data as *const QueueState) };
+        // SAFETY: the runtime passes `count` valid 64-byte packets.
+        let input =
+            unsafe { std::slice::from_raw_parts(packets as *const AqlPacket, count as usize) };
+        rewrite_and_submit(queue, input, user_index, &|out: &[AqlPacket]| {
+            written.set(true);
+            // SAFETY: the writer given to this call, with packets that live across it.
+            unsafe { writer(out.as_ptr() as *const c_void, out.len() as u64) };
+        });
+    }));
+    if outcome.is_err() && !written.get() {
+        // SAFETY: as above: the original packets, untouched.
+        unsafe { writer(packets, count) };
+    }
+}
+
+fn rewrite_and_submit(
+    queue: &QueueState,
+    input: &[AqlPacket],
+    user_index: u64,
+    write: &dyn Fn(&[AqlPacket]),
+) {
+    let Some(me) = interposer() else {
+        write(input);
+        return;
+    };
+    let kernels = input
+        .iter()
+        .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
+        .count();
+    if kernels == 0 || (kernels > 1 && !me.config.wrap_batches) {
+        write(input);
+        return;
+    }
+    let session = me.session();
+    let tid = gettid();
+    let mut out = REWRITTEN.with(Cell::take);
+    out.clear();
+    let mut pending = Vec::new();
+    for (i, packet) in input.iter().enumerate() {
+        if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
+            out.push(*packet);
+            continue;
+        }
+        // SAFETY: a kernel dispatch packet.
+        let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
+        match me.prepare(session, queue, &kernel, user_index + i as u64, tid) {
+            Some((wrapping, p)) => {
+                wrap(&kernel, &wrapping, &mut out);
+                pending.push(p);
+            }
+            None => out.push(*packet),
+        }
+    }
+    if pending.is_empty() {
+        write(input);
+    } else {
+        write(&out);
+        session.completion.submit(pending);
+    }
+    REWRITTEN.with(|cell| cell.set(out));
+}
+
+/// Runs a wrapper body; a panic becomes `HSA_STATUS_ERROR`.
+fn guarded(body: impl FnOnce() -> hsa_status_t) -> hsa_status_t {
+    catch_unwind(AssertUnwindSafe(body)).unwrap_or(HSA_STATUS_ERROR)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn queue_create(
+    agent: hsa_agent_t,
+    size: u32,
+    type_: hsa_queue_type32_t,
+    callback: hsa_queue_error_callback,
+    data: *mut c_void,
+    private_segment_size: u32,
+    group_segment_size: u32,
+    queue: *mut *mut hsa_queue_t,
+) -> hsa_status_t {
+    let Some(me) = interposer() else {
+        return HSA_STATUS_ERROR;
+    };
+    let Some(original) = me.hsa.core().hsa_queue_create_fn else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: the original entry with the application's own arguments.
+    let plain = || unsafe {
+        original(
+            agent,
+            size,
+            type_,
+            callback,
+            data,
+            private_segment_size,
+            group_segment_size,
+            queue,
+        )
+    };
+    let mut fallback = false;
+    let status = guarded(|| {
+        let session = me.session();
+        let Some(gpu) = session.agents.gpu(agent).cloned() else {
+            fallback = true;
+            return HSA_STATUS_ERROR;
+        };
+        if queue.is_null() {
+            fallback = true;
+            return HSA_STATUS_ERROR;
+        }
+        let amd = me.hsa.amd();
+        let (Some(create), Some(register), Some(profile)) = (
+            amd.hsa_amd_queue_intercept_create_fn,
+            amd.hsa_amd_queue_intercept_register_fn,
+            amd.hsa_amd_profiling_set_profiler_enabled_fn,
+        ) else {
+            fallback = true;
+            return HSA_STATUS_ERROR;
+        };
+        // HIP asks for UINT32_MAX segment sizes, which the intercept path refuses.
+        let clamp = |v: u32| if v == u32::MAX { 0 } else { v };
+        // SAFETY: original entries with the application's arguments and a valid out-pointer.
+        let status = unsafe {
+            create(
+                agent,
+                size,
+                type_,
+                callback,
+                data,
+                clamp(private_segment_size),
+                clamp(group_segment_size),
+                queue,
+            )
+        };
+        if status != HSA_STATUS_SUCCESS {
+            warn_once(
+                "intercept",
+                &format!("cannot create an intercept queue (status 0x{status:x}); queues are created without profiling"),
+            );
+            fallback = true;
+            return status;
+        }
+        // SAFETY: the queue was just created.
+        let created = unsafe { *queue };
+        let state = Box::new(QueueState {
+            gpu,
+            // SAFETY: a live queue.
+            queue_id: unsafe { (*created).id },
+            key: created as usize,
+        });
+        let state = Box::into_raw(state);
+        // SAFETY: original entries on the live intercept queue; `state` outlives the queue.
+        let registered = unsafe {
+            profile(created, 1);
+            register(created, Some(on_submit), state as *mut c_void)
+        };
+        if registered != HSA_STATUS_SUCCESS {
+            warn_once(
+                "intercept",
+                &format!("cannot register the intercept handler (status 0x{registered:x})"),
+            );
+            // SAFETY: never handed to the runtime.
+            drop(unsafe { Box::from_raw(state) });
+            return HSA_STATUS_SUCCESS;
+        }
+        if let Ok(mut queues) = me.queues.lock() {
+            queues.insert(created as usize, state as usize);
+        }
+        HSA_STATUS_SUCCESS
+    });
+    if fallback {
+        return plain();
+    }
+    status
+}
+
+unsafe extern "C" fn queue_destroy(queue: *mut hsa_queue_t) -> hsa_status_t {
+    let Some(me) = interposer() else {
+        return HSA_STATUS_ERROR;
+    };
+    let state = catch_unwind(AssertUnwindSafe(|| {
+        let state = me
+            .queues
+            .lock()
+            .ok()
+            .and_then(|mut q| q.remove(&(queue as usize)));
+        if let (Some(_), Some(session)) = (state, me.session.get()) {
+            session
+                .completion
+                .drain(Some(queue as usize), DRAIN_TIMEOUT);
+        }
+        state
+    }))
+    .unwrap_or(None);
+    let Some(original) = me.hsa.core().hsa_queue_destroy_fn else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: the original entry with the application's queue.
+    let status = unsafe { original(queue) };
+    if let Some(state) = state {
+        // SAFETY: the QueueState boxed at creation; the queue is gone, no handler runs.
+        drop(unsafe { Box::from_raw(state as *mut QueueState) });
+    }
+    status
+}
+
+unsafe extern "C" fn executable_freeze(
+    executable: hsa_executable_t,
+    options: *const c_char,
+) -> hsa_status_t {
+    let Some(me) = interposer() else {
+        return HSA_STATUS_ERROR;
+    };
+    let Some(original) = me.hsa.core().hsa_executable_freeze_fn else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: the original entry with the application's arguments.
+    let status = unsafe { original(executable, options) };
+    if status == HSA_STATUS_SUCCESS {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            let mut arch_of: HashMap<u64, String> = HashMap::new();
+            let kernels: Vec<(u64, String, KernelResources)> = me
+                .hsa
+                .kernel_symbols(executable)
+                .into_iter()
+                .map(|(object, symbol, agent)| {
+                    let arch = arch_of.entry(agent.handle).or_insert_with(|| {
+                        let name = me.hsa.agent_name(agent);
+                        name.split(':').next().unwrap_or_default().to_string()
+                    });
+                    let resources = me.resources(object, arch);
+                    (object, symbol, resources)
+                })
+                .collect();
+            me.kernels
+                .add_executable(executable.handle, kernels, me.config.names);
+        }));
+    }
+    status
+}
+
+unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
+    let Some(me) = interposer() else {
+        return HSA_STATUS_ERROR;
+    };
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        me.kernels.remove_executable(executable.handle)
+    }));
+    let Some(original) = me.hsa.core().hsa_executable_destroy_fn else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: the original entry with the application's executable.
+    unsafe { original(executable) }
+}

@@ -1,0 +1,262 @@
+//! Calls into the runtime through the saved original table entries (never through exported
+//! `hsa_*` symbols, which are trampolines back into the patched tables).
+
+use std::ffi::c_void;
+
+use crate::hsa::*;
+
+/// The runtime's original entries, callable.
+pub struct Hsa {
+    core: CoreApiTable,
+    amd: AmdExtTable,
+}
+
+// SAFETY: plain copies of function pointers into a thread-safe runtime.
+unsafe impl Send for Hsa {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Hsa {}
+
+/// Calls an entry returning `hsa_status_t`; a missing entry is `HSA_STATUS_ERROR`.
+macro_rules! status_call {
+    ($entry:expr $(, $arg:expr)* $(,)?) => {
+        match $entry {
+            // SAFETY: an original runtime entry with its C signature, called with valid
+            // arguments as each caller documents.
+            Some(f) => unsafe { f($($arg),*) },
+            None => HSA_STATUS_ERROR,
+        }
+    };
+}
+
+impl Hsa {
+    /// Wraps saved originals.
+    pub fn new(core: CoreApiTable, amd: AmdExtTable) -> Hsa {
+        Hsa { core, amd }
+    }
+
+    /// The saved core table.
+    pub fn core(&self) -> &CoreApiTable {
+        &self.core
+    }
+
+    /// The saved AMD extension table.
+    pub fn amd(&self) -> &AmdExtTable {
+        &self.amd
+    }
+
+    /// Every agent the runtime knows, in its order.
+    pub fn agents(&self) -> Vec<hsa_agent_t> {
+        unsafe extern "C" fn push(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
+            // SAFETY: `data` is the Vec passed below, alive for the iteration.
+            unsafe { (*(data as *mut Vec<hsa_agent_t>)).push(agent) };
+            HSA_STATUS_SUCCESS
+        }
+        let mut agents: Vec<hsa_agent_t> = Vec::new();
+        let data = &mut agents as *mut Vec<hsa_agent_t> as *mut c_void;
+        status_call!(self.core.hsa_iterate_agents_fn, Some(push), data);
+        agents
+    }
+
+    /// A plain-data agent attribute.
+    pub fn agent_info<T: Copy + Default>(
+        &self,
+        agent: hsa_agent_t,
+        attribute: hsa_agent_info_t,
+    ) -> Option<T> {
+        self.agent_info_into(agent, attribute, T::default())
+    }
+
+    /// An agent attribute written over `value`.
+    fn agent_info_into<T: Copy>(
+        &self,
+        agent: hsa_agent_t,
+        attribute: hsa_agent_info_t,
+        mut value: T,
+    ) -> Option<T> {
+        let status = status_call!(
+            self.core.hsa_agent_get_info_fn,
+            agent,
+            attribute,
+            &mut value as *mut T as *mut c_void
+        );
+        (status == HSA_STATUS_SUCCESS).then_some(value)
+    }
+
+    /// The agent's name (`gfx942`, or a CPU's name), NUL-terminated in a 64-byte field.
+    pub fn agent_name(&self, agent: hsa_agent_t) -> String {
+        let name: [u8; 64] = self
+            .agent_info_into(agent, HSA_AGENT_INFO_NAME, [0u8; 64])
+            .unwrap_or([0; 64]);
+        let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+        String::from_utf8_lossy(&name[..end]).into_owned()
+    }
+
+    /// A new signal with `value`, or `None`.
+    pub fn signal_create(&self, value: i64) -> Option<hsa_signal_t> {
+        let mut signal = hsa_signal_t::default();
+        let status = status_call!(
+            self.core.hsa_signal_create_fn,
+            value,
+            0,
+            std::ptr::null(),
+            &mut signal
+        );
+        (status == HSA_STATUS_SUCCESS && signal.handle != 0).then_some(signal)
+    }
+
+    /// Destroys a signal.
+    pub fn signal_destroy(&self, signal: hsa_signal_t) {
+        status_call!(self.core.hsa_signal_destroy_fn, signal);
+    }
+
+    /// The signal's value (acquire).
+    pub fn signal_load(&self, signal: hsa_signal_t) -> i64 {
+        match self.core.hsa_signal_load_scacquire_fn {
+            // SAFETY: an original entry called with a signal we own or the application gave.
+            Some(f) => unsafe { f(signal) },
+            None => 0,
+        }
+    }
+
+    /// Sets the signal's value (relaxed).
+    pub fn signal_store(&self, signal: hsa_signal_t, value: i64) {
+        if let Some(f) = self.core.hsa_signal_store_relaxed_fn {
+            // SAFETY: an original entry called with a signal we own.
+            unsafe { f(signal, value) }
+        }
+    }
+
+    /// Subtracts from the signal's value (release), waking its waiters.
+    pub fn signal_subtract(&self, signal: hsa_signal_t, value: i64) {
+        if let Some(f) = self.core.hsa_signal_subtract_screlease_fn {
+            // SAFETY: an original entry called with the application's completion signal.
+            unsafe { f(signal, value) }
+        }
+    }
+
+    /// Waits until the signal's value is below `value` or about `timeout_ns` passed; returns
+    /// the value last observed.
+    pub fn signal_wait_below(&self, signal: hsa_signal_t, value: i64, timeout_ns: u64) -> i64 {
+        match self.core.hsa_signal_wait_scacquire_fn {
+            // SAFETY: an original entry called with a signal we own.
+            Some(f) => unsafe {
+                f(
+                    signal,
+                    HSA_SIGNAL_CONDITION_LT,
+                    value,
+                    timeout_ns,
+                    HSA_WAIT_STATE_BLOCKED,
+                )
+            },
+            None => self.signal_load(signal),
+        }
+    }
+
+    /// Start and end (ns, system domain) of the dispatch that completed `signal` on `agent`.
+    pub fn dispatch_time(&self, agent: hsa_agent_t, signal: hsa_signal_t) -> Option<(u64, u64)> {
+        let mut time = hsa_amd_profiling_dispatch_time_t::default();
+        let status = status_call!(
+            self.amd.hsa_amd_profiling_get_dispatch_time_fn,
+            agent,
+            signal,
+            &mut time
+        );
+        (status == HSA_STATUS_SUCCESS).then_some((time.start, time.end))
+    }
+
+    /// `hsa_system_get_major_extension_table` into `table`.
+    pub fn extension_table<T: Default>(&self, extension: u16, major: u16) -> Option<T> {
+        let mut table = T::default();
+        let status = status_call!(
+            self.core.hsa_system_get_major_extension_table_fn,
+            extension,
+            major,
+            std::mem::size_of::<T>(),
+            &mut table as *mut T as *mut c_void
+        );
+        (status == HSA_STATUS_SUCCESS).then_some(table)
+    }
+
+    /// Calls `hsa_executable_iterate_symbols` and collects `(kernel_object, symbol name,
+    /// agent)` for every kernel symbol.
+    pub fn kernel_symbols(&self, executable: hsa_executable_t) -> Vec<(u64, String, hsa_agent_t)> {
+        struct Walk<'a> {
+            hsa: &'a Hsa,
+            out: Vec<(u64, String, hsa_agent_t)>,
+        }
+        unsafe extern "C" fn visit(
+            _exec: hsa_executable_t,
+            symbol: hsa_executable_symbol_t,
+            data: *mut c_void,
+        ) -> hsa_status_t {
+            let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                // SAFETY: `data` is the Walk passed below, alive for the iteration.
+                let walk = unsafe { &mut *(data as *mut Walk) };
+                walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
+            }));
+            if visited.is_err() {
+                return HSA_STATUS_INFO_BREAK;
+            }
+            HSA_STATUS_SUCCESS
+        }
+        let mut walk = Walk {
+            hsa: self,
+            out: Vec::new(),
+        };
+        status_call!(
+            self.core.hsa_executable_iterate_symbols_fn,
+            executable,
+            Some(visit),
+            &mut walk as *mut Walk as *mut c_void
+        );
+        walk.out
+    }
+
+    fn symbol_info<T: Copy + Default>(
+        &self,
+        symbol: hsa_executable_symbol_t,
+        attribute: u32,
+    ) -> Option<T> {
+        let mut value = T::default();
+        let status = status_call!(
+            self.core.hsa_executable_symbol_get_info_fn,
+            symbol,
+            attribute,
+            &mut value as *mut T as *mut c_void
+        );
+        (status == HSA_STATUS_SUCCESS).then_some(value)
+    }
+
+    fn add_kernel_symbol(
+        &self,
+        symbol: hsa_executable_symbol_t,
+        out: &mut Vec<(u64, String, hsa_agent_t)>,
+    ) {
+        const KERNEL: u32 = 1;
+        if self.symbol_info::<u32>(symbol, HSA_EXECUTABLE_SYMBOL_INFO_TYPE) != Some(KERNEL) {
+            return;
+        }
+        let (Some(length), Some(object)) = (
+            self.symbol_info::<u32>(symbol, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH),
+            self.symbol_info::<u64>(symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT),
+        ) else {
+            return;
+        };
+        // The name is exactly `length` bytes, without a NUL; leave room for one anyway.
+        let mut name = vec![0u8; length as usize + 1];
+        let status = status_call!(
+            self.core.hsa_executable_symbol_get_info_fn,
+            symbol,
+            HSA_EXECUTABLE_SYMBOL_INFO_NAME,
+            name.as_mut_ptr() as *mut c_void
+        );
+        if status != HSA_STATUS_SUCCESS {
+            return;
+        }
+        name.truncate(length as usize);
+        let agent = self
+            .symbol_info::<hsa_agent_t>(symbol, HSA_EXECUTABLE_SYMBOL_INFO_AGENT)
+            .unwrap_or_default();
+        out.push((object, String::from_utf8_lossy(&name).into_owned(), agent));
+    }
+}
