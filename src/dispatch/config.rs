@@ -9,6 +9,7 @@
 //! | `RTL_PMC_TRUNCATE_KERNELS=1` | reduce kernel names to their base name |
 //! | `RTL_PMC_WRAP_BATCHES=1` | also wrap dispatches submitted several at once (possible graph replays) |
 //! | `RTL_PMC_AQLPROFILE_API=v2\|legacy` | use this aqlprofile API only |
+//! | `RTL_PMC_SERIALIZE=0` | diagnosis only: let counted kernels of one GPU overlap (values become wrong) |
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -61,6 +62,8 @@ pub struct Config {
     pub api: Option<ApiKind>,
     /// Environment-variable mode: write finished results at unload.
     pub env_mode: bool,
+    /// Chain counted dispatches of a GPU so that they never overlap (always, but for diagnosis).
+    pub serialize: bool,
 }
 
 fn flag(get: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
@@ -129,6 +132,7 @@ impl Config {
                 truncate: flag(get, "RTL_PMC_TRUNCATE_KERNELS"),
             },
             wrap_batches: flag(get, "RTL_PMC_WRAP_BATCHES"),
+            serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
             group_interval: 1,
             ..Config::default()
         };
@@ -235,7 +239,7 @@ mod tests {
             ["SQ_WAVES", "GRBM_COUNT", "SQ_BUSY_CYCLES"]
         );
         assert_eq!(c.output_directory, PathBuf::from("/tmp/x-2"));
-        assert!(c.env_mode && c.names.truncate && !c.names.mangled);
+        assert!(c.env_mode && c.names.truncate && !c.names.mangled && c.serialize);
         assert_eq!(c.api, Some(ApiKind::Legacy));
         let e = Config::from_env(&env(&[("RTL_PMC_AQLPROFILE_API", "v3")])).unwrap_err();
         assert_eq!(

@@ -289,6 +289,7 @@ impl Interposer {
             let previous = session
                 .chains
                 .get(&queue.gpu.agent.handle)
+                .filter(|_| self.config.serialize)
                 .and_then(|chain| {
                     let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
                     last.replace(Arc::clone(&done))
