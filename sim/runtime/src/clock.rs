@@ -1,0 +1,58 @@
+//! Time and blocking primitives: the `CLOCK_BOOTTIME` nanosecond clock ROCr reports, and futex
+//! waits so that waiting threads sleep instead of spinning.
+
+use std::sync::atomic::AtomicU32;
+
+/// Nanoseconds of `CLOCK_BOOTTIME`, the domain of every timestamp the runtime reports.
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer for clock_gettime.
+    unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Sleeps while `word` equals `expected`, at most `timeout_ns` (`None` = no limit). Returns on
+/// a wake-up, a value change, a timeout or a spurious wake; callers re-check their condition.
+pub fn futex_wait(word: &AtomicU32, expected: u32, timeout_ns: Option<u64>) {
+    let ts = timeout_ns.map(|ns| libc::timespec {
+        tv_sec: (ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (ns % 1_000_000_000) as libc::c_long,
+    });
+    let ts_ptr = ts
+        .as_ref()
+        .map_or(std::ptr::null(), |t| t as *const libc::timespec);
+    // SAFETY: `word` is a live, aligned u32; FUTEX_WAIT_PRIVATE only reads it; `ts_ptr` is null or
+    // points to a timespec that outlives the call.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            ts_ptr,
+        )
+    };
+}
+
+/// Wakes every thread sleeping in [`futex_wait`] on `word`.
+pub fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: FUTEX_WAKE_PRIVATE on a live, aligned u32 has no memory effects.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// Lets this thread's timed sleeps end within a microsecond (the device thread sleeps until
+/// kernels end, which are microseconds apart).
+pub fn tighten_timer_slack() {
+    // SAFETY: PR_SET_TIMERSLACK only changes this thread's timer slack.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong, 0, 0, 0) };
+}

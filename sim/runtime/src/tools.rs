@@ -1,0 +1,195 @@
+//! Tools loading as ROCr does it: `HSA_TOOLS_LIB` (split on spaces, with quotes and backslash
+//! escapes) names libraries that are `dlopen`ed (`RTLD_LAZY`) in order at the end of the first
+//! `hsa_init`; each must define `OnLoad` itself, which is called with the live root table, the
+//! root table's major id and the names of the tools that failed so far. A library that fails to
+//! open, lacks `OnLoad` or returns false is closed and added to that list
+//! (`HSA_TOOLS_REPORT_LOAD_FAILURE` prints `Tool lib "<name>" failed to load.`). `OnUnload` runs
+//! in reverse order at the last `hsa_shut_down`, or at exit if the application never shuts down.
+
+use crate::api;
+use std::ffi::{c_char, c_void, CStr, CString};
+use std::sync::Mutex;
+
+type OnLoadFn =
+    unsafe extern "C" fn(*mut crate::hsa::HsaApiTable, u64, u64, *const *const c_char) -> bool;
+type OnUnloadFn = unsafe extern "C" fn();
+
+struct Tool {
+    handle: usize,
+}
+
+static TOOLS: Mutex<Vec<Tool>> = Mutex::new(Vec::new());
+
+/// Splits `HSA_TOOLS_LIB` into library names: spaces separate, `"…"`/`'…'` quote, `\` escapes.
+pub fn split_tool_list(list: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut current = String::new();
+    let mut has_token = false;
+    let mut quote: Option<char> = None;
+    let mut chars = list.chars();
+    while let Some(c) = chars.next() {
+        match (c, quote) {
+            ('\\', _) => {
+                if let Some(next) = chars.next() {
+                    current.push(next);
+                    has_token = true;
+                }
+            }
+            (q, None) if q == '"' || q == '\'' => {
+                quote = Some(q);
+                has_token = true;
+            }
+            (q, Some(open)) if q == open => quote = None,
+            (c, None) if c.is_whitespace() => {
+                if has_token {
+                    names.push(std::mem::take(&mut current));
+                    has_token = false;
+                }
+            }
+            (c, _) => {
+                current.push(c);
+                has_token = true;
+            }
+        }
+    }
+    if has_token {
+        names.push(current);
+    }
+    names
+}
+
+/// Minimal `struct link_map` (glibc `<link.h>`).
+#[repr(C)]
+struct LinkMap {
+    l_addr: usize,
+    l_name: *const c_char,
+    l_ld: *mut c_void,
+    l_next: *mut LinkMap,
+    l_prev: *mut LinkMap,
+}
+
+/// Whether `symbol` is defined in the library `handle` itself (not in one it depends on).
+fn defined_in(handle: *mut c_void, symbol: *mut c_void) -> bool {
+    let mut map: *mut LinkMap = std::ptr::null_mut();
+    let mut info: libc::Dl_info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: `handle` is a live dlopen handle; both out-pointers are valid.
+    unsafe {
+        if libc::dlinfo(
+            handle,
+            libc::RTLD_DI_LINKMAP,
+            &mut map as *mut *mut LinkMap as *mut c_void,
+        ) != 0
+            || map.is_null()
+        {
+            return false;
+        }
+        if libc::dladdr(symbol, &mut info) == 0
+            || info.dli_fname.is_null()
+            || (*map).l_name.is_null()
+        {
+            return false;
+        }
+        CStr::from_ptr(info.dli_fname) == CStr::from_ptr((*map).l_name)
+    }
+}
+
+fn report_failure(name: &str) {
+    let report =
+        std::env::var("HSA_TOOLS_REPORT_LOAD_FAILURE").is_ok_and(|v| !matches!(v.trim(), "" | "0"));
+    if report {
+        eprintln!("Tool lib \"{name}\" failed to load.");
+    }
+}
+
+/// Loads the tools of `HSA_TOOLS_LIB` (first `hsa_init`, after agents exist).
+pub fn load() {
+    let Ok(list) = std::env::var("HSA_TOOLS_LIB") else {
+        return;
+    };
+    let mut failed: Vec<CString> = Vec::new();
+    for name in split_tool_list(&list) {
+        let Ok(c_name) = CString::new(name.clone()) else {
+            report_failure(&name);
+            continue;
+        };
+        // SAFETY: dlopen of a NUL-terminated path.
+        let handle = unsafe { libc::dlopen(c_name.as_ptr(), libc::RTLD_LAZY) };
+        if handle.is_null() {
+            report_failure(&name);
+            failed.push(c_name);
+            continue;
+        }
+        // SAFETY: dlsym on a live handle.
+        let on_load = unsafe { libc::dlsym(handle, c"OnLoad".as_ptr()) };
+        if on_load.is_null() || !defined_in(handle, on_load) {
+            // SAFETY: closing the handle we opened.
+            unsafe { libc::dlclose(handle) };
+            report_failure(&name);
+            failed.push(c_name);
+            continue;
+        }
+        // SAFETY: `OnLoad` has the tools-library signature.
+        let on_load: OnLoadFn = unsafe { std::mem::transmute::<*mut c_void, OnLoadFn>(on_load) };
+        let names: Vec<*const c_char> = failed.iter().map(|n| n.as_ptr()).collect();
+        let root = api::root_table();
+        // SAFETY: the root table is live; the names outlive the call.
+        let ok = unsafe {
+            on_load(
+                root,
+                u64::from((*root).version.major_id),
+                names.len() as u64,
+                names.as_ptr(),
+            )
+        };
+        if ok {
+            TOOLS.lock().unwrap_or_else(|p| p.into_inner()).push(Tool {
+                handle: handle as usize,
+            });
+        } else {
+            // SAFETY: closing the handle we opened.
+            unsafe { libc::dlclose(handle) };
+            report_failure(&name);
+            failed.push(c_name);
+        }
+    }
+}
+
+/// Calls `OnUnload` of every loaded tool in reverse order, then (if `close`) dlcloses them.
+pub fn unload(close: bool) {
+    let tools = std::mem::take(&mut *TOOLS.lock().unwrap_or_else(|p| p.into_inner()));
+    for tool in tools.iter().rev() {
+        // SAFETY: a live dlopen handle.
+        let on_unload = unsafe { libc::dlsym(tool.handle as *mut c_void, c"OnUnload".as_ptr()) };
+        if !on_unload.is_null() {
+            // SAFETY: `OnUnload` has the tools-library signature.
+            unsafe { std::mem::transmute::<*mut c_void, OnUnloadFn>(on_unload)() };
+        }
+    }
+    if close {
+        for tool in tools.iter().rev() {
+            // SAFETY: closing handles we opened.
+            unsafe { libc::dlclose(tool.handle as *mut c_void) };
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_tool_list;
+
+    #[test]
+    fn tool_lists_split_like_rocr() {
+        assert_eq!(split_tool_list("a.so  b.so"), vec!["a.so", "b.so"]);
+        assert_eq!(
+            split_tool_list(r#""/x y/a.so" b\ c.so 'q.so'"#),
+            vec!["/x y/a.so", "b c.so", "q.so"]
+        );
+        assert_eq!(split_tool_list("   "), Vec::<String>::new());
+        assert_eq!(split_tool_list(r#""""#), vec![""]);
+    }
+}
