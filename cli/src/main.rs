@@ -28,8 +28,13 @@ use crate::gpus::Gpu;
 use crate::planning::{plan_profile, ArchCatalog};
 
 fn main() -> ExitCode {
-    let args = Args::parse_command_line();
-    match run_cli(&args) {
+    let argv: Vec<String> = std::env::args().collect();
+    let result = if argv.get(1).map(String::as_str) == Some("merge") {
+        merge::main(&argv[1..])
+    } else {
+        run_cli(&Args::parse_command_line())
+    };
+    match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
             eprintln!("rtl-pmc: {e}");

@@ -1,14 +1,319 @@
-//! Running the application once per pass.
+//! Running the application once per pass and writing the results.
+//!
+//! Each pass gets `pass_N/` with the plan file the interposer reads (`RTL_PMC_PLAN`), the raw
+//! per-process records it writes, and, once the application has exited, the pass's
+//! `counter_collection.csv` and `agent_info.csv`. Records go into the profile's database as
+//! they are read; after the last pass the merged files and the summary come from it.
 
+mod child;
+mod convert;
+pub mod paths;
+mod progress;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use rtl_pmc::dispatch::records;
+use rtl_pmc::passes::plan_file::PLAN_ENV;
+use rtl_pmc_counters::{Catalog, Topology};
+
+use crate::args::OutputFormat;
 use crate::error::CliError;
-use crate::planning::ProfilePlan;
+use crate::gpus::{self, Gpu};
+use crate::merge::{write_merged_files, write_pass_files, Formats};
+use crate::output::database::Database;
+use crate::output::model::Agent;
+use crate::planning::{ArchCatalog, ProfilePlan};
 
-/// Runs `app` once per run of `plan` and writes the results. Returns the exit code to leave
-/// with.
-pub fn run(plan: &ProfilePlan, app: &[String], continue_on_error: bool) -> Result<i32, CliError> {
-    let _ = (plan, app, continue_on_error);
-    Err(CliError {
-        message: "running applications is not available yet; use --plan to see the passes".into(),
+pub use child::exit_code;
+
+/// The environment variable naming the tools library; rtl-pmc puts `librtl_pmc.so` first.
+pub const TOOLS_LIB_ENV: &str = "HSA_TOOLS_LIB";
+/// Overrides the path of `librtl_pmc.so` (default: next to the `rtl-pmc` executable).
+pub const LIBRARY_ENV: &str = "RTL_PMC_LIBRARY";
+/// The tools library's file name.
+pub const LIBRARY_NAME: &str = "librtl_pmc.so";
+
+/// Exit code when a profile is interrupted with Ctrl-C.
+const INTERRUPTED_EXIT: i32 = 130;
+
+/// Everything a profile run needs beyond the plan.
+pub struct RunOptions<'a> {
+    /// The application and its arguments.
+    pub app: &'a [String],
+    /// Keep going after a failing pass.
+    pub continue_on_error: bool,
+    /// The environment of `--sim` (empty without).
+    pub sim: &'a [(String, String)],
+    /// The counter catalogs the plan was made with.
+    pub catalogs: &'a [ArchCatalog],
+}
+
+fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
+    CliError {
+        message: format!("{}: {e}", what.display()),
         exit_code: 1,
-    })
+    }
+}
+
+fn output_error(e: impl std::fmt::Display) -> CliError {
+    CliError {
+        message: e.to_string(),
+        exit_code: 1,
+    }
+}
+
+/// The formats asked for by any job (the default ones when none is).
+pub fn formats(asked: &[OutputFormat]) -> Formats {
+    if asked.is_empty() {
+        return Formats::default();
+    }
+    Formats {
+        csv: asked.contains(&OutputFormat::Csv),
+        json: asked.contains(&OutputFormat::Json),
+        rocpd: asked.contains(&OutputFormat::Rocpd),
+        pftrace: asked.contains(&OutputFormat::Pftrace),
+    }
+}
+
+/// The path of `librtl_pmc.so`: `RTL_PMC_LIBRARY`, else next to this executable.
+pub fn library_path() -> Result<PathBuf, CliError> {
+    if let Some(path) = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| output_error(format!("cannot find the rtl-pmc executable: {e}")))?;
+    let path = exe.with_file_name(LIBRARY_NAME);
+    if !path.is_file() {
+        return Err(CliError {
+            message: format!(
+                "{} not found next to {}; set {LIBRARY_ENV} to its path",
+                LIBRARY_NAME,
+                exe.display()
+            ),
+            exit_code: 1,
+        });
+    }
+    Ok(path)
+}
+
+/// The GPUs of the topology the application will see, as agents and engine topologies.
+fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) {
+    let dir = sim
+        .iter()
+        .find(|(name, _)| name == gpus::TOPOLOGY_ENV)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(gpus::TOPOLOGY_ENV).ok());
+    let found: Vec<Gpu> = gpus::detect(&gpus::topology_dir(dir.as_deref())).unwrap_or_default();
+    let mut agents = Vec::new();
+    let mut topologies = HashMap::new();
+    for (index, gpu) in found.iter().enumerate() {
+        let topology = Topology::from_kfd_properties(&gpu.properties).ok();
+        agents.push(Agent {
+            node_id: gpu.node,
+            gpu_index: index as u32,
+            name: gpu.arch.clone(),
+            product_name: String::new(),
+            properties: topology
+                .as_ref()
+                .map(|t| {
+                    t.properties()
+                        .iter()
+                        .map(|(k, v)| (k.clone(), *v))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        });
+        if let Some(t) = topology {
+            topologies.insert(gpu.node, t);
+        }
+    }
+    (agents, topologies)
+}
+
+/// The raw record files of a pass directory, by pid.
+fn record_files(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<(u64, PathBuf)> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == records::EXTENSION))
+                .map(|p| {
+                    let pid = p
+                        .file_stem()
+                        .and_then(|s| s.to_str())
+                        .and_then(|s| s.parse().ok())
+                        .unwrap_or(u64::MAX);
+                    (pid, p)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    files.sort();
+    files.into_iter().map(|(_, p)| p).collect()
+}
+
+/// Runs the application once per run of `plan` and writes the results. Returns the exit code
+/// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
+pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
+    let settings = plan.runs.first().map(|r| &r.settings);
+    let directory = settings
+        .and_then(|s| s.output_directory.clone())
+        .unwrap_or_else(|| PathBuf::from("."));
+    let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
+    let base = paths::expand_here(
+        settings
+            .and_then(|s| s.output_file.as_deref())
+            .unwrap_or("results"),
+    );
+    let asked: Vec<OutputFormat> = plan
+        .runs
+        .iter()
+        .flat_map(|r| r.settings.output_format.iter().copied())
+        .collect();
+    let formats = formats(&asked);
+    let library = library_path()?;
+    let Some((program, arguments)) = options.app.split_first() else {
+        return Err(CliError::input("no application given"));
+    };
+    std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
+    let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
+    let (known, topologies) = known_gpus(options.sim);
+    for agent in &known {
+        db.add_agent(agent).map_err(output_error)?;
+    }
+    let catalogs: Vec<&Catalog> = options.catalogs.iter().map(|c| &c.catalog).collect();
+    child::install_interrupt_handler();
+
+    let tools_lib = match std::env::var(TOOLS_LIB_ENV) {
+        Ok(other) if !other.trim().is_empty() => format!("{} {other}", library.display()),
+        _ => library.display().to_string(),
+    };
+    let mut progress = progress::Progress::new(plan.runs.len());
+    let mut exit = 0;
+    let mut written = Vec::new();
+    for run in &plan.runs {
+        if child::interrupted() {
+            break;
+        }
+        let pass = run.number as u32;
+        let pass_dir = directory.join(format!("pass_{pass}"));
+        std::fs::create_dir_all(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
+        for old in record_files(&pass_dir) {
+            let _ = std::fs::remove_file(old);
+        }
+        let run_plan = run.plan_file(&pass_dir);
+        let plan_path = pass_dir.join("plan.json");
+        run_plan.write(&plan_path).map_err(output_error)?;
+        let label = run
+            .agents
+            .iter()
+            .flat_map(|a| a.groups.iter().flat_map(|g| g.counters.iter()))
+            .fold(Vec::<&String>::new(), |mut names, c| {
+                if !names.contains(&c) {
+                    names.push(c);
+                }
+                names
+            })
+            .iter()
+            .map(|s| s.as_str())
+            .collect::<Vec<_>>()
+            .join(" ");
+
+        let mut command = Command::new(program);
+        command
+            .args(arguments)
+            .envs(options.sim.iter().map(|(k, v)| (k, v)))
+            .env(TOOLS_LIB_ENV, &tools_lib)
+            .env(PLAN_ENV, &plan_path);
+        let started = Instant::now();
+        progress.start(pass, &label);
+        let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
+            message: format!("cannot run '{program}': {e}"),
+            exit_code: if e.kind() == std::io::ErrorKind::NotFound {
+                127
+            } else {
+                126
+            },
+        })?;
+        let code = if child::interrupted() && status.code() != Some(0) {
+            INTERRUPTED_EXIT
+        } else {
+            exit_code(status)
+        };
+
+        db.begin_pass(pass, &label).map_err(output_error)?;
+        let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
+        let mut dispatches = 0u64;
+        for file in record_files(&pass_dir) {
+            for record in records::read(&file) {
+                match record {
+                    Ok(record) => {
+                        let d = converter.convert(&record);
+                        db.insert(pass, 0, &d).map_err(output_error)?;
+                        dispatches += 1;
+                    }
+                    Err(e) => eprintln!("rtl-pmc: warning: {e}"),
+                }
+            }
+        }
+        for agent in converter.seen_agents(&known) {
+            if !known.iter().any(|k| k.node_id == agent.node_id) {
+                db.add_agent(&agent).map_err(output_error)?;
+            }
+        }
+        for warning in &converter.warnings {
+            eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
+        }
+        db.end_pass(pass, Some(code)).map_err(output_error)?;
+        written.extend(write_pass_files(&db, pass, &pass_dir, formats).map_err(output_error)?);
+        progress.finish(pass, started.elapsed(), code, dispatches);
+        if code != 0 {
+            if exit == 0 {
+                exit = code;
+            }
+            if !options.continue_on_error || child::interrupted() {
+                if plan.runs.len() > pass as usize && !child::interrupted() {
+                    eprintln!(
+                        "rtl-pmc: the application exited with {code} in pass {pass}; stopping (--continue-on-error runs the remaining passes)"
+                    );
+                }
+                break;
+            }
+        }
+    }
+    if child::interrupted() {
+        eprintln!("rtl-pmc: interrupted; writing what was collected");
+        exit = INTERRUPTED_EXIT;
+    }
+
+    for m in db.mismatches().map_err(output_error)? {
+        let counts: Vec<String> = m
+            .per_pass
+            .iter()
+            .map(|(pass, n)| format!("pass {pass}: {n}"))
+            .collect();
+        eprintln!(
+            "rtl-pmc: warning: {} was dispatched a different number of times per pass ({}); dispatches beyond the smallest count have counters from some passes only",
+            m.kernel,
+            counts.join(", ")
+        );
+    }
+    let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
+    let summary = crate::summary::render(&db, &[]).map_err(output_error)?;
+    let db_path = db.commit(formats.rocpd).map_err(output_error)?;
+    written.extend(merged);
+    written.extend(db_path);
+    eprint!("{summary}");
+    eprintln!("rtl-pmc: results in {}", directory.display());
+    for file in written
+        .iter()
+        .filter(|f| f.parent() == Some(directory.as_path()))
+    {
+        eprintln!("rtl-pmc:   {}", file.display());
+    }
+    Ok(exit)
 }

@@ -1,0 +1,275 @@
+//! The CSV files: rocprofv3's `counter_collection.csv` and `agent_info.csv`, rocprof v1's
+//! `results.csv`.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::atomic::AtomicFile;
+use super::model::{format_value, Agent, Dispatch};
+
+/// rocprofv3's `counter_collection.csv` columns, in its order.
+pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
+    "Correlation_Id",
+    "Dispatch_Id",
+    "Agent_Id",
+    "Queue_Id",
+    "Process_Id",
+    "Thread_Id",
+    "Grid_Size",
+    "Kernel_Id",
+    "Kernel_Name",
+    "Workgroup_Size",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Counter_Name",
+    "Counter_Value",
+    "Start_Timestamp",
+    "End_Timestamp",
+];
+
+/// Columns of `agent_info.csv`: `(column, KFD property)`; entries without a property are
+/// filled from the agent itself.
+pub const AGENT_INFO_COLUMNS: [(&str, &str); 34] = [
+    ("Node_Id", ""),
+    ("Logical_Node_Id", ""),
+    ("Agent_Type", ""),
+    ("Cpu_Cores_Count", "cpu_cores_count"),
+    ("Simd_Count", "simd_count"),
+    ("Cpu_Core_Id_Base", "cpu_core_id_base"),
+    ("Simd_Id_Base", "simd_id_base"),
+    ("Max_Waves_Per_Simd", "max_waves_per_simd"),
+    ("Lds_Size_In_Kb", "lds_size_in_kb"),
+    ("Gds_Size_In_Kb", "gds_size_in_kb"),
+    ("Num_Gws", "num_gws"),
+    ("Wave_Front_Size", "wave_front_size"),
+    ("Num_Xcc", "num_xcc"),
+    ("Cu_Count", "cu_count"),
+    ("Array_Count", "array_count"),
+    ("Num_Shader_Banks", "num_shader_banks"),
+    ("Simd_Arrays_Per_Engine", "simd_arrays_per_engine"),
+    ("Cu_Per_Simd_Array", "cu_per_simd_array"),
+    ("Simd_Per_Cu", "simd_per_cu"),
+    ("Max_Slots_Scratch_Cu", "max_slots_scratch_cu"),
+    ("Gfx_Target_Version", "gfx_target_version"),
+    ("Vendor_Id", "vendor_id"),
+    ("Device_Id", "device_id"),
+    ("Location_Id", "location_id"),
+    ("Domain", "domain"),
+    ("Drm_Render_Minor", "drm_render_minor"),
+    ("Num_Sdma_Engines", "num_sdma_engines"),
+    ("Num_Sdma_Xgmi_Engines", "num_sdma_xgmi_engines"),
+    ("Num_Sdma_Queues_Per_Engine", "num_sdma_queues_per_engine"),
+    ("Num_Cp_Queues", "num_cp_queues"),
+    ("Max_Engine_Clk_Ccompute", "max_engine_clk_ccompute"),
+    ("Max_Engine_Clk_Fcompute", "max_engine_clk_fcompute"),
+    ("Name", ""),
+    ("Product_Name", ""),
+];
+
+/// The fixed leading columns of rocprof v1's `results.csv`, before the counters.
+pub const RESULTS_LEADING_COLUMNS: [&str; 17] = [
+    "Index",
+    "KernelName",
+    "gpu-id",
+    "queue-id",
+    "queue-index",
+    "pid",
+    "tid",
+    "grd",
+    "wgr",
+    "lds",
+    "scr",
+    "arch_vgpr",
+    "accum_vgpr",
+    "sgpr",
+    "wave_size",
+    "sig",
+    "obj",
+];
+
+/// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
+pub const MISSING: &str = "None";
+
+fn csv_error(e: csv::Error) -> io::Error {
+    match e.into_kind() {
+        csv::ErrorKind::Io(e) => e,
+        other => io::Error::other(format!("{other:?}")),
+    }
+}
+
+fn quoted_writer(file: AtomicFile) -> csv::Writer<AtomicFile> {
+    csv::WriterBuilder::new()
+        .quote_style(csv::QuoteStyle::NonNumeric)
+        .from_writer(file)
+}
+
+fn commit(writer: csv::Writer<AtomicFile>) -> io::Result<PathBuf> {
+    writer
+        .into_inner()
+        .map_err(|e| io::Error::other(e.to_string()))?
+        .commit()
+}
+
+/// Streams `counter_collection.csv`: one row per dispatch and counter.
+pub struct CounterCollectionWriter {
+    out: csv::Writer<AtomicFile>,
+    kernel_ids: KernelIds,
+}
+
+/// Small integer ids for kernel names, in first-seen order from 1 (`Kernel_Id`).
+#[derive(Debug, Default)]
+pub struct KernelIds {
+    ids: std::collections::HashMap<String, u64>,
+}
+
+impl KernelIds {
+    /// The id of `kernel`, assigning the next one when it is new.
+    pub fn id(&mut self, kernel: &str) -> u64 {
+        let next = self.ids.len() as u64 + 1;
+        *self.ids.entry(kernel.to_string()).or_insert(next)
+    }
+}
+
+impl CounterCollectionWriter {
+    /// Starts `path` and writes the header.
+    pub fn create(path: &Path) -> io::Result<CounterCollectionWriter> {
+        let mut out = quoted_writer(AtomicFile::create(path)?);
+        out.write_record(COUNTER_COLLECTION_COLUMNS)
+            .map_err(csv_error)?;
+        Ok(CounterCollectionWriter {
+            out,
+            kernel_ids: KernelIds::default(),
+        })
+    }
+
+    /// Writes one row per counter of `d`.
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        let kernel_id = self.kernel_ids.id(&d.kernel);
+        for c in &d.counters {
+            let row: [String; 19] = [
+                d.correlation_id.to_string(),
+                d.dispatch_id.to_string(),
+                format!("Agent {}", d.agent),
+                d.queue_id.to_string(),
+                d.pid.to_string(),
+                d.tid.to_string(),
+                d.grid_size().to_string(),
+                kernel_id.to_string(),
+                d.kernel.clone(),
+                d.workgroup_size().to_string(),
+                d.lds_block_size().to_string(),
+                d.scratch.to_string(),
+                d.arch_vgpr.to_string(),
+                d.accum_vgpr.to_string(),
+                d.sgpr.to_string(),
+                c.name.clone(),
+                format!("{:.6}", c.total),
+                d.start_ns.to_string(),
+                d.end_ns.to_string(),
+            ];
+            self.out.write_record(&row).map_err(csv_error)?;
+        }
+        Ok(())
+    }
+
+    /// Finishes the file and gives it its name.
+    pub fn commit(self) -> io::Result<PathBuf> {
+        commit(self.out)
+    }
+}
+
+/// Writes `agent_info.csv`, one row per agent.
+pub fn write_agent_info(path: &Path, agents: &[Agent]) -> io::Result<PathBuf> {
+    let mut out = quoted_writer(AtomicFile::create(path)?);
+    out.write_record(AGENT_INFO_COLUMNS.iter().map(|(c, _)| *c))
+        .map_err(csv_error)?;
+    for agent in agents {
+        let row: Vec<String> = AGENT_INFO_COLUMNS
+            .iter()
+            .map(|&(column, property)| match column {
+                "Node_Id" | "Logical_Node_Id" => agent.node_id.to_string(),
+                "Agent_Type" => "GPU".to_string(),
+                "Name" => agent.name.clone(),
+                "Product_Name" => agent.product_name.clone(),
+                _ => agent.property(property).to_string(),
+            })
+            .collect();
+        out.write_record(&row).map_err(csv_error)?;
+    }
+    commit(out)
+}
+
+/// Streams rocprof v1's `results.csv`: one row per dispatch with every counter as a column.
+pub struct ResultsWriter {
+    out: AtomicFile,
+    counters: Vec<String>,
+    index: u64,
+    line: String,
+}
+
+impl ResultsWriter {
+    /// Starts `path` with the counter columns `counters` (in this order).
+    pub fn create(path: &Path, counters: &[String]) -> io::Result<ResultsWriter> {
+        let mut out = AtomicFile::create(path)?;
+        let header: Vec<&str> = RESULTS_LEADING_COLUMNS
+            .iter()
+            .copied()
+            .chain(counters.iter().map(String::as_str))
+            .chain(["BeginNs", "EndNs"])
+            .collect();
+        writeln!(out, "{}", header.join(","))?;
+        Ok(ResultsWriter {
+            out,
+            counters: counters.to_vec(),
+            index: 0,
+            line: String::new(),
+        })
+    }
+
+    /// Writes the row of `d`; counters it lacks print as [`MISSING`].
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        use std::fmt::Write as _;
+        let line = &mut self.line;
+        line.clear();
+        let kernel = d.kernel.replace('"', "\"\"");
+        let _ = write!(
+            line,
+            "{},\"{kernel}\",{},{},{},{},{},{},{},{},{},{},{},{},{},0x{:x},0x{:x}",
+            self.index,
+            d.agent,
+            d.queue_id,
+            d.queue_index,
+            d.pid,
+            d.tid,
+            d.grid_size(),
+            d.workgroup_size(),
+            d.lds_block_size(),
+            d.scratch,
+            d.arch_vgpr,
+            d.accum_vgpr,
+            d.sgpr,
+            d.wave_size,
+            d.signal,
+            d.kernel_object,
+        );
+        for name in &self.counters {
+            line.push(',');
+            match d.counters.iter().find(|c| &c.name == name) {
+                Some(c) => line.push_str(&format_value(c.total)),
+                None => line.push_str(MISSING),
+            }
+        }
+        let _ = writeln!(line, ",{},{}", d.start_ns, d.end_ns);
+        self.out.write_all(line.as_bytes())?;
+        self.index += 1;
+        Ok(())
+    }
+
+    /// Finishes the file and gives it its name.
+    pub fn commit(self) -> io::Result<PathBuf> {
+        self.out.commit()
+    }
+}

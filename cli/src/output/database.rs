@@ -1,0 +1,683 @@
+//! `results.db`: an SQLite database in the spirit of rocprofv3's rocpd format, and the on-disk
+//! store every other output is streamed from, so memory stays flat in the number of dispatches.
+//!
+//! Tables (see the README's "Outputs" section for every column):
+//! - `rocpd_string(id, string)`: kernel names;
+//! - `rocpd_info_agent(id, node_id, gpu_index, name, product_name, properties)`;
+//! - `rocpd_info_pmc(id, name, dimensions)`: the counters, in first-seen order;
+//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with the merge key
+//!   `(source, process_order, kernel_id, occurrence)` and `merged_id`;
+//! - `rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
+//!   the total and, for counters with several positions, the per-dimension values as a JSON array;
+//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes.
+//!
+//! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
+//! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
+//! `kernel_counters` (counter totals per kernel).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection};
+
+use super::atomic::temporary_path;
+use super::model::{Agent, Counter, Dispatch};
+
+/// Why the database could not be written or read.
+#[derive(Debug, thiserror::Error)]
+pub enum DatabaseError {
+    /// SQLite reported an error.
+    #[error("{path}: {source}")]
+    Sqlite {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite reported.
+        source: rusqlite::Error,
+    },
+    /// The file could not be renamed or removed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The database file.
+        path: PathBuf,
+        /// What failed.
+        source: std::io::Error,
+    },
+}
+
+const SCHEMA: &str = "
+CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
+CREATE TABLE rocpd_info_agent(
+  id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL UNIQUE, gpu_index INTEGER NOT NULL,
+  name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL);
+CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL);
+CREATE TABLE rocpd_kernel_dispatch(
+  id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
+  pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
+  queue_id INTEGER NOT NULL, queue_index INTEGER NOT NULL,
+  dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+  kernel_id INTEGER NOT NULL REFERENCES rocpd_string(id), kernel_object INTEGER NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+  workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
+  lds INTEGER NOT NULL, scratch INTEGER NOT NULL, arch_vgpr INTEGER NOT NULL,
+  accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
+  signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
+CREATE INDEX rocpd_kernel_dispatch_pass ON rocpd_kernel_dispatch(pass, start_ns, id);
+CREATE TABLE rocpd_pmc_event(
+  dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
+  dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
+CREATE TABLE rtl_merged_dispatch(
+  id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
+  kernel_id INTEGER NOT NULL, occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
+  UNIQUE(source, process_order, kernel_id, occurrence));
+CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
+CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
+CREATE VIEW dispatches AS
+  SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
+         k.dispatch_id, k.correlation_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns,
+         m.passes
+  FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+  JOIN rocpd_string s ON s.id = k.kernel_id;
+CREATE VIEW top AS
+  SELECT kernel, count(*) AS calls, sum(duration_ns) AS total_ns,
+         avg(duration_ns) AS average_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
+         100.0 * sum(duration_ns) / (SELECT max(sum(duration_ns), 1) FROM dispatches) AS percent
+  FROM dispatches GROUP BY kernel ORDER BY total_ns DESC, kernel;
+CREATE VIEW busy AS
+  SELECT d.agent AS agent, coalesce(a.name, '') AS name, count(*) AS dispatches,
+         sum(d.duration_ns) AS busy_ns, min(d.start_ns) AS first_ns, max(d.end_ns) AS last_ns,
+         100.0 * sum(d.duration_ns) / max(max(d.end_ns) - min(d.start_ns), 1) AS busy_percent
+  FROM dispatches d LEFT JOIN rocpd_info_agent a ON a.node_id = d.agent
+  GROUP BY d.agent ORDER BY d.agent;
+CREATE VIEW kernel_counters AS
+  SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total
+  FROM rocpd_pmc_event v JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+  JOIN rocpd_string s ON s.id = k.kernel_id JOIN rocpd_info_pmc p ON p.id = v.pmc_id
+  GROUP BY s.string, p.id ORDER BY s.string, p.id;
+CREATE VIEW pmc_dimension AS
+  SELECT v.dispatch_id, p.name AS counter, p.dimensions, CAST(j.key AS INTEGER) AS position,
+         j.value AS value
+  FROM rocpd_pmc_event v JOIN rocpd_info_pmc p ON p.id = v.pmc_id,
+       json_each(coalesce(v.dimension_values, json_array(v.value))) j;
+";
+
+const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(pass, source, pid, tid, agent,
+  queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x, grid_y,
+  grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
+  wave_size, signal, start_ns, end_ns)
+  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)";
+
+const INSERT_PMC: &str =
+    "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES (?1,?2,?3,?4)";
+
+/// The columns [`row_dispatch`] reads, prefixed by the row key.
+const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
+  k.correlation_id, s.string, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
+  k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
+  k.wave_size, k.signal, k.start_ns, k.end_ns";
+
+/// One kernel's line of the `top` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTime {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total kernel time, ns.
+    pub total_ns: u64,
+    /// Average kernel time, ns.
+    pub average_ns: f64,
+    /// Share of all kernel time, percent.
+    pub percent: f64,
+}
+
+/// One GPU's line of the `busy` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentBusy {
+    /// KFD node id.
+    pub agent: u32,
+    /// gfx name ('' when unknown).
+    pub name: String,
+    /// Dispatches.
+    pub dispatches: u64,
+    /// Sum of kernel times, ns.
+    pub busy_ns: u64,
+    /// Busy time over the span from the first start to the last end, percent.
+    pub busy_percent: f64,
+}
+
+/// A kernel whose dispatch count differs between passes: its dispatches beyond the common
+/// count could not be matched across passes and have counters from some passes only.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Kernel name.
+    pub kernel: String,
+    /// `(pass, dispatches)` for every pass of the profile.
+    pub per_pass: Vec<(u32, u64)>,
+}
+
+/// The database being written (under a temporary name until [`Database::commit`]).
+pub struct Database {
+    conn: Connection,
+    target: PathBuf,
+    temporary: PathBuf,
+    strings: HashMap<String, i64>,
+    pmcs: HashMap<String, i64>,
+    pmc_names: Vec<String>,
+    in_transaction: bool,
+    json: String,
+    committed: bool,
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+    }
+}
+
+fn row_dispatch(row: &rusqlite::Row<'_>) -> rusqlite::Result<Dispatch> {
+    let u64_at = |i: usize| row.get::<_, i64>(i).map(|v| v as u64);
+    Ok(Dispatch {
+        pid: row.get(1)?,
+        tid: row.get(2)?,
+        agent: row.get(3)?,
+        queue_id: u64_at(4)?,
+        queue_index: u64_at(5)?,
+        dispatch_id: u64_at(6)?,
+        correlation_id: u64_at(7)?,
+        kernel: row.get(8)?,
+        kernel_object: u64_at(9)?,
+        grid: [row.get(10)?, row.get(11)?, row.get(12)?],
+        workgroup: [row.get(13)?, row.get(14)?, row.get(15)?],
+        lds: row.get(16)?,
+        scratch: row.get(17)?,
+        arch_vgpr: row.get(18)?,
+        accum_vgpr: row.get(19)?,
+        sgpr: row.get(20)?,
+        wave_size: row.get(21)?,
+        signal: u64_at(22)?,
+        start_ns: u64_at(23)?,
+        end_ns: u64_at(24)?,
+        counters: Vec::new(),
+    })
+}
+
+fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
+    r.map_err(|source| DatabaseError::Sqlite {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+impl Database {
+    /// Creates the database that will be named `target` once committed.
+    pub fn create(target: &Path) -> Result<Database, DatabaseError> {
+        let temporary = temporary_path(target);
+        let _ = std::fs::remove_file(&temporary);
+        let conn = sql(&temporary, Connection::open(&temporary))?;
+        sql(
+            &temporary,
+            conn.execute_batch(
+                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;
+                 PRAGMA cache_size=-16384;",
+            ),
+        )?;
+        sql(&temporary, conn.execute_batch(SCHEMA))?;
+        Ok(Database {
+            conn,
+            target: target.to_path_buf(),
+            temporary,
+            strings: HashMap::new(),
+            pmcs: HashMap::new(),
+            pmc_names: Vec::new(),
+            in_transaction: false,
+            json: String::new(),
+            committed: false,
+        })
+    }
+
+    /// Opens a finished database for reading (`rtl-pmc merge`).
+    pub fn open(path: &Path) -> Result<Database, DatabaseError> {
+        let conn = sql(
+            path,
+            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
+        )?;
+        Ok(Database {
+            conn,
+            target: path.to_path_buf(),
+            temporary: path.to_path_buf(),
+            strings: HashMap::new(),
+            pmcs: HashMap::new(),
+            pmc_names: Vec::new(),
+            in_transaction: false,
+            json: String::new(),
+            committed: true,
+        })
+    }
+
+    fn err<T>(&self, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
+        sql(&self.temporary, r)
+    }
+
+    /// Records (or updates) a GPU.
+    pub fn add_agent(&mut self, agent: &Agent) -> Result<(), DatabaseError> {
+        let properties = serde_json::Value::Object(
+            agent
+                .properties
+                .iter()
+                .map(|(k, v)| (k.clone(), serde_json::Value::from(*v)))
+                .collect(),
+        )
+        .to_string();
+        let r = self.conn.execute(
+            "INSERT INTO rocpd_info_agent(node_id, gpu_index, name, product_name, properties)
+             VALUES (?1,?2,?3,?4,?5) ON CONFLICT(node_id) DO UPDATE SET gpu_index=?2, name=?3,
+             product_name=?4, properties=?5",
+            params![
+                agent.node_id,
+                agent.gpu_index,
+                agent.name,
+                agent.product_name,
+                properties
+            ],
+        );
+        self.err(r).map(drop)
+    }
+
+    /// The GPUs recorded, by node id.
+    pub fn agents(&self) -> Result<Vec<Agent>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT node_id, gpu_index, name, product_name, properties FROM rocpd_info_agent
+             ORDER BY node_id",
+        ))?;
+        let rows = stmt.query_map([], |r| {
+            let properties: String = r.get(4)?;
+            let properties: serde_json::Map<String, serde_json::Value> =
+                serde_json::from_str(&properties).unwrap_or_default();
+            Ok(Agent {
+                node_id: r.get(0)?,
+                gpu_index: r.get(1)?,
+                name: r.get(2)?,
+                product_name: r.get(3)?,
+                properties: properties
+                    .into_iter()
+                    .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))
+                    .collect(),
+            })
+        });
+        let rows = self.err(rows)?;
+        self.err(rows.collect())
+    }
+
+    /// Records a pass and opens its transaction; its dispatches follow with [`Database::insert`].
+    pub fn begin_pass(&mut self, pass: u32, label: &str) -> Result<(), DatabaseError> {
+        let r = self.conn.execute(
+            "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
+            params![pass, label],
+        );
+        self.err(r)?;
+        self.err(self.conn.execute_batch("BEGIN"))?;
+        self.in_transaction = true;
+        Ok(())
+    }
+
+    fn string_id(&mut self, text: &str) -> Result<i64, DatabaseError> {
+        if let Some(&id) = self.strings.get(text) {
+            return Ok(id);
+        }
+        let r = self.conn.query_row(
+            "INSERT INTO rocpd_string(string) VALUES (?1) ON CONFLICT(string) DO UPDATE
+             SET string = string RETURNING id",
+            [text],
+            |r| r.get(0),
+        );
+        let id = self.err(r)?;
+        self.strings.insert(text.to_string(), id);
+        Ok(id)
+    }
+
+    fn pmc_id(&mut self, counter: &Counter) -> Result<i64, DatabaseError> {
+        if let Some(&id) = self.pmcs.get(&counter.name) {
+            return Ok(id);
+        }
+        let dimensions = if counter.dimensions.is_empty() {
+            "DIMENSION_NONE"
+        } else {
+            counter.dimensions.as_str()
+        };
+        let r = self.conn.query_row(
+            "INSERT INTO rocpd_info_pmc(name, dimensions) VALUES (?1, ?2) ON CONFLICT(name)
+             DO UPDATE SET name = name RETURNING id",
+            params![counter.name, dimensions],
+            |r| r.get(0),
+        );
+        let id = self.err(r)?;
+        self.pmcs.insert(counter.name.clone(), id);
+        self.pmc_names.push(counter.name.clone());
+        Ok(id)
+    }
+
+    /// Adds one dispatch of `pass`, read from input number `source` (0 for a single run).
+    pub fn insert(&mut self, pass: u32, source: u32, d: &Dispatch) -> Result<(), DatabaseError> {
+        let kernel_id = self.string_id(&d.kernel)?;
+        let r = {
+            let mut stmt = self.err(self.conn.prepare_cached(INSERT_DISPATCH))?;
+            stmt.execute(params![
+                pass,
+                source,
+                d.pid,
+                d.tid,
+                d.agent,
+                d.queue_id as i64,
+                d.queue_index as i64,
+                d.dispatch_id as i64,
+                d.correlation_id as i64,
+                kernel_id,
+                d.kernel_object as i64,
+                d.grid[0],
+                d.grid[1],
+                d.grid[2],
+                d.workgroup[0],
+                d.workgroup[1],
+                d.workgroup[2],
+                d.lds,
+                d.scratch,
+                d.arch_vgpr,
+                d.accum_vgpr,
+                d.sgpr,
+                d.wave_size,
+                d.signal as i64,
+                d.start_ns as i64,
+                d.end_ns as i64,
+            ])
+        };
+        self.err(r)?;
+        let row = self.conn.last_insert_rowid();
+        for c in &d.counters {
+            let pmc = self.pmc_id(c)?;
+            let json = if c.values.len() > 1 {
+                use std::fmt::Write as _;
+                self.json.clear();
+                self.json.push('[');
+                for (i, v) in c.values.iter().enumerate() {
+                    if i > 0 {
+                        self.json.push(',');
+                    }
+                    let _ = write!(self.json, "{v}");
+                }
+                self.json.push(']');
+                Some(self.json.as_str())
+            } else {
+                None
+            };
+            let r = self
+                .conn
+                .prepare_cached(INSERT_PMC)
+                .and_then(|mut stmt| stmt.execute(params![row, pmc, c.total, json]));
+            sql(&self.temporary, r)?;
+        }
+        Ok(())
+    }
+
+    /// Closes the pass: numbers each process's launches of each kernel and joins them to the
+    /// dispatches of earlier passes by (source, process order, kernel, occurrence).
+    pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
+        let statements = [
+            "UPDATE rocpd_kernel_dispatch AS k SET occurrence = r.occurrence,
+               process_order = r.process_order
+             FROM (SELECT id,
+                     row_number() OVER (PARTITION BY source, pid, kernel_id
+                                        ORDER BY dispatch_id, id) AS occurrence,
+                     dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
+                   FROM rocpd_kernel_dispatch WHERE pass = ?1) AS r
+             WHERE k.id = r.id",
+            "INSERT OR IGNORE INTO rtl_merged_dispatch(source, process_order, kernel_id,
+               occurrence, first_dispatch, start_ns)
+             SELECT source, process_order, kernel_id, occurrence, id, start_ns
+             FROM rocpd_kernel_dispatch WHERE pass = ?1 ORDER BY start_ns, id",
+            "UPDATE rocpd_kernel_dispatch AS k SET merged_id = m.id FROM rtl_merged_dispatch m
+             WHERE k.pass = ?1 AND m.source = k.source AND m.process_order = k.process_order
+               AND m.kernel_id = k.kernel_id AND m.occurrence = k.occurrence",
+            "UPDATE rtl_merged_dispatch SET passes = passes + 1
+             WHERE id IN (SELECT merged_id FROM rocpd_kernel_dispatch WHERE pass = ?1)",
+        ];
+        for statement in statements {
+            let r = self.conn.execute(statement, [pass]);
+            self.err(r)?;
+        }
+        let r = self.conn.execute(
+            "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
+            params![pass, exit_status],
+        );
+        self.err(r)?;
+        if self.in_transaction {
+            self.err(self.conn.execute_batch("COMMIT"))?;
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    /// The passes recorded, in order.
+    pub fn passes(&self) -> Result<Vec<u32>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare("SELECT id FROM rtl_pass ORDER BY id"))?;
+        let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
+        self.err(rows.collect())
+    }
+
+    /// The counter names of `pass` (all passes when `None`), in first-seen order.
+    pub fn counter_names(&self, pass: Option<u32>) -> Result<Vec<String>, DatabaseError> {
+        let Some(pass) = pass else {
+            let mut stmt = self.err(
+                self.conn
+                    .prepare("SELECT name FROM rocpd_info_pmc ORDER BY id"),
+            )?;
+            let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
+            return self.err(rows.collect());
+        };
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT p.name FROM rocpd_info_pmc p WHERE EXISTS (SELECT 1 FROM rocpd_pmc_event v
+             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+             WHERE v.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
+        ))?;
+        let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
+        self.err(rows.collect())
+    }
+
+    fn pmc_name_by_id(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare("SELECT id, name FROM rocpd_info_pmc"))?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
+    }
+
+    fn pmc_dimensions(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT id, dimensions FROM rocpd_info_pmc"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
+    }
+
+    /// Calls `visit` with every dispatch of `pass` (input `source` only, when given) in start
+    /// order.
+    pub fn for_each_pass_dispatch<E: From<DatabaseError>>(
+        &self,
+        pass: u32,
+        mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let query = format!(
+            "SELECT k.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
+             FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
+             LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
+        );
+        self.stream(&query, [pass], &mut visit)
+    }
+
+    /// Calls `visit` with every merged dispatch, in start order: the properties of its first
+    /// pass and the counters of every pass.
+    pub fn for_each_merged<E: From<DatabaseError>>(
+        &self,
+        mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let query = format!(
+            "SELECT m.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
+             FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+             JOIN rocpd_string s ON s.id = k.kernel_id
+             LEFT JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
+             LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
+             ORDER BY m.start_ns, m.id, k2.pass, v.pmc_id"
+        );
+        self.stream(&query, [], &mut visit)
+    }
+
+    fn stream<P: rusqlite::Params, E: From<DatabaseError>>(
+        &self,
+        query: &str,
+        params: P,
+        visit: &mut dyn FnMut(&Dispatch) -> Result<(), E>,
+    ) -> Result<(), E> {
+        let names = self.pmc_name_by_id()?;
+        let dimensions = self.pmc_dimensions()?;
+        let mut stmt = self.err(self.conn.prepare(query))?;
+        let mut rows = self.err(stmt.query(params))?;
+        let mut current: Option<(i64, Dispatch)> = None;
+        while let Some(row) = self.err(rows.next())? {
+            let key: i64 = self.err(row.get(0))?;
+            if current.as_ref().is_none_or(|(k, _)| *k != key) {
+                if let Some((_, d)) = current.take() {
+                    visit(&d)?;
+                }
+                current = Some((key, self.err(row_dispatch(row))?));
+            }
+            let pmc: Option<i64> = self.err(row.get(25))?;
+            if let (Some(pmc), Some((_, d))) = (pmc, current.as_mut()) {
+                let total: f64 = self.err(row.get(26))?;
+                let json: Option<String> = self.err(row.get(27))?;
+                let values = match json {
+                    Some(text) => serde_json::from_str(&text).unwrap_or_default(),
+                    None => vec![total],
+                };
+                d.counters.push(Counter {
+                    name: names.get(&pmc).cloned().unwrap_or_default(),
+                    total,
+                    dimensions: dimensions.get(&pmc).cloned().unwrap_or_default(),
+                    values,
+                });
+            }
+        }
+        if let Some((_, d)) = current {
+            visit(&d)?;
+        }
+        Ok(())
+    }
+
+    /// Kernels by total time (the `top` view), at most `limit`.
+    pub fn top(&self, limit: usize) -> Result<Vec<KernelTime>, DatabaseError> {
+        let mut stmt = self
+            .err(self.conn.prepare(
+                "SELECT kernel, calls, total_ns, average_ns, percent FROM top LIMIT ?1",
+            ))?;
+        let rows = self.err(stmt.query_map([limit as i64], |r| {
+            Ok(KernelTime {
+                kernel: r.get(0)?,
+                calls: r.get::<_, i64>(1)? as u64,
+                total_ns: r.get::<_, i64>(2)? as u64,
+                average_ns: r.get(3)?,
+                percent: r.get(4)?,
+            })
+        }))?;
+        self.err(rows.collect())
+    }
+
+    /// Per-GPU busy time (the `busy` view).
+    pub fn busy(&self) -> Result<Vec<AgentBusy>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT agent, name, dispatches, busy_ns, busy_percent FROM busy"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok(AgentBusy {
+                agent: r.get(0)?,
+                name: r.get(1)?,
+                dispatches: r.get::<_, i64>(2)? as u64,
+                busy_ns: r.get::<_, i64>(3)? as u64,
+                busy_percent: r.get(4)?,
+            })
+        }))?;
+        self.err(rows.collect())
+    }
+
+    /// The counter totals of `kernel`, over all its dispatches, in counter order.
+    pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<(String, f64)>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT counter, total FROM kernel_counters WHERE kernel = ?1"),
+        )?;
+        let rows = self.err(stmt.query_map([kernel], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
+    }
+
+    /// Kernels whose dispatch count differs between passes.
+    pub fn mismatches(&self) -> Result<Vec<Mismatch>, DatabaseError> {
+        let passes = self.passes()?;
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT s.string, k.pass, count(*) FROM rocpd_kernel_dispatch k
+             JOIN rocpd_string s ON s.id = k.kernel_id GROUP BY s.string, k.pass
+             ORDER BY s.string, k.pass",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, u32>(1)?,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        }))?;
+        let mut counts: Vec<(String, HashMap<u32, u64>)> = Vec::new();
+        for row in rows {
+            let (kernel, pass, n) = self.err(row)?;
+            match counts.last_mut() {
+                Some((k, m)) if *k == kernel => {
+                    m.insert(pass, n);
+                }
+                _ => counts.push((kernel, HashMap::from([(pass, n)]))),
+            }
+        }
+        Ok(counts
+            .into_iter()
+            .filter_map(|(kernel, m)| {
+                let per_pass: Vec<(u32, u64)> = passes
+                    .iter()
+                    .map(|&p| (p, m.get(&p).copied().unwrap_or(0)))
+                    .collect();
+                let first = per_pass.first().map(|p| p.1);
+                per_pass
+                    .iter()
+                    .any(|p| Some(p.1) != first)
+                    .then_some(Mismatch { kernel, per_pass })
+            })
+            .collect())
+    }
+
+    /// Finishes the database: with `keep`, renames it to its final name and returns that; else
+    /// removes it.
+    pub fn commit(mut self, keep: bool) -> Result<Option<PathBuf>, DatabaseError> {
+        if self.in_transaction {
+            self.err(self.conn.execute_batch("COMMIT"))?;
+            self.in_transaction = false;
+        }
+        if !keep {
+            return Ok(None);
+        }
+        self.err(self.conn.execute_batch("ANALYZE; PRAGMA optimize;"))?;
+        std::fs::rename(&self.temporary, &self.target).map_err(|source| DatabaseError::Io {
+            path: self.target.clone(),
+            source,
+        })?;
+        self.committed = true;
+        Ok(Some(self.target.clone()))
+    }
+}

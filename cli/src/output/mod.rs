@@ -1,0 +1,12 @@
+//! Every file rtl-pmc writes. Writers take the neutral [`model`]; they do not know how the
+//! data was collected.
+
+pub mod atomic;
+pub mod csv;
+pub mod database;
+pub mod json;
+pub mod model;
+pub mod perfetto;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,143 @@
+//! The neutral data model every writer consumes: one [`Dispatch`] per kernel dispatch with its
+//! counter values, and one [`Agent`] per GPU. Writers know nothing about how the data was
+//! collected; converters turn raw interposer records into this model.
+
+/// One GPU, as `agent_info.csv` and the database describe it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Agent {
+    /// KFD node id (`gpu-id` in rocprof's files).
+    pub node_id: u32,
+    /// Index among the GPUs, from 0.
+    pub gpu_index: u32,
+    /// gfx target name, e.g. `gfx942`.
+    pub name: String,
+    /// Marketing name when known, else empty.
+    pub product_name: String,
+    /// KFD topology properties (`simd_count`, `cu_count`, ...), by name.
+    pub properties: Vec<(String, u64)>,
+}
+
+impl Agent {
+    /// The KFD property `name`, 0 when absent.
+    pub fn property(&self, name: &str) -> u64 {
+        self.properties
+            .iter()
+            .find(|(n, _)| n == name)
+            .map_or(0, |(_, v)| *v)
+    }
+}
+
+/// One requested counter's value for one dispatch.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Counter {
+    /// Counter name as requested.
+    pub name: String,
+    /// The sum over every dimension position (rocprofv3's `Counter_Value`).
+    pub total: f64,
+    /// The dimensions of `values`, in rocprofv3's listing style (`DIMENSION_XCC[0:7] ...`);
+    /// `DIMENSION_NONE` for a scalar.
+    pub dimensions: String,
+    /// One value per dimension position, row-major (last dimension fastest).
+    pub values: Vec<f64>,
+}
+
+/// One kernel dispatch and the counters collected for it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Dispatch {
+    /// Process id.
+    pub pid: u32,
+    /// Thread id of the submitting thread.
+    pub tid: u32,
+    /// KFD node id of the GPU.
+    pub agent: u32,
+    /// Queue id.
+    pub queue_id: u64,
+    /// Packet index in the application's queue.
+    pub queue_index: u64,
+    /// Process-wide dispatch id, from 1.
+    pub dispatch_id: u64,
+    /// Correlation id.
+    pub correlation_id: u64,
+    /// Kernel name.
+    pub kernel: String,
+    /// Kernel descriptor address.
+    pub kernel_object: u64,
+    /// Grid size, x/y/z work-items.
+    pub grid: [u32; 3],
+    /// Workgroup size, x/y/z work-items.
+    pub workgroup: [u32; 3],
+    /// LDS bytes per workgroup as dispatched (writers round to 512 where the peers do).
+    pub lds: u32,
+    /// Scratch bytes per work-item.
+    pub scratch: u32,
+    /// Architected VGPRs.
+    pub arch_vgpr: u32,
+    /// Accumulation VGPRs.
+    pub accum_vgpr: u32,
+    /// SGPRs.
+    pub sgpr: u32,
+    /// Wavefront size.
+    pub wave_size: u32,
+    /// The application's completion signal handle (0 when unknown).
+    pub signal: u64,
+    /// Kernel start, ns.
+    pub start_ns: u64,
+    /// Kernel end, ns.
+    pub end_ns: u64,
+    /// The counters collected for this dispatch, in request order.
+    pub counters: Vec<Counter>,
+}
+
+impl Dispatch {
+    /// Work-items in the grid (x·y·z).
+    pub fn grid_size(&self) -> u64 {
+        self.grid.iter().map(|&v| u64::from(v)).product()
+    }
+
+    /// Work-items per workgroup (x·y·z).
+    pub fn workgroup_size(&self) -> u64 {
+        self.workgroup.iter().map(|&v| u64::from(v)).product()
+    }
+
+    /// LDS bytes rounded up to the 512-byte allocation granule, as rocprof prints them.
+    pub fn lds_block_size(&self) -> u64 {
+        u64::from(self.lds).div_ceil(512) * 512
+    }
+}
+
+/// A counter value as text: integers without a fraction, other values in Rust's shortest
+/// round-trip form.
+pub fn format_value(value: f64) -> String {
+    if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
+        format!("{}", value as i64)
+    } else if value.abs() >= 1e16 {
+        format!("{value:e}")
+    } else {
+        format!("{value}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_values_print_as_the_peers_do() {
+        let d = Dispatch {
+            grid: [1024, 2, 1],
+            workgroup: [64, 4, 1],
+            lds: 513,
+            start_ns: 10,
+            end_ns: 25,
+            ..Dispatch::default()
+        };
+        assert_eq!(
+            (d.grid_size(), d.workgroup_size(), d.lds_block_size()),
+            (2048, 256, 1024)
+        );
+        assert_eq!(format_value(4096.0), "4096");
+        assert_eq!(format_value(-3.0), "-3");
+        assert_eq!(format_value(0.25), "0.25");
+        assert_eq!(format_value(1e300), "1e300");
+    }
+}

@@ -1,0 +1,404 @@
+//! Writers and the pass merge on synthetic data, with exact expected files.
+
+use std::path::{Path, PathBuf};
+
+use super::database::{AgentBusy, Database, KernelTime};
+use super::model::{Agent, Counter, Dispatch};
+use crate::merge::{write_merged_files, write_pass_files, Formats, OutputError};
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("rtl-pmc-outputs-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn gpu() -> Agent {
+    Agent {
+        node_id: 2,
+        gpu_index: 0,
+        name: "gfx942".into(),
+        product_name: "MI300X".into(),
+        properties: vec![
+            ("simd_count".into(), 1216),
+            ("cu_count".into(), 304),
+            ("num_xcc".into(), 8),
+            ("wave_front_size".into(), 64),
+        ],
+    }
+}
+
+fn counter(name: &str, values: &[f64]) -> Counter {
+    Counter {
+        name: name.into(),
+        total: values.iter().sum(),
+        dimensions: if values.len() > 1 {
+            format!("DIMENSION_XCC[0:{}]", values.len() - 1)
+        } else {
+            "DIMENSION_NONE".into()
+        },
+        values: values.to_vec(),
+    }
+}
+
+/// A dispatch of `kernel` by `pid`, the `n`-th of the process, starting at `start`.
+fn dispatch(pid: u32, n: u64, kernel: &str, start: u64, counters: Vec<Counter>) -> Dispatch {
+    Dispatch {
+        pid,
+        tid: pid + 1,
+        agent: 2,
+        queue_id: 1,
+        queue_index: 4 * n,
+        dispatch_id: n,
+        correlation_id: n,
+        kernel: kernel.into(),
+        kernel_object: 0x7f00_0000_1000 + 0x40 * u64::from(kernel == "vmul"),
+        grid: [1024, 2, 1],
+        workgroup: [256, 1, 1],
+        lds: 100,
+        scratch: 16,
+        arch_vgpr: 8,
+        accum_vgpr: 4,
+        sgpr: 32,
+        wave_size: 64,
+        signal: 0x5000 + n,
+        start_ns: start,
+        end_ns: start + if kernel == "vadd" { 300 } else { 1000 },
+        counters,
+    }
+}
+
+/// Two passes of an application that forks once. Pass 1 collects SQ_WAVES (per XCC), pass 2
+/// GRBM_COUNT; in pass 2 the parent launches `vmul` once more than in pass 1.
+fn two_passes(dir: &Path) -> Database {
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    db.add_agent(&gpu()).unwrap();
+    let waves = |a: f64, b: f64| vec![counter("SQ_WAVES", &[a, b])];
+    let pass1 = [
+        dispatch(100, 1, "vadd", 1000, waves(8.0, 8.0)),
+        dispatch(100, 2, "vmul", 2000, waves(16.0, 16.0)),
+        dispatch(100, 3, "vadd", 4000, waves(8.0, 9.0)),
+        dispatch(101, 1, "vadd", 3500, waves(1.0, 2.0)),
+    ];
+    // Records arrive per process; the child's file is read first here on purpose.
+    db.begin_pass(1, "SQ_WAVES").unwrap();
+    for d in pass1.iter().rev() {
+        db.insert(1, 0, d).unwrap();
+    }
+    db.end_pass(1, Some(0)).unwrap();
+    let count = |v: f64| vec![counter("GRBM_COUNT", &[v])];
+    let pass2 = [
+        dispatch(200, 1, "vadd", 11000, count(3000.0)),
+        dispatch(200, 2, "vmul", 12000, count(9000.0)),
+        dispatch(200, 3, "vadd", 14000, count(3100.0)),
+        dispatch(200, 4, "vmul", 15000, count(9100.0)),
+        dispatch(201, 1, "vadd", 13500, count(2900.0)),
+    ];
+    db.begin_pass(2, "GRBM_COUNT").unwrap();
+    for d in &pass2 {
+        db.insert(2, 0, d).unwrap();
+    }
+    db.end_pass(2, Some(0)).unwrap();
+    db
+}
+
+#[test]
+fn pass_files_are_rocprofv3_shaped() {
+    let dir = temp_dir("pass");
+    let db = two_passes(&dir);
+    let written = write_pass_files(&db, 1, &dir, Formats::default()).unwrap();
+    assert_eq!(
+        written,
+        vec![
+            dir.join("counter_collection.csv"),
+            dir.join("agent_info.csv")
+        ]
+    );
+    let expected = "\
+\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"
+1,1,\"Agent 2\",1,100,101,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",16.000000,1000,1300
+2,2,\"Agent 2\",1,100,101,2048,2,\"vmul\",256,512,16,8,4,32,\"SQ_WAVES\",32.000000,2000,3000
+1,1,\"Agent 2\",1,101,102,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",3.000000,3500,3800
+3,3,\"Agent 2\",1,100,101,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",17.000000,4000,4300
+";
+    assert_eq!(
+        std::fs::read_to_string(dir.join("counter_collection.csv")).unwrap(),
+        expected
+    );
+    let agents = std::fs::read_to_string(dir.join("agent_info.csv")).unwrap();
+    let lines: Vec<&str> = agents.lines().collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[0].starts_with(
+        "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Cpu_Cores_Count\",\"Simd_Count\","
+    ));
+    assert!(lines[0].ends_with(",\"Name\",\"Product_Name\""));
+    assert_eq!(
+        lines[1],
+        "2,2,\"GPU\",0,1216,0,0,0,0,0,0,64,8,304,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\"gfx942\",\"MI300X\""
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn passes_join_by_process_order_kernel_and_occurrence() {
+    let dir = temp_dir("merge");
+    let db = two_passes(&dir);
+    let formats = Formats {
+        csv: true,
+        json: true,
+        rocpd: true,
+        pftrace: false,
+    };
+    let written = write_merged_files(&db, &dir, "results", formats).unwrap();
+    assert_eq!(
+        written,
+        vec![dir.join("results.csv"), dir.join("results.json")]
+    );
+    let expected = "\
+Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,accum_vgpr,sgpr,wave_size,sig,obj,SQ_WAVES,GRBM_COUNT,BeginNs,EndNs
+0,\"vadd\",2,1,4,100,101,2048,256,512,16,8,4,32,64,0x5001,0x7f0000001000,16,3000,1000,1300
+1,\"vmul\",2,1,8,100,101,2048,256,512,16,8,4,32,64,0x5002,0x7f0000001040,32,9000,2000,3000
+2,\"vadd\",2,1,4,101,102,2048,256,512,16,8,4,32,64,0x5001,0x7f0000001000,3,2900,3500,3800
+3,\"vadd\",2,1,12,100,101,2048,256,512,16,8,4,32,64,0x5003,0x7f0000001000,17,3100,4000,4300
+4,\"vmul\",2,1,16,200,201,2048,256,512,16,8,4,32,64,0x5004,0x7f0000001040,None,9100,15000,16000
+";
+    assert_eq!(
+        std::fs::read_to_string(dir.join("results.csv")).unwrap(),
+        expected
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    let root = &json["rtl-pmc"];
+    assert_eq!(
+        root["counters"],
+        serde_json::json!(["SQ_WAVES", "GRBM_COUNT"])
+    );
+    assert_eq!(root["agents"][0]["properties"]["cu_count"], 304);
+    assert_eq!(root["dispatches"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        root["dispatches"][0]["counters"],
+        serde_json::json!([
+            {"name": "SQ_WAVES", "value": 16.0, "dimensions": "DIMENSION_XCC[0:1]", "values": [8.0, 8.0]},
+            {"name": "GRBM_COUNT", "value": 3000.0, "dimensions": "DIMENSION_NONE", "values": [3000.0]},
+        ])
+    );
+    assert_eq!(
+        db.mismatches().unwrap(),
+        vec![super::database::Mismatch {
+            kernel: "vmul".into(),
+            per_pass: vec![(1, 1), (2, 2)]
+        }]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn database_views_answer_top_and_busy() {
+    let dir = temp_dir("views");
+    let db = two_passes(&dir);
+    assert_eq!(
+        db.top(10).unwrap(),
+        vec![
+            KernelTime {
+                kernel: "vmul".into(),
+                calls: 2,
+                total_ns: 2000,
+                average_ns: 1000.0,
+                percent: 2000.0 * 100.0 / 2900.0,
+            },
+            KernelTime {
+                kernel: "vadd".into(),
+                calls: 3,
+                total_ns: 900,
+                average_ns: 300.0,
+                percent: 900.0 * 100.0 / 2900.0,
+            },
+        ]
+    );
+    // Merged dispatches keep their first pass's times: 1000..4300 and the unmatched 15000..16000.
+    assert_eq!(
+        db.busy().unwrap(),
+        vec![AgentBusy {
+            agent: 2,
+            name: "gfx942".into(),
+            dispatches: 5,
+            busy_ns: 2900,
+            busy_percent: 2900.0 * 100.0 / 15000.0,
+        }]
+    );
+    assert_eq!(
+        db.kernel_counters("vadd").unwrap(),
+        vec![("SQ_WAVES".into(), 36.0), ("GRBM_COUNT".into(), 9000.0)]
+    );
+    let path = db.commit(true).unwrap().unwrap();
+    assert_eq!(path, dir.join("results.db"));
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let rows: Vec<(String, i64, i64)> = conn
+        .prepare("SELECT kernel, calls, total_ns FROM top")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        rows,
+        vec![("vmul".into(), 2, 2000), ("vadd".into(), 3, 900)]
+    );
+    let dims: Vec<(String, i64, f64)> = conn
+        .prepare("SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        dims,
+        vec![("SQ_WAVES".into(), 0, 8.0), ("SQ_WAVES".into(), 1, 8.0)]
+    );
+    let busy: (i64, i64) = conn
+        .query_row("SELECT agent, busy_ns FROM busy", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap();
+    assert_eq!(busy, (2, 2900));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn an_uncommitted_database_leaves_nothing() {
+    let dir = temp_dir("drop");
+    drop(two_passes(&dir));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    let db = two_passes(&dir);
+    assert_eq!(db.commit(false).unwrap(), None);
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn summary_lists_kernels_gpus_and_counters() {
+    let dir = temp_dir("summary");
+    let db = two_passes(&dir);
+    let text = crate::summary::render(&db, &[dir.join("results.csv")]).unwrap();
+    let expected = format!(
+        "\
+rtl-pmc: top kernels by total time
+  Kernel     Calls         Total       Average       %
+  vmul           2       2.00 us       1.00 us    69.0
+    SQ_WAVES=32  GRBM_COUNT=18100
+  vadd           3        900 ns        300 ns    31.0
+    SQ_WAVES=36  GRBM_COUNT=9000
+rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
+rtl-pmc: wrote {}
+",
+        dir.join("results.csv").display()
+    );
+    assert_eq!(text, expected);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Decodes `path` with Perfetto's published protos (the PyPI `perfetto` wheel) and prints one
+/// line per packet; `None` when no Python with that wheel is found.
+fn decode_with_perfetto(path: &Path) -> Option<String> {
+    const SCRIPT: &str = r#"
+import sys
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+t = pb.Trace()
+t.ParseFromString(open(sys.argv[1], 'rb').read())
+for p in t.packet:
+    if p.HasField('track_descriptor'):
+        d = p.track_descriptor
+        print('track', d.uuid, d.name, d.parent_uuid, d.HasField('counter'))
+    else:
+        e = p.track_event
+        kind = pb.TrackEvent.Type.Name(e.type)
+        value = e.double_counter_value if e.type == 4 else e.name
+        args = ','.join(f'{a.name}={a.uint_value or a.double_value}' for a in e.debug_annotations)
+        print(p.timestamp, kind, e.track_uuid, value, args)
+"#;
+    let candidates = [
+        std::env::var("RTL_PMC_PERFETTO_PYTHON").ok(),
+        Some("python3".to_string()),
+    ];
+    for python in candidates.into_iter().flatten() {
+        let out = std::process::Command::new(&python)
+            .arg("-c")
+            .arg(SCRIPT)
+            .arg(path)
+            .output();
+        if let Ok(out) = out {
+            if out.status.success() {
+                return Some(String::from_utf8_lossy(&out.stdout).into_owned());
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn perfetto_trace_decodes_with_perfettos_protos() {
+    let dir = temp_dir("pftrace");
+    let db = two_passes(&dir);
+    let formats = Formats {
+        csv: false,
+        json: false,
+        rocpd: false,
+        pftrace: true,
+    };
+    let written = write_merged_files(&db, &dir, "results", formats).unwrap();
+    let path = dir.join("results.pftrace");
+    assert_eq!(written, vec![path.clone()]);
+    let bytes = std::fs::read(&path).unwrap();
+    // Our own messages read it back: 3 descriptors + per dispatch begin, end and 2 events per
+    // counter value (9 values in 5 dispatches).
+    let trace = <super::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
+    assert_eq!(trace.packet.len(), 3 + 1 + 5 * 2 + 9 * 2);
+    let Some(decoded) = decode_with_perfetto(&path) else {
+        eprintln!(
+            "perfetto wheel not found (set RTL_PMC_PERFETTO_PYTHON); checked with prost only"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        return;
+    };
+    let first: Vec<&str> = decoded.lines().take(8).collect();
+    assert_eq!(
+        first,
+        vec![
+            "track 1 GPU 2 (gfx942) 0 False",
+            "track 2 queue 1 1 False",
+            "1000 TYPE_SLICE_BEGIN 2 vadd pid=100,tid=101,dispatch_id=1,grid_size=2048,workgroup_size=256,SQ_WAVES=16.0,GRBM_COUNT=3000.0",
+            "track 3 GPU 2 SQ_WAVES 1 True",
+            "1000 TYPE_COUNTER 3 16.0 ",
+            "1300 TYPE_COUNTER 3 0.0 ",
+            "track 4 GPU 2 GRBM_COUNT 1 True",
+            "1000 TYPE_COUNTER 4 3000.0 ",
+        ]
+    );
+    assert_eq!(decoded.lines().count(), 3 + 1 + 5 * 2 + 9 * 2);
+    assert_eq!(
+        decoded
+            .lines()
+            .filter(|l| l.contains("TYPE_SLICE_END 2"))
+            .count(),
+        5
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn output_errors_name_the_file() {
+    let dir = temp_dir("errors").join("missing");
+    let e = write_merged_files(
+        &two_passes(&temp_dir("errors-db")),
+        &dir,
+        "results",
+        Formats::default(),
+    )
+    .unwrap_err();
+    assert!(matches!(e, OutputError::Io(_)));
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}/results.csv.partial-", dir.display())),
+        "{e}"
+    );
+}
