@@ -251,6 +251,14 @@ pub unsafe fn reset() {
     }
 }
 
+/// Fills the tables with the defaults the first time an exported function finds them empty.
+pub fn ensure_defaults() {
+    static DEFAULTS: std::sync::Once = std::sync::Once::new();
+    // SAFETY: runs once, before any tool can have been loaded (tools load in `hsa_init`, which
+    // itself comes through a trampoline that gets here first).
+    DEFAULTS.call_once(|| unsafe { reset() });
+}
+
 /// Reads the live entry at `offset` (ROCm 7 layout) of the AMD extension table.
 ///
 /// # Safety
@@ -283,7 +291,11 @@ macro_rules! core_trampolines {
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 // SAFETY: a pointer-sized volatile read of an entry of the static table block.
-                let entry = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*tables()).core.$field)) };
+                let read = || unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*tables()).core.$field)) };
+                let entry = read().or_else(|| {
+                    ensure_defaults();
+                    read()
+                });
                 match entry {
                     // SAFETY: the entry has the exported function's C signature.
                     Some(f) => unsafe { f($($arg),*) },
@@ -306,8 +318,13 @@ macro_rules! ext_trampolines {
             #[no_mangle]
             pub unsafe extern "C" fn $name($($arg: $ty),*) -> $ret {
                 // SAFETY: the reader is given the entry's own offset and type.
-                let entry: Option<unsafe extern "C" fn($($ty),*) -> $ret> =
-                    unsafe { $reader(core::mem::offset_of!($table, $field)) };
+                let read = || -> Option<unsafe extern "C" fn($($ty),*) -> $ret> {
+                    unsafe { $reader(core::mem::offset_of!($table, $field)) }
+                };
+                let entry = read().or_else(|| {
+                    ensure_defaults();
+                    read()
+                });
                 match entry {
                     // SAFETY: the entry has the exported function's C signature.
                     Some(f) => unsafe { f($($arg),*) },

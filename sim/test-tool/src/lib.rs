@@ -1,1 +1,237 @@
 //! A tools library for testing how the simulated runtime loads tools.
+//!
+//! Each `OnLoad`/`OnUnload` appends one line to the file named by `RTL_SIM_TEST_TOOL_LOG`, with
+//! the tool's name (its file stem, so several copies of the library can be told apart), the
+//! arguments received and the table versions. `RTL_SIM_TEST_TOOL_FAIL` lists (comma-separated)
+//! tool names whose `OnLoad` returns false. With `RTL_SIM_TEST_TOOL_INTERCEPT=1` the tool wraps
+//! `hsa_queue_create`: queues become intercept queues with a handler that logs the packet count
+//! of every call and passes the packets on unchanged.
+
+#[allow(dead_code, unused_imports)]
+#[path = "../../../src/hsa/mod.rs"]
+mod hsa;
+
+use hsa::*;
+use std::ffi::{c_char, c_void, CStr};
+use std::io::Write;
+use std::sync::OnceLock;
+
+/// The original entries this copy of the tool wrapped.
+struct Saved {
+    name: String,
+    queue_create: unsafe extern "C" fn(
+        hsa_agent_t,
+        u32,
+        hsa_queue_type32_t,
+        hsa_queue_error_callback,
+        *mut c_void,
+        u32,
+        u32,
+        *mut *mut hsa_queue_t,
+    ) -> hsa_status_t,
+    intercept_create: unsafe extern "C" fn(
+        hsa_agent_t,
+        u32,
+        hsa_queue_type32_t,
+        hsa_queue_error_callback,
+        *mut c_void,
+        u32,
+        u32,
+        *mut *mut hsa_queue_t,
+    ) -> hsa_status_t,
+    intercept_register: unsafe extern "C" fn(
+        *mut hsa_queue_t,
+        hsa_amd_queue_intercept_handler,
+        *mut c_void,
+    ) -> hsa_status_t,
+    set_profiler_enabled: unsafe extern "C" fn(*mut hsa_queue_t, i32) -> hsa_status_t,
+    queue_destroy: unsafe extern "C" fn(*mut hsa_queue_t) -> hsa_status_t,
+}
+
+static SAVED: OnceLock<Saved> = OnceLock::new();
+
+fn log(line: &str) {
+    if let Ok(path) = std::env::var("RTL_SIM_TEST_TOOL_LOG") {
+        if let Ok(mut f) = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+        {
+            let _ = writeln!(f, "{line}");
+        }
+    }
+}
+
+/// This library's file stem (e.g. `tool_a` for `/tmp/x/tool_a.so`).
+fn own_name() -> String {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr on the address of a function of this library; `info` is a valid out-pointer.
+    let found = unsafe { libc::dladdr(own_name as *const c_void, &mut info) } != 0
+        && !info.dli_fname.is_null();
+    if !found {
+        return "unknown".into();
+    }
+    // SAFETY: dladdr returned a NUL-terminated path.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }
+        .to_string_lossy()
+        .into_owned();
+    std::path::Path::new(&path)
+        .file_stem()
+        .map_or(path.clone(), |s| s.to_string_lossy().into_owned())
+}
+
+fn version(v: &ApiTableVersion) -> String {
+    format!("{}.{}.{}", v.major_id, v.minor_id, v.step_id)
+}
+
+/// Reads the entry at `offset` (ROCm 7 layout) of the AMD extension table, if present.
+///
+/// # Safety
+/// `table` is the runtime's live table; `F` is the entry's type.
+unsafe fn amd_ext_entry<F: Copy>(table: *mut AmdExtTable, offset: usize) -> Option<F> {
+    // SAFETY: per the contract; the offset is checked against the table's size.
+    unsafe {
+        let mapped = AmdExtTable::offset_in(&(*table).version, offset)?;
+        Some(std::ptr::read((table as *const u8).add(mapped) as *const F))
+    }
+}
+
+unsafe extern "C" fn handler(
+    pkts: *const c_void,
+    count: u64,
+    user_pkt_index: u64,
+    data: *mut c_void,
+    writer: hsa_amd_queue_intercept_packet_writer,
+) {
+    let queue_id = data as u64;
+    let name = SAVED.get().map_or("?", |s| s.name.as_str());
+    log(&format!(
+        "handler name={name} queue={queue_id} count={count} index={user_pkt_index}"
+    ));
+    if let Some(w) = writer {
+        // SAFETY: forwarding the packets we were given to the writer we were given.
+        unsafe { w(pkts, count) };
+    }
+}
+
+unsafe extern "C" fn queue_create(
+    agent: hsa_agent_t,
+    size: u32,
+    type_: hsa_queue_type32_t,
+    callback: hsa_queue_error_callback,
+    data: *mut c_void,
+    private_segment_size: u32,
+    group_segment_size: u32,
+    queue: *mut *mut hsa_queue_t,
+) -> hsa_status_t {
+    let result = std::panic::catch_unwind(|| {
+        let Some(saved) = SAVED.get() else {
+            return HSA_STATUS_ERROR;
+        };
+        // SAFETY: calling the runtime's functions with the application's arguments.
+        unsafe {
+            // A queue made by an earlier tool's wrapper is already an intercept queue: register on it.
+            let mut status = (saved.queue_create)(
+                agent,
+                size,
+                type_,
+                callback,
+                data,
+                private_segment_size,
+                group_segment_size,
+                queue,
+            );
+            if status == HSA_STATUS_SUCCESS
+                && (saved.intercept_register)(*queue, Some(handler), (**queue).id as *mut c_void)
+                    == HSA_STATUS_SUCCESS
+            {
+                (saved.set_profiler_enabled)(*queue, 1);
+                return status;
+            }
+            if status == HSA_STATUS_SUCCESS {
+                // A plain queue: replace it with an intercept queue.
+                (saved.queue_destroy)(*queue);
+            }
+            status = (saved.intercept_create)(
+                agent,
+                size,
+                type_,
+                callback,
+                data,
+                private_segment_size,
+                group_segment_size,
+                queue,
+            );
+            if status != HSA_STATUS_SUCCESS {
+                return status;
+            }
+            (saved.set_profiler_enabled)(*queue, 1);
+            (saved.intercept_register)(*queue, Some(handler), (**queue).id as *mut c_void)
+        }
+    });
+    result.unwrap_or(HSA_STATUS_ERROR)
+}
+
+/// Tools-library entry point.
+///
+/// # Safety
+/// Called by the runtime with its live table.
+#[no_mangle]
+pub unsafe extern "C" fn OnLoad(
+    table: *mut HsaApiTable,
+    runtime_version: u64,
+    failed_tool_count: u64,
+    failed_tool_names: *const *const c_char,
+) -> bool {
+    std::panic::catch_unwind(|| {
+        let name = own_name();
+        let failed: Vec<String> = (0..failed_tool_count as usize)
+            // SAFETY: the runtime passes `failed_tool_count` NUL-terminated names.
+            .map(|i| unsafe { CStr::from_ptr(*failed_tool_names.add(i)) }.to_string_lossy().into_owned())
+            .collect();
+        // SAFETY: the runtime's live table.
+        let (root, core, amd) = unsafe { (&*table, &*(*table).core_, &*(*table).amd_ext_) };
+        log(&format!(
+            "OnLoad name={name} runtime_version={runtime_version} failed={failed_tool_count} failed_names=[{}] root={} core={} amd_ext={}",
+            failed.join(","),
+            version(&root.version),
+            version(&core.version),
+            version(&amd.version)
+        ));
+        let fail = std::env::var("RTL_SIM_TEST_TOOL_FAIL").unwrap_or_default();
+        if fail.split(',').any(|n| n.trim() == name) {
+            return false;
+        }
+        if std::env::var("RTL_SIM_TEST_TOOL_INTERCEPT").is_ok_and(|v| v == "1") {
+            // SAFETY: reading and patching the live tables, as tools do.
+            unsafe {
+                let core = (*table).core_;
+                let amd = (*table).amd_ext_;
+                let create = amd_ext_entry(amd, std::mem::offset_of!(AmdExtTable, hsa_amd_queue_intercept_create_fn));
+                let register = amd_ext_entry(amd, std::mem::offset_of!(AmdExtTable, hsa_amd_queue_intercept_register_fn));
+                let profiler = amd_ext_entry(amd, std::mem::offset_of!(AmdExtTable, hsa_amd_profiling_set_profiler_enabled_fn));
+                if let (Some(queue_create_fn), Some(queue_destroy), Some(Some(ic)), Some(Some(ir)), Some(Some(pe))) =
+                    ((*core).hsa_queue_create_fn, (*core).hsa_queue_destroy_fn, create, register, profiler)
+                {
+                    let _ = SAVED.set(Saved { name: name.clone(), queue_create: queue_create_fn, intercept_create: ic, intercept_register: ir, set_profiler_enabled: pe, queue_destroy });
+                    (*core).hsa_queue_create_fn = Some(queue_create);
+                } else {
+                    log(&format!("OnLoad name={name} intercept entries missing"));
+                }
+            }
+        }
+        true
+    })
+    .unwrap_or(false)
+}
+
+/// Tools-library exit point.
+#[no_mangle]
+pub extern "C" fn OnUnload() {
+    let _ = std::panic::catch_unwind(|| log(&format!("OnUnload name={}", own_name())));
+}
