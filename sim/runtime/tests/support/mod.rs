@@ -210,7 +210,8 @@ pub fn run_child(child: &str, scenario: &str, env: &[(&str, &str)]) -> String {
         out.status.success(),
         "child scenario {scenario} failed:\n{text}"
     );
-    text
+    // The harness prints `test child ... ` right before the scenario's first line.
+    text.replace("test child ... ", "\n")
 }
 
 /// The directory holding the built cdylibs (`target/<profile>`): the parent of `deps/`.
@@ -235,11 +236,13 @@ pub fn copy_cdylib(file: &str, dir: &std::path::Path, name: &str) -> PathBuf {
     dst
 }
 
-/// A fresh scratch directory under the target dir.
+/// A fresh scratch directory under the target dir, unique in this test process.
 pub fn scratch(name: &str) -> PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
     let dir = target_dir()
         .join("rtl-sim-tests")
-        .join(format!("{name}-{}", std::process::id()));
+        .join(format!("{name}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
