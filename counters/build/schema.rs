@@ -1,4 +1,5 @@
-//! The serde form of the `arch-defs` YAML files (documented in `arch-defs/README.md`).
+//! The serde form of the `arch-defs` YAML files (documented in `arch-defs/README.md`), read by
+//! the build script.
 
 use std::collections::BTreeMap;
 

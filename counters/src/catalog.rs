@@ -6,11 +6,39 @@ use std::sync::OnceLock;
 
 use crate::dimension::{Dimension, Shape};
 use crate::expr::{Accumulation, Expr};
-use crate::schema::{ArchFile, BlockEntry, CounterEntry, SharedFile};
 use crate::topology::Topology;
 use crate::Error;
 
-include!(concat!(env!("OUT_DIR"), "/builtin_files.rs"));
+/// One architecture as the build script compiled it from `arch-defs/` (shared groups merged,
+/// counters sorted by name).
+struct BuiltinArch {
+    arch: &'static str,
+    reference: Option<(&'static str, &'static [(&'static str, u64)])>,
+    blocks: &'static [BuiltinBlock],
+    counters: &'static [BuiltinCounter],
+}
+
+struct BuiltinBlock {
+    name: &'static str,
+    aql_block_id: u32,
+    counters_per_pass: u32,
+    instances_per_xcc: u32,
+    scaled_by_cus: bool,
+    dimensions: &'static [&'static str],
+    budget: Option<&'static str>,
+    max_event_id: Option<u32>,
+}
+
+struct BuiltinCounter {
+    name: &'static str,
+    description: &'static str,
+    unit: Option<&'static str>,
+    block: Option<&'static str>,
+    event: Option<u64>,
+    expression: Option<&'static str>,
+}
+
+include!(concat!(env!("OUT_DIR"), "/builtin.rs"));
 
 /// Architecture names with built-in definitions, in `arch-defs/` order.
 static ARCHITECTURES: OnceLock<Vec<&'static str>> = OnceLock::new();
@@ -190,7 +218,7 @@ impl Catalog {
     /// The built-in catalog of an architecture, e.g. `"gfx942"`. An unknown architecture is
     /// [`Error::UnknownArchitecture`], which lists the known ones.
     pub fn builtin(arch: &str) -> Result<Catalog, Error> {
-        let Some((_, text)) = ARCH_FILES.iter().find(|(name, _)| *name == arch) else {
+        let Some(builtin) = BUILTIN.iter().find(|b| b.arch == arch) else {
             return Err(Error::UnknownArchitecture {
                 arch: arch.to_string(),
                 known: Catalog::architectures().join(", "),
@@ -200,62 +228,57 @@ impl Catalog {
             arch: arch.to_string(),
             message,
         };
-        let file: ArchFile =
-            serde_saphyr::from_str(text).map_err(|e| broken(format!("{arch}.yaml: {e}")))?;
-        if file.architecture != arch {
-            return Err(broken(format!(
-                "{arch}.yaml describes '{}'",
-                file.architecture
-            )));
-        }
-        let mut blocks = Vec::new();
-        let mut counters = Vec::new();
-        for group in &file.include {
-            let Some((_, text)) = SHARED_FILES.iter().find(|(name, _)| name == group) else {
-                return Err(broken(format!("included group '{group}' does not exist")));
-            };
-            let shared: SharedFile = serde_saphyr::from_str(text)
-                .map_err(|e| broken(format!("shared/{group}.yaml: {e}")))?;
-            if !shared.architectures.iter().any(|a| a == arch) {
-                return Err(broken(format!("shared/{group}.yaml does not list {arch}")));
-            }
-            blocks.extend(shared.blocks);
-            counters.extend(shared.counters);
-        }
-        blocks.extend(file.blocks);
-        counters.extend(file.counters);
-
         let mut catalog = Catalog {
             arch: arch.to_string(),
-            counters: Vec::with_capacity(counters.len()),
-            index: HashMap::with_capacity(counters.len()),
-            blocks: Vec::with_capacity(blocks.len()),
-            block_index: HashMap::with_capacity(blocks.len()),
+            counters: Vec::with_capacity(builtin.counters.len()),
+            index: HashMap::with_capacity(builtin.counters.len()),
+            blocks: Vec::with_capacity(builtin.blocks.len()),
+            block_index: HashMap::with_capacity(builtin.blocks.len()),
             reference: None,
             foreign: HashMap::new(),
         };
-        blocks.sort_by_key(|b| b.aql_block_id);
-        for entry in blocks {
-            let block = block_from_entry(entry).map_err(&broken)?;
-            if catalog
+        for block in builtin.blocks {
+            let block = block_from_builtin(block).map_err(&broken)?;
+            catalog
                 .block_index
-                .insert(block.name.clone(), catalog.blocks.len())
-                .is_some()
-            {
-                return Err(broken(format!("block {} is defined twice", block.name)));
-            }
+                .insert(block.name.clone(), catalog.blocks.len());
             catalog.blocks.push(block);
         }
-        counters.sort_by(|a, b| a.name.cmp(&b.name));
-        for entry in counters {
-            let counter = counter_from_entry(entry, Origin::Builtin).map_err(&broken)?;
-            catalog.push(counter).map_err(&broken)?;
+        for counter in builtin.counters {
+            let kind = match (counter.block, counter.event, counter.expression) {
+                (Some(block), Some(event), None) => CounterKind::Basic {
+                    block: block.to_string(),
+                    event: event as u32,
+                    flags: (event >> 32) as u32,
+                },
+                (_, _, Some(expression)) => CounterKind::Derived {
+                    expression: expression.to_string(),
+                },
+                _ => {
+                    return Err(broken(format!(
+                        "counter {} has no definition",
+                        counter.name
+                    )))
+                }
+            };
+            let unit = counter.unit.filter(|u| !u.is_empty()).map(str::to_string);
+            let def = CounterDef::new(
+                counter.name.to_string(),
+                counter.description.to_string(),
+                unit,
+                kind,
+                Origin::Builtin,
+            );
+            catalog.push(def).map_err(&broken)?;
         }
-        if let Some(reference) = file.reference_topology {
-            let topology =
-                Topology::new(reference.properties).map_err(|e| broken(e.to_string()))?;
+        if let Some((product, properties)) = builtin.reference {
+            let properties = properties
+                .iter()
+                .map(|(k, v)| (k.to_string(), *v))
+                .collect();
+            let topology = Topology::new(properties).map_err(|e| broken(e.to_string()))?;
             catalog.reference = Some(ReferenceGpu {
-                product: reference.product,
+                product: product.to_string(),
                 topology,
             });
         }
@@ -265,7 +288,7 @@ impl Catalog {
     /// Architecture names with built-in definitions.
     pub fn architectures() -> &'static [&'static str] {
         ARCHITECTURES.get_or_init(|| {
-            let mut names: Vec<&'static str> = ARCH_FILES.iter().map(|(name, _)| *name).collect();
+            let mut names: Vec<&'static str> = BUILTIN.iter().map(|b| b.arch).collect();
             names.sort_by_key(|name| arch_sort_key(name));
             names
         })
@@ -518,47 +541,23 @@ fn arch_sort_key(name: &str) -> (usize, String) {
     (name.len(), name.to_string())
 }
 
-fn block_from_entry(entry: BlockEntry) -> Result<Block, String> {
-    let dimensions = entry
+fn block_from_builtin(block: &BuiltinBlock) -> Result<Block, String> {
+    let dimensions = block
         .dimensions
         .iter()
         .map(|d| {
             Dimension::from_short_name(d)
-                .ok_or_else(|| format!("block {}: unknown dimension '{d}'", entry.name))
+                .ok_or_else(|| format!("block {}: unknown dimension '{d}'", block.name))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Block {
-        budget: entry.budget.unwrap_or_else(|| entry.name.clone()),
-        name: entry.name,
-        aql_block_id: entry.aql_block_id,
-        counters_per_pass: entry.counters_per_pass,
-        instances_per_xcc: entry.instances_per_xcc,
-        scaled_by_cus: entry.scaled_by_cus,
+        name: block.name.to_string(),
+        aql_block_id: block.aql_block_id,
+        counters_per_pass: block.counters_per_pass,
+        instances_per_xcc: block.instances_per_xcc,
+        scaled_by_cus: block.scaled_by_cus,
         dimensions,
-        max_event_id: entry.max_event_id,
+        budget: block.budget.unwrap_or(block.name).to_string(),
+        max_event_id: block.max_event_id,
     })
-}
-
-fn counter_from_entry(entry: CounterEntry, origin: Origin) -> Result<CounterDef, String> {
-    let kind = match (entry.block, entry.event, entry.expression) {
-        (Some(block), Some(event), None) => CounterKind::Basic {
-            block,
-            event: event as u32,
-            flags: (event >> 32) as u32,
-        },
-        (None, None, Some(expression)) => CounterKind::Derived { expression },
-        _ => {
-            return Err(format!(
-                "counter {} needs either block and event, or expression",
-                entry.name
-            ))
-        }
-    };
-    Ok(CounterDef::new(
-        entry.name,
-        entry.description,
-        entry.unit.filter(|u| !u.is_empty()),
-        kind,
-        origin,
-    ))
 }

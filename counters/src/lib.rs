@@ -37,7 +37,6 @@ mod expr;
 mod extra;
 mod list;
 mod resolve;
-mod schema;
 mod suggest;
 mod topology;
 

@@ -48,6 +48,8 @@ pub struct CounterSet {
     events: Vec<ResolvedEvent>,
     nodes: Vec<Node>,
     shapes: Vec<Shape>,
+    /// Node `n`'s values lie at `offsets[n]..offsets[n + 1]` of the evaluation buffer.
+    offsets: Vec<usize>,
     outputs: Vec<(String, usize)>,
 }
 
@@ -67,11 +69,15 @@ enum Node {
         op: ReduceOp,
         arg: usize,
         group: Vec<u32>,
-        out_len: usize,
     },
     Gather {
         arg: usize,
         indices: Vec<u32>,
+    },
+    /// A full reduction of raw event samples, read straight from the samples.
+    ReduceEvent {
+        op: ReduceOp,
+        event: usize,
     },
 }
 
@@ -100,10 +106,12 @@ impl Catalog {
                 events: Vec::new(),
                 nodes: Vec::new(),
                 shapes: Vec::new(),
+                offsets: Vec::new(),
                 outputs: Vec::new(),
             },
             event_nodes: HashMap::new(),
             counter_nodes: HashMap::new(),
+            unique: HashMap::new(),
             stack: Vec::new(),
         };
         for name in names {
@@ -115,7 +123,9 @@ impl Catalog {
             let node = compiler.counter(def)?;
             compiler.set.outputs.push((name.to_string(), node));
         }
-        Ok(compiler.set)
+        let mut set = compiler.set;
+        set.lay_out();
+        Ok(set)
     }
 
     /// The shape of counter `name`'s values on a GPU with this topology.
@@ -142,39 +152,121 @@ impl CounterSet {
     /// Evaluates every requested counter. `samples[i]` holds the raw values of `events()[i]`
     /// in aqlprofile sample order (`events()[i].sample_count()` of them).
     pub fn evaluate<S: AsRef<[u64]>>(&self, samples: &[S]) -> Result<Vec<CounterValue>, Error> {
-        self.check_samples(samples)?;
-        let mut values: Vec<Vec<f64>> = Vec::with_capacity(self.nodes.len());
-        for node in &self.nodes {
-            let value = match node {
-                Node::Event(i) => samples[*i].as_ref().iter().map(|&v| v as f64).collect(),
-                Node::Constant(c) => vec![*c],
-                Node::Negate(a) => values[*a].iter().map(|v| -v).collect(),
-                Node::Binary { op, a, b, layout } => combine(*op, &values[*a], &values[*b], layout),
-                Node::Reduce {
-                    op,
-                    arg,
-                    group,
-                    out_len,
-                } => reduce(*op, &values[*arg], group, *out_len),
-                Node::Gather { arg, indices } => {
-                    indices.iter().map(|&i| values[*arg][i as usize]).collect()
-                }
-            };
-            values.push(value);
-        }
-        Ok(self
-            .outputs
-            .iter()
-            .map(|(name, node)| {
-                let values = values[*node].clone();
-                CounterValue {
-                    name: name.clone(),
-                    shape: self.shapes[*node].clone(),
-                    total: values.iter().sum(),
-                    values,
-                }
+        let mut values = Vec::with_capacity(self.outputs.len());
+        self.evaluate_each(samples, &mut Vec::new(), |name, shape, v| {
+            values.push(CounterValue {
+                name: name.to_string(),
+                shape: shape.clone(),
+                values: v.to_vec(),
+                total: v.iter().sum(),
             })
-            .collect())
+        })?;
+        Ok(values)
+    }
+
+    /// Like [`CounterSet::evaluate`], without allocating per call: `buffer` is reused between
+    /// calls, and `visit` receives each requested counter's name, shape and values (in request
+    /// order), borrowed from it. For merging many dispatches.
+    pub fn evaluate_each<S: AsRef<[u64]>>(
+        &self,
+        samples: &[S],
+        buffer: &mut Vec<f64>,
+        mut visit: impl FnMut(&str, &Shape, &[f64]),
+    ) -> Result<(), Error> {
+        self.run(samples, buffer)?;
+        for (name, node) in &self.outputs {
+            visit(
+                name,
+                &self.shapes[*node],
+                &buffer[self.offsets[*node]..self.offsets[*node + 1]],
+            );
+        }
+        Ok(())
+    }
+
+    /// Fuses full reductions of raw events and places every node's values in the evaluation
+    /// buffer; an event read only by fused reductions takes no space.
+    fn lay_out(&mut self) {
+        for n in 0..self.nodes.len() {
+            if let Node::Reduce { op, arg, group } = &self.nodes[n] {
+                if let (true, Node::Event(event)) = (group.is_empty(), &self.nodes[*arg]) {
+                    self.nodes[n] = Node::ReduceEvent {
+                        op: *op,
+                        event: *event,
+                    };
+                }
+            }
+        }
+        let mut needed = vec![false; self.nodes.len()];
+        for node in &self.nodes {
+            match node {
+                Node::Negate(a) | Node::Reduce { arg: a, .. } | Node::Gather { arg: a, .. } => {
+                    needed[*a] = true
+                }
+                Node::Binary { a, b, .. } => {
+                    needed[*a] = true;
+                    needed[*b] = true;
+                }
+                Node::Event(_) | Node::Constant(_) | Node::ReduceEvent { .. } => {}
+            }
+        }
+        for (_, node) in &self.outputs {
+            needed[*node] = true;
+        }
+        self.offsets = Vec::with_capacity(self.nodes.len() + 1);
+        self.offsets.push(0);
+        let mut end = 0;
+        for (n, node) in self.nodes.iter().enumerate() {
+            if !matches!(node, Node::Event(_)) || needed[n] {
+                end += self.shapes[n].size();
+            }
+            self.offsets.push(end);
+        }
+    }
+
+    /// Evaluates every node into `buffer` (resized as needed, so callers can reuse it); node
+    /// `n`'s values end up at `offsets[n]..offsets[n + 1]`.
+    fn run<S: AsRef<[u64]>>(&self, samples: &[S], buffer: &mut Vec<f64>) -> Result<(), Error> {
+        self.check_samples(samples)?;
+        // Every node overwrites all of its values, so a reused buffer needs no clearing.
+        let len = self.offsets[self.nodes.len()];
+        if buffer.len() != len {
+            buffer.clear();
+            buffer.resize(len, 0.0);
+        }
+        for (n, node) in self.nodes.iter().enumerate() {
+            // Operands always precede the node, so they lie in `done`.
+            let (done, rest) = buffer.split_at_mut(self.offsets[n]);
+            let out = &mut rest[..self.offsets[n + 1] - self.offsets[n]];
+            let operand = |i: usize| &done[self.offsets[i]..self.offsets[i + 1]];
+            match node {
+                Node::Event(i) => {
+                    for (slot, &v) in out.iter_mut().zip(samples[*i].as_ref()) {
+                        *slot = v as f64;
+                    }
+                }
+                Node::Constant(c) => out[0] = *c,
+                Node::Negate(a) => {
+                    for (slot, v) in out.iter_mut().zip(operand(*a)) {
+                        *slot = -v;
+                    }
+                }
+                Node::Binary { op, a, b, layout } => {
+                    combine(*op, operand(*a), operand(*b), layout, out)
+                }
+                Node::Reduce { op, arg, group, .. } => reduce(*op, operand(*arg), group, out),
+                Node::ReduceEvent { op, event } => {
+                    out[0] = reduce_samples(*op, samples[*event].as_ref())
+                }
+                Node::Gather { arg, indices } => {
+                    let input = operand(*arg);
+                    for (slot, &i) in out.iter_mut().zip(indices) {
+                        *slot = input[i as usize];
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     fn check_samples<S: AsRef<[u64]>>(&self, samples: &[S]) -> Result<(), Error> {
@@ -211,41 +303,78 @@ fn apply(op: BinaryOp, a: f64, b: f64) -> f64 {
     }
 }
 
-fn combine(op: BinaryOp, a: &[f64], b: &[f64], layout: &Combine) -> Vec<f64> {
+fn combine(op: BinaryOp, a: &[f64], b: &[f64], layout: &Combine, out: &mut [f64]) {
     match layout {
-        Combine::Same => a.iter().zip(b).map(|(&x, &y)| apply(op, x, y)).collect(),
-        Combine::ScalarLeft => b.iter().map(|&y| apply(op, a[0], y)).collect(),
-        Combine::ScalarRight => a.iter().map(|&x| apply(op, x, b[0])).collect(),
-        Combine::Indexed(ia, ib) => ia
-            .iter()
-            .zip(ib)
-            .map(|(&i, &j)| apply(op, a[i as usize], b[j as usize]))
-            .collect(),
+        Combine::Same => {
+            for ((slot, &x), &y) in out.iter_mut().zip(a).zip(b) {
+                *slot = apply(op, x, y);
+            }
+        }
+        Combine::ScalarLeft => {
+            for (slot, &y) in out.iter_mut().zip(b) {
+                *slot = apply(op, a[0], y);
+            }
+        }
+        Combine::ScalarRight => {
+            for (slot, &x) in out.iter_mut().zip(a) {
+                *slot = apply(op, x, b[0]);
+            }
+        }
+        Combine::Indexed(ia, ib) => {
+            for ((slot, &i), &j) in out.iter_mut().zip(ia).zip(ib) {
+                *slot = apply(op, a[i as usize], b[j as usize]);
+            }
+        }
     }
 }
 
-fn reduce(op: ReduceOp, input: &[f64], group: &[u32], out_len: usize) -> Vec<f64> {
+fn reduce_samples(op: ReduceOp, samples: &[u64]) -> f64 {
+    match op {
+        ReduceOp::Sum => sum_samples(samples),
+        ReduceOp::Avr => sum_samples(samples) / samples.len().max(1) as f64,
+        ReduceOp::Min => samples.iter().min().map_or(0.0, |&v| v as f64),
+        ReduceOp::Max => samples.iter().max().map_or(0.0, |&v| v as f64),
+    }
+}
+
+/// The sum of raw samples, with independent partial sums so the loop vectorises.
+fn sum_samples(samples: &[u64]) -> f64 {
+    let mut partial = [0.0f64; 4];
+    let chunks = samples.chunks_exact(4);
+    let tail: f64 = chunks.remainder().iter().map(|&v| v as f64).sum();
+    for chunk in chunks {
+        for (p, &v) in partial.iter_mut().zip(chunk) {
+            *p += v as f64;
+        }
+    }
+    partial.iter().sum::<f64>() + tail
+}
+
+fn reduce(op: ReduceOp, input: &[f64], group: &[u32], out: &mut [f64]) {
     let init = match op {
         ReduceOp::Sum | ReduceOp::Avr => 0.0,
         ReduceOp::Min => f64::INFINITY,
         ReduceOp::Max => f64::NEG_INFINITY,
     };
-    let mut out = vec![init; out_len];
-    for (&value, &g) in input.iter().zip(group) {
-        let slot = &mut out[g as usize];
-        *slot = match op {
-            ReduceOp::Sum | ReduceOp::Avr => *slot + value,
-            ReduceOp::Min => slot.min(value),
-            ReduceOp::Max => slot.max(value),
-        };
+    let fold = |acc: f64, value: f64| match op {
+        ReduceOp::Sum | ReduceOp::Avr => acc + value,
+        ReduceOp::Min => acc.min(value),
+        ReduceOp::Max => acc.max(value),
+    };
+    if out.len() == 1 {
+        out[0] = input.iter().fold(init, |acc, &v| fold(acc, v));
+    } else {
+        out.fill(init);
+        for (&value, &g) in input.iter().zip(group) {
+            out[g as usize] = fold(out[g as usize], value);
+        }
     }
     if op == ReduceOp::Avr {
-        let per_group = (input.len() / out_len.max(1)) as f64;
-        for slot in &mut out {
+        let per_group = (input.len() / out.len().max(1)) as f64;
+        for slot in out.iter_mut() {
             *slot /= per_group;
         }
     }
-    out
 }
 
 struct Compiler<'a> {
@@ -254,11 +383,19 @@ struct Compiler<'a> {
     set: CounterSet,
     event_nodes: HashMap<HwEvent, usize>,
     counter_nodes: HashMap<String, usize>,
+    unique: HashMap<String, usize>,
     stack: Vec<String>,
 }
 
 impl<'a> Compiler<'a> {
+    /// Appends a node, or returns the identical node compiled before (common subexpressions,
+    /// such as `reduce(GRBM_GUI_ACTIVE,max)` in many metrics, are evaluated once).
     fn push(&mut self, node: Node, shape: Shape) -> usize {
+        let key = format!("{node:?}");
+        if let Some(&existing) = self.unique.get(&key) {
+            return existing;
+        }
+        self.unique.insert(key, self.set.nodes.len());
         self.set.nodes.push(node);
         self.set.shapes.push(shape);
         self.set.nodes.len() - 1
@@ -412,34 +549,13 @@ impl<'a> Compiler<'a> {
     }
 
     fn reduction(&mut self, arg: usize, op: ReduceOp, input: &Shape, output: Shape) -> usize {
-        let strides = output.strides();
-        let group = (0..input.size())
-            .map(|i| {
-                let coords = input.coordinates(i);
-                input
-                    .dims()
-                    .iter()
-                    .zip(coords)
-                    .filter_map(|((d, _), c)| {
-                        output
-                            .dims()
-                            .iter()
-                            .position(|(o, _)| o == d)
-                            .map(|k| c as usize * strides[k])
-                    })
-                    .sum::<usize>() as u32
-            })
-            .collect();
-        let out_len = output.size();
-        self.push(
-            Node::Reduce {
-                op,
-                arg,
-                group,
-                out_len,
-            },
-            output,
-        )
+        // A full reduction needs no group map.
+        let group = if output.is_scalar() {
+            Vec::new()
+        } else {
+            positions_in(input, &output)
+        };
+        self.push(Node::Reduce { op, arg, group }, output)
     }
 
     fn legacy_reduce(
@@ -504,26 +620,27 @@ fn line_up(a: &Shape, b: &Shape) -> Result<(Combine, Shape), String> {
         }
     }
     let shape = Shape::new(dims);
-    let index_in = |operand: &Shape| -> Vec<u32> {
-        let strides = operand.strides();
-        (0..shape.size())
-            .map(|i| {
-                shape
-                    .dims()
-                    .iter()
-                    .zip(shape.coordinates(i))
-                    .filter_map(|((d, _), c)| {
-                        operand
-                            .dims()
-                            .iter()
-                            .position(|(o, _)| o == d)
-                            .map(|k| c as usize * strides[k])
-                    })
-                    .sum::<usize>() as u32
-            })
-            .collect()
-    };
-    Ok((Combine::Indexed(index_in(a), index_in(b)), shape))
+    let layout = Combine::Indexed(positions_in(&shape, a), positions_in(&shape, b));
+    Ok((layout, shape))
+}
+
+/// For every position of `shape`, the flat index in `operand` of the position with the same
+/// coordinates on the dimensions both have (dimensions `operand` lacks are ignored).
+fn positions_in(shape: &Shape, operand: &Shape) -> Vec<u32> {
+    let strides = operand.strides();
+    (0..shape.size())
+        .map(|i| {
+            shape
+                .dims()
+                .iter()
+                .zip(shape.coordinates(i))
+                .filter_map(|((d, _), c)| {
+                    let k = operand.dims().iter().position(|(o, _)| o == d)?;
+                    Some(c as usize * strides[k])
+                })
+                .sum::<usize>() as u32
+        })
+        .collect()
 }
 
 /// The input index of every output position of a `select`, and the output shape. A dimension
