@@ -112,15 +112,15 @@ pub fn uninstall() {
 
 /// Completes and flushes everything pending (unload and process exit).
 pub fn finish() {
+    static FINISHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let Some(me) = interposer() else { return };
+    if FINISHED.swap(true, Ordering::SeqCst) {
+        return;
+    }
     if let Some(session) = me.session.get() {
         session.completion.stop(DRAIN_TIMEOUT);
         if me.config.env_mode {
-            super::env_mode::write_results(
-                &me.config,
-                session.completion.output(),
-                &session.agents,
-            );
+            super::env_mode::write_results(&me.config.counter_names, session.completion.output());
         }
     }
 }
