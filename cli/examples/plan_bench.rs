@@ -15,16 +15,13 @@ use rtl_pmc::passes::{first_fit, plan_group, Counter, Event, Limits, PlanOptions
 use rtl_pmc_counters::{Catalog, CounterKind, HwEvent};
 
 fn limits(catalog: &Catalog) -> Limits {
-    let mut limits = Limits::new();
-    for block in catalog.blocks().filter(|b| b.name == b.budget) {
-        limits.set(block.budget.clone(), block.counters_per_pass as usize);
-    }
-    for block in catalog.blocks() {
-        if limits.get(&block.budget).is_none() {
-            limits.set(block.budget.clone(), block.counters_per_pass as usize);
-        }
-    }
-    limits
+    Limits::from_blocks(catalog.blocks().map(|b| {
+        (
+            b.name.as_str(),
+            b.budget.as_str(),
+            b.counters_per_pass as usize,
+        )
+    }))
 }
 
 fn planner_counter(catalog: &Catalog, name: String, events: Vec<HwEvent>) -> Counter<HwEvent> {

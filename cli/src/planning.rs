@@ -27,16 +27,13 @@ impl ArchCatalog {
                 .add_extra_file(path.as_ref())
                 .map_err(|e| CliError::input(e.to_string()))?;
         }
-        // A block sharing another's registers (SQ_CS and SQ) takes that block's limit.
-        let mut limits = Limits::new();
-        for block in catalog.blocks().filter(|b| b.name == b.budget) {
-            limits.set(block.budget.clone(), block.counters_per_pass as usize);
-        }
-        for block in catalog.blocks() {
-            if limits.get(&block.budget).is_none() {
-                limits.set(block.budget.clone(), block.counters_per_pass as usize);
-            }
-        }
+        let limits = Limits::from_blocks(catalog.blocks().map(|b| {
+            (
+                b.name.as_str(),
+                b.budget.as_str(),
+                b.counters_per_pass as usize,
+            )
+        }));
         Ok(ArchCatalog { catalog, limits })
     }
 

@@ -50,6 +50,22 @@ impl Limits {
         self
     }
 
+    /// Limits from a list of blocks as `(block, budget, counters per pass)`. A block whose
+    /// budget is another block's (SQ_CS sharing SQ's registers) takes that block's limit.
+    pub fn from_blocks<'a>(blocks: impl IntoIterator<Item = (&'a str, &'a str, usize)>) -> Self {
+        let blocks: Vec<_> = blocks.into_iter().collect();
+        let mut limits = Limits::new();
+        for &(_, budget, n) in blocks.iter().filter(|(name, budget, _)| name == budget) {
+            limits.set(budget, n);
+        }
+        for &(_, budget, n) in &blocks {
+            if limits.get(budget).is_none() {
+                limits.set(budget, n);
+            }
+        }
+        limits
+    }
+
     /// The number of events of `budget` that one pass can hold, if known.
     pub fn get(&self, budget: &str) -> Option<usize> {
         self.per_budget.get(budget).copied()
@@ -799,6 +815,15 @@ mod tests {
         let passes = first_fit(&counters, &gfx9_limits()).unwrap();
         let members: Vec<_> = passes.iter().map(|p| p.counters.clone()).collect();
         assert_eq!(members, vec![vec![0, 1, 2], vec![3]]);
+    }
+
+    #[test]
+    fn aliased_blocks_take_their_budget_blocks_limit() {
+        let limits = Limits::from_blocks([("SQ_CS", "SQ", 4), ("SQ", "SQ", 8), ("TA", "TA", 2)]);
+        assert_eq!(
+            (limits.get("SQ"), limits.get("TA"), limits.get("SQ_CS")),
+            (Some(8), Some(2), None)
+        );
     }
 
     #[test]
