@@ -161,8 +161,58 @@ def fallback_description(name, record, describe):
     return describe(record)
 
 
+BLOCK_PHRASES = {
+    "SQ": "Shader sequencer", "SQC": "Shader sequencer cache", "SPI": "Shader processor input",
+    "TA": "Texture addresser", "TD": "Texture data unit", "TCP": "Vector L1 cache",
+    "TCC": "L2 cache", "TCA": "L2 cache arbiter", "GL2C": "L2 cache", "GRBM": "Graphics engine",
+    "CPC": "Compute command processor", "CPF": "Command processor fetcher",
+}
+
+# Words for the parts of hardware counter names, used to describe counters that have no
+# hand-written description.
+TOKEN_WORDS = {
+    "INSTS": "instructions issued", "INST": "instruction", "STALL": "stall", "STALLED": "stalled",
+    "REQ": "requests", "VALU": "vector ALU", "SALU": "scalar ALU", "BUSY": "busy cycles",
+    "EA0": "to memory", "EA": "to memory", "MC": "to memory", "WRREQ": "write requests",
+    "RDREQ": "read requests", "WRREQS": "write requests", "CYCLES": "cycles", "CYCLE": "cycles",
+    "ATOMIC": "atomic", "LDS": "LDS", "READ": "read", "WRITE": "write", "RD": "read",
+    "WR": "write", "MFMA": "matrix (MFMA)", "WAVEFRONTS": "wavefronts", "WAVEFRONT": "wavefronts",
+    "UTCL1": "L1 TLB (UTCL1)", "UTCL2": "L2 TLB (UTCL2)", "FULL": "full",
+    "32B": "of 32 bytes", "64B": "of 64 bytes", "96B": "of 96 bytes", "128B": "of 128 bytes",
+    "CSN": "compute shader", "CSQ": "compute queue", "LEVEL": "in flight (accumulate for latency)",
+    "DRAM": "to DRAM", "GMI": "to other dies over GMI", "IO": "to I/O (PCIe)",
+    "FLAT": "flat", "ACTIVE": "active", "CREDIT": "credit", "WAVE": "wave", "WAVES": "waves",
+    "DCACHE": "scalar data cache", "ICACHE": "instruction cache", "VMEM": "vector memory",
+    "SMEM": "scalar memory", "BUFFER": "buffer", "FIFO": "FIFO", "TOTAL": "total",
+    "MISS": "misses", "MISSES": "misses", "HIT": "hits", "HITS": "hits", "DATA": "data",
+    "BY": "by", "LOAD": "load", "STORE": "store", "LATENCY": "latency (cycles, summed)",
+    "TRANSLATION": "translation", "THREADGROUPS": "workgroups", "IDLE": "idle",
+    "ADDR": "address", "RET": "return", "UNCACHED": "uncached", "WRITEBACK": "write-backs",
+    "EVICT": "evictions", "PROBE": "probes", "SECTORS": "sectors", "WAIT": "waiting",
+    "ANY": "any", "TAGCONFLICT": "tag conflict", "CONFLICT": "conflict", "BANK": "bank",
+    "INFLIGHT": "in flight", "CACHE": "cache", "ACCESSES": "accesses", "COALESCED": "coalesced",
+    "COALESCEABLE": "coalesceable", "COALESCABLE": "coalesceable", "WITH": "with",
+    "WITHOUT": "without", "NORMAL": "normal", "PENDING": "pending", "UC": "uncached",
+    "NC": "non-coherent", "CC": "coherent", "RW": "read-write", "OCCUPANCY": "occupancy",
+    "F16": "FP16", "F32": "FP32", "F64": "FP64", "BF16": "BF16", "FP16": "FP16", "FP32": "FP32",
+    "FP64": "FP64", "MOPS": "operations (in 512-op units)", "FLOPS": "floating-point ops",
+    "TRANS": "transcendental", "FMA": "fused multiply-add", "ADD": "add", "MUL": "multiply",
+    "INT32": "32-bit integer", "INT64": "64-bit integer", "TC": "texture cache", "TCC": "L2",
+    "TCP": "vector L1", "TA": "texture addresser", "TD": "texture data", "SPI": "SPI",
+    "GDS": "global data share", "STAT": "status", "NUM": "number of", "LT": "below",
+    "EQ": "equal to", "LTE": "at most", "VOLATILE": "volatile", "STREAMING": "streaming",
+    "BYPASS": "bypass", "REQUEST": "requests", "PERMISSION": "permission", "TAG": "tag",
+}
+
+
 def basic_fallback(record):
-    return f"Hardware event {record['event']} of the {record['block']} block."
+    """A description composed from the parts of a hardware counter's name."""
+    block = record["block"]
+    name = record["name"]
+    rest = name[len(block) + 1:] if name.startswith(block + "_") else name
+    words = [TOKEN_WORDS.get(token, token) for token in rest.split("_") if token]
+    subject = BLOCK_PHRASES.get(block, f"{block} block")
+    return f"{subject} event {record['event']}: " + " ".join(words) + "."
 
 
 def main():

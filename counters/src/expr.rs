@@ -161,6 +161,7 @@ fn describe_expected(variant: &pest::error::ErrorVariant<Rule>) -> String {
     match variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => {
             let mut names: Vec<&str> = positives.iter().filter_map(|r| rule_label(*r)).collect();
+            names.sort_unstable();
             names.dedup();
             if names.is_empty() {
                 "unexpected input".into()
