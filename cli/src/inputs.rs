@@ -330,9 +330,9 @@ struct JobSpec {
     #[serde(default)]
     kernel_iteration_range: Option<Spanned<OneOrMany>>,
     #[serde(default)]
-    output_directory: Option<String>,
+    output_directory: Option<Spanned<String>>,
     #[serde(default)]
-    output_file: Option<String>,
+    output_file: Option<Spanned<String>>,
     #[serde(default)]
     output_format: Option<Spanned<OneOrMany>>,
     #[serde(default)]
@@ -492,17 +492,19 @@ fn job_from_spec(
         settings.filters.iterations = ranges;
     }
     if let Some(dir) = spec.output_directory {
-        let dir = PathBuf::from(dir);
+        let where_ = at(dir.referenced.line(), dir.referenced.column());
+        let dir = PathBuf::from(dir.value);
         if cli.output_directory.as_ref().is_some_and(|c| *c != dir) {
-            return Err(conflict("output_directory", "--output-directory", &job_at));
+            return Err(conflict("output_directory", "--output-directory", &where_));
         }
         settings.output_directory = Some(dir);
     }
     if let Some(file) = spec.output_file {
-        if cli.output_file.as_ref().is_some_and(|c| *c != file) {
-            return Err(conflict("output_file", "--output-file", &job_at));
+        let where_ = at(file.referenced.line(), file.referenced.column());
+        if cli.output_file.as_ref().is_some_and(|c| *c != file.value) {
+            return Err(conflict("output_file", "--output-file", &where_));
         }
-        settings.output_file = Some(file);
+        settings.output_file = Some(file.value);
     }
     if let Some(v) = spec.output_format {
         let where_ = at(v.referenced.line(), v.referenced.column());
@@ -535,6 +537,116 @@ fn job_from_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use rtl_pmc::passes::plan_file::{DispatchRange, IterationRange};
+
+    fn names(collection: &Collection) -> Vec<(&str, &str)> {
+        match collection {
+            Collection::Passes(names) => names
+                .iter()
+                .map(|n| (n.name.as_str(), n.at.as_str()))
+                .collect(),
+            Collection::Rotating { .. } => Vec::new(),
+        }
+    }
+
+    #[test]
+    fn rocprofv3_job_settings_are_read_exactly() {
+        let text = "jobs:
+  - pmc: [\"SQ_WAVES\", \"GRBM_COUNT\"]
+  - pmc: [\"FETCH_SIZE\", \"WRITE_SIZE\"]
+    kernel_include_regex: \".*_kernel\"
+    kernel_exclude_regex:
+    kernel_iteration_range: [\"[1-2]\", \"[3-4]\"]
+    output_directory: results
+    output_file: \"out\"
+    output_format: [\"json\", \"csv\"]
+    truncate_kernels: true
+    mangled_kernels: false
+";
+        let cli = Settings {
+            mangled_kernels: true,
+            ..Settings::default()
+        };
+        let jobs = parse_jobs(Path::new("in.yaml"), text, &cli).unwrap();
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(jobs[0].label, "in.yaml job 1");
+        assert_eq!(
+            names(&jobs[0].collection),
+            vec![("SQ_WAVES", "in.yaml:2:11"), ("GRBM_COUNT", "in.yaml:2:23")]
+        );
+        assert_eq!(jobs[0].settings, cli);
+        assert_eq!(
+            jobs[1].settings,
+            Settings {
+                filters: KernelFilters {
+                    include_regex: Some(".*_kernel".into()),
+                    exclude_regex: None,
+                    iterations: vec![
+                        IterationRange { first: 1, last: 2 },
+                        IterationRange { first: 3, last: 4 }
+                    ],
+                    ..KernelFilters::default()
+                },
+                output_directory: Some(PathBuf::from("results")),
+                output_file: Some("out".into()),
+                output_format: vec![OutputFormat::Csv, OutputFormat::Json],
+                truncate_kernels: true,
+                mangled_kernels: true,
+            }
+        );
+    }
+
+    #[test]
+    fn rocprof_v1_filters_apply_to_every_line() {
+        let text = "# groups\npmc : A B,C\npmc: D\nrange: 1 : 4\ngpu: 0 2\nkernel: simple Pass1\n";
+        let jobs = parse_text(Path::new("in.txt"), text, &Settings::default()).unwrap();
+        assert_eq!(
+            names(&jobs[0].collection),
+            vec![
+                ("A", "in.txt:2:7"),
+                ("B", "in.txt:2:9"),
+                ("C", "in.txt:2:11")
+            ]
+        );
+        assert_eq!(names(&jobs[1].collection), vec![("D", "in.txt:3:6")]);
+        for job in &jobs {
+            assert_eq!(
+                job.settings.filters,
+                KernelFilters {
+                    include_regex: Some("simple|Pass1".into()),
+                    dispatches: Some(DispatchRange {
+                        start: 1,
+                        end: Some(4)
+                    }),
+                    gpus: vec![0, 2],
+                    ..KernelFilters::default()
+                }
+            );
+        }
+        assert_eq!(
+            (jobs[0].label.as_str(), jobs[1].label.as_str()),
+            ("in.txt:2", "in.txt:3")
+        );
+    }
+
+    #[test]
+    fn rotating_groups_keep_their_interval() {
+        let text = "jobs:\n  - pmc_groups: [[SQ_WAVES, GRBM_COUNT], [GRBM_GUI_ACTIVE]]\n    pmc_group_interval: 4\n";
+        let jobs = parse_jobs(Path::new("g.yaml"), text, &Settings::default()).unwrap();
+        let Collection::Rotating { groups, interval } = &jobs[0].collection else {
+            panic!("not rotating: {:?}", jobs[0].collection);
+        };
+        let groups: Vec<Vec<&str>> = groups
+            .iter()
+            .map(|g| g.iter().map(|n| n.name.as_str()).collect())
+            .collect();
+        assert_eq!(
+            groups,
+            vec![vec!["SQ_WAVES", "GRBM_COUNT"], vec!["GRBM_GUI_ACTIVE"]]
+        );
+        assert_eq!(*interval, 4);
+    }
 
     #[test]
     fn names_split_on_spaces_and_commas_with_offsets() {

@@ -490,6 +490,36 @@ fn malformed_files() {
 }
 
 #[test]
+fn file_settings_must_agree_with_the_command_line() {
+    let s = Scratch::new("conflict");
+    let yaml = s.file(
+        "input.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    output_file: out\n    kernel_include_regex: copy\n",
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec!["--plan", "--arch", "gfx942", "-i", &yaml];
+        args.extend_from_slice(extra);
+        rtl_pmc(&args)
+    };
+    assert_error(
+        &run(&["-o", "other"]),
+        &format!("{yaml}:3:18: output_file conflicts with --output-file on the command line"),
+    );
+    assert_error(
+        &run(&["--kernel-include-regex", "add"]),
+        &format!(
+            "{yaml}:4:27: kernel_include_regex conflicts with --kernel-include-regex on the \
+             command line"
+        ),
+    );
+    assert_plan(
+        &run(&["-o", "out", "--kernel-include-regex", "copy"]),
+        "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+}
+
+#[test]
 fn pmc_groups_rules() {
     let s = Scratch::new("groups");
     let groups = s.file("groups.yaml", V3_GROUPS_YAML);
