@@ -177,7 +177,7 @@ impl<'a> Converter<'a> {
             accum_vgpr: record.accum_vgpr,
             sgpr: record.sgpr,
             wave_size: record.wave_size,
-            signal: 0,
+            signal: record.signal,
             start_ns: record.start,
             end_ns: record.end,
             counters: self.counters(record),

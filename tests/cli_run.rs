@@ -1,0 +1,388 @@
+//! `rtl-pmc` end to end on the simulated ROCm: the application runs once per pass under the
+//! interposer, and the files it leaves hold exactly the simulator's ground-truth values.
+
+#[path = "sim_support/mod.rs"]
+mod sim_support;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use sim_support::{artifact, sim_env};
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-run-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// What one `rtl-pmc` invocation left behind.
+struct Profile {
+    output: Output,
+    out: PathBuf,
+    truth: Vec<serde_json::Value>,
+}
+
+impl Profile {
+    fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    fn assert_code(&self, code: i32) {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "stdout:\n{}\nstderr:\n{}",
+            String::from_utf8_lossy(&self.output.stdout),
+            self.stderr()
+        );
+    }
+
+    fn file(&self, name: &str) -> String {
+        let path = self.out.join(name);
+        std::fs::read_to_string(&path)
+            .unwrap_or_else(|e| panic!("{}: {e}\nstderr:\n{}", path.display(), self.stderr()))
+    }
+
+    /// `results.csv` as (header, rows of fields).
+    fn results(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let text = self.file("results.csv");
+        let mut lines = text.lines();
+        let header = lines
+            .next()
+            .expect("a header")
+            .split(',')
+            .map(str::to_string)
+            .collect();
+        let rows = lines
+            .map(|l| {
+                l.split(',')
+                    .map(|f| f.trim_matches('"').to_string())
+                    .collect()
+            })
+            .collect();
+        (header, rows)
+    }
+
+    /// The processes of the ground truth, in the order they first appear.
+    fn truth_pids(&self) -> Vec<u64> {
+        let mut pids = Vec::new();
+        for t in &self.truth {
+            let pid = t["pid"].as_u64().expect("pid");
+            if !pids.contains(&pid) {
+                pids.push(pid);
+            }
+        }
+        pids
+    }
+}
+
+/// Sum of the ground-truth samples of `counter` in `line`.
+fn truth_total(line: &serde_json::Value, counter: &str) -> u64 {
+    line["counters"][counter]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ground truth for {counter} in {line}"))
+        .iter()
+        .map(|v| v.as_u64().expect("a count"))
+        .sum()
+}
+
+/// Runs `rtl-pmc ARGS -d OUT -- rtl-demo-app APP_ARGS` on a simulated gfx942 with ground truth
+/// for `truth_counters`.
+fn profile(name: &str, args: &[&str], app_args: &[&str], truth_counters: &[&str]) -> Profile {
+    let dir = scratch(name);
+    let out = dir.join("out");
+    let truth = dir.join("truth.jsonl");
+    let mut command = Command::new(artifact("rtl-pmc"));
+    command
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .args(args)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .args(app_args)
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth_counters.join(","));
+    let output = command.output().expect("rtl-pmc starts");
+    let truth = std::fs::read_to_string(&truth)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .collect();
+    Profile { output, out, truth }
+}
+
+fn column(header: &[String], name: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == name)
+        .unwrap_or_else(|| panic!("no column {name} in {header:?}"))
+}
+
+/// For each results row, the ground-truth line of the dispatch with the same begin/end times.
+fn truth_by_time<'a>(
+    p: &'a Profile,
+    header: &[String],
+    rows: &[Vec<String>],
+) -> Vec<&'a serde_json::Value> {
+    let (begin, end) = (column(header, "BeginNs"), column(header, "EndNs"));
+    let by_time: HashMap<(String, String), &serde_json::Value> = p
+        .truth
+        .iter()
+        .map(|t| ((t["start"].to_string(), t["end"].to_string()), t))
+        .collect();
+    rows.iter()
+        .map(|r| {
+            *by_time
+                .get(&(r[begin].clone(), r[end].clone()))
+                .unwrap_or_else(|| panic!("row {r:?} has no ground-truth dispatch"))
+        })
+        .collect()
+}
+
+const LEADING: &str = "Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,accum_vgpr,sgpr,wave_size,sig,obj";
+
+#[test]
+fn one_pmc_group_is_one_pass_with_ground_truth_values() {
+    let p = profile(
+        "pmc",
+        &["--pmc", "SQ_WAVES", "TCC_HIT"],
+        &[],
+        &["SQ_WAVES", "TCC_HIT"],
+    );
+    p.assert_code(0);
+    assert!(p.out.join("pass_1/plan.json").is_file());
+    assert!(p.out.join("results.db").is_file());
+    assert!(!p.out.join("pass_2").exists());
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},SQ_WAVES,TCC_HIT,BeginNs,EndNs")
+    );
+    assert_eq!(rows.len(), 4);
+    let kernels: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(kernels, ["vadd", "saxpy", "fill", "increment"]);
+    let truth = truth_by_time(&p, &header, &rows);
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+        assert_eq!(
+            row[column(&header, "TCC_HIT")],
+            truth_total(t, "TCC_HIT").to_string()
+        );
+        assert_eq!(row[2], t["agent"].to_string());
+    }
+
+    let collection = p.file("pass_1/counter_collection.csv");
+    let lines: Vec<&str> = collection.lines().collect();
+    assert_eq!(lines[0], "\"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"");
+    assert_eq!(lines.len(), 1 + 4 * 2);
+    let first = &p.truth[0];
+    let fields: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(fields[15], "\"SQ_WAVES\"");
+    assert_eq!(
+        fields[16],
+        format!("{}.000000", truth_total(first, "SQ_WAVES"))
+    );
+    assert_eq!(fields[17], first["start"].to_string());
+    let agents = p.file("pass_1/agent_info.csv");
+    assert_eq!(agents.lines().count(), 2, "{agents}");
+    assert!(
+        agents.lines().nth(1).unwrap().ends_with("\"gfx942\",\"\""),
+        "{agents}"
+    );
+    assert!(
+        p.stderr().contains("rtl-pmc: top kernels by total time"),
+        "{}",
+        p.stderr()
+    );
+}
+
+#[test]
+fn input_txt_with_two_pmc_lines_runs_two_passes_and_merges_them() {
+    let dir = scratch("input-txt-file");
+    let input = dir.join("input.txt");
+    std::fs::write(&input, "# two passes\npmc: SQ_WAVES\npmc: TCC_HIT\n").unwrap();
+    let p = profile(
+        "input-txt",
+        &["-i", input.to_str().unwrap()],
+        &["--iterations", "2"],
+        &["SQ_WAVES", "TCC_HIT"],
+    );
+    p.assert_code(0);
+    for pass in ["pass_1", "pass_2"] {
+        assert!(p.out.join(pass).join("counter_collection.csv").is_file());
+        assert!(p.out.join(pass).join("agent_info.csv").is_file());
+    }
+    assert!(p
+        .file("pass_1/counter_collection.csv")
+        .contains("\"SQ_WAVES\""));
+    assert!(!p
+        .file("pass_1/counter_collection.csv")
+        .contains("\"TCC_HIT\""));
+    assert!(p
+        .file("pass_2/counter_collection.csv")
+        .contains("\"TCC_HIT\""));
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},SQ_WAVES,TCC_HIT,BeginNs,EndNs")
+    );
+    assert_eq!(rows.len(), 8);
+    let pids = p.truth_pids();
+    assert_eq!(pids.len(), 2, "one process per pass");
+    // Pass 1's dispatches give the rows' times; pass 2's are matched by kernel and occurrence.
+    let pass1: Vec<&serde_json::Value> = p.truth.iter().filter(|t| t["pid"] == pids[0]).collect();
+    let pass2: Vec<&serde_json::Value> = p.truth.iter().filter(|t| t["pid"] == pids[1]).collect();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let truth = truth_by_time(&p, &header, &rows);
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(t["pid"], pids[0]);
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+        let kernel = row[1].clone();
+        let n = seen.entry(kernel.clone()).or_default();
+        let second = pass2
+            .iter()
+            .filter(|t| t["kernel"] == kernel.as_str())
+            .nth(*n)
+            .expect("pass 2 ran the same kernels");
+        *n += 1;
+        assert_eq!(
+            row[column(&header, "TCC_HIT")],
+            truth_total(second, "TCC_HIT").to_string()
+        );
+    }
+    assert_eq!(pass1.len(), 8);
+}
+
+#[test]
+fn pmc_groups_alternate_every_four_dispatches() {
+    let dir = scratch("pmc-groups-file");
+    let input = dir.join("input.yaml");
+    std::fs::write(
+        &input,
+        "jobs:\n  - pmc_groups: [[SQ_WAVES], [TCC_HIT]]\n    pmc_group_interval: 4\n",
+    )
+    .unwrap();
+    let p = profile(
+        "pmc-groups",
+        &["-i", input.to_str().unwrap()],
+        &["--iterations", "3"],
+        &["SQ_WAVES", "TCC_HIT"],
+    );
+    p.assert_code(0);
+    assert!(!p.out.join("pass_2").exists(), "pmc_groups is one run");
+    let (header, rows) = p.results();
+    assert_eq!(rows.len(), 12);
+    let (waves, count) = (column(&header, "SQ_WAVES"), column(&header, "TCC_HIT"));
+    let truth = truth_by_time(&p, &header, &rows);
+    for (i, (row, t)) in rows.iter().zip(truth).enumerate() {
+        if (i / 4) % 2 == 0 {
+            assert_eq!(
+                row[waves],
+                truth_total(t, "SQ_WAVES").to_string(),
+                "row {i}"
+            );
+            assert_eq!(row[count], "None", "row {i}");
+        } else {
+            assert_eq!(row[waves], "None", "row {i}");
+            assert_eq!(row[count], truth_total(t, "TCC_HIT").to_string(), "row {i}");
+        }
+    }
+}
+
+#[test]
+fn fetch_size_equals_its_formula_over_ground_truth() {
+    let inputs = ["TCC_BUBBLE", "TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B"];
+    let p = profile("fetch-size", &["--pmc", "FETCH_SIZE"], &[], &inputs);
+    p.assert_code(0);
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},FETCH_SIZE,BeginNs,EndNs")
+    );
+    let truth = truth_by_time(&p, &header, &rows);
+    assert_eq!(rows.len(), 4);
+    for (row, t) in rows.iter().zip(truth) {
+        let [bubble, rdreq, rdreq32] = inputs.map(|c| truth_total(t, c) as f64);
+        let expected =
+            (bubble * 128.0 + (rdreq - bubble - rdreq32) * 64.0 + rdreq32 * 32.0) / 1024.0;
+        let got: f64 = row[column(&header, "FETCH_SIZE")]
+            .parse()
+            .expect("a number");
+        assert_eq!(got, expected, "{row:?}");
+    }
+}
+
+#[test]
+fn a_forking_application_is_merged_with_both_processes() {
+    let p = profile("fork", &["--pmc", "SQ_WAVES"], &["--fork"], &["SQ_WAVES"]);
+    p.assert_code(0);
+    let pids = p.truth_pids();
+    assert_eq!(pids.len(), 2, "parent and child dispatched");
+    let raw: Vec<String> = std::fs::read_dir(p.out.join("pass_1"))
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".rtlraw"))
+        .collect();
+    assert_eq!(raw.len(), 2, "{raw:?}");
+    let (header, rows) = p.results();
+    assert_eq!(rows.len(), 8);
+    let truth = truth_by_time(&p, &header, &rows);
+    let pid = column(&header, "pid");
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(row[pid], t["pid"].to_string());
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+    }
+    let collection = p.file("pass_1/counter_collection.csv");
+    for pid in pids {
+        assert_eq!(
+            collection
+                .lines()
+                .filter(|l| l.contains(&format!(",{pid},")))
+                .count(),
+            4
+        );
+    }
+}
+
+#[test]
+fn the_applications_exit_status_is_passed_on_with_results_written() {
+    let p = profile(
+        "exit-3",
+        &["--pmc", "SQ_WAVES", "--pmc", "TCC_HIT"],
+        &["--exit-code", "3"],
+        &["SQ_WAVES"],
+    );
+    p.assert_code(3);
+    // The first pass failed: the run stops there, and what it collected is written.
+    assert!(!p.out.join("pass_2").exists());
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},SQ_WAVES,BeginNs,EndNs")
+    );
+    assert_eq!(rows.len(), 4);
+    assert!(
+        p.stderr().contains("exited with 3 in pass 1"),
+        "{}",
+        p.stderr()
+    );
+}
