@@ -1,0 +1,75 @@
+//! Running programs on the simulated ROCm from end-to-end tests.
+//!
+//! The simulated runtime and the programs under test are built by `cargo build --workspace`
+//! (cargo test builds neither cdylibs nor other packages' binaries), into the same directory as
+//! the test binary's parent.
+
+// Each test binary uses a different part of this module.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `target/<profile>`, where the workspace's binaries and libraries are.
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test binary has a path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .expect("test binaries live in target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// A built artifact of the workspace, or a panic telling how to build it.
+pub fn artifact(name: &str) -> PathBuf {
+    let path = target_dir().join(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        path.display()
+    );
+    path
+}
+
+/// The environment that runs a program on the simulated GPU `config` (`gfx942`, `gfx1100`, ...):
+/// what `rtl-pmc --sim <config> --print-env` prints, or, while the CLI cannot print it, a
+/// library directory with `libhsa-runtime64.so.1` and `RTL_SIM_DEVICES`.
+pub fn sim_env(config: &str) -> Vec<(String, String)> {
+    let cli = target_dir().join("rtl-pmc");
+    if let Ok(out) = Command::new(&cli)
+        .args(["--sim", config, "--print-env"])
+        .output()
+    {
+        if out.status.success() {
+            let text = String::from_utf8(out.stdout).expect("--print-env prints UTF-8");
+            let vars: Vec<(String, String)> = text.lines().filter_map(parse_export).collect();
+            if !vars.is_empty() {
+                return vars;
+            }
+        }
+    }
+    let lib_dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("sim-lib-{config}"));
+    std::fs::create_dir_all(&lib_dir).expect("the target tmpdir is writable");
+    let link = lib_dir.join("libhsa-runtime64.so.1");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink(artifact("libhsa_runtime64.so"), &link)
+        .expect("the library link can be created");
+    vec![
+        ("LD_LIBRARY_PATH".into(), lib_dir.display().to_string()),
+        ("RTL_SIM_DEVICES".into(), config.into()),
+    ]
+}
+
+/// `export NAME=value` with POSIX single quoting (`'it'\''s'`) or a bare value.
+fn parse_export(line: &str) -> Option<(String, String)> {
+    let (name, value) = line.strip_prefix("export ")?.split_once('=')?;
+    let value = match value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')) {
+        Some(quoted) => quoted.replace("'\\''", "'"),
+        None => value.to_string(),
+    };
+    Some((name.to_string(), value))
+}
+
+/// A fixture code object of `sim/fixtures`.
+pub fn fixture(target: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("sim/fixtures/kernels-{target}.co"))
+}
