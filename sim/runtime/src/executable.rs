@@ -620,14 +620,18 @@ pub(crate) unsafe extern "C" fn hsa_executable_get_info(
     })
 }
 
+/// `(hsa_variable_allocation_t, hsa_variable_segment_t)` of each kind of defined variable.
+const PROGRAM_GLOBAL: (u32, u32) = (HSA_VARIABLE_ALLOCATION_PROGRAM, HSA_VARIABLE_SEGMENT_GLOBAL);
+const AGENT_GLOBAL: (u32, u32) = (HSA_VARIABLE_ALLOCATION_AGENT, HSA_VARIABLE_SEGMENT_GLOBAL);
+const AGENT_READONLY: (u32, u32) = (HSA_VARIABLE_ALLOCATION_AGENT, HSA_VARIABLE_SEGMENT_READONLY);
+
 /// Defines an external variable (the three `*_variable_define` functions).
 fn define_variable(
     executable: hsa_executable_t,
     agent: hsa_agent_t,
     name: *const c_char,
     address: *mut c_void,
-    allocation: u32,
-    segment: u32,
+    (allocation, segment): (u32, u32),
 ) -> hsa_status_t {
     // SAFETY: a non-null name is a C string, as the API requires.
     let Some(name) = (unsafe { c_str(name) }) else {
@@ -684,8 +688,7 @@ pub(crate) unsafe extern "C" fn hsa_executable_global_variable_define(
             hsa_agent_t::default(),
             variable_name,
             address,
-            HSA_VARIABLE_ALLOCATION_PROGRAM,
-            HSA_VARIABLE_SEGMENT_GLOBAL,
+            PROGRAM_GLOBAL,
         )
     })
 }
@@ -697,16 +700,7 @@ pub(crate) unsafe extern "C" fn hsa_executable_agent_global_variable_define(
     variable_name: *const c_char,
     address: *mut c_void,
 ) -> hsa_status_t {
-    entry(|| {
-        define_variable(
-            executable,
-            agent,
-            variable_name,
-            address,
-            HSA_VARIABLE_ALLOCATION_AGENT,
-            HSA_VARIABLE_SEGMENT_GLOBAL,
-        )
-    })
+    entry(|| define_variable(executable, agent, variable_name, address, AGENT_GLOBAL))
 }
 
 /// `hsa_executable_readonly_variable_define`.
@@ -716,16 +710,7 @@ pub(crate) unsafe extern "C" fn hsa_executable_readonly_variable_define(
     variable_name: *const c_char,
     address: *mut c_void,
 ) -> hsa_status_t {
-    entry(|| {
-        define_variable(
-            executable,
-            agent,
-            variable_name,
-            address,
-            HSA_VARIABLE_ALLOCATION_AGENT,
-            HSA_VARIABLE_SEGMENT_READONLY,
-        )
-    })
+    entry(|| define_variable(executable, agent, variable_name, address, AGENT_READONLY))
 }
 
 /// `hsa_executable_validate`: every loaded executable is valid (result 0).
