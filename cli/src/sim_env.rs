@@ -1,8 +1,160 @@
 //! The environment that makes a program run on the simulated ROCm (`--sim`).
+//!
+//! For a device configuration (a gfx architecture or built-in name such as `gfx942` or
+//! `gfx942x2`, or a path to a JSON file of the simulator's schema) it prepares, under
+//! `<directory of this executable>/rtl-sim/<config>/` (or the temp directory if that is not
+//! writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
+//! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable,
+//! and a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration.
+
+#[allow(dead_code)]
+#[path = "../../sim/runtime/src/config.rs"]
+mod sim_config;
+
+use sim_config::{DeviceConfig, BUILT_IN};
+use std::path::{Path, PathBuf};
+
+/// Library files cargo builds for the simulator, and the names programs look for.
+const LINKS: [(&str, &str); 3] = [
+    ("libhsa_runtime64.so", "libhsa-runtime64.so.1"),
+    ("libhsa_runtime64.so", "libhsa-runtime64.so"),
+    ("libhsa_amd_aqlprofile64.so", "libhsa-amd-aqlprofile64.so"),
+];
 
 /// The `NAME=value` pairs that make any program run on the simulated GPU described by `spec`
 /// (an architecture name such as `gfx942`, a built-in configuration name, or a path to a
 /// device-configuration file).
 pub fn exports(spec: &str) -> Result<Vec<(String, String)>, String> {
-    Err(format!("the simulated GPU '{spec}' is not available in this build"))
+    let config = DeviceConfig::load(spec)?;
+    let exe = std::env::current_exe()
+        .map_err(|e| format!("cannot locate the rtl-pmc executable: {e}"))?;
+    let exe_dir = exe
+        .parent()
+        .ok_or("the rtl-pmc executable has no directory")?;
+    let built_in = BUILT_IN.iter().any(|(name, _)| *name == spec.trim());
+    let devices = if built_in {
+        spec.trim().to_string()
+    } else {
+        std::fs::canonicalize(spec.trim())
+            .map_err(|e| format!("device configuration {spec}: {e}"))?
+            .display()
+            .to_string()
+    };
+    let label: String = Path::new(spec.trim())
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "config".into())
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let dir =
+        prepare(&exe_dir.join("rtl-sim").join(&label), exe_dir, &config).or_else(|first| {
+            let uid = std::env::var("USER").unwrap_or_else(|_| "user".into());
+            prepare(
+                &std::env::temp_dir()
+                    .join(format!("rtl-sim-{uid}"))
+                    .join(&label),
+                exe_dir,
+                &config,
+            )
+            .map_err(|second| format!("{first}; {second}"))
+        })?;
+    let lib = dir.join("lib").display().to_string();
+    let library_path = match std::env::var("LD_LIBRARY_PATH") {
+        Ok(old) if !old.is_empty() => format!("{lib}:{old}"),
+        _ => lib,
+    };
+    Ok(vec![
+        ("LD_LIBRARY_PATH".into(), library_path),
+        ("RTL_SIM_DEVICES".into(), devices),
+        (
+            "RTL_PMC_KFD_TOPOLOGY".into(),
+            dir.join("kfd").display().to_string(),
+        ),
+    ])
+}
+
+/// Creates `dir/lib` (symlinks to the libraries in `exe_dir`) and `dir/kfd`.
+fn prepare(dir: &Path, exe_dir: &Path, config: &DeviceConfig) -> Result<PathBuf, String> {
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).map_err(|e| format!("cannot create {}: {e}", lib.display()))?;
+    for (built, name) in LINKS {
+        let target = exe_dir.join(built);
+        if !target.exists() {
+            return Err(format!(
+                "the simulator library {} is missing: build it with `cargo build --workspace`",
+                target.display()
+            ));
+        }
+        let link = lib.join(name);
+        let _ = std::fs::remove_file(&link);
+        std::os::unix::fs::symlink(&target, &link).map_err(|e| {
+            format!(
+                "cannot link {} to {}: {e}",
+                link.display(),
+                target.display()
+            )
+        })?;
+    }
+    let kfd = dir.join("kfd");
+    config
+        .write_kfd_topology(&kfd)
+        .map_err(|e| format!("cannot write the KFD topology under {}: {e}", kfd.display()))?;
+    Ok(dir.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_configurations_are_named() {
+        let err = exports("gfx000").expect_err("unknown");
+        assert!(
+            err.starts_with(
+                "unknown simulated device configuration 'gfx000': use one of gfx942, gfx90a"
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn kfd_topology_matches_the_configuration() {
+        let config = DeviceConfig::load("gfx942x2").expect("built in");
+        let dir = std::env::temp_dir().join(format!("rtl-sim-kfd-test-{}", std::process::id()));
+        config.write_kfd_topology(&dir).expect("writable temp dir");
+        let read = |p: &str| std::fs::read_to_string(dir.join(p)).expect(p);
+        assert_eq!(read("nodes/1/name"), "gfx942\n");
+        assert_eq!(read("nodes/2/name"), "gfx942\n");
+        let props = read("nodes/2/properties");
+        for line in [
+            "simd_count 1216",
+            "gfx_target_version 90402",
+            "num_xcc 8",
+            "array_count 32",
+            "simd_arrays_per_engine 1",
+            "cu_per_simd_array 10",
+            "wave_front_size 64",
+            "max_waves_per_simd 8",
+            "lds_size_in_kb 64",
+            "max_engine_clk_fcompute 2100",
+            "location_id 8704",
+            "drm_render_minor 136",
+        ] {
+            assert!(
+                props.lines().any(|l| l == line),
+                "missing `{line}` in\n{props}"
+            );
+        }
+        assert!(read("nodes/0/properties")
+            .lines()
+            .any(|l| l == "simd_count 0"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
