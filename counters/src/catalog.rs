@@ -129,6 +129,28 @@ pub enum CounterKind {
     },
 }
 
+impl CounterKind {
+    /// The kind of a definition with these fields: `block` and `event` (whose high 32 bits are
+    /// aqlprofile event flags, as in rocprofiler-sdk) or `expression`; `None` for any other mix.
+    pub(crate) fn from_parts(
+        block: Option<&str>,
+        event: Option<u64>,
+        expression: Option<&str>,
+    ) -> Option<CounterKind> {
+        match (block, event, expression) {
+            (Some(block), Some(event), None) => Some(CounterKind::Basic {
+                block: block.to_string(),
+                event: event as u32,
+                flags: (event >> 32) as u32,
+            }),
+            (None, None, Some(expression)) => Some(CounterKind::Derived {
+                expression: expression.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 /// Where a counter definition comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Origin {
@@ -245,22 +267,8 @@ impl Catalog {
             catalog.blocks.push(block);
         }
         for counter in builtin.counters {
-            let kind = match (counter.block, counter.event, counter.expression) {
-                (Some(block), Some(event), None) => CounterKind::Basic {
-                    block: block.to_string(),
-                    event: event as u32,
-                    flags: (event >> 32) as u32,
-                },
-                (_, _, Some(expression)) => CounterKind::Derived {
-                    expression: expression.to_string(),
-                },
-                _ => {
-                    return Err(broken(format!(
-                        "counter {} has no definition",
-                        counter.name
-                    )))
-                }
-            };
+            let kind = CounterKind::from_parts(counter.block, counter.event, counter.expression)
+                .ok_or_else(|| broken(format!("counter {} has no definition", counter.name)))?;
             let unit = counter.unit.filter(|u| !u.is_empty()).map(str::to_string);
             let def = CounterDef::new(
                 counter.name.to_string(),

@@ -174,22 +174,17 @@ impl Catalog {
                         ));
                     }
                 }
-                let kind = match (&def.block, def.event, &def.expression) {
-                    (Some(block), Some(event), None) => CounterKind::Basic {
-                        block: block.clone(),
-                        event: event as u32,
-                        flags: (event >> 32) as u32,
-                    },
-                    (None, None, Some(expression)) => CounterKind::Derived {
-                        expression: expression.clone(),
-                    },
-                    _ => {
-                        return Err(here(
-                            def_line,
-                            "a definition needs either block and event, or expression".into(),
-                        ))
-                    }
-                };
+                let kind = CounterKind::from_parts(
+                    def.block.as_deref(),
+                    def.event,
+                    def.expression.as_deref(),
+                )
+                .ok_or_else(|| {
+                    here(
+                        def_line,
+                        "a definition needs either block and event, or expression".into(),
+                    )
+                })?;
                 if def.architectures.iter().any(|a| a == self.arch()) {
                     mine = Some((kind, def_line));
                 }

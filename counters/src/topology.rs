@@ -162,6 +162,15 @@ impl Topology {
         &NAMED_CONSTANTS
     }
 
+    /// The architecture name encoded by `gfx_target_version` (major*10000 + minor*100 +
+    /// stepping, minor and stepping printed as hex digits): 90402 is `gfx942`, 90010 is
+    /// `gfx90a`, 110000 is `gfx1100`. `None` when KFD does not report it (or reports 0).
+    pub fn gfx_name(&self) -> Option<String> {
+        let version = self.property("gfx_target_version").filter(|v| *v > 0)?;
+        let (major, minor, stepping) = (version / 10000, version / 100 % 100, version % 100);
+        Some(format!("gfx{major}{minor:x}{stepping:x}"))
+    }
+
     /// Active compute units: `simd_count / simd_per_cu`.
     pub fn cu_count(&self) -> u64 {
         self.required("simd_count") / self.required("simd_per_cu")
