@@ -13,6 +13,8 @@
 //! budget bounds the work; when it runs out the best packing found is kept and reported as not
 //! proven optimal.
 
+use std::time::Instant;
+
 /// A packing instance. Every item must fit an empty bin on its own.
 #[derive(Debug, Clone)]
 pub(crate) struct Instance {
@@ -227,6 +229,29 @@ fn clique_bound(p: &Prepared<'_>) -> usize {
     best
 }
 
+/// How much searching is left: nodes, and optionally a moment to stop at.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Search nodes left.
+    pub nodes: u64,
+    /// When to stop, whatever nodes are left.
+    pub deadline: Option<Instant>,
+}
+
+impl Budget {
+    /// Takes one node; false when the budget is spent.
+    fn spend(&mut self) -> bool {
+        if self.nodes == 0 {
+            return false;
+        }
+        self.nodes -= 1;
+        if self.nodes % 128 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+            self.nodes = 0;
+        }
+        true
+    }
+}
+
 /// How a depth-first search for a fixed bin count ended.
 enum Outcome {
     Found,
@@ -245,11 +270,11 @@ struct Search<'p, 'a> {
     cover: Vec<u32>,
     /// Per event: how many unplaced items need it.
     demand: Vec<u32>,
-    nodes_left: u64,
+    budget: Budget,
 }
 
 impl<'p, 'a> Search<'p, 'a> {
-    fn new(p: &'p Prepared<'a>, k: usize, nodes_left: u64) -> Self {
+    fn new(p: &'p Prepared<'a>, k: usize, budget: Budget) -> Self {
         let mut demand = vec![0u32; p.inst.event_budget.len()];
         for events in &p.inst.items {
             for &e in events {
@@ -264,7 +289,7 @@ impl<'p, 'a> Search<'p, 'a> {
             unplaced: p.inst.items.len(),
             cover: vec![0; p.inst.event_budget.len()],
             demand,
-            nodes_left,
+            budget,
         }
     }
 
@@ -321,24 +346,11 @@ impl<'p, 'a> Search<'p, 'a> {
     }
 
     fn run(&mut self) -> Outcome {
-        if self.nodes_left == 0 {
+        if !self.budget.spend() {
             return Outcome::OutOfBudget;
         }
-        self.nodes_left -= 1;
-
-        // Items whose events some bin already holds cost nothing there.
         let mut free = Vec::new();
-        for item in 0..self.assignment.len() {
-            if self.assignment[item].is_none() {
-                if let Some(bin) =
-                    (0..self.bins.open).find(|&bin| self.bins.added(self.p, item, bin) == Some(0))
-                {
-                    self.place(item, bin);
-                    free.push((item, bin));
-                }
-            }
-        }
-        let outcome = self.branch();
+        let outcome = self.step(&mut free);
         if !matches!(outcome, Outcome::Found) {
             for &(item, bin) in free.iter().rev() {
                 self.unplace(item, bin, &[], false);
@@ -347,44 +359,57 @@ impl<'p, 'a> Search<'p, 'a> {
         outcome
     }
 
-    fn branch(&mut self) -> Outcome {
-        if self.unplaced == 0 {
-            return Outcome::Found;
+    /// Bins that can take `item`, with the events each would gain; `None` when one would gain
+    /// none (the item then costs nothing there).
+    fn options(&self, item: usize, out: &mut Vec<(usize, usize)>) -> Option<usize> {
+        out.clear();
+        for bin in 0..self.bins.open {
+            match self.bins.added(self.p, item, bin) {
+                Some(0) => return Some(bin),
+                Some(added) => out.push((added, bin)),
+                None => {}
+            }
         }
-        if !self.enough_room() {
-            return Outcome::Infeasible;
+        if self.bins.open < self.k {
+            out.push((usize::MAX, self.bins.open));
         }
-        // The most constrained item: fewest bins that can take it, then the most events.
-        let mut chosen: Option<(usize, Vec<(usize, usize)>)> = None;
+        None
+    }
+
+    fn step(&mut self, free: &mut Vec<(usize, usize)>) -> Outcome {
+        // One sweep: place free items (placing them changes no bin), and find the most
+        // constrained other item: fewest bins that can take it, then the most events.
+        let mut options = Vec::new();
+        let mut chosen: Option<(usize, usize)> = None;
         for item in 0..self.assignment.len() {
             if self.assignment[item].is_some() {
                 continue;
             }
-            let mut options: Vec<(usize, usize)> = (0..self.bins.open)
-                .filter_map(|bin| self.bins.added(self.p, item, bin).map(|a| (a, bin)))
-                .collect();
-            if self.bins.open < self.k {
-                options.push((usize::MAX, self.bins.open));
+            if let Some(bin) = self.options(item, &mut options) {
+                self.place(item, bin);
+                free.push((item, bin));
+                continue;
             }
             if options.is_empty() {
                 return Outcome::Infeasible;
             }
-            let better = match &chosen {
-                None => true,
-                Some((best, best_options)) => {
-                    options.len() < best_options.len()
-                        || (options.len() == best_options.len()
-                            && self.p.inst.items[item].len() > self.p.inst.items[*best].len())
-                }
-            };
+            let size = self.p.inst.items[item].len();
+            let better = chosen.is_none_or(|(count, best)| {
+                options.len() < count
+                    || (options.len() == count && size > self.p.inst.items[best].len())
+            });
             if better {
-                chosen = Some((item, options));
+                chosen = Some((options.len(), item));
             }
         }
-        let Some((item, mut options)) = chosen else {
+        let Some((_, item)) = chosen else {
             return Outcome::Found;
         };
-        options.sort();
+        if !self.enough_room() {
+            return Outcome::Infeasible;
+        }
+        self.options(item, &mut options);
+        options.sort_unstable();
         for (_, bin) in options {
             let (added, opened) = self.place(item, bin);
             match self.run() {
@@ -400,10 +425,9 @@ impl<'p, 'a> Search<'p, 'a> {
     }
 }
 
-/// Packs the instance into the fewest bins it can prove or find within `node_budget` search
-/// nodes. `floor` is a bin count the caller does not need to go below (another part of the
+/// Packs the instance into the fewest bins it can prove or find within `budget`. `floor` is a bin count the caller does not need to go below (another part of the
 /// problem already needs that many), which lets the search stop early.
-pub(crate) fn pack(inst: &Instance, floor: usize, node_budget: &mut u64) -> Packing {
+pub(crate) fn pack(inst: &Instance, floor: usize, budget: &mut Budget) -> Packing {
     let p = Prepared::new(inst);
     let n = inst.items.len();
     if n == 0 {
@@ -430,9 +454,9 @@ pub(crate) fn pack(inst: &Instance, floor: usize, node_budget: &mut u64) -> Pack
     let mut proven = lower;
     let target = lower.max(floor);
     while bins > target {
-        let mut search = Search::new(&p, bins - 1, *node_budget);
+        let mut search = Search::new(&p, bins - 1, *budget);
         let outcome = search.run();
-        *node_budget = search.nodes_left;
+        *budget = search.budget;
         match outcome {
             Outcome::Found => {
                 assignment = search.assignment.iter().map(|b| b.unwrap_or(0)).collect();
@@ -455,6 +479,13 @@ pub(crate) fn pack(inst: &Instance, floor: usize, node_budget: &mut u64) -> Pack
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn nodes(nodes: u64) -> Budget {
+        Budget {
+            nodes,
+            deadline: None,
+        }
+    }
 
     fn check(inst: &Instance, packing: &Packing) {
         for bin in 0..packing.bins {
@@ -484,7 +515,7 @@ mod tests {
             event_budget: vec![0, 0, 0, 0, 0, 1, 1, 1],
             items: (0..8).map(|e| vec![e]).collect(),
         };
-        let packing = pack(&inst, 0, &mut 1000);
+        let packing = pack(&inst, 0, &mut nodes(1000));
         check(&inst, &packing);
         assert_eq!(packing.bins, 3);
         assert_eq!(packing.proven_lower_bound, 3);
@@ -498,7 +529,7 @@ mod tests {
             event_budget: vec![0; 5],
             items: vec![vec![0, 1], vec![0, 2], vec![0, 3], vec![0, 4]],
         };
-        let packing = pack(&inst, 0, &mut 1000);
+        let packing = pack(&inst, 0, &mut nodes(1000));
         check(&inst, &packing);
         assert_eq!(packing.bins, 4);
         assert_eq!(packing.proven_lower_bound, 4);
@@ -523,7 +554,7 @@ mod tests {
     #[test]
     fn search_beats_greedy_on_a_crafted_instance() {
         let inst = paired();
-        let packing = pack(&inst, 0, &mut 10_000);
+        let packing = pack(&inst, 0, &mut nodes(10_000));
         check(&inst, &packing);
         assert_eq!(packing.bins, 2);
         assert_eq!(packing.proven_lower_bound, 2);
@@ -532,7 +563,7 @@ mod tests {
     #[test]
     fn exhausted_budget_keeps_the_heuristic_packing() {
         let inst = paired();
-        let packing = pack(&inst, 0, &mut 0);
+        let packing = pack(&inst, 0, &mut nodes(0));
         check(&inst, &packing);
         assert!(packing.bins >= 2);
         assert_eq!(packing.proven_lower_bound, 2);

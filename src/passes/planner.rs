@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::time::{Duration, Instant};
 
-use super::packing::{pack, Instance};
+use super::packing::{pack, Budget, Instance};
 
 /// One hardware event a counter needs, as the planner sees it.
 ///
@@ -86,6 +87,9 @@ pub struct PlanOptions {
     /// Search nodes the exact packing may visit per group before it settles for the best
     /// packing found so far (which the plan then reports as not proven optimal).
     pub node_budget: u64,
+    /// Wall-clock time the search may take per group, on top of the node budget. `None`
+    /// keeps plans independent of machine speed.
+    pub time_budget: Option<Duration>,
     /// Refuse to split a group that does not fit one pass (`--strict-passes`).
     pub strict: bool,
 }
@@ -94,6 +98,7 @@ impl Default for PlanOptions {
     fn default() -> Self {
         PlanOptions {
             node_budget: 200_000,
+            time_budget: Some(Duration::from_secs(2)),
             strict: false,
         }
     }
@@ -386,7 +391,11 @@ pub fn plan_group<E: Ord + Clone>(
         });
     }
 
-    let (members, optimal) = split(&interned, options.node_budget);
+    let budget = Budget {
+        nodes: options.node_budget,
+        deadline: options.time_budget.map(|t| Instant::now() + t),
+    };
+    let (members, optimal) = split(&interned, budget);
     let passes: Vec<Pass<E>> = members.into_iter().map(|m| interned.pass(m)).collect();
     if options.strict {
         return Err(PlanError::SplitRefused {
@@ -412,7 +421,7 @@ pub fn plan_group<E: Ord + Clone>(
 
 /// Splits a group that does not fit: returns the counters of each pass and whether the count
 /// is proven minimal.
-fn split<E>(interned: &Interned<'_, E>, node_budget: u64) -> (Vec<Vec<usize>>, bool) {
+fn split<E>(interned: &Interned<'_, E>, mut budget: Budget) -> (Vec<Vec<usize>>, bool) {
     let n_events = interned.keys.len();
     // Budgets whose events all fit one pass never constrain anything: leave them out.
     let mut per_budget = vec![0usize; interned.budgets.len()];
@@ -518,7 +527,6 @@ fn split<E>(interned: &Interned<'_, E>, node_budget: u64) -> (Vec<Vec<usize>>, b
     // Hardest first, so the others can stop at the pass count it needs.
     instances.sort_by_key(|(members, _)| std::cmp::Reverse(members.len()));
 
-    let mut budget = node_budget;
     let mut floor = 0;
     let mut proven = 0;
     let mut item_pass = vec![0usize; items.len()];
