@@ -245,7 +245,7 @@ impl Budget {
             return false;
         }
         self.nodes -= 1;
-        if self.nodes % 128 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d) {
+        if self.nodes.is_multiple_of(128) && self.deadline.is_some_and(|d| Instant::now() >= d) {
             self.nodes = 0;
         }
         true
