@@ -136,7 +136,7 @@ impl Catalog {
             let entry = &counter.value;
             let name = entry.name.as_str();
             let here = |line: u64, message: String| fail(line, Some(name), message);
-            if !is_identifier(name) {
+            if !is_counter_name(name) {
                 return Err(fail(
                     line,
                     None,
@@ -201,13 +201,19 @@ impl Catalog {
                 continue;
             };
             if let Some(existing) = self.counter(name) {
+                // Restating a definition that is already in force changes nothing (rocprofv3's
+                // own example file does this); a different definition would silently change
+                // what the name means, so it is refused.
+                if existing.kind == kind {
+                    continue;
+                }
                 let where_ = match &existing.origin {
                     Origin::Builtin => format!("a built-in counter of {}", self.arch()),
                     Origin::Extra { path, line } => {
                         format!("already defined at {}:{line}", path.display())
                     }
                 };
-                return Err(here(line, format!("clashes with {where_}")));
+                return Err(here(line, format!("redefines {where_} differently")));
             }
             match &kind {
                 CounterKind::Basic { block, .. } if self.block(block).is_none() => {
@@ -253,12 +259,14 @@ impl Catalog {
     }
 }
 
-fn is_identifier(name: &str) -> bool {
+/// Counter names are identifiers, optionally with brackets (rocprof-style per-instance
+/// aliases such as `TCC_HIT[0]`, which can be requested but not used inside expressions).
+fn is_counter_name(name: &str) -> bool {
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '[' | ']'))
 }
 
 fn is_architecture(name: &str) -> bool {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use common::{reference, with_expressions};
-use rtl_pmc_counters::{Catalog, Error, Topology};
+use rtl_pmc_counters::{Catalog, Error, Origin, Topology};
 
 fn extra_error(arch: &str, body: &str) -> String {
     let mut catalog = Catalog::builtin(arch).unwrap();
@@ -185,10 +185,10 @@ fn extra_file_errors_name_file_line_and_counter() {
             &def(
                 "SQ_WAVES",
                 "gfx942",
-                "          block: SQ\n          event: 4\n"
+                "          block: SQ\n          event: 5\n"
             )
         ),
-        "extra.yaml:4: counter 'SQ_WAVES': clashes with a built-in counter of gfx942"
+        "extra.yaml:4: counter 'SQ_WAVES': redefines a built-in counter of gfx942 differently"
     );
     assert_eq!(
         extra_error(
@@ -237,9 +237,35 @@ fn extra_file_errors_name_file_line_and_counter() {
         "extra.yaml:9: counter 'A': defined twice in this file (first at line 4)"
     );
     assert_eq!(
+        extra_error(
+            "gfx942",
+            &def(
+                "TCC HIT",
+                "gfx942",
+                "          block: TCC\n          event: 17\n"
+            )
+        ),
+        "extra.yaml:4: 'TCC HIT' is not a valid counter name"
+    );
+    assert_eq!(
         extra_error("gfx942", "    - name: [x]\n"),
         "extra.yaml:4: not a rocprofiler-sdk counter file: expected string scalar at line 4, column 13"
     );
+}
+
+#[test]
+fn restating_a_built_in_and_bracketed_aliases_are_accepted() {
+    let text = "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n    - name: CPC_CPC_STAT_BUSY\n      description: restated\n      properties: []\n      definitions:\n        - architectures: [gfx940, gfx942]\n          block: CPC\n          event: 25\n    - name: TCC_HIT[0]\n      description: first channel of the first XCC\n      properties: []\n      definitions:\n        - architectures: [gfx942]\n          expression: select(TCC_HIT,[DIMENSION_XCC=[0], DIMENSION_INSTANCE=[0]])\n";
+    let mut catalog = Catalog::builtin("gfx942").unwrap();
+    let builtins = catalog.len();
+    catalog.add_extra_text(Path::new("x.yaml"), text).unwrap();
+    assert_eq!(catalog.len(), builtins + 1);
+    assert_eq!(
+        catalog.counter("CPC_CPC_STAT_BUSY").unwrap().origin,
+        Origin::Builtin
+    );
+    let topology = catalog.reference_gpu().unwrap().topology.clone();
+    assert!(catalog.shape("TCC_HIT[0]", &topology).unwrap().is_scalar());
 }
 
 #[test]
@@ -255,12 +281,18 @@ fn extra_counters_apply_by_exact_architecture() {
         gfx9.hardware_events("W").unwrap_err().to_string(),
         "counter 'W' is defined in w.yaml for gfx90a, gfx942, gfx950 only, not for gfx908"
     );
-    // A second file may not redefine it.
+    // Restating the same definition changes nothing; a different one is refused.
+    gfx942.add_extra_text(Path::new("same.yaml"), text).unwrap();
+    assert_eq!(
+        gfx942.counter("W").unwrap().origin,
+        Origin::Extra { path: "w.yaml".into(), line: 11 }
+    );
+    let changed = text.replace("/CU_NUM", "/SE_NUM");
     assert_eq!(
         gfx942
-            .add_extra_text(Path::new("again.yaml"), text)
+            .add_extra_text(Path::new("again.yaml"), &changed)
             .unwrap_err()
             .to_string(),
-        "again.yaml:4: counter 'W': clashes with already defined at w.yaml:11"
+        "again.yaml:4: counter 'W': redefines already defined at w.yaml:11 differently"
     );
 }
