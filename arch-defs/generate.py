@@ -23,6 +23,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -113,6 +114,9 @@ def block_record(row, declared):
     }
     if scaled:
         record["scaled_by_cus"] = True
+    if re.search(r"attr [A-Z_|]*\bAID\b", notes):
+        # Read once per pass ahead of the per-XCC data: no XCC coordinate.
+        record["per_xcc"] = False
     if "alias of the SQ hardware block" in notes:
         record["budget"] = "SQ"
     if row["max_event_id"]:
@@ -126,6 +130,8 @@ def block_yaml(record):
               f"instances_per_xcc: {record['instances_per_xcc']}"]
     if record.get("scaled_by_cus"):
         fields.append("scaled_by_cus: true")
+    if record.get("per_xcc") is False:
+        fields.append("per_xcc: false")
     fields.append("dimensions: [" + ", ".join(record["dimensions"]) + "]")
     if "budget" in record:
         fields.append(f"budget: {record['budget']}")

@@ -45,8 +45,8 @@ fn option(value: &Option<String>) -> String {
 
 fn block_code(b: &BlockEntry) -> String {
     format!(
-        "BuiltinBlock {{ name: {:?}, aql_block_id: {}, counters_per_pass: {}, instances_per_xcc: {}, scaled_by_cus: {}, dimensions: &{:?}, budget: {}, max_event_id: {:?} }}",
-        b.name, b.aql_block_id, b.counters_per_pass, b.instances_per_xcc, b.scaled_by_cus, b.dimensions, option(&b.budget), b.max_event_id
+        "BuiltinBlock {{ name: {:?}, aql_block_id: {}, counters_per_pass: {}, instances_per_xcc: {}, scaled_by_cus: {}, per_xcc: {}, dimensions: &{:?}, budget: {}, max_event_id: {:?} }}",
+        b.name, b.aql_block_id, b.counters_per_pass, b.instances_per_xcc, b.scaled_by_cus, b.per_xcc, b.dimensions, option(&b.budget), b.max_event_id
     )
 }
 

@@ -47,6 +47,8 @@ pub(crate) struct BlockEntry {
     pub instances_per_xcc: u32,
     #[serde(default)]
     pub scaled_by_cus: bool,
+    #[serde(default = "yes")]
+    pub per_xcc: bool,
     pub dimensions: Vec<String>,
     #[serde(default)]
     pub budget: Option<String>,
@@ -67,4 +69,8 @@ pub(crate) struct CounterEntry {
     #[serde(default)]
     pub unit: Option<String>,
     pub description: String,
+}
+
+fn yes() -> bool {
+    true
 }

@@ -24,6 +24,7 @@ struct BuiltinBlock {
     counters_per_pass: u32,
     instances_per_xcc: u32,
     scaled_by_cus: bool,
+    per_xcc: bool,
     dimensions: &'static [&'static str],
     budget: Option<&'static str>,
     max_event_id: Option<u32>,
@@ -70,7 +71,11 @@ pub struct Block {
     pub instances_per_xcc: u32,
     /// True for gfx9 texture blocks (TA, TD, TCP) whose instance count follows the CU count.
     pub scaled_by_cus: bool,
-    /// The sample dimensions below XCC, outermost first (XCC is added when the GPU has more than one).
+    /// False for blocks aqlprofile reads once per pass rather than once per XCC (MI300 ATC and
+    /// RPB, gfx12 RPB-class blocks): their samples have no XCC coordinate.
+    pub per_xcc: bool,
+    /// The sample dimensions below XCC, outermost first (XCC is added when the GPU has more
+    /// than one and the block is read per XCC).
     pub dimensions: Vec<Dimension>,
     /// The block whose counter registers this block uses (gfx9 `SQ_CS` uses `SQ`'s); otherwise its own name.
     pub budget: String,
@@ -92,7 +97,7 @@ impl Block {
     /// The shape of one event's samples on a GPU, in aqlprofile's sample order (last fastest).
     pub fn shape(&self, topology: &Topology) -> Shape {
         let mut dims = Vec::with_capacity(self.dimensions.len() + 1);
-        if topology.xcc_count() > 1 {
+        if self.per_xcc && topology.xcc_count() > 1 {
             dims.push((Dimension::Xcc, topology.xcc_count() as u32));
         }
         for dim in &self.dimensions {
@@ -564,6 +569,7 @@ fn block_from_builtin(block: &BuiltinBlock) -> Result<Block, String> {
         counters_per_pass: block.counters_per_pass,
         instances_per_xcc: block.instances_per_xcc,
         scaled_by_cus: block.scaled_by_cus,
+        per_xcc: block.per_xcc,
         dimensions,
         budget: block.budget.unwrap_or(block.name).to_string(),
         max_event_id: block.max_event_id,

@@ -408,7 +408,7 @@ impl<'a> Compiler<'a> {
         let node = match def.expression() {
             None => {
                 let event = self.catalog.basic_event(def, Accumulation::None)?;
-                self.event(event)
+                self.event(event)?
             }
             Some(expr) => {
                 let expr = expr?;
@@ -430,25 +430,18 @@ impl<'a> Compiler<'a> {
         Ok(node)
     }
 
-    fn event(&mut self, event: HwEvent) -> usize {
+    fn event(&mut self, event: HwEvent) -> Result<usize, Error> {
         if let Some(&node) = self.event_nodes.get(&event) {
-            return node;
+            return Ok(node);
         }
         // `basic_event` only returns events of blocks the catalog has.
         let block = self
             .catalog
             .block(&event.block)
-            .cloned()
-            .unwrap_or_else(|| crate::catalog::Block {
-                name: event.block.clone(),
-                aql_block_id: event.block_id,
-                counters_per_pass: 0,
-                instances_per_xcc: 1,
-                scaled_by_cus: false,
-                dimensions: Vec::new(),
-                budget: event.block.clone(),
-                max_event_id: None,
-            });
+            .ok_or_else(|| Error::Builtin {
+                arch: self.catalog.arch().to_string(),
+                message: format!("event of unknown block {}", event.block),
+            })?;
         let shape = block.shape(self.topology);
         self.set.events.push(ResolvedEvent {
             event: event.clone(),
@@ -457,7 +450,7 @@ impl<'a> Compiler<'a> {
         });
         let node = self.push(Node::Event(self.set.events.len() - 1), shape);
         self.event_nodes.insert(event, node);
-        node
+        Ok(node)
     }
 
     fn expr(&mut self, owner: &'a CounterDef, expr: &'a Expr) -> Result<usize, Error> {
@@ -479,7 +472,7 @@ impl<'a> Compiler<'a> {
                     Reference::Counter(def) => self.counter(def)?,
                     Reference::Accumulated(def, resolution) => {
                         let event = self.catalog.accumulated_event(owner, def, resolution)?;
-                        self.event(event)
+                        self.event(event)?
                     }
                     Reference::Constant(name) => {
                         let value =

@@ -285,7 +285,10 @@ fn extra_counters_apply_by_exact_architecture() {
     gfx942.add_extra_text(Path::new("same.yaml"), text).unwrap();
     assert_eq!(
         gfx942.counter("W").unwrap().origin,
-        Origin::Extra { path: "w.yaml".into(), line: 11 }
+        Origin::Extra {
+            path: "w.yaml".into(),
+            line: 11
+        }
     );
     let changed = text.replace("/CU_NUM", "/SE_NUM");
     assert_eq!(

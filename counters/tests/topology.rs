@@ -119,6 +119,16 @@ fn rdna_blocks_read_per_array_and_wgp() {
     assert_eq!(shape("GL2C"), "DIMENSION_INSTANCE[0:31]");
     // gfx9 SQ_CS shares SQ's registers; other blocks budget for themselves.
     let gfx942 = Catalog::builtin("gfx942").unwrap();
+    // MI300 AID blocks are read once per pass, not per XCC.
+    let mi300x = &gfx942.reference_gpu().unwrap().topology;
+    assert_eq!(
+        gfx942.block("RPB").unwrap().shape(mi300x).to_string(),
+        "DIMENSION_INSTANCE[0:3]"
+    );
+    assert_eq!(
+        gfx942.block("GCEA").unwrap().shape(mi300x).to_string(),
+        "DIMENSION_XCC[0:7] DIMENSION_INSTANCE[0:31]"
+    );
     assert_eq!(gfx942.block("SQ_CS").unwrap().budget, "SQ");
     assert_eq!(gfx942.block("TCC").unwrap().budget, "TCC");
 }
