@@ -77,7 +77,7 @@ pub enum Error {
         path: Vec<String>,
     },
     /// A problem in an extra-counter file (`-E`).
-    #[error("{}:{line}: {}{message}", .path.display(), counter_prefix(.counter))]
+    #[error("{}{}: {}{message}", .path.display(), line_suffix(*.line), counter_prefix(.counter))]
     ExtraFile {
         /// The file.
         path: PathBuf,
@@ -126,6 +126,14 @@ fn suggestion_text(suggestions: &[String]) -> String {
         String::new()
     } else {
         format!("; did you mean {}?", suggestions.join(", "))
+    }
+}
+
+fn line_suffix(line: u64) -> String {
+    if line == 0 {
+        String::new()
+    } else {
+        format!(":{line}")
     }
 }
 

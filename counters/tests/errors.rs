@@ -254,6 +254,18 @@ fn extra_file_errors_name_file_line_and_counter() {
 }
 
 #[test]
+fn unreadable_extra_file() {
+    let mut catalog = Catalog::builtin("gfx942").unwrap();
+    assert_eq!(
+        catalog
+            .add_extra_file(Path::new("/nonexistent/extra.yaml"))
+            .unwrap_err()
+            .to_string(),
+        "/nonexistent/extra.yaml: cannot read the file: No such file or directory (os error 2)"
+    );
+}
+
+#[test]
 fn restating_a_built_in_and_bracketed_aliases_are_accepted() {
     let text = "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n    - name: CPC_CPC_STAT_BUSY\n      description: restated\n      properties: []\n      definitions:\n        - architectures: [gfx940, gfx942]\n          block: CPC\n          event: 25\n    - name: TCC_HIT[0]\n      description: first channel of the first XCC\n      properties: []\n      definitions:\n        - architectures: [gfx942]\n          expression: select(TCC_HIT,[DIMENSION_XCC=[0], DIMENSION_INSTANCE=[0]])\n";
     let mut catalog = Catalog::builtin("gfx942").unwrap();
