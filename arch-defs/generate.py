@@ -216,7 +216,13 @@ def basic_fallback(record):
     block = record["block"]
     name = record["name"]
     rest = name[len(block) + 1:] if name.startswith(block + "_") else name
-    words = [TOKEN_WORDS.get(token, token) for token in rest.split("_") if token]
+    tokens = [token for token in rest.split("_") if token]
+    # Read as English: "vector ALU FP32 instructions issued", "read requests to memory".
+    if len(tokens) > 1 and tokens[0] in ("INSTS", "INST"):
+        tokens = tokens[1:] + tokens[:1]
+    if len(tokens) > 1 and tokens[0] in ("EA", "EA0", "MC"):
+        tokens[0], tokens[1] = tokens[1], tokens[0]
+    words = [TOKEN_WORDS.get(token, token) for token in tokens]
     subject = BLOCK_PHRASES.get(block, f"{block} block")
     return f"{subject} event {record['event']}: " + " ".join(words) + "."
 
