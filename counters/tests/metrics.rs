@@ -275,3 +275,30 @@ fn v1_reduction_over_fewer_instances_than_the_block_has() {
     assert_eq!(scalar(&values, "HALF_L2"), 160.0 + 120.0);
     assert_eq!(scalar(&values, "TCC_HIT_sum"), 320.0 + 496.0);
 }
+
+#[test]
+fn gfx1100_memory_metrics() {
+    // RX 7900 XTX: 32 GL2C channels; SQ per SE (6), SA (2) and WGP (4): 48 samples.
+    let (catalog, topology) = reference("gfx1100");
+    let bases = [
+        ("GL2C_EA_RDREQ_32B", 1),
+        ("GL2C_EA_RDREQ_64B", 2),
+        ("GL2C_EA_RDREQ_96B", 3),
+        ("GL2C_EA_RDREQ_128B", 4),
+        ("GL2C_MC_WRREQ", 20),
+        ("GL2C_EA_WRREQ_64B", 10),
+        ("GL2C_HIT", 30),
+        ("GL2C_MISS", 10),
+        ("SQ_WAVES", 2),
+    ];
+    let names = ["FETCH_SIZE", "WRITE_SIZE", "L2CacheHit", "Wavefronts"];
+    let values = evaluate(&catalog, &topology, &names, &bases);
+    // (528*32 + 560*64 + 592*96 + 624*128)/1024
+    assert_eq!(scalar(&values, "FETCH_SIZE"), 185.0);
+    // ((1136 - 816)*32 + 816*64)/1024
+    assert_eq!(scalar(&values, "WRITE_SIZE"), 61.0);
+    // 100*1456/(1456 + 816)
+    assert_eq!(scalar(&values, "L2CacheHit"), 100.0 * 1456.0 / 2272.0);
+    // 48*2 + 48*47/2
+    assert_eq!(scalar(&values, "Wavefronts"), 1224.0);
+}
