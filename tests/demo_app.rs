@@ -93,13 +93,13 @@ fn iterations_threads_and_queues_multiply_dispatches() {
 
 #[test]
 fn every_fixture_kernel_runs_on_rdna() {
-    let kernels = ["lds_reverse", "scratchy", "empty", "vadd"];
+    let kernels = ["lds_reverse", "scratchy", "copy", "empty", "vadd"];
     let args: Vec<&str> = kernels.iter().flat_map(|k| ["--kernel", k]).collect();
     let out = demo("gfx1100", &args);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
-        "rtl-demo-app: 4 dispatches verified (lds_reverse,scratchy,empty,vadd) on 1 GPU(s) \
+        "rtl-demo-app: 5 dispatches verified (lds_reverse,scratchy,copy,empty,vadd) on 1 GPU(s) \
          [gfx1100], 1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
     );
 }

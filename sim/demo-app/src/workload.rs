@@ -12,15 +12,18 @@ use crate::HsaError;
 const WORKGROUP: u32 = 256;
 /// Slots per queue.
 const QUEUE_SLOTS: u32 = 64;
+/// Bytes of each lane's kernarg segment (the fixtures need at most 280).
+const KERNARG_BYTES: usize = 512;
 
 /// The kernels the demo knows how to set up and check.
-pub const KERNELS: [&str; 7] = [
+pub const KERNELS: [&str; 8] = [
     "vadd",
     "saxpy",
     "fill",
     "increment",
     "lds_reverse",
     "scratchy",
+    "copy",
     "empty",
 ];
 
@@ -118,7 +121,7 @@ impl<'a> Lane<'a> {
             gpu,
             queue,
             signal,
-            kernarg: system.allocate(system.kernarg_pool, 256)?,
+            kernarg: system.allocate(system.kernarg_pool, KERNARG_BYTES)?,
             buffers: [
                 system.allocate(system.buffer_pool, bytes)?.cast(),
                 system.allocate(system.buffer_pool, bytes)?.cast(),
@@ -136,9 +139,9 @@ impl<'a> Lane<'a> {
 
     /// Writes a kernarg segment of `kernel.kernarg_size` bytes from `(offset, bytes)` pieces.
     fn kernargs(&self, kernel: &Kernel, pieces: &[(usize, &[u8])]) {
-        // SAFETY: the kernarg allocation is 256 bytes, more than any fixture needs.
-        let segment =
-            unsafe { std::slice::from_raw_parts_mut(self.kernarg, kernel.kernarg_size as usize) };
+        let size = (kernel.kernarg_size as usize).min(KERNARG_BYTES);
+        // SAFETY: the kernarg allocation is KERNARG_BYTES long.
+        let segment = unsafe { std::slice::from_raw_parts_mut(self.kernarg, size) };
         segment.fill(0);
         for (offset, bytes) in pieces {
             segment[*offset..*offset + bytes.len()].copy_from_slice(bytes);
@@ -279,6 +282,33 @@ impl<'a> Lane<'a> {
                 (0..n as u32)
                     .map(|i| seed.wrapping_mul(64).wrapping_add(i.wrapping_mul(2016)))
                     .collect()
+            }
+            "copy" => {
+                let input: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(7) ^ seed).collect();
+                self.buffer(0)[..n].copy_from_slice(&input);
+                self.buffer(2)[..n].fill(0);
+                // The kernel reads its work-group size from the code object v5 implicit
+                // arguments, which the dispatcher fills as the HIP runtime does.
+                let blocks = (n.div_ceil(WORKGROUP as usize) as u32).to_le_bytes();
+                let one = 1u32.to_le_bytes();
+                let group = (WORKGROUP as u16).to_le_bytes();
+                let one16 = 1u16.to_le_bytes();
+                self.kernargs(
+                    kernel,
+                    &[
+                        (0, &addr(0)),
+                        (8, &addr(2)),
+                        (16, &n32),
+                        (24, &blocks),
+                        (28, &one),
+                        (32, &one),
+                        (36, &group),
+                        (38, &one16),
+                        (40, &one16),
+                        (88, &one16),
+                    ],
+                );
+                input
             }
             "empty" => Vec::new(),
             _ => unreachable!("kernel names are validated by the argument parser"),

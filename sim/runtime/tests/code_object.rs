@@ -38,7 +38,7 @@ fn parsed_metadata_equals_llvm_readelf() {
         assert_eq!(co.version, 5, "{target}");
         let kernels = expected["kernels"].as_array().unwrap();
         assert_eq!(co.kernels.len(), kernels.len(), "{target}");
-        assert_eq!(kernels.len(), 7);
+        assert_eq!(kernels.len(), 8);
         for (meta, want) in co.kernels.iter().zip(kernels) {
             let what = format!("{target} {}", meta.name);
             assert_eq!(meta.name, want["name"], "{what}");
@@ -106,6 +106,25 @@ fn fixture_resources_are_those_of_the_sources() {
     assert_eq!(kernel("scratchy").private_segment_fixed_size, 260);
     assert_eq!(kernel("empty").kernarg_segment_size, 0);
     assert_eq!(kernel("vadd").kernarg_segment_size, 28);
+    let copy = kernel("copy");
+    let explicit: Vec<u32> = copy.explicit_args().map(|a| a.offset).collect();
+    assert_eq!(explicit, [0, 8, 16]);
+    let hidden: Vec<&str> = copy
+        .args
+        .iter()
+        .filter(|a| a.is_hidden())
+        .map(|a| a.value_kind.as_str())
+        .collect();
+    assert_eq!(
+        &hidden[..4],
+        [
+            "hidden_block_count_x",
+            "hidden_block_count_y",
+            "hidden_block_count_z",
+            "hidden_group_size_x"
+        ]
+    );
+    assert_eq!(copy.kernarg_segment_size, 280);
     let (rdna, _) = fixture("gfx1100");
     assert!(rdna
         .kernels
@@ -119,7 +138,7 @@ fn loaded_kernel_objects_point_at_the_descriptors() {
         let (co, expected) = fixture(target);
         let image = LoadedImage::load(Arc::new(co)).unwrap();
         assert_eq!(image.base() % 4096, 0);
-        assert_eq!(image.kernels().len(), 7);
+        assert_eq!(image.kernels().len(), 8);
         for (kernel, want) in image
             .kernels()
             .iter()
@@ -284,6 +303,15 @@ fn host_lds_reverse_scratchy_empty() {
     assert!(run("scratchy", &args, 4));
     // sum over k of (seed + k * i) for a permutation of k in 0..64 = 64 * seed + 2016 * i
     assert_eq!(out, [320, 320 + 2016, 320 + 4032, 320 + 6048]);
+
+    let mut input: Vec<u32> = (100..400).collect();
+    let mut copied = vec![0u32; 300];
+    let args: [&[u8]; _] = [&addr(&mut input), &addr(&mut copied), &299u32.to_le_bytes()];
+    assert!(
+        run("copy", &args, 512),
+        "the hidden arguments after n are ignored"
+    );
+    assert_eq!((copied[0], copied[298], copied[299]), (100, 398, 0));
 
     assert!(run("empty", &[], 1 << 20));
 }

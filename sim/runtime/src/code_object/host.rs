@@ -25,7 +25,7 @@ pub struct KernelLaunch<'a> {
     pub kernel: &'a LoadedKernel,
 }
 
-/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, empty) on
+/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, copy, empty) on
 /// host memory; false if the kernel has no host implementation or its arguments do not have the
 /// layout of the fixture kernel of that name.
 ///
@@ -104,6 +104,14 @@ pub fn run_on_host(launch: &KernelLaunch) -> bool {
                 let sum = (0..64).fold(0u32, |sum, k| sum.wrapping_add(scratch[(7 * k) % 64]));
                 // SAFETY: see the function's doc: the buffer holds n elements.
                 unsafe { *out.add(i as usize) = sum };
+            }
+            true
+        }),
+        "copy" => args.check(&[8, 8, 4]).is_some_and(|()| {
+            let (input, out, n) = (args.ptr::<u32>(0), args.ptr::<u32>(1), args.u32(2));
+            for i in 0..items.min(n) as usize {
+                // SAFETY: see the function's doc: the buffers hold n elements.
+                unsafe { *out.add(i) = *input.add(i) };
             }
             true
         }),

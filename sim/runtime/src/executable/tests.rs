@@ -618,7 +618,7 @@ fn variables_and_program_code_objects() {
     }
     let names: Vec<String> = symbols.iter().map(|s| name_of(*s)).collect();
     assert_eq!(names[0], "counter");
-    assert_eq!(names.len(), 8, "the variable and the 7 kernels: {names:?}");
+    assert_eq!(names.len(), 9, "the variable and the 8 kernels: {names:?}");
     let variable = symbols[0];
     assert_eq!(
         info::<u32>(variable, HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
@@ -744,7 +744,7 @@ fn deprecated_code_objects() {
             HSA_STATUS_ERROR_INVALID_CODE_SYMBOL
         );
     }
-    assert_eq!(agent_symbols(exec, GFX1100).len(), 7);
+    assert_eq!(agent_symbols(exec, GFX1100).len(), 8);
     // SAFETY: valid handle.
     assert_eq!(unsafe { hsa_executable_destroy(exec) }, HSA_STATUS_SUCCESS);
 }
