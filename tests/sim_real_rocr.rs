@@ -56,12 +56,14 @@ fn c_app_links_against_the_real_rocr() {
         .unwrap();
     assert!(String::from_utf8_lossy(&symbols.stdout).contains("hsa_init@ROCR_1"));
     // Debian's runtime, with no GPU, refuses to start: the binary really uses it by default.
-    let out = run(Vec::new(), fixture("gfx942"));
-    assert_eq!(out.status.code(), Some(1));
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "c-app: hsa_init() failed with status 0x1008\n"
-    );
+    if !std::path::Path::new("/dev/kfd").exists() {
+        let out = run(Vec::new(), fixture("gfx942"));
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "c-app: hsa_init() failed with status 0x1008\n"
+        );
+    }
 }
 
 #[test]
