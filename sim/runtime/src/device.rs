@@ -224,13 +224,14 @@ impl DeviceState {
     fn advance(&mut self, device: &Device) -> (Option<u64>, bool) {
         let mut dependency = false;
         loop {
-            self.clock = self.clock.max(now_ns());
+            let real = now_ns();
+            self.clock = self.clock.max(real);
             let mut progressed = false;
             for qi in 0..self.queues.len() {
                 progressed |= self.process_queue(device, qi, &mut dependency);
             }
             let retire =
-                matches!(self.in_flight.peek(), Some(Reverse(k)) if k.end <= self.clock + LEAD_NS);
+                matches!(self.in_flight.peek(), Some(Reverse(k)) if k.end <= real + LEAD_NS);
             if retire {
                 if let Some(Reverse(k)) = self.in_flight.pop() {
                     self.clock = self.clock.max(k.end);

@@ -22,15 +22,15 @@ pub(crate) use crate::executable::{
 pub(crate) use crate::intercept::hsa_amd_queue_intercept_register;
 pub(crate) use crate::queues::{
     hsa_amd_profiling_set_profiler_enabled, hsa_amd_queue_intercept_create,
-    hsa_queue_add_write_index_relaxed, hsa_queue_add_write_index_scacq_screl,
-    hsa_queue_add_write_index_scacquire, hsa_queue_add_write_index_screlease,
-    hsa_queue_cas_write_index_relaxed, hsa_queue_cas_write_index_scacq_screl,
-    hsa_queue_cas_write_index_scacquire, hsa_queue_cas_write_index_screlease, hsa_queue_create,
-    hsa_queue_destroy, hsa_queue_inactivate, hsa_queue_load_read_index_relaxed,
-    hsa_queue_load_read_index_scacquire, hsa_queue_load_write_index_relaxed,
-    hsa_queue_load_write_index_scacquire, hsa_queue_store_read_index_relaxed,
-    hsa_queue_store_read_index_screlease, hsa_queue_store_write_index_relaxed,
-    hsa_queue_store_write_index_screlease,
+    hsa_amd_runtime_queue_create_register, hsa_queue_add_write_index_relaxed,
+    hsa_queue_add_write_index_scacq_screl, hsa_queue_add_write_index_scacquire,
+    hsa_queue_add_write_index_screlease, hsa_queue_cas_write_index_relaxed,
+    hsa_queue_cas_write_index_scacq_screl, hsa_queue_cas_write_index_scacquire,
+    hsa_queue_cas_write_index_screlease, hsa_queue_create, hsa_queue_destroy, hsa_queue_inactivate,
+    hsa_queue_load_read_index_relaxed, hsa_queue_load_read_index_scacquire,
+    hsa_queue_load_write_index_relaxed, hsa_queue_load_write_index_scacquire,
+    hsa_queue_store_read_index_relaxed, hsa_queue_store_read_index_screlease,
+    hsa_queue_store_write_index_relaxed, hsa_queue_store_write_index_screlease,
 };
 pub(crate) use crate::signals::{
     hsa_amd_async_function, hsa_amd_signal_async_handler, hsa_amd_signal_create,

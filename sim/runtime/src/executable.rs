@@ -878,15 +878,33 @@ pub(crate) unsafe extern "C" fn hsa_executable_symbol_get_info(
     value: *mut c_void,
 ) -> hsa_status_t {
     entry(|| {
-        let Some(symbol) = state().symbols.get(&executable_symbol.handle).cloned() else {
-            return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
-        };
-        if value.is_null() {
-            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        }
-        // SAFETY: non-null; the caller passes a buffer for the attribute.
-        unsafe { symbol_info(&symbol, attribute, value) }
+        let handle = executable_symbol.handle;
+        let invalid = HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
+        // SAFETY: the caller passes a buffer for the attribute.
+        unsafe { get_symbol_info(|st| &st.symbols, handle, invalid, attribute, value) }
     })
+}
+
+/// The body of both symbol `get_info` functions: `table` picks the symbols, `invalid` is the
+/// status for an unknown handle.
+///
+/// # Safety
+/// A non-null `value` must be valid for the attribute's C type.
+unsafe fn get_symbol_info(
+    table: fn(&State) -> &BTreeMap<u64, Symbol>,
+    handle: u64,
+    invalid: hsa_status_t,
+    attribute: u32,
+    value: *mut c_void,
+) -> hsa_status_t {
+    let Some(symbol) = table(&state()).get(&handle).cloned() else {
+        return invalid;
+    };
+    if value.is_null() {
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    }
+    // SAFETY: non-null, and valid for the attribute by the caller's contract.
+    unsafe { symbol_info(&symbol, attribute, value) }
 }
 
 /// The executable's symbols (handle, agent) matching `filter`, collected so the callbacks run
@@ -1215,14 +1233,9 @@ pub(crate) unsafe extern "C" fn hsa_code_symbol_get_info(
     value: *mut c_void,
 ) -> hsa_status_t {
     entry(|| {
-        let Some(symbol) = state().code_symbols.get(&code_symbol.handle).cloned() else {
-            return HSA_STATUS_ERROR_INVALID_CODE_SYMBOL;
-        };
-        if value.is_null() {
-            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        }
-        // SAFETY: non-null; the caller passes a buffer for the attribute.
-        unsafe { symbol_info(&symbol, attribute, value) }
+        let (handle, invalid) = (code_symbol.handle, HSA_STATUS_ERROR_INVALID_CODE_SYMBOL);
+        // SAFETY: the caller passes a buffer for the attribute.
+        unsafe { get_symbol_info(|st| &st.code_symbols, handle, invalid, attribute, value) }
     })
 }
 

@@ -420,3 +420,16 @@ index_ops!(store write_index: hsa_queue_store_write_index_relaxed, hsa_queue_sto
 index_ops!(store read_index: hsa_queue_store_read_index_relaxed, hsa_queue_store_read_index_screlease);
 index_ops!(cas: hsa_queue_cas_write_index_relaxed, hsa_queue_cas_write_index_scacquire, hsa_queue_cas_write_index_screlease, hsa_queue_cas_write_index_scacq_screl);
 index_ops!(add: hsa_queue_add_write_index_relaxed, hsa_queue_add_write_index_scacquire, hsa_queue_add_write_index_screlease, hsa_queue_add_write_index_scacq_screl);
+
+/// `hsa_amd_runtime_queue_create_register`: the simulator creates no runtime-internal queues, so
+/// the notifier is accepted and never called.
+pub(crate) unsafe extern "C" fn hsa_amd_runtime_queue_create_register(
+    callback: hsa_amd_runtime_queue_notifier,
+    _user_data: *mut c_void,
+) -> hsa_status_t {
+    if callback.is_some() {
+        HSA_STATUS_SUCCESS
+    } else {
+        HSA_STATUS_ERROR_INVALID_ARGUMENT
+    }
+}
