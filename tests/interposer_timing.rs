@@ -1,0 +1,108 @@
+//! Timing only: no counters, every selected dispatch timed and recorded once; the application's
+//! completion signal still completes with the kernel's timestamps.
+
+mod common;
+
+use common::{assert_matches_truth, run_demo, scratch};
+use rtl_pmc::passes::plan_file::{IterationRange, KernelFilters, RunPlan, PLAN_VERSION};
+
+fn timing_plan(dir: &std::path::Path, filters: KernelFilters) -> std::path::PathBuf {
+    let plan = RunPlan {
+        version: PLAN_VERSION,
+        pass: 1,
+        output_directory: dir.join("out").display().to_string(),
+        filters,
+        group_interval: 1,
+        agents: vec![],
+    };
+    let path = dir.join("plan.json");
+    plan.write(&path).unwrap();
+    path
+}
+
+#[test]
+fn every_dispatch_is_timed_once_in_both_intercept_modes() {
+    for mode in ["batch", "packet"] {
+        let dir = scratch(&format!("timing-{mode}"));
+        let plan = timing_plan(&dir, KernelFilters::default());
+        let args = ["--threads", "2", "--queues", "2", "--iterations", "5"];
+        let run = run_demo(
+            &dir,
+            "gfx942x2",
+            Some(&plan),
+            &[("RTL_SIM_INTERCEPT", mode)],
+            &[],
+            &args,
+        );
+        run.assert_success();
+        assert_eq!(run.stderr(), "");
+        assert_eq!(assert_matches_truth(&run, &[]), 160);
+        assert!(run.records.iter().all(|r| r.end > r.start && r.signal != 0));
+    }
+}
+
+#[test]
+fn iteration_ranges_and_gpu_selection_pick_dispatches() {
+    let dir = scratch("timing-filters");
+    let filters = KernelFilters {
+        include_regex: Some("add".into()),
+        iterations: vec![IterationRange { first: 2, last: 3 }],
+        gpus: vec![1],
+        ..KernelFilters::default()
+    };
+    let plan = timing_plan(&dir, filters);
+    let run = run_demo(
+        &dir,
+        "gfx942x2",
+        Some(&plan),
+        &[],
+        &[],
+        &["--iterations", "4"],
+    );
+    run.assert_success();
+    // vadd runs 4 times on each GPU; launches are counted per kernel over both GPUs, and only
+    // launches 2 and 3 that ran on GPU 1 are kept.
+    assert!(run
+        .records
+        .iter()
+        .all(|r| r.kernel == "vadd" && r.gpu_index == 1));
+    assert!(
+        run.records.len() <= 2 && !run.records.is_empty(),
+        "{:?}",
+        run.records
+    );
+    assert_eq!(
+        common::assert_records_subset_of_truth(&run),
+        run.records.len()
+    );
+}
+
+#[test]
+fn environment_mode_writes_results_at_unload() {
+    let dir = scratch("env-mode");
+    let out = dir.join("results-%p");
+    let run = run_demo(
+        &dir,
+        "gfx942",
+        None,
+        &[("RTL_PMC_OUTPUT", out.to_str().unwrap())],
+        &[],
+        &[],
+    );
+    run.assert_success();
+    let entries: Vec<std::path::PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("results-")
+        })
+        .collect();
+    assert_eq!(entries.len(), 1);
+    let csv = std::fs::read_to_string(entries[0].join("results.csv")).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 5, "{csv}");
+    assert!(lines[1].contains(",\"vadd\",4096,256,"), "{csv}");
+}
