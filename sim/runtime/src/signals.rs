@@ -629,11 +629,11 @@ fn async_state() -> std::sync::MutexGuard<'static, AsyncState> {
 }
 
 /// The runtime's asynchronous event thread: runs signal handlers whose conditions hold and
-/// queued asynchronous functions.
+/// queued asynchronous functions. Signal changes reach it while handlers are armed (each armed
+/// handler counts as a watcher of every signal); registrations wake it explicitly.
 fn async_thread() {
-    let watch = GlobalWatch::start();
     loop {
-        let seq = watch.seq();
+        let seq = GLOBAL.seq.load(SeqCst);
         let (handlers, functions) = {
             let mut state = async_state();
             (state.handlers.clone(), std::mem::take(&mut state.functions))
@@ -651,12 +651,17 @@ fn async_thread() {
                 // SAFETY: a C callback registered by the application with its argument.
                 let keep = unsafe { (h.handler)(value, h.arg as *mut c_void) };
                 if !keep {
-                    async_state().handlers.retain(|x| x.id != h.id);
+                    let mut state = async_state();
+                    let before = state.handlers.len();
+                    state.handlers.retain(|x| x.id != h.id);
+                    if state.handlers.len() < before {
+                        watch_all_signals(false);
+                    }
                 }
             }
         }
         if !progressed {
-            watch.wait(seq, Some(100_000_000));
+            futex_wait(&GLOBAL.seq, seq, Some(100_000_000));
         }
     }
 }
@@ -700,6 +705,8 @@ pub(crate) unsafe extern "C" fn hsa_amd_signal_async_handler(
                 arg: arg as usize,
             });
         }
+        // Every signal change must reach the async thread while a handler is armed.
+        watch_all_signals(true);
         start_async_thread();
         notify_global();
         HSA_STATUS_SUCCESS

@@ -154,8 +154,8 @@ pub(crate) unsafe extern "C" fn hsa_init() -> hsa_status_t {
                 agent_isa_name,
                 isa_from_name: isa_from_name_str,
             });
-            // SAFETY: first initialization; no tool is loaded, so nothing patches the tables.
-            unsafe { api::reset() };
+            // The tables hold the defaults: from the first exported call, or reset by the last shutdown.
+            api::ensure_defaults();
             *refs = 1;
             INITIALIZED.store(true, SeqCst);
         }
