@@ -106,3 +106,59 @@ fn environment_mode_writes_results_at_unload() {
     assert_eq!(lines.len(), 5, "{csv}");
     assert!(lines[1].contains(",\"vadd\",4096,256,"), "{csv}");
 }
+
+#[test]
+fn environment_mode_resolves_counters_and_writes_their_totals() {
+    let dir = scratch("env-mode-counters");
+    let out = dir.join("results-%p");
+    let env = [
+        ("RTL_PMC_OUTPUT", out.to_str().unwrap()),
+        ("RTL_PMC_COUNTERS", "SQ_WAVES,SQ_INSTS_VALU"),
+    ];
+    let run = run_demo(
+        &dir,
+        "gfx942",
+        None,
+        &env,
+        &["SQ_WAVES", "SQ_INSTS_VALU"],
+        &[],
+    );
+    run.assert_success();
+    assert_eq!(run.stderr(), "");
+    let results = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("results-")
+        })
+        .unwrap();
+    let csv = std::fs::read_to_string(results.join("results.csv")).unwrap();
+    let mut lines = csv.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .ends_with(",End_Timestamp,SQ_WAVES,SQ_INSTS_VALU"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 4);
+    for t in &run.truth {
+        let sum = |name: &str| -> u64 {
+            t["counters"][name]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .sum()
+        };
+        let start = t["start"].as_u64().unwrap().to_string();
+        let row = rows
+            .iter()
+            .find(|r| r[13] == start)
+            .unwrap_or_else(|| panic!("no row for {t}\n{csv}"));
+        assert_eq!(row[5], format!("\"{}\"", t["kernel"].as_str().unwrap()));
+        assert_eq!(row[15], sum("SQ_WAVES").to_string(), "{csv}");
+        assert_eq!(row[16], sum("SQ_INSTS_VALU").to_string(), "{csv}");
+    }
+}

@@ -218,6 +218,6 @@ mod tests {
                 checked += 1;
             }
         }
-        assert_eq!(checked, 35);
+        assert!(checked >= 35, "{checked} fixture kernels");
     }
 }

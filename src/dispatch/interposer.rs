@@ -17,7 +17,7 @@ use super::counters::{Aqlprofile, GpuCounters};
 use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
 use super::kernel_names::KernelNames;
 use super::records::Record;
-use super::rewrite::{wrap, CounterPackets, Wrapping};
+use super::rewrite::{passes_through, wrap, CounterPackets, Wrapping};
 use super::runtime::Hsa;
 use super::selection::{Decision, Selector};
 use super::warn_once;
@@ -406,11 +406,7 @@ fn rewrite_and_submit(
         write(input);
         return;
     };
-    let kernels = input
-        .iter()
-        .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
-        .count();
-    if kernels == 0 || (kernels > 1 && !me.config.wrap_batches) {
+    if passes_through(input, me.config.wrap_batches) {
         write(input);
         return;
     }

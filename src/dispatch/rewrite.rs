@@ -54,6 +54,18 @@ fn pm4(mut packet: hsa_ext_amd_aql_pm4_packet_t, completion: hsa_signal_t) -> Aq
     AqlPacket::from(&packet)
 }
 
+/// Whether a handler call's packets go through untouched without looking at their dispatches:
+/// when there is no kernel dispatch, or when several dispatches arrive in one call (a graph
+/// replay looks exactly like that, and rewriting one breaks its dependencies) unless wrapping
+/// batches was asked for.
+pub fn passes_through(packets: &[AqlPacket], wrap_batches: bool) -> bool {
+    let kernels = packets
+        .iter()
+        .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
+        .count();
+    kernels == 0 || (kernels > 1 && !wrap_batches)
+}
+
 /// Appends the packets replacing `kernel` to `out`.
 pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mut Vec<AqlPacket>) {
     let mut kernel = *kernel;
@@ -118,6 +130,21 @@ mod tests {
         let mut p = hsa_ext_amd_aql_pm4_packet_t::with_indirect_buffer(0x10_0000 * tag as u64, 16);
         p.header = 0x7777;
         p
+    }
+
+    #[test]
+    fn batches_of_several_dispatches_pass_through_unless_asked() {
+        let k = AqlPacket::from(&kernel());
+        let barrier = AqlPacket::from(&hsa_barrier_and_packet_t {
+            header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, true),
+            ..Default::default()
+        });
+        assert!(passes_through(&[barrier], false));
+        assert!(!passes_through(&[k], false));
+        assert!(!passes_through(&[barrier, k, barrier], false));
+        assert!(passes_through(&[k, barrier, k], false));
+        assert!(!passes_through(&[k, barrier, k], true));
+        assert!(passes_through(&[], true));
     }
 
     #[test]
