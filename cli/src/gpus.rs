@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use rtl_pmc_counters::Topology;
+
 use crate::error::CliError;
 
 /// Overrides the KFD topology directory (same shape: `<dir>/nodes/<n>/properties`).
@@ -17,17 +19,10 @@ pub struct Gpu {
     pub node: u32,
     /// gfx target name, e.g. `gfx942`.
     pub arch: String,
-    /// The node's `properties` text, for the counter engine's topology.
+    /// The node's properties.
+    pub topology: Topology,
+    /// The node's `properties` text as KFD wrote it.
     pub properties: String,
-}
-
-/// The gfx name of a KFD `gfx_target_version` (major*10000 + minor*100 + stepping, minor and
-/// stepping printed as hex digits): 90010 is gfx90a, 90402 gfx942, 120001 gfx1201.
-pub fn gfx_name(target_version: u64) -> String {
-    let major = target_version / 10000;
-    let minor = (target_version / 100) % 100;
-    let stepping = target_version % 100;
-    format!("gfx{major}{minor:x}{stepping:x}")
 }
 
 fn property(text: &str, name: &str) -> Option<u64> {
@@ -70,15 +65,15 @@ pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {
         if property(&text, "simd_count").unwrap_or(0) == 0 {
             continue;
         }
-        let version = property(&text, "gfx_target_version").ok_or_else(|| {
-            CliError::input(format!(
-                "{}: GPU node without gfx_target_version",
-                path.display()
-            ))
-        })?;
+        let bad = |why: String| CliError::input(format!("{}: {why}", path.display()));
+        let topology = Topology::from_kfd_properties(&text).map_err(|e| bad(e.to_string()))?;
+        let arch = topology
+            .gfx_name()
+            .ok_or_else(|| bad("GPU node without gfx_target_version".into()))?;
         gpus.push(Gpu {
             node,
-            arch: gfx_name(version),
+            arch,
+            topology,
             properties: text,
         });
     }
@@ -89,14 +84,11 @@ pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn gfx_names_print_minor_and_stepping_in_hex() {
-        assert_eq!(gfx_name(90010), "gfx90a");
-        assert_eq!(gfx_name(90402), "gfx942");
-        assert_eq!(gfx_name(90500), "gfx950");
-        assert_eq!(gfx_name(90008), "gfx908");
-        assert_eq!(gfx_name(110000), "gfx1100");
-        assert_eq!(gfx_name(120001), "gfx1201");
+    fn gpu_node(version: u64) -> String {
+        format!(
+            "simd_count 1216\nsimd_per_cu 4\narray_count 32\nsimd_arrays_per_engine 1\n\
+             gfx_target_version {version}\n"
+        )
     }
 
     #[test]
@@ -107,8 +99,8 @@ mod tests {
                 "0",
                 "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\n",
             ),
-            ("10", "simd_count 440\ngfx_target_version 90010\n"),
-            ("2", "simd_count 1216\ngfx_target_version 90402\n"),
+            ("10", &gpu_node(90010)),
+            ("2", &gpu_node(90402)),
         ] {
             let d = dir.join("nodes").join(node);
             std::fs::create_dir_all(&d).unwrap();
@@ -119,5 +111,26 @@ mod tests {
         assert_eq!(found, vec![(2, "gfx942"), (10, "gfx90a")]);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(detect(&dir).unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn a_gpu_node_without_geometry_is_an_error() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-kfd-bad-{}", std::process::id()));
+        let d = dir.join("nodes").join("1");
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(
+            d.join("properties"),
+            "simd_count 8\ngfx_target_version 90402\n",
+        )
+        .unwrap();
+        let err = detect(&dir).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            err.message,
+            format!(
+                "{}: invalid GPU topology: property 'simd_per_cu' is missing",
+                d.join("properties").display()
+            )
+        );
     }
 }

@@ -141,8 +141,8 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
         avail::render(&[avail::Target {
             index: 0,
             catalog: &catalog,
-            properties: None,
-        }])?
+            topology: None,
+        }])
     } else {
         let (dir, found) = detect_gpus(sim)?;
         if found.is_empty() {
@@ -161,10 +161,10 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
             .map(|(index, (gpu, catalog))| avail::Target {
                 index,
                 catalog,
-                properties: Some(&gpu.properties),
+                topology: Some(&gpu.topology),
             })
             .collect();
-        avail::render(&targets)?
+        avail::render(&targets)
     };
     write_stdout(&text);
     Ok(0)

@@ -36,7 +36,10 @@ impl Scratch {
         for (i, v) in versions.iter().enumerate() {
             node(
                 i + 1,
-                format!("cpu_cores_count 0\nsimd_count 1216\ngfx_target_version {v}\n"),
+                format!(
+                    "cpu_cores_count 0\nsimd_count 1216\nsimd_per_cu 4\narray_count 32\n\
+                     simd_arrays_per_engine 1\ngfx_target_version {v}\n"
+                ),
             );
         }
         dir.display().to_string()
