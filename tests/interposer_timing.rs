@@ -162,3 +162,65 @@ fn environment_mode_resolves_counters_and_writes_their_totals() {
         assert_eq!(row[16], sum("SQ_INSTS_VALU").to_string(), "{csv}");
     }
 }
+
+/// Builds `tests/common/signal_app.c` once.
+fn signal_app() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rtl-signal-app");
+            let source =
+                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/signal_app.c");
+            let status = std::process::Command::new("cc")
+                .arg(&source)
+                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
+                .arg(&out)
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building {} failed", source.display());
+            out
+        })
+        .clone()
+}
+
+#[test]
+fn the_application_signal_completes_once_with_the_kernel_timestamps() {
+    for (name, counted) in [("signal-timing", false), ("signal-counters", true)] {
+        let dir = scratch(name);
+        let plan = if counted {
+            common::plan(
+                &dir,
+                "gfx942",
+                &[&["SQ_WAVES"]],
+                KernelFilters::default(),
+                1,
+            )
+        } else {
+            timing_plan(&dir, KernelFilters::default())
+        };
+        let out = std::process::Command::new(signal_app())
+            .envs(common::sim_env("gfx942"))
+            .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))
+            .env("RTL_PMC_PLAN", &plan)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let records = common::records(&dir.join("out"));
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            format!("1 {} {}\n", r.start, r.end),
+            "value after one decrement, and the kernel's own times"
+        );
+        assert_eq!(
+            (r.kernel.as_str(), r.grid, r.workgroup),
+            ("kernel_0x1000", [1 << 20, 1, 1], [64, 1, 1])
+        );
+        assert_eq!(r.counters.len(), usize::from(counted));
+    }
+}

@@ -22,6 +22,10 @@ use crate::passes::plan_file::{KernelFilters, PlanEvent, RunPlan, PLAN_ENV};
 pub const OUTPUT_ENV: &str = "RTL_PMC_OUTPUT";
 /// Counters of environment-variable mode.
 pub const COUNTERS_ENV: &str = "RTL_PMC_COUNTERS";
+/// `1`: keep mangled kernel names (`--mangled-kernels`).
+pub const MANGLED_KERNELS_ENV: &str = "RTL_PMC_MANGLED_KERNELS";
+/// `1`: reduce kernel names to their base name (`--truncate-kernels`).
+pub const TRUNCATE_KERNELS_ENV: &str = "RTL_PMC_TRUNCATE_KERNELS";
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -128,8 +132,8 @@ impl Config {
     pub fn from_env(get: &dyn Fn(&str) -> Option<String>) -> Result<Option<Config>, ConfigError> {
         let mut config = Config {
             names: NameOptions {
-                mangled: flag(get, "RTL_PMC_MANGLED_KERNELS"),
-                truncate: flag(get, "RTL_PMC_TRUNCATE_KERNELS"),
+                mangled: flag(get, MANGLED_KERNELS_ENV),
+                truncate: flag(get, TRUNCATE_KERNELS_ENV),
             },
             wrap_batches: flag(get, "RTL_PMC_WRAP_BATCHES"),
             serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
