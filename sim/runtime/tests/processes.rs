@@ -22,6 +22,7 @@ fn child() {
         "tools_no_shutdown" => init(),
         "faults" => faults(),
         "devices" => devices(),
+        "extensions" => extensions(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -662,5 +663,73 @@ fn device_configurations_define_the_gpus() {
     assert_eq!(
         gpu_lines(&path.display().to_string()),
         vec!["gpu name=gfx90a node=4 cu=104 se=8 wave=64 xcc=1"]
+    );
+}
+
+// ---- extension tables ----
+
+fn extensions() {
+    init();
+    let mut loader = hsa_ven_amd_loader_1_03_pfn_t::default();
+    let mut aql = hsa_ven_amd_aqlprofile_1_00_pfn_t::default();
+    let (mut minor, mut supported) = (0u16, false);
+    // SAFETY: out-buffers of the tables' sizes.
+    unsafe {
+        ok(hsa_system_major_extension_supported(
+            HSA_EXTENSION_AMD_LOADER,
+            1,
+            &mut minor,
+            &mut supported,
+        ));
+        println!("loader supported={supported} minor={minor}");
+        ok(hsa_system_get_major_extension_table(
+            HSA_EXTENSION_AMD_LOADER,
+            1,
+            std::mem::size_of_val(&loader),
+            &mut loader as *mut _ as *mut c_void,
+        ));
+        println!(
+            "loader query_host_address={} iterate_executables={}",
+            loader.hsa_ven_amd_loader_query_host_address.is_some(),
+            loader.hsa_ven_amd_loader_iterate_executables.is_some()
+        );
+        let status = hsa_system_get_major_extension_table(
+            HSA_EXTENSION_AMD_AQLPROFILE,
+            1,
+            std::mem::size_of_val(&aql),
+            &mut aql as *mut _ as *mut c_void,
+        );
+        let major = aql.hsa_ven_amd_aqlprofile_version_major.map_or(0, |f| f());
+        println!(
+            "aqlprofile status={status:x} version_major={major} iterate_data={}",
+            aql.hsa_ven_amd_aqlprofile_iterate_data.is_some()
+        );
+    }
+}
+
+#[test]
+fn extension_tables_come_from_the_loader_and_aqlprofile() {
+    let dir = scratch("extensions");
+    let lib = target_dir().join("libhsa_amd_aqlprofile64.so");
+    assert!(
+        lib.exists(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        lib.display()
+    );
+    std::os::unix::fs::symlink(&lib, dir.join("libhsa-amd-aqlprofile64.so"))
+        .expect("link aqlprofile");
+    let path = dir.display().to_string();
+    let out = run_child("child", "extensions", &[("LD_LIBRARY_PATH", &path)]);
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("loader") || l.starts_with("aqlprofile"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "loader supported=true minor=3",
+            "loader query_host_address=true iterate_executables=true",
+            "aqlprofile status=0 version_major=2 iterate_data=true"
+        ]
     );
 }
