@@ -224,3 +224,43 @@ fn the_application_signal_completes_once_with_the_kernel_timestamps() {
         assert_eq!(r.counters.len(), usize::from(counted));
     }
 }
+
+#[test]
+fn multi_dispatch_batches_pass_through_unless_asked() {
+    // Three dispatches behind one doorbell: one handler call in batched mode (a possible graph
+    // replay, left alone by default), three calls in per-packet mode.
+    for (mode, wrap, expected) in [("batch", "0", 0), ("batch", "1", 3), ("packet", "0", 3)] {
+        let dir = scratch(&format!("batch-{mode}-{wrap}"));
+        let plan = common::plan(
+            &dir,
+            "gfx942",
+            &[&["SQ_WAVES"]],
+            KernelFilters::default(),
+            1,
+        );
+        let out = std::process::Command::new(signal_app())
+            .arg("3")
+            .envs(common::sim_env("gfx942"))
+            .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))
+            .env("RTL_PMC_PLAN", &plan)
+            .env("RTL_SIM_INTERCEPT", mode)
+            .env("RTL_PMC_WRAP_BATCHES", wrap)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            String::from_utf8_lossy(&out.stdout).starts_with("1 "),
+            "each dispatch completed the signal once"
+        );
+        let records = common::records(&dir.join("out"));
+        assert_eq!(records.len(), expected, "{mode} wrap={wrap}");
+        let indices: Vec<u64> = records.iter().map(|r| r.queue_index).collect();
+        let mut sorted = indices.clone();
+        sorted.sort_unstable();
+        assert_eq!(sorted, (0..expected as u64).collect::<Vec<u64>>());
+    }
+}
