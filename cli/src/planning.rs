@@ -147,7 +147,6 @@ pub struct Run {
 
 impl Run {
     /// The interposer's plan for this run, writing raw records to `output_directory`.
-    #[allow(dead_code)] // The runner writes these; until it lands only tests do.
     pub fn plan_file(&self, output_directory: &Path) -> RunPlan {
         RunPlan {
             version: PLAN_VERSION,

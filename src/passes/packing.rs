@@ -568,4 +568,88 @@ mod tests {
         assert!(packing.bins >= 2);
         assert_eq!(packing.proven_lower_bound, 2);
     }
+
+    /// The fewest bins by trying every partition of the items (small instances only).
+    fn brute_force(inst: &Instance) -> usize {
+        fn fits(inst: &Instance, members: &[usize]) -> bool {
+            let mut events: Vec<usize> = members
+                .iter()
+                .flat_map(|&i| inst.items[i].iter().copied())
+                .collect();
+            events.sort_unstable();
+            events.dedup();
+            inst.limits.iter().enumerate().all(|(b, &limit)| {
+                events
+                    .iter()
+                    .filter(|&&e| inst.event_budget[e] == b)
+                    .count()
+                    <= limit
+            })
+        }
+        fn go(inst: &Instance, item: usize, bins: &mut Vec<Vec<usize>>, best: &mut usize) {
+            if bins.len() >= *best {
+                return;
+            }
+            if item == inst.items.len() {
+                *best = bins.len();
+                return;
+            }
+            for b in 0..bins.len() {
+                bins[b].push(item);
+                if fits(inst, &bins[b]) {
+                    go(inst, item + 1, bins, best);
+                }
+                bins[b].pop();
+            }
+            bins.push(vec![item]);
+            go(inst, item + 1, bins, best);
+            bins.pop();
+        }
+        let mut best = usize::MAX;
+        go(inst, 0, &mut Vec::new(), &mut best);
+        best
+    }
+
+    #[test]
+    fn matches_brute_force_on_small_random_instances() {
+        let mut state = 99u64;
+        let mut below = |n: u64| {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) % n
+        };
+        for _ in 0..300 {
+            let budgets = 1 + below(2) as usize;
+            let limits: Vec<usize> = (0..budgets).map(|_| 2 + below(3) as usize).collect();
+            let events = 4 + below(6) as usize;
+            let event_budget: Vec<usize> = (0..events)
+                .map(|_| below(budgets as u64) as usize)
+                .collect();
+            let items: Vec<Vec<usize>> = (0..3 + below(6))
+                .map(|_| {
+                    let mut item: Vec<usize> = (0..1 + below(3))
+                        .map(|_| below(events as u64) as usize)
+                        .collect();
+                    item.sort_unstable();
+                    item.dedup();
+                    item
+                })
+                .filter(|item| {
+                    (0..budgets).all(|b| {
+                        item.iter().filter(|&&e| event_budget[e] == b).count() <= limits[b]
+                    })
+                })
+                .collect();
+            let inst = Instance {
+                limits,
+                event_budget,
+                items,
+            };
+            let packing = pack(&inst, 0, &mut nodes(100_000));
+            check(&inst, &packing);
+            assert_eq!(packing.bins, brute_force(&inst), "{inst:?}");
+            assert_eq!(packing.proven_lower_bound, packing.bins, "{inst:?}");
+        }
+    }
 }
