@@ -484,3 +484,114 @@ fn async_handlers_run_on_the_runtime_thread() {
         ok(hsa_signal_destroy(done));
     }
 }
+
+#[test]
+fn waits_on_several_signals_and_dependent_copies() {
+    init();
+    let signals = [signal(1), signal(1), signal(1)];
+    let later = signals[2];
+    let setter = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(20));
+        // SAFETY: a live signal.
+        unsafe { hsa_signal_store_screlease(later, 0) };
+    });
+    let mut conds = [HSA_SIGNAL_CONDITION_EQ; 3];
+    let mut values = [0i64; 3];
+    let mut handles = signals;
+    let mut seen = -1i64;
+    // SAFETY: arrays of three elements.
+    let index = unsafe {
+        hsa_amd_signal_wait_any(
+            3,
+            handles.as_mut_ptr(),
+            conds.as_mut_ptr(),
+            values.as_mut_ptr(),
+            u64::MAX,
+            HSA_WAIT_STATE_BLOCKED,
+            &mut seen,
+        )
+    };
+    setter.join().expect("setter thread");
+    assert_eq!((index, seen), (2, 0));
+    // SAFETY: arrays of three elements; nothing satisfies the conditions before the timeout.
+    let timeout = unsafe {
+        hsa_amd_signal_wait_any(
+            2,
+            handles.as_mut_ptr(),
+            conds.as_mut_ptr(),
+            values.as_mut_ptr(),
+            5_000_000,
+            HSA_WAIT_STATE_BLOCKED,
+            &mut seen,
+        )
+    };
+    assert_eq!(timeout, u32::MAX);
+    // A copy that waits for a dependency.
+    let src = vec![7u8; 256];
+    let mut dst = vec![0u8; 256];
+    let (dep, done) = (signals[0], signal(1));
+    // SAFETY: both buffers outlive the copy (waited for below).
+    unsafe {
+        ok(hsa_amd_memory_async_copy(
+            dst.as_mut_ptr() as *mut c_void,
+            gpu(),
+            src.as_ptr() as *const c_void,
+            gpu(),
+            256,
+            1,
+            &dep,
+            done,
+        ));
+        let early = hsa_signal_wait_scacquire(
+            done,
+            HSA_SIGNAL_CONDITION_EQ,
+            0,
+            10_000_000,
+            HSA_WAIT_STATE_BLOCKED,
+        );
+        assert_eq!(early, 1, "the copy ran before its dependency");
+        hsa_signal_store_relaxed(dep, 0);
+    }
+    assert_eq!(wait_zero(done), 0);
+    assert_eq!(dst, src);
+    // SAFETY: no longer used.
+    unsafe {
+        for s in signals.into_iter().chain([done]) {
+            ok(hsa_signal_destroy(s));
+        }
+    }
+}
+
+#[test]
+fn dispatch_timestamps_are_monotonic_per_queue() {
+    init();
+    let q = queue(gpu(), 256);
+    // SAFETY: a live queue.
+    unsafe { ok(hsa_amd_profiling_set_profiler_enabled(q, 1)) };
+    let signals: Vec<hsa_signal_t> = (0..100).map(|_| signal(1)).collect();
+    let packets: Vec<AqlPacket> = signals
+        .iter()
+        .enumerate()
+        .map(|(i, s)| dispatch(64 << (i % 12), 64, *s, false))
+        .collect();
+    for chunk in packets.chunks(10) {
+        submit(q, chunk);
+    }
+    let mut last_start = 0;
+    for s in &signals {
+        assert_eq!(wait_zero(*s), 0);
+        let (start, end) = dispatch_time(*s);
+        assert!(
+            start >= last_start && end > start,
+            "start {start} after {last_start}, end {end}"
+        );
+        last_start = start;
+    }
+    // SAFETY: everything completed.
+    unsafe {
+        for s in signals {
+            ok(hsa_signal_destroy(s));
+        }
+        ok(hsa_queue_destroy(q));
+    }
+}
