@@ -98,26 +98,45 @@ fn truth_total(line: &serde_json::Value, counter: &str) -> u64 {
 fn profile(name: &str, args: &[&str], app_args: &[&str], truth_counters: &[&str]) -> Profile {
     let dir = scratch(name);
     let out = dir.join("out");
+    let (output, truth) = run_rtl_pmc(&dir, &out, args, app_args, truth_counters, &[]);
+    Profile { output, out, truth }
+}
+
+/// Runs rtl-pmc in `dir` writing to `out`, with extra environment `env`; returns its output
+/// and the ground truth.
+fn run_rtl_pmc(
+    dir: &std::path::Path,
+    out: &std::path::Path,
+    args: &[&str],
+    app_args: &[&str],
+    truth_counters: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, Vec<serde_json::Value>) {
     let truth = dir.join("truth.jsonl");
     let mut command = Command::new(artifact("rtl-pmc"));
     command
-        .current_dir(&dir)
+        .current_dir(dir)
         .args(["--arch", "gfx942", "-d"])
-        .arg(&out)
+        .arg(out)
         .args(args)
         .arg("--")
         .arg(artifact("rtl-demo-app"))
         .args(app_args)
         .envs(sim_env("gfx942"))
         .env("RTL_SIM_GROUND_TRUTH", &truth)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth_counters.join(","));
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth_counters.join(","))
+        .envs(env.iter().copied());
     let output = command.output().expect("rtl-pmc starts");
-    let truth = std::fs::read_to_string(&truth)
+    (output, read_truth(&truth))
+}
+
+fn read_truth(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
+        .filter(|l| l.ends_with('}'))
         .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
-        .collect();
-    Profile { output, out, truth }
+        .collect()
 }
 
 fn column(header: &[String], name: &str) -> usize {
@@ -385,4 +404,254 @@ fn the_applications_exit_status_is_passed_on_with_results_written() {
         "{}",
         p.stderr()
     );
+}
+
+#[test]
+fn continue_on_error_runs_every_pass_and_keeps_the_exit_status() {
+    let p = profile(
+        "continue",
+        &[
+            "--pmc",
+            "SQ_WAVES",
+            "--pmc",
+            "TCC_HIT",
+            "--continue-on-error",
+        ],
+        &["--exit-code", "3"],
+        &["SQ_WAVES", "TCC_HIT"],
+    );
+    p.assert_code(3);
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},SQ_WAVES,TCC_HIT,BeginNs,EndNs")
+    );
+    assert_eq!(rows.len(), 4);
+    assert!(
+        rows.iter().all(|r| !r.contains(&"None".to_string())),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn a_crashing_application_exits_139_with_its_flushed_records_written() {
+    let p = profile(
+        "crash",
+        &["--pmc", "SQ_WAVES"],
+        &["--crash", "--iterations", "2"],
+        &["SQ_WAVES"],
+    );
+    p.assert_code(128 + 11);
+    let (header, rows) = p.results();
+    assert_eq!(
+        header.join(","),
+        format!("{LEADING},SQ_WAVES,BeginNs,EndNs")
+    );
+    assert!(rows.len() <= 4, "only the first iteration ran: {rows:?}");
+    let truth = truth_by_time(&p, &header, &rows);
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+    }
+}
+
+#[test]
+fn every_format_is_written_on_request() {
+    let p = profile(
+        "formats",
+        &[
+            "--pmc",
+            "SQ_WAVES",
+            "--output-format",
+            "csv,json,rocpd,pftrace",
+            "-o",
+            "prof",
+        ],
+        &[],
+        &["SQ_WAVES"],
+    );
+    p.assert_code(0);
+    for name in [
+        "prof.csv",
+        "prof.db",
+        "prof.json",
+        "prof.pftrace",
+        "pass_1/counter_collection.csv",
+    ] {
+        assert!(p.out.join(name).is_file(), "{name} missing");
+    }
+    let json: serde_json::Value = serde_json::from_str(&p.file("prof.json")).unwrap();
+    let dispatches = json["rtl-pmc"]["dispatches"].as_array().unwrap();
+    assert_eq!(dispatches.len(), 4);
+    for d in dispatches {
+        let t = p
+            .truth
+            .iter()
+            .find(|t| t["start"] == d["start_ns"] && t["end"] == d["end_ns"])
+            .expect("a ground-truth dispatch");
+        let samples: Vec<f64> = t["counters"]["SQ_WAVES"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_f64().unwrap())
+            .collect();
+        assert_eq!(d["counters"][0]["values"], serde_json::json!(samples));
+        assert_eq!(
+            d["counters"][0]["value"].as_f64().unwrap(),
+            samples.iter().sum::<f64>()
+        );
+    }
+    let only_csv = profile(
+        "formats-csv",
+        &["--pmc", "SQ_WAVES", "--output-format", "csv"],
+        &[],
+        &[],
+    );
+    only_csv.assert_code(0);
+    assert!(only_csv.out.join("results.csv").is_file());
+    assert!(!only_csv.out.join("results.db").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&only_csv.out)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(".partial"))
+        .collect();
+    assert_eq!(leftovers, Vec::<String>::new());
+}
+
+#[test]
+fn rank_directories_merge_into_one() {
+    let dir = scratch("ranks");
+    let template = dir.join("out").join("rank%rank%");
+    let mut truth = Vec::new();
+    for rank in ["0", "1"] {
+        let (output, t) = run_rtl_pmc(
+            &dir,
+            &template,
+            &["--pmc", "SQ_WAVES"],
+            &[],
+            &["SQ_WAVES"],
+            &[("SLURM_PROCID", rank)],
+        );
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        truth = t;
+    }
+    assert!(dir.join("out/rank0/results.db").is_file());
+    assert!(dir.join("out/rank1/results.db").is_file());
+    let merged = dir.join("merged");
+    let output = Command::new(artifact("rtl-pmc"))
+        .args(["merge", "-d"])
+        .arg(&merged)
+        .arg(dir.join("out/rank0"))
+        .arg(dir.join("out/rank1"))
+        .output()
+        .expect("rtl-pmc merge starts");
+    assert_eq!(
+        output.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let p = Profile {
+        output,
+        out: merged,
+        truth,
+    };
+    let (header, rows) = p.results();
+    assert_eq!(rows.len(), 8);
+    let pids = p.truth_pids();
+    assert_eq!(
+        pids.len(),
+        2,
+        "both ranks appended to one ground-truth file"
+    );
+    let pid = column(&header, "pid");
+    let truth = truth_by_time(&p, &header, &rows);
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(row[pid], t["pid"].to_string());
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+    }
+    assert_eq!(
+        p.file("pass_1/counter_collection.csv").lines().count(),
+        1 + 8
+    );
+
+    let missing = Command::new(artifact("rtl-pmc"))
+        .args(["merge", "-d"])
+        .arg(dir.join("merged2"))
+        .arg(dir.join("nowhere"))
+        .output()
+        .unwrap();
+    assert_eq!(missing.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&missing.stderr),
+        format!(
+            "rtl-pmc: {}: no results.db (run with --output-format rocpd, the default)\n",
+            dir.join("nowhere").display()
+        )
+    );
+}
+
+#[test]
+fn ctrl_c_stops_the_run_and_writes_what_was_collected() {
+    let dir = scratch("interrupt");
+    let out = dir.join("out");
+    let mut child = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .args(["--pmc", "SQ_WAVES", "--pmc", "TCC_HIT", "--"])
+        .arg(artifact("rtl-demo-app"))
+        .args(["--iterations", "1000000"])
+        .envs(sim_env("gfx942"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rtl-pmc starts");
+    // Wait until the application has written records.
+    let raw_written = || {
+        std::fs::read_dir(out.join("pass_1"))
+            .map(|entries| {
+                entries.filter_map(|e| e.ok()).any(|e| {
+                    e.path().extension().is_some_and(|x| x == "rtlraw")
+                        && e.metadata().map(|m| m.len() > 2000).unwrap_or(false)
+                })
+            })
+            .unwrap_or(false)
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !raw_written() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(raw_written(), "the application wrote records within 60 s");
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("rtl-pmc: interrupted; writing what was collected"),
+        "{stderr}"
+    );
+    assert!(!out.join("pass_2").exists());
+    let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut lines = results.lines();
+    assert_eq!(
+        lines.next().unwrap(),
+        format!("{LEADING},SQ_WAVES,BeginNs,EndNs")
+    );
+    assert!(lines.count() > 0);
 }

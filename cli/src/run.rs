@@ -208,20 +208,18 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         let run_plan = run.plan_file(&pass_dir);
         let plan_path = pass_dir.join("plan.json");
         run_plan.write(&plan_path).map_err(output_error)?;
-        let label = run
+        let counters = run
             .agents
             .iter()
             .flat_map(|a| a.groups.iter().flat_map(|g| g.counters.iter()))
-            .fold(Vec::<&String>::new(), |mut names, c| {
-                if !names.contains(&c) {
-                    names.push(c);
+            .fold(Vec::<String>::new(), |mut names, c| {
+                if !names.contains(c) {
+                    names.push(c.clone());
                 }
                 names
-            })
-            .iter()
-            .map(|s| s.as_str())
-            .collect::<Vec<_>>()
-            .join(" ");
+            });
+        db.declare_counters(&counters).map_err(output_error)?;
+        let label = counters.join(" ");
 
         let mut command = Command::new(program);
         command

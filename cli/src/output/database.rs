@@ -164,7 +164,6 @@ pub struct Database {
     temporary: PathBuf,
     strings: HashMap<String, i64>,
     pmcs: HashMap<String, i64>,
-    pmc_names: Vec<String>,
     in_transaction: bool,
     json: String,
     committed: bool,
@@ -232,7 +231,6 @@ impl Database {
             temporary,
             strings: HashMap::new(),
             pmcs: HashMap::new(),
-            pmc_names: Vec::new(),
             in_transaction: false,
             json: String::new(),
             committed: false,
@@ -251,7 +249,6 @@ impl Database {
             temporary: path.to_path_buf(),
             strings: HashMap::new(),
             pmcs: HashMap::new(),
-            pmc_names: Vec::new(),
             in_transaction: false,
             json: String::new(),
             committed: true,
@@ -350,14 +347,27 @@ impl Database {
         };
         let r = self.conn.query_row(
             "INSERT INTO rocpd_info_pmc(name, dimensions) VALUES (?1, ?2) ON CONFLICT(name)
-             DO UPDATE SET name = name RETURNING id",
+             DO UPDATE SET dimensions = CASE WHEN dimensions = '' THEN excluded.dimensions
+             ELSE dimensions END RETURNING id",
             params![counter.name, dimensions],
             |r| r.get(0),
         );
         let id = self.err(r)?;
         self.pmcs.insert(counter.name.clone(), id);
-        self.pmc_names.push(counter.name.clone());
         Ok(id)
+    }
+
+    /// Declares the counters a pass collects, so they have columns, in this order, even when no
+    /// dispatch delivers them.
+    pub fn declare_counters(&mut self, names: &[String]) -> Result<(), DatabaseError> {
+        for name in names {
+            let r = self.conn.execute(
+                "INSERT OR IGNORE INTO rocpd_info_pmc(name, dimensions) VALUES (?1, '')",
+                [name],
+            );
+            self.err(r)?;
+        }
+        Ok(())
     }
 
     /// Adds one dispatch of `pass`, read from input number `source` (0 for a single run).
