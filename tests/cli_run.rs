@@ -606,7 +606,7 @@ fn rank_directories_merge_into_one() {
 fn ctrl_c_stops_the_run_and_writes_what_was_collected() {
     let dir = scratch("interrupt");
     let out = dir.join("out");
-    let mut child = Command::new(artifact("rtl-pmc"))
+    let child = Command::new(artifact("rtl-pmc"))
         .current_dir(&dir)
         .args(["--arch", "gfx942", "-d"])
         .arg(&out)
