@@ -184,6 +184,19 @@ fn pmc_groups_on_the_command_line() {
 }
 
 #[test]
+fn help_plan_example() {
+    let help = rtl_pmc(&["--help"]).stdout;
+    let example = "rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy";
+    assert!(help.contains(example), "{help}");
+    let args: Vec<&str> = example.split(' ').skip(1).collect();
+    assert_plan(
+        &rtl_pmc(&args),
+        "pass 1: FETCH_SIZE VALUBusy\npass 2: WRITE_SIZE\npasses: 2 (lower bound: 2)\n",
+        &format!("rtl-pmc: gfx942: --pmc group 1 {FETCH_WRITE_NOTE}\n"),
+    );
+}
+
+#[test]
 fn rocprofv3_text_example() {
     let s = Scratch::new("v3txt");
     let input = s.file("input.txt", V3_TXT);
