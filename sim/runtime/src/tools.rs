@@ -5,6 +5,8 @@
 //! open, lacks `OnLoad` or returns false is closed and added to that list
 //! (`HSA_TOOLS_REPORT_LOAD_FAILURE` prints `Tool lib "<name>" failed to load.`). `OnUnload` runs
 //! in reverse order at the last `hsa_shut_down`, or at exit if the application never shuts down.
+//! Libraries already in the process that export `uint32_t HSA_AMD_TOOL_PRIORITY` are loaded too,
+//! after the `HSA_TOOLS_LIB` ones, ordered by that priority.
 
 use crate::api;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -106,13 +108,77 @@ fn report_failure(name: &str) {
     }
 }
 
-/// Loads the tools of `HSA_TOOLS_LIB` (first `hsa_init`, after agents exist).
+/// Libraries already in the process (preloaded or linked) that define `HSA_AMD_TOOL_PRIORITY`,
+/// with that priority.
+fn loaded_tools() -> Vec<(String, u32)> {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid info; `data` is the Vec of names.
+        unsafe {
+            let name = (*info).dlpi_name;
+            if !name.is_null() && *name != 0 {
+                (*(data as *mut Vec<CString>)).push(CStr::from_ptr(name).to_owned());
+            }
+        }
+        0
+    }
+    let mut names: Vec<CString> = Vec::new();
+    // SAFETY: the callback only reads the info it is given.
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut names as *mut Vec<CString> as *mut c_void) };
+    let mut found = Vec::new();
+    for name in names {
+        // SAFETY: RTLD_NOLOAD only returns a handle to an object already loaded.
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            continue;
+        }
+        // SAFETY: dlsym on a live handle.
+        let symbol = unsafe { libc::dlsym(handle, c"HSA_AMD_TOOL_PRIORITY".as_ptr()) };
+        if !symbol.is_null() && defined_in(handle, symbol) {
+            // SAFETY: the exported object is a uint32_t.
+            let priority = unsafe { *(symbol as *const u32) };
+            found.push((name.to_string_lossy().into_owned(), priority));
+        }
+        // SAFETY: drops the reference RTLD_NOLOAD took.
+        unsafe { libc::dlclose(handle) };
+    }
+    found
+}
+
+/// The tools to load, in load order: `HSA_TOOLS_LIB` entry `i` has order `i`, an already-loaded
+/// library with `HSA_AMD_TOOL_PRIORITY = p` order `p + (number of HSA_TOOLS_LIB entries)`; a
+/// library named twice keeps its lowest order.
+fn tool_order(env: Vec<String>, loaded: Vec<(String, u32)>) -> Vec<String> {
+    let n = env.len() as u64;
+    let mut all: Vec<(u64, String)> = env
+        .into_iter()
+        .enumerate()
+        .map(|(i, name)| (i as u64, name))
+        .collect();
+    all.extend(
+        loaded
+            .into_iter()
+            .map(|(name, priority)| (u64::from(priority) + n, name)),
+    );
+    all.sort_by_key(|(order, _)| *order);
+    let mut seen = std::collections::HashSet::new();
+    all.into_iter()
+        .filter(|(_, name)| seen.insert(name.clone()))
+        .map(|(_, name)| name)
+        .collect()
+}
+
+/// Loads the tools of `HSA_TOOLS_LIB` and the already-loaded tools (first `hsa_init`, after
+/// agents exist).
 pub fn load() {
-    let Ok(list) = std::env::var("HSA_TOOLS_LIB") else {
-        return;
-    };
+    let env = std::env::var("HSA_TOOLS_LIB")
+        .map(|list| split_tool_list(&list))
+        .unwrap_or_default();
     let mut failed: Vec<CString> = Vec::new();
-    for name in split_tool_list(&list) {
+    for name in tool_order(env, loaded_tools()) {
         let Ok(c_name) = CString::new(name.clone()) else {
             report_failure(&name);
             continue;
@@ -180,7 +246,7 @@ pub fn unload(close: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::split_tool_list;
+    use super::{split_tool_list, tool_order};
 
     #[test]
     fn tool_lists_split_like_rocr() {
@@ -191,5 +257,19 @@ mod tests {
         );
         assert_eq!(split_tool_list("   "), Vec::<String>::new());
         assert_eq!(split_tool_list(r#""""#), vec![""]);
+    }
+
+    #[test]
+    fn preloaded_tools_follow_the_environment_by_priority() {
+        let env = vec!["a.so".to_string(), "b.so".to_string()];
+        let loaded = vec![
+            ("p25.so".to_string(), 25),
+            ("p0.so".to_string(), 0),
+            ("a.so".to_string(), 7),
+        ];
+        assert_eq!(
+            tool_order(env, loaded),
+            vec!["a.so", "b.so", "p0.so", "p25.so"]
+        );
     }
 }

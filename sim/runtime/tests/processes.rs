@@ -502,6 +502,24 @@ fn failed_tools_are_reported_to_later_tools() {
 }
 
 #[test]
+fn preloaded_tools_with_a_priority_load_after_the_listed_ones() {
+    let dir = scratch("preload");
+    let preloaded = copy_cdylib("librtl_sim_test_tool.so", &dir, "tool_p")
+        .display()
+        .to_string();
+    let (lines, _) = tool_log("tools", &["tool_a"], &[("LD_PRELOAD", &preloaded)]);
+    assert_eq!(
+        lines,
+        vec![
+            "OnLoad name=tool_a runtime_version=3 failed=0 failed_names=[] root=3.64.1 core=2.1016.0 amd_ext=2.704.8",
+            "OnLoad name=tool_p runtime_version=3 failed=0 failed_names=[] root=3.64.1 core=2.1016.0 amd_ext=2.704.8",
+            "OnUnload name=tool_p",
+            "OnUnload name=tool_a",
+        ]
+    );
+}
+
+#[test]
 fn tools_unload_at_exit_without_shutdown() {
     let (lines, _) = tool_log("tools_no_shutdown", &["tool_a"], &[("RTL_SIM_ROCM", "5.2")]);
     assert_eq!(

@@ -5,7 +5,8 @@
 //! arguments received and the table versions. `RTL_SIM_TEST_TOOL_FAIL` lists (comma-separated)
 //! tool names whose `OnLoad` returns false. With `RTL_SIM_TEST_TOOL_INTERCEPT=1` the tool wraps
 //! `hsa_queue_create`: queues become intercept queues with a handler that logs the packet count
-//! of every call and passes the packets on unchanged.
+//! of every call and passes the packets on unchanged. It exports `HSA_AMD_TOOL_PRIORITY`, so a
+//! preloaded copy is loaded as a tool too.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../../../src/hsa/mod.rs"]
@@ -176,6 +177,11 @@ unsafe extern "C" fn queue_create(
     });
     result.unwrap_or(HSA_STATUS_ERROR)
 }
+
+/// Load order of this library when it is already in the process (e.g. `LD_PRELOAD`): the runtime
+/// loads such libraries after those of `HSA_TOOLS_LIB`, by this priority.
+#[no_mangle]
+pub static HSA_AMD_TOOL_PRIORITY: u32 = 25;
 
 /// Tools-library entry point.
 ///
