@@ -405,7 +405,31 @@ fn wait_many(
     }
 }
 
-/// `hsa_amd_signal_wait_any`.
+/// The C arrays of `hsa_amd_signal_wait_any`/`_all` as slices; `None` if any is null or empty.
+///
+/// # Safety
+/// Each non-null pointer must point to `count` elements.
+unsafe fn wait_arrays<'a>(
+    count: u32,
+    signals: *const hsa_signal_t,
+    conds: *const hsa_signal_condition_t,
+    values: *const hsa_signal_value_t,
+) -> Option<(&'a [hsa_signal_t], &'a [u32], &'a [i64])> {
+    if signals.is_null() || conds.is_null() || values.is_null() || count == 0 {
+        return None;
+    }
+    let n = count as usize;
+    // SAFETY: per the contract.
+    unsafe {
+        Some((
+            std::slice::from_raw_parts(signals, n),
+            std::slice::from_raw_parts(conds, n),
+            std::slice::from_raw_parts(values, n),
+        ))
+    }
+}
+
+/// `hsa_amd_signal_wait_any`: the index of a satisfied signal, `u32::MAX` on timeout.
 pub(crate) unsafe extern "C" fn hsa_amd_signal_wait_any(
     signal_count: u32,
     signals: *mut hsa_signal_t,
@@ -416,17 +440,9 @@ pub(crate) unsafe extern "C" fn hsa_amd_signal_wait_any(
     satisfying_value: *mut hsa_signal_value_t,
 ) -> u32 {
     guard(u32::MAX, || {
-        if signals.is_null() || conds.is_null() || values.is_null() || signal_count == 0 {
-            return u32::MAX;
-        }
-        let n = signal_count as usize;
         // SAFETY: the caller passes arrays of `signal_count` elements.
-        let (s, c, v) = unsafe {
-            (
-                std::slice::from_raw_parts(signals, n),
-                std::slice::from_raw_parts(conds, n),
-                std::slice::from_raw_parts(values, n),
-            )
+        let Some((s, c, v)) = (unsafe { wait_arrays(signal_count, signals, conds, values) }) else {
+            return u32::MAX;
         };
         let mut out = [0i64; 1];
         let index = wait_many(s, c, v, timeout_hint, false, &mut out);
@@ -438,7 +454,7 @@ pub(crate) unsafe extern "C" fn hsa_amd_signal_wait_any(
     })
 }
 
-/// `hsa_amd_signal_wait_all`.
+/// `hsa_amd_signal_wait_all`: 0 once every condition holds, `u32::MAX` on timeout.
 pub(crate) unsafe extern "C" fn hsa_amd_signal_wait_all(
     signal_count: u32,
     signals: *mut hsa_signal_t,
@@ -449,23 +465,15 @@ pub(crate) unsafe extern "C" fn hsa_amd_signal_wait_all(
     satisfying_values: *mut hsa_signal_value_t,
 ) -> u32 {
     guard(u32::MAX, || {
-        if signals.is_null() || conds.is_null() || values.is_null() || signal_count == 0 {
-            return u32::MAX;
-        }
-        let n = signal_count as usize;
         // SAFETY: the caller passes arrays of `signal_count` elements.
-        let (s, c, v) = unsafe {
-            (
-                std::slice::from_raw_parts(signals, n),
-                std::slice::from_raw_parts(conds, n),
-                std::slice::from_raw_parts(values, n),
-            )
+        let Some((s, c, v)) = (unsafe { wait_arrays(signal_count, signals, conds, values) }) else {
+            return u32::MAX;
         };
-        let mut out = vec![0i64; n];
+        let mut out = vec![0i64; s.len()];
         let result = wait_many(s, c, v, timeout_hint, true, &mut out);
         if !satisfying_values.is_null() {
             // SAFETY: the caller's output array has `signal_count` elements.
-            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), satisfying_values, n) };
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), satisfying_values, out.len()) };
         }
         result
     })

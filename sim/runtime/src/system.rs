@@ -686,6 +686,30 @@ fn global_flags(memory: Memory) -> u32 {
     }
 }
 
+/// Calls `callback` with the handle of every region/pool of `agent` (`base` picks which).
+fn iterate_memories<H>(
+    agent: hsa_agent_t,
+    base: u64,
+    handle: fn(u64) -> H,
+    callback: Option<unsafe extern "C" fn(H, *mut c_void) -> hsa_status_t>,
+    data: *mut c_void,
+) -> hsa_status_t {
+    let Some(index) = agent_index(agent) else {
+        return HSA_STATUS_ERROR_INVALID_AGENT;
+    };
+    let Some(callback) = callback else {
+        return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    };
+    for i in 0..memories(index).len() {
+        // SAFETY: the application's callback.
+        let status = unsafe { callback(handle(memory_handle(base, index, i)), data) };
+        if status != HSA_STATUS_SUCCESS {
+            return status;
+        }
+    }
+    HSA_STATUS_SUCCESS
+}
+
 /// `hsa_agent_iterate_regions`.
 pub(crate) unsafe extern "C" fn hsa_agent_iterate_regions(
     agent: hsa_agent_t,
@@ -693,27 +717,13 @@ pub(crate) unsafe extern "C" fn hsa_agent_iterate_regions(
     data: *mut c_void,
 ) -> hsa_status_t {
     guard(HSA_STATUS_ERROR, || {
-        let Some(index) = agent_index(agent) else {
-            return HSA_STATUS_ERROR_INVALID_AGENT;
-        };
-        let Some(callback) = callback else {
-            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        };
-        for i in 0..memories(index).len() {
-            // SAFETY: the application's callback.
-            let status = unsafe {
-                callback(
-                    hsa_region_t {
-                        handle: memory_handle(REGION_BASE, index, i),
-                    },
-                    data,
-                )
-            };
-            if status != HSA_STATUS_SUCCESS {
-                return status;
-            }
-        }
-        HSA_STATUS_SUCCESS
+        iterate_memories(
+            agent,
+            REGION_BASE,
+            |handle| hsa_region_t { handle },
+            callback,
+            data,
+        )
     })
 }
 
@@ -764,27 +774,13 @@ pub(crate) unsafe extern "C" fn hsa_amd_agent_iterate_memory_pools(
     data: *mut c_void,
 ) -> hsa_status_t {
     guard(HSA_STATUS_ERROR, || {
-        let Some(index) = agent_index(agent) else {
-            return HSA_STATUS_ERROR_INVALID_AGENT;
-        };
-        let Some(callback) = callback else {
-            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        };
-        for i in 0..memories(index).len() {
-            // SAFETY: the application's callback.
-            let status = unsafe {
-                callback(
-                    hsa_amd_memory_pool_t {
-                        handle: memory_handle(POOL_BASE, index, i),
-                    },
-                    data,
-                )
-            };
-            if status != HSA_STATUS_SUCCESS {
-                return status;
-            }
-        }
-        HSA_STATUS_SUCCESS
+        iterate_memories(
+            agent,
+            POOL_BASE,
+            |handle| hsa_amd_memory_pool_t { handle },
+            callback,
+            data,
+        )
     })
 }
 
