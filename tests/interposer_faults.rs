@@ -56,8 +56,16 @@ fn a_failing_queue_creation_falls_back_to_a_plain_queue() {
 
 #[test]
 fn a_failing_signal_creation_leaves_one_dispatch_unprofiled() {
-    // Creation 1 is the application's own signal; the interposer's start at 2.
-    for n in ["2", "3", "4", "5"] {
+    // Creation 1 is the interposer's wake-up signal (without it the worker polls), creation 2
+    // the application's own signal, then the interposer's per-dispatch signals.
+    let run = faulty(
+        "signal-1",
+        &[("RTL_SIM_FAIL_SIGNAL_CREATE", "1")],
+        &["--iterations", "2"],
+    );
+    assert!(warnings(&run).is_empty(), "{:?}", warnings(&run));
+    assert_eq!(assert_records_subset_of_truth(&run), 8);
+    for n in ["3", "4", "5", "6"] {
         let run = faulty(
             &format!("signal-{n}"),
             &[("RTL_SIM_FAIL_SIGNAL_CREATE", n)],

@@ -9,7 +9,9 @@
 //!
 //! The worker never waits on one dispatch alone: an application may make an earlier dispatch
 //! depend (through a barrier packet) on the completion signal of a later one, which only the
-//! worker completes. It waits briefly on the oldest signal and then checks all of them.
+//! worker completes. It waits for any pending signal (and a wake-up signal that new dispatches
+//! set) with `hsa_amd_signal_wait_any`, or, without it, briefly on the oldest signal, and then
+//! checks all of them.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -113,6 +115,16 @@ pub struct Pending {
 }
 
 impl Pending {
+    /// The signal whose completion moves this dispatch on.
+    fn awaited(&self) -> hsa_signal_t {
+        match &self.counted {
+            Some(c) if self.kernel_done => c.done.signal,
+            _ => self.kernel_signal,
+        }
+    }
+}
+
+impl Pending {
     /// A pending dispatch.
     pub fn new(
         record: Record,
@@ -147,9 +159,11 @@ struct Shared {
 /// The worker thread and its mailbox.
 pub struct Completion {
     hsa: Arc<Hsa>,
+    /// Set to 1 when dispatches arrive, so that a worker waiting on signals wakes up.
+    wake: Option<hsa_signal_t>,
     signals: Arc<SignalPool>,
     shared: Mutex<Shared>,
-    wake: Condvar,
+    wake_up: Condvar,
     progress: Condvar,
     output: PathBuf,
 }
@@ -170,11 +184,13 @@ impl Completion {
             std::process::id(),
             super::records::EXTENSION
         ));
+        let wake = hsa.signal_create(0);
         let completion = Arc::new(Completion {
             hsa,
+            wake,
             signals,
             shared: Mutex::new(Shared::default()),
-            wake: Condvar::new(),
+            wake_up: Condvar::new(),
             progress: Condvar::new(),
             output,
         });
@@ -209,7 +225,7 @@ impl Completion {
         }
         shared.incoming.extend(pending);
         drop(shared);
-        self.wake.notify_one();
+        self.nudge();
     }
 
     /// Waits (up to `timeout`) until every dispatch of `queue` (or of all queues) completed,
@@ -234,7 +250,7 @@ impl Completion {
         }
         shared.flush_tickets += 1;
         let ticket = shared.flush_tickets;
-        self.wake.notify_one();
+        self.nudge();
         while shared.flushed < ticket && !shared.stopped && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             shared = self
@@ -250,7 +266,7 @@ impl Completion {
         self.drain(None, timeout);
         let mut shared = lock(&self.shared);
         shared.stop = true;
-        self.wake.notify_one();
+        self.nudge();
         let deadline = Instant::now() + Duration::from_millis(500);
         while !shared.stopped && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -268,6 +284,9 @@ impl Completion {
         let mut file_failed = false;
         let mut last_flush = Instant::now();
         loop {
+            if let Some(wake) = self.wake {
+                self.hsa.signal_store(wake, 0);
+            }
             let (stop, ticket) = {
                 let mut shared = lock(&self.shared);
                 if pending.is_empty()
@@ -279,7 +298,7 @@ impl Completion {
                         .saturating_sub(last_flush.elapsed())
                         .max(Duration::from_millis(1));
                     shared = self
-                        .wake
+                        .wake_up
                         .wait_timeout(shared, wait)
                         .map(|r| r.0)
                         .unwrap_or_else(|p| p.into_inner().0);
@@ -287,12 +306,11 @@ impl Completion {
                 pending.append(&mut shared.incoming);
                 (shared.stop, shared.flush_tickets)
             };
-            if let Some(first) = pending.iter().find(|p| !p.kernel_done) {
-                self.hsa
-                    .signal_wait_below(first.kernel_signal, 1, POLL.as_nanos() as u64);
-            } else if let Some(first) = pending.first().and_then(|p| p.counted.as_ref()) {
-                self.hsa
-                    .signal_wait_below(first.done.signal, 1, POLL.as_nanos() as u64);
+            if !pending.is_empty() && !stop {
+                self.wait(
+                    &pending,
+                    FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()),
+                );
             }
             let mut finished: Vec<usize> = Vec::new();
             let mut records: Vec<Record> = Vec::new();
@@ -342,10 +360,37 @@ impl Completion {
                     shared.flushed = shared.flushed.max(ticket);
                 }
                 self.progress.notify_all();
-                if stop && pending.is_empty() && shared.incoming.is_empty() {
+                // `stop` comes after a drain that waited for every dispatch it could; whatever
+                // is still pending then never completes and is abandoned.
+                if stop {
                     return;
                 }
             }
+        }
+    }
+
+    /// Waits until a pending dispatch can move on, new ones arrive, or `timeout` passed.
+    fn wait(&self, pending: &[Pending], timeout: Duration) {
+        let timeout = timeout.max(Duration::from_millis(1)).as_nanos() as u64;
+        if let Some(wake) = self.wake {
+            let mut waits: Vec<(hsa_signal_t, hsa_signal_condition_t, i64)> = pending
+                .iter()
+                .map(|p| (p.awaited(), HSA_SIGNAL_CONDITION_LT, 1))
+                .collect();
+            waits.push((wake, HSA_SIGNAL_CONDITION_NE, 0));
+            if self.hsa.wait_any(&waits, timeout) {
+                return;
+            }
+        }
+        self.hsa
+            .signal_wait_below(pending[0].awaited(), 1, POLL.as_nanos() as u64);
+    }
+
+    /// Wakes the worker, whether it waits for dispatches or on signals.
+    fn nudge(&self) {
+        self.wake_up.notify_one();
+        if let Some(wake) = self.wake {
+            self.hsa.signal_store(wake, 1);
         }
     }
 

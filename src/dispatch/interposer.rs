@@ -75,6 +75,9 @@ pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
         queues: Mutex::new(HashMap::new()),
     };
     if INTERPOSER.set(state).is_err() {
+        super::warn(
+            "the runtime was initialised again in this process; only its first run is profiled",
+        );
         return false;
     }
     let Some(me) = interposer() else { return false };

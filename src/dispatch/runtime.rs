@@ -152,6 +152,35 @@ impl Hsa {
         }
     }
 
+    /// Waits until any `(signal, condition, value)` holds or about `timeout_ns` passed. False
+    /// (without waiting) if the runtime has no `hsa_amd_signal_wait_any`.
+    pub fn wait_any(
+        &self,
+        waits: &[(hsa_signal_t, hsa_signal_condition_t, i64)],
+        timeout_ns: u64,
+    ) -> bool {
+        let Some(wait_any) = self.amd.hsa_amd_signal_wait_any_fn else {
+            return false;
+        };
+        let mut signals: Vec<hsa_signal_t> = waits.iter().map(|w| w.0).collect();
+        let mut conditions: Vec<hsa_signal_condition_t> = waits.iter().map(|w| w.1).collect();
+        let mut values: Vec<i64> = waits.iter().map(|w| w.2).collect();
+        let mut satisfying = 0i64;
+        // SAFETY: an original entry with three arrays of `waits.len()` elements.
+        unsafe {
+            wait_any(
+                waits.len() as u32,
+                signals.as_mut_ptr(),
+                conditions.as_mut_ptr(),
+                values.as_mut_ptr(),
+                timeout_ns,
+                HSA_WAIT_STATE_BLOCKED,
+                &mut satisfying,
+            )
+        };
+        true
+    }
+
     /// Start and end (ns, system domain) of the dispatch that completed `signal` on `agent`.
     pub fn dispatch_time(&self, agent: hsa_agent_t, signal: hsa_signal_t) -> Option<(u64, u64)> {
         let mut time = hsa_amd_profiling_dispatch_time_t::default();
