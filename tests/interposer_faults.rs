@@ -182,3 +182,35 @@ fn sigkill_keeps_the_flushed_records() {
         .iter()
         .all(|r| r.counters.len() == 2 && r.end > r.start));
 }
+
+#[test]
+fn without_aqlprofile_the_application_runs_unprofiled() {
+    let dir = scratch("no-aqlprofile");
+    let lib = dir.join("lib");
+    std::fs::create_dir_all(&lib).unwrap();
+    std::os::unix::fs::symlink(
+        common::artifact("libhsa_runtime64.so"),
+        lib.join("libhsa-runtime64.so.1"),
+    )
+    .unwrap();
+    let plan = plan(&dir, "gfx942", &[GROUP], KernelFilters::default(), 1);
+    let out = Command::new(common::artifact("rtl-demo-app"))
+        .env("LD_LIBRARY_PATH", &lib)
+        .env("RTL_SIM_DEVICES", "gfx942")
+        .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))
+        .env("RTL_PMC_PLAN", &plan)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("rtl-demo-app: 4 dispatches verified"));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtl-pmc: aqlprofile is not available: the runtime has no aqlprofile extension (0x202); \
+         counters are not collected, the application runs unprofiled\n"
+    );
+    assert!(common::records(&dir.join("out")).is_empty());
+}
