@@ -209,6 +209,12 @@ impl Completion {
         completion
     }
 
+    /// Whether the worker thread runs (dispatches must not be wrapped otherwise: nobody would
+    /// complete the application's signals).
+    pub fn is_running(&self) -> bool {
+        !lock(&self.shared).stopped
+    }
+
     /// The raw record file's path.
     pub fn output(&self) -> &std::path::Path {
         &self.output

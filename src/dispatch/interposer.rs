@@ -245,6 +245,13 @@ impl Interposer {
         queue_index: u64,
         tid: u32,
     ) -> Option<(Wrapping, Pending)> {
+        if !session.completion.is_running() {
+            warn_once(
+                "worker",
+                "the completion thread is not running; dispatches run unprofiled",
+            );
+            return None;
+        }
         let info = self.kernels.get(kernel.kernel_object);
         let counters = session.counters.get(&queue.gpu.agent.handle);
         if counters.is_none() && self.wants_counters(&queue.gpu) {
