@@ -355,6 +355,13 @@ impl GpuCounters {
             pools: Mutex::new(Vec::new()),
             v2_events: Vec::new(),
         };
+        let accumulates = groups.iter().flatten().any(|e| e.flags != 0);
+        if accumulates && counters.aqlprofile.kind() == ApiKind::Legacy {
+            super::warn_once(
+                "legacy-flags",
+                "the legacy aqlprofile API cannot accumulate SQ events; accumulated counters read their plain events",
+            );
+        }
         let mut instance_counts: HashMap<String, u32> = HashMap::new();
         for group in groups {
             let mut instances = Vec::new();

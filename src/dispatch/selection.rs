@@ -87,10 +87,15 @@ impl Selector {
         };
         let index = counts.dispatches;
         counts.dispatches += 1;
-        let launch = {
-            let n = counts.launches.entry(name.to_string()).or_insert(0);
-            *n += 1;
-            *n
+        let launch = match counts.launches.get_mut(name) {
+            Some(n) => {
+                *n += 1;
+                *n
+            }
+            None => {
+                counts.launches.insert(name.to_string(), 1);
+                1
+            }
         };
         let selected = self.filters.selects_dispatch(index)
             && self.filters.selects_gpu(gpu)
