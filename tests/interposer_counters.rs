@@ -145,3 +145,22 @@ fn groups_rotate_and_filters_select() {
     };
     assert_eq!(assert_matches_truth(&counted, &[a, b]), 9);
 }
+
+#[test]
+fn other_architectures_count_exactly_too() {
+    for (arch, group) in [
+        ("gfx90a", &["SQ_WAVES", "TCC_HIT"][..]),
+        ("gfx950", &["SQ_WAVES", "SQ_INSTS_VALU"][..]),
+        ("gfx1100", &["SQ_WAVES", "GL2C_HIT", "GRBM_GUI_ACTIVE"][..]),
+    ] {
+        let dir = scratch(&format!("arch-{arch}"));
+        let plan = plan(&dir, arch, &[group], KernelFilters::default(), 1);
+        let run = run_demo(&dir, arch, Some(&plan), &[], group, &["--iterations", "2"]);
+        run.assert_success();
+        assert_eq!(run.stderr(), "", "{arch}");
+        assert_eq!(assert_matches_truth(&run, &[group]), 8, "{arch}");
+        let vadd = run.records.iter().find(|r| r.kernel == "vadd").unwrap();
+        let wave = if arch == "gfx1100" { 32 } else { 64 };
+        assert_eq!((vadd.arch.as_str(), vadd.wave_size), (arch, wave));
+    }
+}
