@@ -202,6 +202,9 @@ pub struct Tables {
     topologies: Vec<Topology>,
     counters: Vec<Counter>,
     counter_index: HashMap<(String, String), usize>,
+    event_index: HashMap<(String, String, u32), usize>,
+    block_index: HashMap<(String, u32), usize>,
+    block_archs: std::collections::HashSet<String>,
 }
 
 /// The process-wide tables.
@@ -236,7 +239,7 @@ impl Tables {
             let order = r[2].split(" x ").map(|s| s.trim().to_string()).collect();
             dims.insert((r[0].to_string(), r[1].to_string()), order);
         }
-        let blocks = records(BLOCKS_CSV)
+        let blocks: Vec<Block> = records(BLOCKS_CSV)
             .map(|r| {
                 let notes = &r[9];
                 let attrs = notes
@@ -294,19 +297,35 @@ impl Tables {
             .enumerate()
             .map(|(i, c)| ((c.arch.clone(), c.name.clone()), i))
             .collect();
+        // The first definition of an event wins, as a lookup by event would find it.
+        let mut event_index = HashMap::new();
+        for (i, c) in counters.iter().enumerate() {
+            event_index
+                .entry((c.arch.clone(), c.block.clone(), c.event))
+                .or_insert(i);
+        }
+        let block_index = blocks
+            .iter()
+            .enumerate()
+            .map(|(i, b)| ((b.arch.clone(), b.id), i))
+            .collect();
+        let block_archs = blocks.iter().map(|b| b.arch.clone()).collect();
         Tables {
             blocks,
             topologies,
             counters,
             counter_index,
+            event_index,
+            block_index,
+            block_archs,
         }
     }
 
     /// The architecture whose block table serves `arch`: itself if it has one, else the
     /// nearest part of its family (`gfx906` -> `gfx908`, `gfx1031` -> `gfx1030`, `gfx11` -> `gfx1100`).
     pub fn table_arch(&self, arch: &str) -> &str {
-        if let Some(b) = self.blocks.iter().find(|b| b.arch == arch) {
-            return &b.arch;
+        if let Some(a) = self.block_archs.get(arch) {
+            return a;
         }
         match arch {
             a if a.starts_with("gfx10") => "gfx1030",
@@ -331,7 +350,10 @@ impl Tables {
 
     /// The block of `arch` with enum value `id`.
     pub fn block_by_id(&self, arch: &str, id: u32) -> Option<&Block> {
-        self.blocks(arch).find(|b| b.id == id)
+        let arch = self.table_arch(arch);
+        self.block_index
+            .get(&(arch.to_string(), id))
+            .map(|&i| &self.blocks[i])
     }
 
     /// All products of the topology table.
@@ -393,10 +415,9 @@ impl Tables {
 
     /// The name of the basic counter of `arch` that is event `event` of block `block`.
     pub fn counter_name(&self, arch: &str, block: &str, event: u32) -> Option<&str> {
-        self.counters
-            .iter()
-            .find(|c| c.arch == arch && c.block == block && c.event == event)
-            .map(|c| c.name.as_str())
+        self.event_index
+            .get(&(arch.to_string(), block.to_string(), event))
+            .map(|&i| self.counters[i].name.as_str())
     }
 }
 

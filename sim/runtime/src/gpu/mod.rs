@@ -303,14 +303,67 @@ fn read(dev: &mut Device, setup: &Setup, entries: &[ReadEntry], now: u64) -> Vec
         Some(info) if info.arch == setup.arch => info.clock_mhz,
         _ => DeviceInfo::reference(&setup.arch).clock_mhz,
     };
+    // Kernels that may overlap any register read here, found once per read.
+    let earliest = entries
+        .iter()
+        .filter_map(|e| dev.registers.get(&e.slot)?.intervals.first().map(|i| i.0))
+        .min()
+        .unwrap_or(now);
+    let candidates: Vec<usize> = (0..dev.kernels.len())
+        .filter(|&i| dev.kernels[i].end >= earliest && dev.kernels[i].start <= now)
+        .collect();
+    // What each register needs for this read, worked out once per register.
+    struct Prepared {
+        block: &'static Block,
+        class: Class,
+        intervals: Vec<(u64, u64)>,
+        per_kernel: Vec<(u64, u64, Arc<Vec<u64>>)>,
+    }
+    let mut prepared: HashMap<Slot, Option<Prepared>> = HashMap::new();
     let mut out = Vec::new();
     for entry in entries {
         let samples = entry.samples as usize;
-        let block = tables().block_by_id(&setup.arch, entry.slot.block);
-        let (Some(block), Some(reg)) = (block, dev.registers.get(&entry.slot)) else {
+        let prep = prepared.entry(entry.slot).or_insert_with(|| {
+            let block = tables().block_by_id(&setup.arch, entry.slot.block)?;
+            let reg = dev.registers.get(&entry.slot)?;
+            let intervals: Vec<(u64, u64)> = reg
+                .intervals
+                .iter()
+                .map(|&(a, b)| (a, b.unwrap_or(now).min(now).max(a)))
+                .collect();
+            let (event, accum) = (reg.event, reg.accum);
+            let name = tables().counter_name(&setup.arch, &block.name, event);
+            let class = if accum == 0 {
+                class_of(name)
+            } else {
+                Class::Kernel
+            };
+            let mut per_kernel = Vec::new();
+            for &i in &candidates {
+                let k = &mut dev.kernels[i];
+                if intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a) {
+                    let v = kernel_values(k, block, name, event, accum, &geometry);
+                    per_kernel.push((k.start, k.end, v));
+                }
+            }
+            Some(Prepared {
+                block,
+                class,
+                intervals,
+                per_kernel,
+            })
+        });
+        let Some(Prepared {
+            block,
+            class,
+            intervals,
+            per_kernel,
+        }) = prep.as_ref()
+        else {
             out.extend(std::iter::repeat_n(0, samples));
             continue;
         };
+        let (class, intervals) = (*class, intervals.as_slice());
         let layout = block.layout(&geometry);
         let xcc = if entry.xcc == READ_ONCE_PER_PASS {
             0
@@ -322,30 +375,7 @@ fn read(dev: &mut Device, setup: &Setup, entries: &[ReadEntry], now: u64) -> Vec
             continue;
         }
         let first = layout.index(xcc, entry.slot.instance, 0);
-        let positions: Vec<usize> = (first..first + samples).collect();
-        let intervals: Vec<(u64, u64)> = reg
-            .intervals
-            .iter()
-            .map(|&(a, b)| (a, b.unwrap_or(now).min(now).max(a)))
-            .collect();
-        let (event, accum) = (reg.event, reg.accum);
-        let name = tables()
-            .counter_name(&setup.arch, &block.name, event)
-            .map(str::to_string);
-        let class = if accum == 0 {
-            class_of(name.as_deref())
-        } else {
-            Class::Kernel
-        };
-        let per_kernel: Vec<(u64, u64, Arc<Vec<u64>>)> = dev
-            .kernels
-            .iter_mut()
-            .filter(|k| intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a))
-            .map(|k| {
-                let v = kernel_values(k, block, name.as_deref(), event, accum, &geometry);
-                (k.start, k.end, v)
-            })
-            .collect();
+        let positions = first..first + samples;
         for p in positions {
             let value = match class {
                 Class::Window => intervals
@@ -358,7 +388,7 @@ fn read(dev: &mut Device, setup: &Setup, entries: &[ReadEntry], now: u64) -> Vec
                         .filter(|(_, _, v)| v.get(p).copied().unwrap_or(0) > 0)
                         .map(|&(s, e, _)| (s, e))
                         .collect();
-                    busy_cycles(&busy, &intervals, clock)
+                    busy_cycles(&busy, intervals, clock)
                 }
                 Class::Kernel => per_kernel
                     .iter()
