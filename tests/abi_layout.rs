@@ -198,6 +198,18 @@ fn rust_layout() -> BTreeMap<(String, String), usize> {
         segment_base,
         segment_size
     );
+    size!(hsa_amd_pointer_info_t);
+    field!(hsa_amd_pointer_info_t, type_ => "type");
+    field!(
+        hsa_amd_pointer_info_t,
+        size,
+        agentBaseAddress,
+        hostBaseAddress,
+        sizeInBytes,
+        userData,
+        agentOwner,
+        global_flags
+    );
     size!(CoreApiTable);
     size!(FinalizerExtTable);
     for (table, entries) in [
@@ -270,7 +282,7 @@ fn every_header_layout_line_matches_rust() {
     let rows = header_layout();
     assert_eq!(
         rows.len(),
-        292,
+        301,
         "the layout program prints one line per checked member"
     );
     let mismatches: Vec<String> = rows

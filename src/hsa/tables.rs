@@ -257,7 +257,7 @@ macro_rules! amd_ext_table {
         hsa_amd_interop_map_buffer_fn = hsa_amd_interop_map_buffer(num_agents: u32, agents: *mut hsa_agent_t, interop_handle: c_int, flags: u32, size: *mut usize, ptr: *mut *mut c_void, metadata_size: *mut usize, metadata: *mut *const c_void) -> hsa_status_t;
         hsa_amd_interop_unmap_buffer_fn = hsa_amd_interop_unmap_buffer(ptr: *mut c_void) -> hsa_status_t;
         hsa_amd_image_create_fn = hsa_amd_image_create(agent: hsa_agent_t, image_descriptor: *const c_void, image_layout: *const c_void, image_data: *const c_void, access_permission: u32, image: *mut hsa_ext_image_t) -> hsa_status_t;
-        hsa_amd_pointer_info_fn = hsa_amd_pointer_info(ptr: *const c_void, info: *mut c_void, alloc: Option<unsafe extern "C" fn(size: usize) -> *mut c_void>, num_agents_accessible: *mut u32, accessible: *mut *mut hsa_agent_t) -> hsa_status_t;
+        hsa_amd_pointer_info_fn = hsa_amd_pointer_info(ptr: *const c_void, info: *mut hsa_amd_pointer_info_t, alloc: Option<unsafe extern "C" fn(size: usize) -> *mut c_void>, num_agents_accessible: *mut u32, accessible: *mut *mut hsa_agent_t) -> hsa_status_t;
         hsa_amd_pointer_info_set_userdata_fn = hsa_amd_pointer_info_set_userdata(ptr: *const c_void, userdata: *mut c_void) -> hsa_status_t;
         hsa_amd_ipc_memory_create_fn = hsa_amd_ipc_memory_create(ptr: *mut c_void, len: usize, handle: *mut c_void) -> hsa_status_t;
         hsa_amd_ipc_memory_attach_fn = hsa_amd_ipc_memory_attach(handle: *const c_void, len: usize, num_agents: u32, mapping_agents: *const hsa_agent_t, mapped_ptr: *mut *mut c_void) -> hsa_status_t;

@@ -586,3 +586,35 @@ pub struct hsa_amd_profiling_async_copy_time_t {
 /// `hsa_amd_signal_handler`: returns true to stay registered.
 pub type hsa_amd_signal_handler =
     Option<unsafe extern "C" fn(value: hsa_signal_value_t, arg: *mut core::ffi::c_void) -> bool>;
+
+/// `hsa_amd_pointer_type_t`: not an allocation of the runtime.
+pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
+/// Memory allocated by the runtime.
+pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
+/// Host memory locked with `hsa_amd_memory_lock`.
+pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
+
+/// `hsa_amd_pointer_info_t`: what `hsa_amd_pointer_info` reports about an address.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+#[allow(non_snake_case)]
+pub struct hsa_amd_pointer_info_t {
+    /// Size of this structure (set by the caller; the runtime may lower it).
+    pub size: u32,
+    /// `HSA_EXT_POINTER_TYPE_*`.
+    pub type_: u32,
+    /// Base address for agents.
+    pub agentBaseAddress: *mut core::ffi::c_void,
+    /// Base address for the host.
+    pub hostBaseAddress: *mut core::ffi::c_void,
+    /// Size of the allocation.
+    pub sizeInBytes: usize,
+    /// Application data.
+    pub userData: *mut core::ffi::c_void,
+    /// Agent owning the memory.
+    pub agentOwner: hsa_agent_t,
+    /// `hsa_amd_memory_pool_global_flag_t` bits of the allocation.
+    pub global_flags: u32,
+}
+
+super::packets::zeroed_default!(hsa_amd_pointer_info_t);

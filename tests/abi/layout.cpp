@@ -146,6 +146,15 @@ int main() {
   FIELD(hsa_ven_amd_loader_segment_descriptor_t, code_object_storage_offset);
   FIELD(hsa_ven_amd_loader_segment_descriptor_t, segment_base);
   FIELD(hsa_ven_amd_loader_segment_descriptor_t, segment_size);
+  SIZE(hsa_amd_pointer_info_t);
+  FIELD(hsa_amd_pointer_info_t, size);
+  FIELD(hsa_amd_pointer_info_t, type);
+  FIELD(hsa_amd_pointer_info_t, agentBaseAddress);
+  FIELD(hsa_amd_pointer_info_t, hostBaseAddress);
+  FIELD(hsa_amd_pointer_info_t, sizeInBytes);
+  FIELD(hsa_amd_pointer_info_t, userData);
+  FIELD(hsa_amd_pointer_info_t, agentOwner);
+  FIELD(hsa_amd_pointer_info_t, global_flags);
   // CoreApiTable: entries whose offsets never changed.
   SIZE(CoreApiTable);
   FIELD(CoreApiTable, hsa_init_fn);

@@ -869,10 +869,23 @@ pub(crate) unsafe extern "C" fn hsa_amd_agent_memory_pool_get_info(
     })
 }
 
-/// Live allocations: address → size.
-static ALLOCATIONS: Mutex<BTreeMap<usize, usize>> = Mutex::new(BTreeMap::new());
+/// A live allocation.
+#[derive(Clone, Copy)]
+struct Allocation {
+    size: usize,
+    owner: usize,
+    memory: Memory,
+    user_data: usize,
+}
 
-fn allocate(size: usize, ptr: *mut *mut c_void) -> hsa_status_t {
+/// Live allocations by address.
+static ALLOCATIONS: Mutex<BTreeMap<usize, Allocation>> = Mutex::new(BTreeMap::new());
+
+fn allocations() -> std::sync::MutexGuard<'static, BTreeMap<usize, Allocation>> {
+    ALLOCATIONS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn allocate(size: usize, owner: usize, memory: Memory, ptr: *mut *mut c_void) -> hsa_status_t {
     if ptr.is_null() || size == 0 {
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
@@ -883,10 +896,15 @@ fn allocate(size: usize, ptr: *mut *mut c_void) -> hsa_status_t {
     }
     // SAFETY: fresh allocation of `size` bytes.
     unsafe { std::ptr::write_bytes(out as *mut u8, 0, size) };
-    ALLOCATIONS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(out as usize, size);
+    allocations().insert(
+        out as usize,
+        Allocation {
+            size,
+            owner,
+            memory,
+            user_data: 0,
+        },
+    );
     // SAFETY: checked non-null.
     unsafe { *ptr = out };
     HSA_STATUS_SUCCESS
@@ -896,12 +914,7 @@ fn free(ptr: *mut c_void) -> hsa_status_t {
     if ptr.is_null() {
         return HSA_STATUS_SUCCESS;
     }
-    if ALLOCATIONS
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .remove(&(ptr as usize))
-        .is_none()
-    {
+    if allocations().remove(&(ptr as usize)).is_none() {
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
     // SAFETY: allocated by posix_memalign in `allocate`.
@@ -918,7 +931,7 @@ pub(crate) unsafe extern "C" fn hsa_memory_allocate(
     guard(HSA_STATUS_ERROR, || {
         match memory_of(REGION_BASE, region.handle) {
             Some((_, Memory::Group)) => HSA_STATUS_ERROR_INVALID_ALLOCATION,
-            Some(_) => allocate(size, ptr),
+            Some((owner, memory)) => allocate(size, owner, memory, ptr),
             None => HSA_STATUS_ERROR_INVALID_REGION,
         }
     })
@@ -934,8 +947,85 @@ pub(crate) unsafe extern "C" fn hsa_amd_memory_pool_allocate(
     guard(HSA_STATUS_ERROR, || {
         match memory_of(POOL_BASE, memory_pool.handle) {
             Some((_, Memory::Group)) => HSA_STATUS_ERROR_INVALID_ALLOCATION,
-            Some(_) => allocate(size, ptr),
+            Some((owner, memory)) => allocate(size, owner, memory, ptr),
             None => HSA_STATUS_ERROR_INVALID_MEMORY_POOL,
+        }
+    })
+}
+
+/// The allocation containing `address`: (base, allocation).
+fn allocation_containing(address: usize) -> Option<(usize, Allocation)> {
+    let allocations = allocations();
+    let (&base, &a) = allocations.range(..=address).next_back()?;
+    (address < base + a.size.max(1)).then_some((base, a))
+}
+
+/// `hsa_amd_pointer_info`: type, bases, size, owner and flags of the allocation containing `ptr`.
+pub(crate) unsafe extern "C" fn hsa_amd_pointer_info(
+    ptr: *const c_void,
+    info: *mut hsa_amd_pointer_info_t,
+    alloc: Option<unsafe extern "C" fn(size: usize) -> *mut c_void>,
+    num_agents_accessible: *mut u32,
+    accessible: *mut *mut hsa_agent_t,
+) -> hsa_status_t {
+    guard(HSA_STATUS_ERROR, || {
+        if info.is_null() {
+            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+        }
+        let mut out = hsa_amd_pointer_info_t::default();
+        let found = allocation_containing(ptr as usize);
+        if let Some((base, a)) = found {
+            out.type_ = HSA_EXT_POINTER_TYPE_HSA;
+            out.agentBaseAddress = base as *mut c_void;
+            out.hostBaseAddress = base as *mut c_void;
+            out.sizeInBytes = a.size;
+            out.userData = a.user_data as *mut c_void;
+            out.agentOwner = agent_handle(a.owner);
+            out.global_flags = global_flags(a.memory);
+        }
+        // SAFETY: the caller sets `size` to the bytes it provides; we write at most that many.
+        unsafe {
+            let size = ((*info).size as usize).min(std::mem::size_of::<hsa_amd_pointer_info_t>());
+            out.size = size as u32;
+            std::ptr::copy_nonoverlapping(&out as *const _ as *const u8, info as *mut u8, size);
+        }
+        if let (Some(alloc), false, false) =
+            (alloc, num_agents_accessible.is_null(), accessible.is_null())
+        {
+            let agents: Vec<hsa_agent_t> = if found.is_some() {
+                (0..=gpus().len()).map(agent_handle).collect()
+            } else {
+                Vec::new()
+            };
+            // SAFETY: the caller's allocator returns memory for the array; out-pointers checked.
+            unsafe {
+                let array = alloc(agents.len().max(1) * std::mem::size_of::<hsa_agent_t>())
+                    as *mut hsa_agent_t;
+                if array.is_null() {
+                    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+                }
+                std::ptr::copy_nonoverlapping(agents.as_ptr(), array, agents.len());
+                *num_agents_accessible = agents.len() as u32;
+                *accessible = array;
+            }
+        }
+        HSA_STATUS_SUCCESS
+    })
+}
+
+/// `hsa_amd_pointer_info_set_userdata`.
+pub(crate) unsafe extern "C" fn hsa_amd_pointer_info_set_userdata(
+    ptr: *const c_void,
+    userdata: *mut c_void,
+) -> hsa_status_t {
+    guard(HSA_STATUS_ERROR, || {
+        let mut allocations = allocations();
+        match allocations.get_mut(&(ptr as usize)) {
+            Some(a) => {
+                a.user_data = userdata as usize;
+                HSA_STATUS_SUCCESS
+            }
+            None => HSA_STATUS_ERROR_INVALID_ARGUMENT,
         }
     })
 }

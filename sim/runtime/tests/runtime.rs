@@ -595,3 +595,63 @@ fn dispatch_timestamps_are_monotonic_per_queue() {
         ok(hsa_queue_destroy(q));
     }
 }
+
+#[test]
+fn pointer_info_describes_allocations() {
+    init();
+    unsafe extern "C" fn pools(pool: hsa_amd_memory_pool_t, data: *mut c_void) -> hsa_status_t {
+        // SAFETY: `data` is a Vec of pools.
+        unsafe { (*(data as *mut Vec<hsa_amd_memory_pool_t>)).push(pool) };
+        HSA_STATUS_SUCCESS
+    }
+    unsafe extern "C" fn alloc(size: usize) -> *mut c_void {
+        // SAFETY: plain malloc; freed by the test.
+        unsafe { libc::malloc(size) }
+    }
+    let mut list: Vec<hsa_amd_memory_pool_t> = Vec::new();
+    // SAFETY: the callback fills `list`; the info structs are sized by their `size` field.
+    unsafe {
+        ok(hsa_amd_agent_iterate_memory_pools(
+            gpu(),
+            Some(pools),
+            &mut list as *mut _ as *mut c_void,
+        ));
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        ok(hsa_amd_memory_pool_allocate(list[0], 8192, 0, &mut ptr));
+        ok(hsa_amd_pointer_info_set_userdata(ptr, 0x77 as *mut c_void));
+        let mut info = hsa_amd_pointer_info_t {
+            size: std::mem::size_of::<hsa_amd_pointer_info_t>() as u32,
+            ..Default::default()
+        };
+        let (mut count, mut agents) = (0u32, std::ptr::null_mut::<hsa_agent_t>());
+        ok(hsa_amd_pointer_info(
+            (ptr as *const u8).add(100) as *const c_void,
+            &mut info,
+            Some(alloc),
+            &mut count,
+            &mut agents,
+        ));
+        assert_eq!(info.type_, HSA_EXT_POINTER_TYPE_HSA);
+        assert_eq!(info.agentBaseAddress, ptr);
+        assert_eq!(info.sizeInBytes, 8192);
+        assert_eq!(info.userData as usize, 0x77);
+        assert_eq!(info.agentOwner, gpu());
+        assert_eq!(info.global_flags, HSA_REGION_GLOBAL_FLAG_COARSE_GRAINED);
+        assert_eq!(count, 2);
+        libc::free(agents as *mut c_void);
+        let mut unknown = hsa_amd_pointer_info_t {
+            size: std::mem::size_of::<hsa_amd_pointer_info_t>() as u32,
+            ..Default::default()
+        };
+        let local = 5u64;
+        ok(hsa_amd_pointer_info(
+            &local as *const u64 as *const c_void,
+            &mut unknown,
+            None,
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+        ));
+        assert_eq!(unknown.type_, HSA_EXT_POINTER_TYPE_UNKNOWN);
+        ok(hsa_amd_memory_pool_free(ptr));
+    }
+}
