@@ -23,6 +23,7 @@ fn child() {
         "faults" => faults(),
         "devices" => devices(),
         "extensions" => extensions(),
+        "refcount" => refcount(),
         other => panic!("unknown scenario {other}"),
     }
 }
@@ -748,6 +749,78 @@ fn extension_tables_come_from_the_loader_and_aqlprofile() {
             "loader supported=true minor=3",
             "loader query_host_address=true iterate_executables=true",
             "aqlprofile status=0 version_major=2 iterate_data=true"
+        ]
+    );
+}
+
+// ---- reference counting ----
+
+fn refcount() {
+    let mut t = 0u64;
+    let info = |t: &mut u64| {
+        // SAFETY: u64 out-pointer.
+        unsafe { hsa_system_get_info(HSA_SYSTEM_INFO_TIMESTAMP, t as *mut u64 as *mut c_void) }
+    };
+    // SAFETY: plain HSA calls.
+    unsafe {
+        println!("before={:x}", info(&mut t));
+        ok(hsa_init());
+        ok(hsa_init());
+        ok(hsa_shut_down());
+        println!("after_one_shutdown={:x}", info(&mut t));
+        ok(hsa_shut_down());
+        println!(
+            "after_two={:x} extra_shutdown={:x}",
+            info(&mut t),
+            hsa_shut_down()
+        );
+        ok(hsa_init());
+        println!("reinit={:x}", info(&mut t));
+        ok(hsa_shut_down());
+    }
+}
+
+#[test]
+fn init_and_shutdown_are_reference_counted() {
+    let dir = scratch("refcount");
+    let tool = copy_cdylib("librtl_sim_test_tool.so", &dir, "tool_r")
+        .display()
+        .to_string();
+    let log = dir.join("log.txt");
+    let log_path = log.display().to_string();
+    let out = run_child(
+        "child",
+        "refcount",
+        &[
+            ("HSA_TOOLS_LIB", &tool),
+            ("RTL_SIM_TEST_TOOL_LOG", &log_path),
+        ],
+    );
+    let lines: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("before") || l.starts_with("after") || l.starts_with("reinit"))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "before=100b",
+            "after_one_shutdown=0",
+            "after_two=100b extra_shutdown=100b",
+            "reinit=0"
+        ]
+    );
+    let events: Vec<String> = std::fs::read_to_string(&log)
+        .expect("tool log")
+        .lines()
+        .map(|l| l.split(" runtime_version").next().unwrap_or(l).to_string())
+        .collect();
+    assert_eq!(
+        events,
+        vec![
+            "OnLoad name=tool_r",
+            "OnUnload name=tool_r",
+            "OnLoad name=tool_r",
+            "OnUnload name=tool_r"
         ]
     );
 }
