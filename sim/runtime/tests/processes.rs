@@ -39,6 +39,19 @@ unsafe extern "C" fn fake_system_info(
     HSA_STATUS_SUCCESS
 }
 
+unsafe extern "C" fn fake_intercept_create(
+    _agent: hsa_agent_t,
+    _size: u32,
+    _type: hsa_queue_type32_t,
+    _callback: hsa_queue_error_callback,
+    _data: *mut c_void,
+    _private: u32,
+    _group: u32,
+    _queue: *mut *mut hsa_queue_t,
+) -> hsa_status_t {
+    0x1234
+}
+
 fn tables() {
     init();
     let root = hsa_runtime64::api::root_table();
@@ -66,6 +79,26 @@ fn tables() {
                 println!("{field}@{mapped} set={}", entry != 0);
             }
         }
+        // Patching the AMD table where this release keeps intercept_create redirects the export.
+        let create = std::mem::offset_of!(AmdExtTable, hsa_amd_queue_intercept_create_fn);
+        let mapped =
+            AmdExtTable::offset_in(&(*amd).version, create).expect("intercept_create exists");
+        let slot = (amd as *mut u8).add(mapped) as *mut usize;
+        let saved_create = *slot;
+        *slot = fake_intercept_create as *const () as usize;
+        let mut q = std::ptr::null_mut();
+        let status = hsa_amd_queue_intercept_create(
+            gpu(),
+            64,
+            HSA_QUEUE_TYPE_MULTI,
+            None,
+            std::ptr::null_mut(),
+            0,
+            0,
+            &mut q,
+        );
+        *slot = saved_create;
+        println!("patched_intercept_create={status:x}");
         // A tool patching the table intercepts the exported function.
         let saved = (*r.core_).hsa_system_get_info_fn;
         (*r.core_).hsa_system_get_info_fn = Some(fake_system_info);
@@ -98,6 +131,7 @@ fn table_versions_follow_rtl_sim_rocm() {
             "tools=true pcs=true",
             "hsa_amd_queue_intercept_create_fn@312 set=true",
             "hsa_amd_queue_intercept_register_fn@320 set=true",
+            "patched_intercept_create=1234",
             "patched=4242",
         ],
     );
@@ -108,6 +142,7 @@ fn table_versions_follow_rtl_sim_rocm() {
             "tools=true pcs=true",
             "hsa_amd_queue_intercept_create_fn@312 set=true",
             "hsa_amd_queue_intercept_register_fn@320 set=true",
+            "patched_intercept_create=1234",
             "patched=4242",
         ],
     );
@@ -118,6 +153,7 @@ fn table_versions_follow_rtl_sim_rocm() {
             "tools=false pcs=false",
             "hsa_amd_queue_intercept_create_fn@312 set=true",
             "hsa_amd_queue_intercept_register_fn@320 set=true",
+            "patched_intercept_create=1234",
             "patched=4242",
         ],
     );
@@ -128,6 +164,7 @@ fn table_versions_follow_rtl_sim_rocm() {
             "tools=false pcs=false",
             "hsa_amd_queue_intercept_create_fn@312 set=true",
             "hsa_amd_queue_intercept_register_fn@320 set=true",
+            "patched_intercept_create=1234",
             "patched=4242",
         ],
     );
@@ -138,6 +175,7 @@ fn table_versions_follow_rtl_sim_rocm() {
             "tools=false pcs=false",
             "hsa_amd_queue_intercept_create_fn@296 set=true",
             "hsa_amd_queue_intercept_register_fn@304 set=true",
+            "patched_intercept_create=1234",
             "patched=4242",
         ],
     );
