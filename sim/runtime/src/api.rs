@@ -208,7 +208,7 @@ pub unsafe fn reset() {
         };
         (*t).pc_sampling = PcSamplingExtTable {
             version: version(1, core::mem::size_of::<PcSamplingExtTable>(), 0),
-            ..Default::default()
+            entries: [Some(pc_sampling_unsupported); 7],
         };
         let old_layout = release.amd_ext_major < 2 && release.amd_ext_size < 456;
         (*t).old_layout = old_layout;
@@ -257,6 +257,18 @@ pub fn ensure_defaults() {
     // SAFETY: runs once, before any tool can have been loaded (tools load in `hsa_init`, which
     // itself comes through a trampoline that gets here first).
     DEFAULTS.call_once(|| unsafe { reset() });
+}
+
+/// Every `hsa_ven_amd_pcs_*` function: PC sampling is not simulated.
+unsafe extern "C" fn pc_sampling_unsupported(
+    _: u64,
+    _: u64,
+    _: u64,
+    _: u64,
+    _: u64,
+    _: u64,
+) -> hsa_status_t {
+    HSA_STATUS_ERROR
 }
 
 /// Reads the live entry at `offset` (ROCm 7 layout) of the AMD extension table.
@@ -432,6 +444,38 @@ pub mod exports {
         hsa_queue_add_write_index_acq_rel = hsa_queue_add_write_index_scacq_screl(q: *const hsa_queue_t, v: u64) -> u64;
         hsa_queue_add_write_index_acquire = hsa_queue_add_write_index_scacquire(q: *const hsa_queue_t, v: u64) -> u64;
         hsa_queue_add_write_index_release = hsa_queue_add_write_index_screlease(q: *const hsa_queue_t, v: u64) -> u64;
+    }
+
+    /// Exported PC-sampling functions (ROCm ≥ 6.2), trampolines through `PcSamplingExtTable`.
+    macro_rules! pc_sampling_exports {
+        ($($name:ident = $index:expr;)*) => {$(
+            #[doc = concat!("`", stringify!($name), "`: calls the live PC sampling table.")]
+            #[doc = ""]
+            #[doc = "# Safety"]
+            #[doc = "The caller upholds the HSA API contract of this function."]
+            #[no_mangle]
+            pub unsafe extern "C" fn $name(a0: u64, a1: u64, a2: u64, a3: u64, a4: u64, a5: u64) -> hsa_status_t {
+                ensure_defaults();
+                // SAFETY: a pointer-sized volatile read of an entry of the static table block.
+                let entry = unsafe { core::ptr::read_volatile(core::ptr::addr_of!((*tables()).pc_sampling.entries[$index])) };
+                match entry {
+                    // SAFETY: the entries take up to six integer arguments, forwarded unchanged.
+                    Some(f) => unsafe { f(a0, a1, a2, a3, a4, a5) },
+                    None => HSA_STATUS_ERROR,
+                }
+            }
+            core::arch::global_asm!(concat!(".symver ", stringify!($name), ",", stringify!($name), "@@ROCR_1"));
+        )*};
+    }
+
+    pc_sampling_exports! {
+        hsa_ven_amd_pcs_iterate_configuration = 0;
+        hsa_ven_amd_pcs_create = 1;
+        hsa_ven_amd_pcs_create_from_id = 2;
+        hsa_ven_amd_pcs_destroy = 3;
+        hsa_ven_amd_pcs_start = 4;
+        hsa_ven_amd_pcs_stop = 5;
+        hsa_ven_amd_pcs_flush = 6;
     }
 
     /// `hsa_amd_image_get_info_max_dim`: images are not supported.

@@ -862,3 +862,66 @@ fn init_and_shutdown_are_reference_counted() {
         ]
     );
 }
+
+// ---- exported symbols ----
+
+/// `(name, version)` of the defined dynamic symbols of an ELF file, from `readelf`.
+fn dynamic_symbols(path: &std::path::Path) -> Vec<(String, String)> {
+    let out = std::process::Command::new("readelf")
+        .args(["--dyn-syms", "-W"])
+        .arg(path)
+        .output()
+        .expect("readelf (binutils) is installed");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| {
+            let fields: Vec<&str> = l.split_whitespace().collect();
+            (fields.len() >= 8 && fields[6] != "UND").then(|| fields[7].to_string())
+        })
+        .filter_map(|s| {
+            s.split_once('@')
+                .map(|(n, v)| (n.to_string(), v.trim_start_matches('@').to_string()))
+        })
+        .collect()
+}
+
+#[test]
+fn the_library_exports_every_rocr_symbol_versioned_rocr_1() {
+    let ours = dynamic_symbols(&target_dir().join("libhsa_runtime64.so"));
+    assert!(
+        ours.iter()
+            .all(|(n, v)| n.starts_with("hsa_") && v == "ROCR_1"),
+        "unexpected exports"
+    );
+    let real = std::path::Path::new("/usr/lib/x86_64-linux-gnu/libhsa-runtime64.so.1");
+    assert!(
+        real.exists(),
+        "{} is missing: run `bash .ci/setup`",
+        real.display()
+    );
+    let missing: Vec<String> = dynamic_symbols(real)
+        .into_iter()
+        .filter(|(n, _)| n.starts_with("hsa_"))
+        .filter(|s| !ours.contains(s))
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(missing, Vec::<String>::new());
+    for name in [
+        "hsa_ven_amd_pcs_create",
+        "hsa_amd_vmem_map",
+        "hsa_amd_signal_wait_all",
+        "hsa_amd_portable_export_dmabuf_v2",
+    ] {
+        assert!(
+            ours.contains(&(name.to_string(), "ROCR_1".to_string())),
+            "{name}"
+        );
+    }
+    let dynamic = std::process::Command::new("readelf")
+        .args(["-d", "-W"])
+        .arg(target_dir().join("libhsa_runtime64.so"))
+        .output()
+        .expect("readelf runs");
+    assert!(String::from_utf8_lossy(&dynamic.stdout)
+        .contains("Library soname: [libhsa-runtime64.so.1]"));
+}
