@@ -463,3 +463,35 @@ fn internal_spi_events_take_no_register_and_are_not_reported() {
     });
     assert_eq!(create(agent, &events).err(), Some(ERROR));
 }
+
+#[test]
+fn aid_blocks_are_read_once_ahead_of_the_per_xcc_data() {
+    const ATC: u32 = 21;
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let events = [
+        PmcEvent {
+            block_index: 0,
+            event_id: SQ_WAVES,
+            flags: 0,
+            block_name: SQ,
+        },
+        PmcEvent {
+            block_index: 2,
+            event_id: 3,
+            flags: 0,
+            block_name: ATC,
+        },
+    ];
+    let session = create(agent, &events).expect("packets");
+    let k = run(18, 1, "vadd", 1 << 16, 0, 50_000);
+    gpu::kernel_started(&k);
+    execute(18, &session.packets.start, 0);
+    execute(18, &session.packets.read, 50_000);
+    let got = samples(&session);
+    let order: Vec<(u32, u64)> = got.iter().take(6).map(|s| (s.0.block_name, s.1)).collect();
+    assert_eq!(
+        order,
+        vec![(ATC, 2), (SQ, 0), (SQ, 1), (SQ, 2), (SQ, 3), (SQ, 4)]
+    );
+    assert_eq!(got.len(), 1 + 32);
+}
