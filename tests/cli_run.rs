@@ -655,3 +655,46 @@ fn ctrl_c_stops_the_run_and_writes_what_was_collected() {
     );
     assert!(lines.count() > 0);
 }
+
+#[test]
+fn sim_runs_the_passes_on_the_simulated_gpu_with_a_relative_output_directory() {
+    let dir = scratch("sim-flag");
+    let truth = dir.join("truth.jsonl");
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--sim", "gfx942", "-d", "out", "--pmc", "SQ_WAVES", "--"])
+        .arg(artifact("rtl-demo-app"))
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("RTL_PMC_KFD_TOPOLOGY")
+        .env("RTL_SIM_GROUND_TRUTH", &truth)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+        .output()
+        .expect("rtl-pmc starts");
+    let p = Profile {
+        output,
+        out: dir.join("out"),
+        truth: read_truth(&truth),
+    };
+    p.assert_code(0);
+    let plan = p.file("pass_1/plan.json");
+    assert!(
+        plan.contains(&format!(
+            "\"output_directory\": \"{}\"",
+            dir.join("out/pass_1").display()
+        )),
+        "{plan}"
+    );
+    let (header, rows) = p.results();
+    assert_eq!(rows.len(), 4);
+    let truth = truth_by_time(&p, &header, &rows);
+    for (row, t) in rows.iter().zip(truth) {
+        assert_eq!(
+            row[column(&header, "SQ_WAVES")],
+            truth_total(t, "SQ_WAVES").to_string()
+        );
+    }
+    // The simulated GPU's topology describes the agent.
+    let agents = p.file("pass_1/agent_info.csv");
+    let row: Vec<&str> = agents.lines().nth(1).unwrap().split(',').collect();
+    assert_eq!((row[0], row[4], row[12]), ("1", "1216", "8"), "{agents}");
+}

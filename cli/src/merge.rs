@@ -60,7 +60,7 @@ pub fn write_pass_files(
     let mut written = Vec::new();
     if formats.csv {
         let mut out = CounterCollectionWriter::create(&pass_dir.join("counter_collection.csv"))?;
-        db.for_each_pass_dispatch(pass, |d| out.write(d).map_err(OutputError::from))?;
+        db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
         written.push(out.commit()?);
     }
     written.push(write_agent_info(
@@ -101,7 +101,7 @@ pub fn write_merged_files(
         )?),
         false => None,
     };
-    db.for_each_merged(|d: &Dispatch| -> Result<(), OutputError> {
+    db.for_each_merged(formats.json, |d: &Dispatch| -> Result<(), OutputError> {
         if let Some(w) = csv.as_mut() {
             w.write(d)?;
         }
@@ -166,7 +166,7 @@ pub fn merge_directories(
     for &pass in &passes {
         db.begin_pass(pass, &format!("pass {pass}"))?;
         for (index, source) in sources.iter().enumerate() {
-            source.for_each_pass_dispatch(pass, |d| {
+            source.for_each_pass_dispatch(pass, true, |d| {
                 db.insert(pass, index as u32, d).map_err(OutputError::from)
             })?;
         }

@@ -163,7 +163,9 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
     let directory = settings
         .and_then(|s| s.output_directory.clone())
         .unwrap_or_else(|| PathBuf::from("."));
+    // Absolute, so the application finds it whatever its working directory.
     let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
+    let directory = std::path::absolute(&directory).map_err(|e| io_error(&directory, e))?;
     let base = paths::expand_here(
         settings
             .and_then(|s| s.output_file.as_deref())

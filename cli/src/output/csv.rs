@@ -115,8 +115,10 @@ fn commit(writer: csv::Writer<AtomicFile>) -> io::Result<PathBuf> {
 
 /// Streams `counter_collection.csv`: one row per dispatch and counter.
 pub struct CounterCollectionWriter {
-    out: csv::Writer<AtomicFile>,
+    out: AtomicFile,
     kernel_ids: KernelIds,
+    line: String,
+    prefix: String,
 }
 
 /// Small integer ids for kernel names, in first-seen order from 1 (`Kernel_Id`).
@@ -128,56 +130,83 @@ pub struct KernelIds {
 impl KernelIds {
     /// The id of `kernel`, assigning the next one when it is new.
     pub fn id(&mut self, kernel: &str) -> u64 {
-        let next = self.ids.len() as u64 + 1;
-        *self.ids.entry(kernel.to_string()).or_insert(next)
+        if let Some(&id) = self.ids.get(kernel) {
+            return id;
+        }
+        let id = self.ids.len() as u64 + 1;
+        self.ids.insert(kernel.to_string(), id);
+        id
     }
+}
+
+/// `text` as a CSV field in double quotes (inner quotes doubled).
+fn push_quoted(line: &mut String, text: &str) {
+    line.push('"');
+    line.push_str(&text.replace('"', "\"\""));
+    line.push('"');
 }
 
 impl CounterCollectionWriter {
     /// Starts `path` and writes the header.
     pub fn create(path: &Path) -> io::Result<CounterCollectionWriter> {
-        let mut out = quoted_writer(AtomicFile::create(path)?);
-        out.write_record(COUNTER_COLLECTION_COLUMNS)
-            .map_err(csv_error)?;
+        let mut out = AtomicFile::create(path)?;
+        let header: Vec<String> = COUNTER_COLLECTION_COLUMNS
+            .iter()
+            .map(|c| format!("\"{c}\""))
+            .collect();
+        writeln!(out, "{}", header.join(","))?;
         Ok(CounterCollectionWriter {
             out,
             kernel_ids: KernelIds::default(),
+            line: String::new(),
+            prefix: String::new(),
         })
     }
 
     /// Writes one row per counter of `d`.
     pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
-        let kernel_id = self.kernel_ids.id(&d.kernel);
-        for c in &d.counters {
-            let row: [String; 19] = [
-                d.correlation_id.to_string(),
-                d.dispatch_id.to_string(),
-                format!("Agent {}", d.agent),
-                d.queue_id.to_string(),
-                d.pid.to_string(),
-                d.tid.to_string(),
-                d.grid_size().to_string(),
-                kernel_id.to_string(),
-                d.kernel.clone(),
-                d.workgroup_size().to_string(),
-                d.lds_block_size().to_string(),
-                d.scratch.to_string(),
-                d.arch_vgpr.to_string(),
-                d.accum_vgpr.to_string(),
-                d.sgpr.to_string(),
-                c.name.clone(),
-                format!("{:.6}", c.total),
-                d.start_ns.to_string(),
-                d.end_ns.to_string(),
-            ];
-            self.out.write_record(&row).map_err(csv_error)?;
+        use std::fmt::Write as _;
+        if d.counters.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let kernel_id = self.kernel_ids.id(&d.kernel);
+        let prefix = &mut self.prefix;
+        prefix.clear();
+        let _ = write!(
+            prefix,
+            "{},{},\"Agent {}\",{},{},{},{},{kernel_id},",
+            d.correlation_id,
+            d.dispatch_id,
+            d.agent,
+            d.queue_id,
+            d.pid,
+            d.tid,
+            d.grid_size()
+        );
+        push_quoted(prefix, &d.kernel);
+        let _ = write!(
+            prefix,
+            ",{},{},{},{},{},{},",
+            d.workgroup_size(),
+            d.lds_block_size(),
+            d.scratch,
+            d.arch_vgpr,
+            d.accum_vgpr,
+            d.sgpr
+        );
+        let line = &mut self.line;
+        line.clear();
+        for c in &d.counters {
+            line.push_str(prefix);
+            push_quoted(line, &c.name);
+            let _ = writeln!(line, ",{:.6},{},{}", c.total, d.start_ns, d.end_ns);
+        }
+        self.out.write_all(line.as_bytes())
     }
 
     /// Finishes the file and gives it its name.
     pub fn commit(self) -> io::Result<PathBuf> {
-        commit(self.out)
+        self.out.commit()
     }
 }
 

@@ -63,6 +63,7 @@ CREATE TABLE rocpd_kernel_dispatch(
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
 CREATE INDEX rocpd_kernel_dispatch_pass ON rocpd_kernel_dispatch(pass, start_ns, id);
+CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
 CREATE TABLE rocpd_pmc_event(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -416,7 +417,11 @@ impl Database {
                     if i > 0 {
                         self.json.push(',');
                     }
-                    let _ = write!(self.json, "{v}");
+                    if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
+                        let _ = write!(self.json, "{}", *v as i64);
+                    } else {
+                        let _ = write!(self.json, "{v}");
+                    }
                 }
                 self.json.push(']');
                 Some(self.json.as_str())
@@ -511,26 +516,28 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// Calls `visit` with every dispatch of `pass` (input `source` only, when given) in start
-    /// order.
+    /// Calls `visit` with every dispatch of `pass` in start order; per-dimension values are read
+    /// only with `dimensions` (else [`Counter::values`] is empty).
     pub fn for_each_pass_dispatch<E: From<DatabaseError>>(
         &self,
         pass: u32,
+        dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let query = format!(
             "SELECT k.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
              FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
              LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
-             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
-        self.stream(&query, [pass], &mut visit)
+        self.stream(&query, [pass], dimensions, &mut visit)
     }
 
     /// Calls `visit` with every merged dispatch, in start order: the properties of its first
-    /// pass and the counters of every pass.
+    /// pass and the counters of every pass (per-dimension values only with `dimensions`).
     pub fn for_each_merged<E: From<DatabaseError>>(
         &self,
+        dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let query = format!(
@@ -539,15 +546,16 @@ impl Database {
              JOIN rocpd_string s ON s.id = k.kernel_id
              LEFT JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
              LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
-             ORDER BY m.start_ns, m.id, k2.pass, v.pmc_id"
+             ORDER BY m.start_ns, m.id"
         );
-        self.stream(&query, [], &mut visit)
+        self.stream(&query, [], dimensions, &mut visit)
     }
 
     fn stream<P: rusqlite::Params, E: From<DatabaseError>>(
         &self,
         query: &str,
         params: P,
+        with_dimensions: bool,
         visit: &mut dyn FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let names = self.pmc_name_by_id()?;
@@ -566,10 +574,14 @@ impl Database {
             let pmc: Option<i64> = self.err(row.get(25))?;
             if let (Some(pmc), Some((_, d))) = (pmc, current.as_mut()) {
                 let total: f64 = self.err(row.get(26))?;
-                let json: Option<String> = self.err(row.get(27))?;
-                let values = match json {
-                    Some(text) => serde_json::from_str(&text).unwrap_or_default(),
-                    None => vec![total],
+                let values = if with_dimensions {
+                    let json: Option<String> = self.err(row.get(27))?;
+                    match json {
+                        Some(text) => serde_json::from_str(&text).unwrap_or_default(),
+                        None => vec![total],
+                    }
+                } else {
+                    Vec::new()
                 };
                 d.counters.push(Counter {
                     name: names.get(&pmc).cloned().unwrap_or_default(),
