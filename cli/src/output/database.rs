@@ -62,8 +62,6 @@ CREATE TABLE rocpd_kernel_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
-CREATE INDEX rocpd_kernel_dispatch_pass ON rocpd_kernel_dispatch(pass, start_ns, id);
-CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
 CREATE TABLE rocpd_pmc_event(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -110,7 +108,29 @@ const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(pass, source, p
   VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)";
 
 const INSERT_PMC: &str =
-    "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES (?1,?2,?3,?4)";
+    "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES";
+
+/// Per-dimension values as a JSON array (integers without a fraction); `None` for one value.
+fn dimension_json(values: &[f64]) -> Option<String> {
+    use std::fmt::Write as _;
+    if values.len() < 2 {
+        return None;
+    }
+    let mut json = String::with_capacity(8 * values.len());
+    json.push('[');
+    for (i, v) in values.iter().enumerate() {
+        if i > 0 {
+            json.push(',');
+        }
+        if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
+            let _ = write!(json, "{}", *v as i64);
+        } else {
+            let _ = write!(json, "{v}");
+        }
+    }
+    json.push(']');
+    Some(json)
+}
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
 const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
@@ -166,7 +186,7 @@ pub struct Database {
     strings: HashMap<String, i64>,
     pmcs: HashMap<String, i64>,
     in_transaction: bool,
-    json: String,
+    pmc_statements: HashMap<usize, String>,
     committed: bool,
 }
 
@@ -233,7 +253,7 @@ impl Database {
             strings: HashMap::new(),
             pmcs: HashMap::new(),
             in_transaction: false,
-            json: String::new(),
+            pmc_statements: HashMap::new(),
             committed: false,
         })
     }
@@ -251,7 +271,7 @@ impl Database {
             strings: HashMap::new(),
             pmcs: HashMap::new(),
             in_transaction: false,
-            json: String::new(),
+            pmc_statements: HashMap::new(),
             committed: true,
         })
     }
@@ -407,60 +427,71 @@ impl Database {
         };
         self.err(r)?;
         let row = self.conn.last_insert_rowid();
+        if d.counters.is_empty() {
+            return Ok(());
+        }
+        // One statement for all counters of the dispatch: (dispatch, counter, total, JSON).
+        let mut rows: Vec<(i64, f64, Option<String>)> = Vec::with_capacity(d.counters.len());
         for c in &d.counters {
             let pmc = self.pmc_id(c)?;
-            let json = if c.values.len() > 1 {
-                use std::fmt::Write as _;
-                self.json.clear();
-                self.json.push('[');
-                for (i, v) in c.values.iter().enumerate() {
-                    if i > 0 {
-                        self.json.push(',');
-                    }
-                    if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
-                        let _ = write!(self.json, "{}", *v as i64);
-                    } else {
-                        let _ = write!(self.json, "{v}");
-                    }
-                }
-                self.json.push(']');
-                Some(self.json.as_str())
-            } else {
-                None
-            };
-            let r = self
-                .conn
-                .prepare_cached(INSERT_PMC)
-                .and_then(|mut stmt| stmt.execute(params![row, pmc, c.total, json]));
-            sql(&self.temporary, r)?;
+            rows.push((pmc, c.total, dimension_json(&c.values)));
         }
+        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * rows.len());
+        for (pmc, total, json) in &rows {
+            values.extend([&row as &dyn rusqlite::ToSql, pmc, total, json]);
+        }
+        let statement = self
+            .pmc_statements
+            .entry(rows.len())
+            .or_insert_with(|| {
+                let tuples = vec!["(?,?,?,?)"; rows.len()].join(",");
+                format!("{INSERT_PMC} {tuples}")
+            })
+            .clone();
+        let r = self
+            .conn
+            .prepare_cached(&statement)
+            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values)));
+        sql(&self.temporary, r)?;
         Ok(())
     }
 
     /// Closes the pass: numbers each process's launches of each kernel and joins them to the
     /// dispatches of earlier passes by (source, process order, kernel, occurrence).
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
+        // Indexes are built once the first pass is in (faster than maintaining them row by row).
         let statements = [
-            "UPDATE rocpd_kernel_dispatch AS k SET occurrence = r.occurrence,
-               process_order = r.process_order
-             FROM (SELECT id,
-                     row_number() OVER (PARTITION BY source, pid, kernel_id
-                                        ORDER BY dispatch_id, id) AS occurrence,
-                     dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
-                   FROM rocpd_kernel_dispatch WHERE pass = ?1) AS r
-             WHERE k.id = r.id",
+            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_pass
+               ON rocpd_kernel_dispatch(pass, start_ns, id)",
+            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
+               ON rocpd_kernel_dispatch(merged_id)",
+            "DROP TABLE IF EXISTS temp.rtl_pass_key",
+            "CREATE TEMP TABLE rtl_pass_key AS
+             SELECT id, source, start_ns,
+                    row_number() OVER (PARTITION BY source, pid, kernel_id
+                                       ORDER BY dispatch_id, id) AS occurrence,
+                    dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order,
+                    kernel_id
+             FROM rocpd_kernel_dispatch WHERE pass = ?1",
             "INSERT OR IGNORE INTO rtl_merged_dispatch(source, process_order, kernel_id,
                occurrence, first_dispatch, start_ns)
              SELECT source, process_order, kernel_id, occurrence, id, start_ns
-             FROM rocpd_kernel_dispatch WHERE pass = ?1 ORDER BY start_ns, id",
-            "UPDATE rocpd_kernel_dispatch AS k SET merged_id = m.id FROM rtl_merged_dispatch m
-             WHERE k.pass = ?1 AND m.source = k.source AND m.process_order = k.process_order
-               AND m.kernel_id = k.kernel_id AND m.occurrence = k.occurrence",
+             FROM temp.rtl_pass_key ORDER BY start_ns, id",
+            "UPDATE rocpd_kernel_dispatch AS k SET occurrence = p.occurrence,
+               process_order = p.process_order, merged_id = m.id
+             FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
+               ON m.source = p.source AND m.process_order = p.process_order
+              AND m.kernel_id = p.kernel_id AND m.occurrence = p.occurrence
+             WHERE k.id = p.id",
             "UPDATE rtl_merged_dispatch SET passes = passes + 1
              WHERE id IN (SELECT merged_id FROM rocpd_kernel_dispatch WHERE pass = ?1)",
+            "DROP TABLE temp.rtl_pass_key",
         ];
         for statement in statements {
-            let r = self.conn.execute(statement, [pass]);
+            let r = match statement.contains("?1") {
+                true => self.conn.execute(statement, [pass]),
+                false => self.conn.execute(statement, []),
+            };
             self.err(r)?;
         }
         let r = self.conn.execute(
