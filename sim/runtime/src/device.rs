@@ -1,9 +1,9 @@
 //! The simulated GPUs: one device thread per GPU processes the packets of all its hardware
 //! queues in simulated time.
 //!
-//! Time is the `CLOCK_BOOTTIME` nanosecond clock; the device clock never runs behind it and may
-//! run at most [`LEAD_NS`] ahead, so completions do not wait for every microsecond of every
-//! kernel. A kernel's start and end are fixed when it launches (its duration comes from its
+//! Time is the `CLOCK_BOOTTIME` nanosecond clock; the device clock follows it, may run at most
+//! [`LEAD_NS`] ahead, so completions do not wait for every microsecond of every kernel, and
+//! lags it only while retiring kernels that ended before the thread woke. A kernel's start and end are fixed when it launches (its duration comes from its
 //! geometry, scaled by `RTL_SIM_SLOW`); kernels on different queues, and on one queue without
 //! the barrier bit, overlap. A packet with the barrier bit, and every PM4 packet (whose indirect
 //! buffers begin with a wait for idle), waits until the queue's earlier packets completed.
@@ -225,7 +225,15 @@ impl DeviceState {
         let mut dependency = false;
         loop {
             let real = now_ns();
-            self.clock = self.clock.max(real);
+            // Events happen in time order even when the thread wakes late: a kernel that ended
+            // before now retires at its end, and the packets it held back run at that moment,
+            // so a counter window closed right after a kernel is exactly the kernel's length.
+            let due = self
+                .in_flight
+                .peek()
+                .map(|Reverse(k)| k.end)
+                .filter(|&end| end <= real);
+            self.clock = self.clock.max(due.unwrap_or(real));
             let mut progressed = false;
             for qi in 0..self.queues.len() {
                 progressed |= self.process_queue(device, qi, &mut dependency);
@@ -248,6 +256,9 @@ impl DeviceState {
                         )
                     };
                     progressed = true;
+                    for qi in 0..self.queues.len() {
+                        self.process_queue(device, qi, &mut dependency);
+                    }
                 }
             }
             if !progressed {
