@@ -1,0 +1,1 @@
+../../sim/demo-app/src/hsa_api.rs
