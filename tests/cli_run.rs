@@ -447,7 +447,9 @@ fn a_crashing_application_exits_139_with_its_flushed_records_written() {
         header.join(","),
         format!("{LEADING},SQ_WAVES,BeginNs,EndNs")
     );
-    assert!(rows.len() <= 4, "only the first iteration ran: {rows:?}");
+    // The worker writes whenever nothing is in flight, so every dispatch but possibly the
+    // last one before the crash is on disk.
+    assert!((7..=8).contains(&rows.len()), "{rows:?}");
     let truth = truth_by_time(&p, &header, &rows);
     for (row, t) in rows.iter().zip(truth) {
         assert_eq!(

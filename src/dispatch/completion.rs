@@ -5,7 +5,7 @@
 //! application's signal exactly once (decrement by 1, as the command processor would have).
 //! With counters it then waits for the stop packet's signal, reads the values and returns the
 //! packet set to its pool. Records are appended to `<output directory>/<pid>.rtlraw` and
-//! flushed at least every [`FLUSH_INTERVAL`].
+//! flushed whenever nothing is left in flight, and at least every [`FLUSH_INTERVAL`].
 //!
 //! The worker never waits on one dispatch alone: an application may make an earlier dispatch
 //! depend (through a barrier packet) on the completion signal of a later one, which only the
@@ -342,7 +342,10 @@ impl Completion {
                     f.push(r);
                 }
             }
-            let flush_due = last_flush.elapsed() >= FLUSH_INTERVAL;
+            // Nothing left in flight: write now, so an application that crashes right after
+            // its last dispatch keeps every record; a busy stream flushes on the interval.
+            let idle = !records.is_empty() && pending.is_empty();
+            let flush_due = idle || last_flush.elapsed() >= FLUSH_INTERVAL;
             let flushed_now = {
                 let shared = lock(&self.shared);
                 shared.flushed < ticket
