@@ -316,8 +316,13 @@ for p in t.packet:
         args = ','.join(f'{a.name}={a.uint_value or a.double_value}' for a in e.debug_annotations)
         print(p.timestamp, kind, e.track_uuid, value, args)
 "#;
+    // `.ci/setup` installs Perfetto's wheel into this virtual environment.
+    let setup_venv = std::env::var("HOME")
+        .ok()
+        .map(|home| format!("{home}/.cache/rtl-pmc/perfetto-venv/bin/python"));
     let candidates = [
         std::env::var("RTL_PMC_PERFETTO_PYTHON").ok(),
+        setup_venv,
         Some("python3".to_string()),
     ];
     for python in candidates.into_iter().flatten() {
