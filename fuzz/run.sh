@@ -12,11 +12,11 @@
 # passed as plain -C flags. CARGO_TARGET_DIR defaults to target-fuzz/ at the workspace root.
 set -eu
 
-usage="usage: fuzz/run.sh SECONDS [expression|extra_counters|raw_records...]"
+usage="usage: fuzz/run.sh SECONDS [expression|extra_counters|raw_records|plan_file...]"
 seconds=${1:?$usage}
 shift
 case $seconds in '' | *[!0-9]*) echo "$usage" >&2; exit 2 ;; esac
-targets=${*:-expression extra_counters raw_records}
+targets=${*:-expression extra_counters raw_records plan_file}
 
 here=$(cd "$(dirname "$0")" && pwd)
 target_dir=${CARGO_TARGET_DIR:-$here/../target-fuzz}
