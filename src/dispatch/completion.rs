@@ -351,10 +351,11 @@ impl Completion {
                 shared.flushed < ticket
             };
             if flush_due || flushed_now || stop {
-                if let Some(f) = file.as_mut() {
-                    if let Err(e) = f.flush() {
-                        super::warn(&format!("cannot write records: {e}"));
-                    }
+                if let Some(Err(e)) = file.as_mut().map(RecordFile::flush) {
+                    // One warning; later records are dropped rather than failing again.
+                    super::warn(&format!("cannot write records: {e}"));
+                    file = None;
+                    file_failed = true;
                 }
                 last_flush = Instant::now();
             }

@@ -372,8 +372,14 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
             }
         }
         if plan.crash && thread == 0 {
-            // SAFETY: raising a signal is always allowed; this is the requested crash.
-            unsafe { libc::raise(libc::SIGSEGV) };
+            // The standard library's own SIGSEGV handler (stack-overflow detection) would
+            // swallow a raised signal once, so the default action is restored first.
+            // SAFETY: restoring the default action and raising a signal are always allowed;
+            // this is the requested crash.
+            unsafe {
+                libc::signal(libc::SIGSEGV, libc::SIG_DFL);
+                libc::raise(libc::SIGSEGV);
+            }
         }
     }
     Ok(())
