@@ -646,6 +646,7 @@ impl GpuCounters {
             group,
             keyed: vec![Vec::new(); group.plan_events],
             seen: HashMap::new(),
+            last: std::cell::Cell::new(None),
         };
         let data = &mut samples as *mut Samples as *mut c_void;
         match (&self.aqlprofile.library, &set.owner) {
@@ -690,7 +691,12 @@ struct Samples<'a> {
     keyed: Vec<Vec<(SampleKey, u64)>>,
     /// Legacy: how often each (instance event, sample id) was seen (= its XCC).
     seen: HashMap<(u32, u32, u32, u32), u64>,
+    /// The last event matched: the libraries report an event's samples one after another.
+    last: std::cell::Cell<Option<(EventKey, Option<usize>)>>,
 }
+
+/// What identifies a reported event: block, event id, flags (v2 only) and block instance.
+type EventKey = (u32, u32, Option<u32>, u32);
 
 impl Samples<'_> {
     fn plan_event(
@@ -700,13 +706,22 @@ impl Samples<'_> {
         flags: Option<u32>,
         instance: u32,
     ) -> Option<usize> {
-        self.group
+        let key = (block_name, event_id, flags, instance);
+        if let Some((last, plan)) = self.last.get() {
+            if last == key {
+                return plan;
+            }
+        }
+        let plan = self
+            .group
             .instances
             .iter()
             .find(|&&(_, b, e, f, i)| {
                 b == block_name && e == event_id && i == instance && flags.is_none_or(|x| x == f)
             })
-            .map(|&(plan, ..)| plan)
+            .map(|&(plan, ..)| plan);
+        self.last.set(Some((key, plan)));
+        plan
     }
 }
 
