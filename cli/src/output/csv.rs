@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::AtomicFile;
-use super::model::{format_value, Agent, Dispatch};
+use super::model::{push_fixed6, push_value, Agent, Dispatch};
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
 pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
@@ -142,7 +142,10 @@ impl KernelIds {
 /// `text` as a CSV field in double quotes (inner quotes doubled).
 fn push_quoted(line: &mut String, text: &str) {
     line.push('"');
-    line.push_str(&text.replace('"', "\"\""));
+    match text.contains('"') {
+        true => line.push_str(&text.replace('"', "\"\"")),
+        false => line.push_str(text),
+    }
     line.push('"');
 }
 
@@ -199,7 +202,9 @@ impl CounterCollectionWriter {
         for c in &d.counters {
             line.push_str(prefix);
             push_quoted(line, &c.name);
-            let _ = writeln!(line, ",{:.6},{},{}", c.total, d.start_ns, d.end_ns);
+            line.push(',');
+            push_fixed6(line, c.total);
+            let _ = writeln!(line, ",{},{}", d.start_ns, d.end_ns);
         }
         self.out.write_all(line.as_bytes())
     }
@@ -263,11 +268,11 @@ impl ResultsWriter {
         use std::fmt::Write as _;
         let line = &mut self.line;
         line.clear();
-        let kernel = d.kernel.replace('"', "\"\"");
+        let _ = write!(line, "{},", self.index);
+        push_quoted(line, &d.kernel);
         let _ = write!(
             line,
-            "{},\"{kernel}\",{},{},{},{},{},{},{},{},{},{},{},{},{},0x{:x},0x{:x}",
-            self.index,
+            ",{},{},{},{},{},{},{},{},{},{},{},{},{},0x{:x},0x{:x}",
             d.agent,
             d.queue_id,
             d.queue_index,
@@ -284,10 +289,19 @@ impl ResultsWriter {
             d.signal,
             d.kernel_object,
         );
+        // Counters usually come in column order: look at the next one first.
+        let mut next = 0;
         for name in &self.counters {
             line.push(',');
-            match d.counters.iter().find(|c| &c.name == name) {
-                Some(c) => line.push_str(&format_value(c.total)),
+            let found = match d.counters.get(next).filter(|c| &c.name == name) {
+                Some(c) => Some((next, c)),
+                None => d.counters.iter().enumerate().find(|(_, c)| &c.name == name),
+            };
+            match found {
+                Some((i, c)) => {
+                    push_value(line, c.total);
+                    next = i + 1;
+                }
                 None => line.push_str(MISSING),
             }
         }

@@ -241,8 +241,10 @@ impl Database {
         sql(
             &temporary,
             conn.execute_batch(
-                "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA temp_store=FILE;
-                 PRAGMA cache_size=-16384;",
+                // A scratch file renamed into place at the end: no journal, no syncs, no
+                // other connection; a fixed page cache keeps memory flat.
+                "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
+                 PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA cache_size=-16384;",
             ),
         )?;
         sql(&temporary, conn.execute_batch(SCHEMA))?;
@@ -459,12 +461,11 @@ impl Database {
     /// Closes the pass: numbers each process's launches of each kernel and joins them to the
     /// dispatches of earlier passes by (source, process order, kernel, occurrence).
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
-        // Indexes are built once the first pass is in (faster than maintaining them row by row).
+        // Indexes are built once the first pass is in (faster than maintaining them row by row),
+        // the one on merged_id after the first pass has its merged ids.
         let statements = [
             "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_pass
                ON rocpd_kernel_dispatch(pass, start_ns, id)",
-            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
-               ON rocpd_kernel_dispatch(merged_id)",
             "DROP TABLE IF EXISTS temp.rtl_pass_key",
             "CREATE TEMP TABLE rtl_pass_key AS
              SELECT id, source, start_ns,
@@ -483,6 +484,8 @@ impl Database {
                ON m.source = p.source AND m.process_order = p.process_order
               AND m.kernel_id = p.kernel_id AND m.occurrence = p.occurrence
              WHERE k.id = p.id",
+            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
+               ON rocpd_kernel_dispatch(merged_id)",
             "UPDATE rtl_merged_dispatch SET passes = passes + 1
              WHERE id IN (SELECT merged_id FROM rocpd_kernel_dispatch WHERE pass = ?1)",
             "DROP TABLE temp.rtl_pass_key",
@@ -593,36 +596,53 @@ impl Database {
         let dimensions = self.pmc_dimensions()?;
         let mut stmt = self.err(self.conn.prepare(query))?;
         let mut rows = self.err(stmt.query(params))?;
-        let mut current: Option<(i64, Dispatch)> = None;
+        // One dispatch and its counters are reused from row to row, so their strings and
+        // vectors are allocated once rather than per dispatch and counter.
+        let mut current: Option<i64> = None;
+        let mut d = Dispatch::default();
+        let mut used = 0;
         while let Some(row) = self.err(rows.next())? {
             let key: i64 = self.err(row.get(0))?;
-            if current.as_ref().is_none_or(|(k, _)| *k != key) {
-                if let Some((_, d)) = current.take() {
+            if current != Some(key) {
+                if current.is_some() {
+                    d.counters.truncate(used);
                     visit(&d)?;
                 }
-                current = Some((key, self.err(row_dispatch(row))?));
+                let counters = std::mem::take(&mut d.counters);
+                d = self.err(row_dispatch(row))?;
+                d.counters = counters;
+                used = 0;
+                current = Some(key);
             }
-            let pmc: Option<i64> = self.err(row.get(25))?;
-            if let (Some(pmc), Some((_, d))) = (pmc, current.as_mut()) {
-                let total: f64 = self.err(row.get(26))?;
-                let values = if with_dimensions {
-                    let json: Option<String> = self.err(row.get(27))?;
-                    match json {
-                        Some(text) => serde_json::from_str(&text).unwrap_or_default(),
-                        None => vec![total],
-                    }
-                } else {
-                    Vec::new()
-                };
-                d.counters.push(Counter {
-                    name: names.get(&pmc).cloned().unwrap_or_default(),
-                    total,
-                    dimensions: dimensions.get(&pmc).cloned().unwrap_or_default(),
-                    values,
-                });
+            let Some(pmc) = self.err(row.get::<_, Option<i64>>(25))? else {
+                continue;
+            };
+            let total: f64 = self.err(row.get(26))?;
+            if used == d.counters.len() {
+                d.counters.push(Counter::default());
+            }
+            let counter = &mut d.counters[used];
+            used += 1;
+            counter.total = total;
+            counter.name.clear();
+            counter
+                .name
+                .push_str(names.get(&pmc).map_or("", String::as_str));
+            counter.dimensions.clear();
+            counter
+                .dimensions
+                .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+            counter.values.clear();
+            if with_dimensions {
+                let json: Option<String> = self.err(row.get(27))?;
+                match json {
+                    Some(text) => counter.values = serde_json::from_str(&text).unwrap_or_default(),
+                    None => counter.values.push(total),
+                }
             }
         }
-        if let Some((_, d)) = current {
+        if current.is_some() {
+            d.counters.truncate(used);
             visit(&d)?;
         }
         Ok(())

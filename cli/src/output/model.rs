@@ -108,13 +108,40 @@ impl Dispatch {
 /// A counter value as text: integers without a fraction, other values in Rust's shortest
 /// round-trip form.
 pub fn format_value(value: f64) -> String {
-    if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
-        format!("{}", value as i64)
+    let mut text = String::new();
+    push_value(&mut text, value);
+    text
+}
+
+/// Whether `value` is an integer that `i64` holds exactly (and not negative zero, which prints
+/// its sign).
+fn exact_integer(value: f64) -> bool {
+    value.fract() == 0.0
+        && value.abs() < 9.007_199_254_740_992e15
+        && !(value == 0.0 && value.is_sign_negative())
+}
+
+/// Appends [`format_value`]`(value)` to `text` without allocating.
+pub fn push_value(text: &mut String, value: f64) {
+    use std::fmt::Write as _;
+    let _ = if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
+        write!(text, "{}", value as i64)
     } else if value.abs() >= 1e16 {
-        format!("{value:e}")
+        write!(text, "{value:e}")
     } else {
-        format!("{value}")
-    }
+        write!(text, "{value}")
+    };
+}
+
+/// Appends `value` with six decimals, exactly as `{:.6}` prints it; integers skip the slow
+/// exact-decimal path of the formatter.
+pub fn push_fixed6(text: &mut String, value: f64) {
+    use std::fmt::Write as _;
+    let _ = if exact_integer(value) {
+        write!(text, "{}.000000", value as i64)
+    } else {
+        write!(text, "{value:.6}")
+    };
 }
 
 #[cfg(test)]
@@ -139,5 +166,21 @@ mod tests {
         assert_eq!(format_value(-3.0), "-3");
         assert_eq!(format_value(0.25), "0.25");
         assert_eq!(format_value(1e300), "1e300");
+        for v in [
+            0.0,
+            -0.0,
+            7.0,
+            -3.0,
+            0.25,
+            1e15,
+            9.1e15,
+            1e300,
+            -2.5e-7,
+            f64::NAN,
+        ] {
+            let mut text = String::new();
+            push_fixed6(&mut text, v);
+            assert_eq!(text, format!("{v:.6}"), "{v}");
+        }
     }
 }
