@@ -110,13 +110,13 @@ const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(pass, source, p
 const INSERT_PMC: &str =
     "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES";
 
-/// Per-dimension values as a JSON array (integers without a fraction); `None` for one value.
-fn dimension_json(values: &[f64]) -> Option<String> {
+/// Appends the per-dimension values as a JSON array (integers without a fraction) to `json`;
+/// false, appending nothing, for a single value.
+fn push_dimension_json(json: &mut String, values: &[f64]) -> bool {
     use std::fmt::Write as _;
     if values.len() < 2 {
-        return None;
+        return false;
     }
-    let mut json = String::with_capacity(8 * values.len());
     json.push('[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
@@ -129,7 +129,7 @@ fn dimension_json(values: &[f64]) -> Option<String> {
         }
     }
     json.push(']');
-    Some(json)
+    true
 }
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
@@ -187,6 +187,9 @@ pub struct Database {
     pmcs: HashMap<String, i64>,
     in_transaction: bool,
     pmc_statements: HashMap<usize, String>,
+    /// Per-insert buffers: each counter's (id, total, range of its JSON in `pmc_json`).
+    pmc_rows: Vec<(i64, f64, Option<std::ops::Range<usize>>)>,
+    pmc_json: String,
     committed: bool,
 }
 
@@ -256,6 +259,8 @@ impl Database {
             pmcs: HashMap::new(),
             in_transaction: false,
             pmc_statements: HashMap::new(),
+            pmc_rows: Vec::new(),
+            pmc_json: String::new(),
             committed: false,
         })
     }
@@ -274,6 +279,8 @@ impl Database {
             pmcs: HashMap::new(),
             in_transaction: false,
             pmc_statements: HashMap::new(),
+            pmc_rows: Vec::new(),
+            pmc_json: String::new(),
             committed: true,
         })
     }
@@ -432,28 +439,34 @@ impl Database {
         if d.counters.is_empty() {
             return Ok(());
         }
-        // One statement for all counters of the dispatch: (dispatch, counter, total, JSON).
-        let mut rows: Vec<(i64, f64, Option<String>)> = Vec::with_capacity(d.counters.len());
+        // One statement for all counters of the dispatch: (dispatch, counter, total, JSON),
+        // bound from buffers kept across dispatches.
+        let mut rows = std::mem::take(&mut self.pmc_rows);
+        let mut json = std::mem::take(&mut self.pmc_json);
+        rows.clear();
+        json.clear();
         for c in &d.counters {
             let pmc = self.pmc_id(c)?;
-            rows.push((pmc, c.total, dimension_json(&c.values)));
+            let from = json.len();
+            let range = push_dimension_json(&mut json, &c.values).then_some(from..json.len());
+            rows.push((pmc, c.total, range));
         }
-        let mut values: Vec<&dyn rusqlite::ToSql> = Vec::with_capacity(4 * rows.len());
-        for (pmc, total, json) in &rows {
-            values.extend([&row as &dyn rusqlite::ToSql, pmc, total, json]);
-        }
-        let statement = self
-            .pmc_statements
-            .entry(rows.len())
-            .or_insert_with(|| {
-                let tuples = vec!["(?,?,?,?)"; rows.len()].join(",");
-                format!("{INSERT_PMC} {tuples}")
-            })
-            .clone();
-        let r = self
-            .conn
-            .prepare_cached(&statement)
-            .and_then(|mut stmt| stmt.execute(rusqlite::params_from_iter(values)));
+        let statement = self.pmc_statements.entry(rows.len()).or_insert_with(|| {
+            let tuples = vec!["(?,?,?,?)"; rows.len()].join(",");
+            format!("{INSERT_PMC} {tuples}")
+        });
+        let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
+            for (i, (pmc, total, range)) in rows.iter().enumerate() {
+                let at = 4 * i;
+                stmt.raw_bind_parameter(at + 1, row)?;
+                stmt.raw_bind_parameter(at + 2, pmc)?;
+                stmt.raw_bind_parameter(at + 3, total)?;
+                stmt.raw_bind_parameter(at + 4, range.clone().map(|r| &json[r]))?;
+            }
+            stmt.raw_execute()
+        });
+        self.pmc_rows = rows;
+        self.pmc_json = json;
         sql(&self.temporary, r)?;
         Ok(())
     }
