@@ -289,19 +289,10 @@ impl ResultsWriter {
             d.signal,
             d.kernel_object,
         );
-        // Counters usually come in column order: look at the next one first.
-        let mut next = 0;
         for name in &self.counters {
             line.push(',');
-            let found = match d.counters.get(next).filter(|c| &c.name == name) {
-                Some(c) => Some((next, c)),
-                None => d.counters.iter().enumerate().find(|(_, c)| &c.name == name),
-            };
-            match found {
-                Some((i, c)) => {
-                    push_value(line, c.total);
-                    next = i + 1;
-                }
+            match d.counters.iter().find(|c| &c.name == name) {
+                Some(c) => push_value(line, c.total),
                 None => line.push_str(MISSING),
             }
         }
