@@ -487,10 +487,13 @@ impl Database {
                     dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order,
                     kernel_id
              FROM rocpd_kernel_dispatch WHERE pass = ?1",
-            "INSERT OR IGNORE INTO rtl_merged_dispatch(source, process_order, kernel_id,
-               occurrence, first_dispatch, start_ns)
-             SELECT source, process_order, kernel_id, occurrence, id, start_ns
-             FROM temp.rtl_pass_key ORDER BY start_ns, id",
+            // New keys become merged dispatches in start order; known ones count one more pass.
+            "INSERT INTO rtl_merged_dispatch(source, process_order, kernel_id,
+               occurrence, first_dispatch, start_ns, passes)
+             SELECT source, process_order, kernel_id, occurrence, id, start_ns, 1
+             FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
+             ON CONFLICT(source, process_order, kernel_id, occurrence)
+             DO UPDATE SET passes = passes + 1",
             "UPDATE rocpd_kernel_dispatch AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
              FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
@@ -499,8 +502,6 @@ impl Database {
              WHERE k.id = p.id",
             "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
                ON rocpd_kernel_dispatch(merged_id)",
-            "UPDATE rtl_merged_dispatch SET passes = passes + 1
-             WHERE id IN (SELECT merged_id FROM rocpd_kernel_dispatch WHERE pass = ?1)",
             "DROP TABLE temp.rtl_pass_key",
         ];
         for statement in statements {

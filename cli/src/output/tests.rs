@@ -244,6 +244,24 @@ fn database_views_answer_top_and_busy() {
         rows,
         vec![("vmul".into(), 2, 2000), ("vadd".into(), 3, 900)]
     );
+    // Every dispatch is in both passes but the parent's second vmul, only in pass 2.
+    let passes: Vec<(String, i64, i64)> = conn
+        .prepare("SELECT kernel, start_ns, passes FROM dispatches ORDER BY id")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(
+        passes,
+        vec![
+            ("vadd".into(), 1000, 2),
+            ("vmul".into(), 2000, 2),
+            ("vadd".into(), 3500, 2),
+            ("vadd".into(), 4000, 2),
+            ("vmul".into(), 15000, 1),
+        ]
+    );
     let dims: Vec<(String, i64, f64)> = conn
         .prepare("SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position")
         .unwrap()
