@@ -6,6 +6,21 @@ use super::database::{AgentBusy, Database, KernelTime};
 use super::model::{Agent, Counter, Dispatch};
 use crate::merge::{write_merged_files, write_pass_files, Formats, OutputError};
 
+/// The three-column rows of `query`.
+fn rows3<A, B, C>(conn: &rusqlite::Connection, query: &str) -> Vec<(A, B, C)>
+where
+    A: rusqlite::types::FromSql,
+    B: rusqlite::types::FromSql,
+    C: rusqlite::types::FromSql,
+{
+    conn.prepare(query)
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap()
+}
+
 fn temp_dir(name: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("rtl-pmc-outputs-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -233,25 +248,16 @@ fn database_views_answer_top_and_busy() {
     let path = db.commit(true).unwrap().unwrap();
     assert_eq!(path, dir.join("results.db"));
     let conn = rusqlite::Connection::open(&path).unwrap();
-    let rows: Vec<(String, i64, i64)> = conn
-        .prepare("SELECT kernel, calls, total_ns FROM top")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM top");
     assert_eq!(
         rows,
         vec![("vmul".into(), 2, 2000), ("vadd".into(), 3, 900)]
     );
     // Every dispatch is in both passes but the parent's second vmul, only in pass 2.
-    let passes: Vec<(String, i64, i64)> = conn
-        .prepare("SELECT kernel, start_ns, passes FROM dispatches ORDER BY id")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let passes: Vec<(String, i64, i64)> = rows3(
+        &conn,
+        "SELECT kernel, start_ns, passes FROM dispatches ORDER BY id",
+    );
     assert_eq!(
         passes,
         vec![
@@ -262,13 +268,7 @@ fn database_views_answer_top_and_busy() {
             ("vmul".into(), 15000, 1),
         ]
     );
-    let dims: Vec<(String, i64, f64)> = conn
-        .prepare("SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position")
-        .unwrap()
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
-        .unwrap()
-        .collect::<Result<_, _>>()
-        .unwrap();
+    let dims: Vec<(String, i64, f64)> = rows3(&conn, "SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position");
     assert_eq!(
         dims,
         vec![("SQ_WAVES".into(), 0, 8.0), ("SQ_WAVES".into(), 1, 8.0)]
