@@ -447,9 +447,10 @@ fn a_crashing_application_exits_139_with_its_flushed_records_written() {
         header.join(","),
         format!("{LEADING},SQ_WAVES,BeginNs,EndNs")
     );
-    // The worker writes whenever nothing is in flight, so every dispatch but possibly the
-    // last one before the crash is on disk.
-    assert!((3..=4).contains(&rows.len()), "{rows:?}");
+    // The demo crashes right after its first iteration's 4 dispatches, well within the
+    // interposer's flush interval, so anywhere from none to all of them reached the disk; those
+    // that did are exact.
+    assert!(rows.len() <= 4, "only the first iteration ran: {rows:?}");
     let truth = truth_by_time(&p, &header, &rows);
     for (row, t) in rows.iter().zip(truth) {
         assert_eq!(
