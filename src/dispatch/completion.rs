@@ -342,8 +342,8 @@ impl Completion {
                     f.push(r);
                 }
             }
-            // Nothing left in flight: write now, so an application that crashes right after
-            // its last dispatch keeps every record; a busy stream flushes on the interval.
+            // Nothing left in flight: write now, so any pause in the application's stream puts
+            // every record on disk; a busy stream flushes on the interval.
             let idle = !records.is_empty() && pending.is_empty();
             let flush_due = idle || last_flush.elapsed() >= FLUSH_INTERVAL;
             let flushed_now = {
