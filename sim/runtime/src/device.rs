@@ -1,9 +1,9 @@
 //! The simulated GPUs: one device thread per GPU processes the packets of all its hardware
 //! queues in simulated time.
 //!
-//! Time is the `CLOCK_BOOTTIME` nanosecond clock; the device clock follows it, may run at most
-//! [`LEAD_NS`] ahead, so completions do not wait for every microsecond of every kernel, and
-//! lags it only while retiring kernels that ended before the thread woke. A kernel's start and end are fixed when it launches (its duration comes from its
+//! Time is the `CLOCK_BOOTTIME` nanosecond clock; the device clock never runs behind it and may
+//! run at most [`LEAD_NS`] ahead, so completions do not wait for every microsecond of every
+//! kernel. A kernel's start and end are fixed when it launches (its duration comes from its
 //! geometry, scaled by `RTL_SIM_SLOW`); kernels on different queues, and on one queue without
 //! the barrier bit, overlap. A packet with the barrier bit, and every PM4 packet (whose indirect
 //! buffers begin with a wait for idle), waits until the queue's earlier packets completed.
@@ -225,27 +225,25 @@ impl DeviceState {
         let mut dependency = false;
         loop {
             let real = now_ns();
-            // Events happen in time order even when the thread wakes late: a kernel that ended
-            // before now retires at its end, and the packets it held back run at that moment,
-            // so a counter window closed right after a kernel is exactly the kernel's length.
-            let due = self
-                .in_flight
-                .peek()
-                .map(|Reverse(k)| k.end)
-                .filter(|&end| end <= real);
-            self.clock = self.clock.max(due.unwrap_or(real));
+            self.clock = self.clock.max(real);
             let mut progressed = false;
             for qi in 0..self.queues.len() {
-                progressed |= self.process_queue(device, qi, &mut dependency);
+                progressed |= self.process_queue(device, qi, &mut dependency, None);
             }
             let retire =
                 matches!(self.in_flight.peek(), Some(Reverse(k)) if k.end <= real + LEAD_NS);
             if retire {
                 if let Some(Reverse(k)) = self.in_flight.pop() {
                     self.clock = self.clock.max(k.end);
-                    if let Some(q) = self.queues.iter_mut().find(|q| q.id == k.queue_id) {
-                        q.in_flight = q.in_flight.saturating_sub(1);
-                    }
+                    let idle_queue = self
+                        .queues
+                        .iter_mut()
+                        .position(|q| q.id == k.queue_id)
+                        .filter(|&qi| {
+                            let q = &mut self.queues[qi];
+                            q.in_flight = q.in_flight.saturating_sub(1);
+                            q.in_flight == 0
+                        });
                     // SAFETY: completion signals stay alive until their dispatch completes.
                     unsafe {
                         complete(
@@ -256,8 +254,11 @@ impl DeviceState {
                         )
                     };
                     progressed = true;
-                    for qi in 0..self.queues.len() {
-                        self.process_queue(device, qi, &mut dependency);
+                    // The packets this kernel held back (a barrier, a PM4 read after it) run
+                    // at its end even when the thread noticed it late, so a counter window
+                    // closed right after a kernel is exactly the kernel's length.
+                    if let Some(qi) = idle_queue {
+                        self.process_queue(device, qi, &mut dependency, Some(k.end));
                     }
                 }
             }
@@ -271,7 +272,15 @@ impl DeviceState {
         }
     }
 
-    fn process_queue(&mut self, device: &Device, qi: usize, dependency: &mut bool) -> bool {
+    /// Runs the queue's packets that can run, at `at` (the end of the kernel that held them
+    /// back) or else at the device clock.
+    fn process_queue(
+        &mut self,
+        device: &Device,
+        qi: usize,
+        dependency: &mut bool,
+        at: Option<u64>,
+    ) -> bool {
         // SAFETY: attached queues are alive (destroy detaches under the device lock first).
         let q = unsafe { &*self.queues[qi].queue };
         let mut progressed = false;
@@ -292,9 +301,11 @@ impl DeviceState {
             // SAFETY: the slot is published (valid header) and owned by the device until consumed.
             let packet = unsafe { *q.slot(read) };
             let profiling = q.profiling();
-            let now = self.clock;
+            let now = at.unwrap_or(self.clock);
             match kind {
-                HSA_PACKET_TYPE_KERNEL_DISPATCH => self.launch(device, qi, q, &packet, profiling),
+                HSA_PACKET_TYPE_KERNEL_DISPATCH => {
+                    self.launch(device, qi, q, &packet, profiling, now)
+                }
                 HSA_PACKET_TYPE_BARRIER_AND | HSA_PACKET_TYPE_BARRIER_OR => {
                     // SAFETY: a barrier packet is 64 bytes of plain data.
                     let barrier: hsa_barrier_and_packet_t = unsafe { packet.cast() };
@@ -333,13 +344,13 @@ impl DeviceState {
         q: &QueueObj,
         packet: &AqlPacket,
         profiling: bool,
+        start: u64,
     ) {
         // SAFETY: a kernel dispatch packet is 64 bytes of plain data.
         let p: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
         let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
         let workgroup = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z];
         let kernel = kernel_by_object(p.kernel_object);
-        let start = self.clock;
         let end = start + kernel_duration_ns(grid, workgroup, device.cu_count);
         let wave_size = kernel
             .as_ref()
