@@ -446,14 +446,8 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_get_info(
         }
         match attribute {
             info::COMMAND_BUFFER_SIZE | info::PMC_DATA_SIZE => {
-                let size: u32 = if attribute == info::COMMAND_BUFFER_SIZE {
-                    0x4000
-                } else {
-                    0x1800
-                };
-                // SAFETY: these queries write a u32.
-                unsafe { *(value as *mut u32) = size };
-                HSA_STATUS_SUCCESS
+                // SAFETY: these queries pass a u32.
+                unsafe { crate::write_buffer_size(attribute, value) }.unwrap_or(HSA_STATUS_ERROR)
             }
             info::PMC_DATA => {
                 // SAFETY: this query reads and writes an info_data_t.

@@ -63,6 +63,22 @@ extern "C" fn read_config_at_load() {
 #[link_section = ".init_array"]
 static READ_CONFIG_AT_LOAD: extern "C" fn() = read_config_at_load;
 
+/// Answers the COMMAND_BUFFER_SIZE and PMC_DATA_SIZE queries, which both APIs share: the
+/// buffer sizes a caller should allocate. Returns `None` for any other attribute.
+///
+/// # Safety
+/// `value` must point at a writable `u32` when the attribute is one of the two.
+unsafe fn write_buffer_size(attribute: u32, value: *mut c_void) -> Option<hsa_status_t> {
+    let size: u32 = match attribute {
+        abi::info::COMMAND_BUFFER_SIZE => 0x4000,
+        abi::info::PMC_DATA_SIZE => 0x1800,
+        _ => return None,
+    };
+    // SAFETY: the caller passes a u32 for these queries.
+    unsafe { *(value as *mut u32) = size };
+    Some(abi::HSA_STATUS_SUCCESS)
+}
+
 /// Fault injection: true when this is the Nth call counted by `counter` and `var` is N.
 fn injected_failure(var: &str, counter: &AtomicU64) -> bool {
     let n = counter.fetch_add(1, Ordering::SeqCst) + 1;

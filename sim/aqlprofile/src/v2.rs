@@ -218,14 +218,8 @@ pub unsafe extern "C" fn aqlprofile_get_pmc_info(
         };
         match attribute {
             info::COMMAND_BUFFER_SIZE | info::PMC_DATA_SIZE => {
-                let size: u32 = if attribute == info::COMMAND_BUFFER_SIZE {
-                    0x4000
-                } else {
-                    0x1800
-                };
-                // SAFETY: this query writes a u32.
-                unsafe { *(value as *mut u32) = size };
-                HSA_STATUS_SUCCESS
+                // SAFETY: these queries pass a u32.
+                unsafe { crate::write_buffer_size(attribute, value) }.unwrap_or(HSA_STATUS_ERROR)
             }
             info::BLOCK_COUNTERS => {
                 let Some(block) = events_of(profile)
