@@ -63,6 +63,9 @@ struct DeviceQueue {
     queue: *const QueueObj,
     id: u64,
     in_flight: u32,
+    /// The write index seen just before the device clock was last read: packets below it were
+    /// written before that time, so none of them starts before it was submitted.
+    visible: u64,
 }
 
 // SAFETY: the queue pointer is only dereferenced by the device thread while the queue is
@@ -168,6 +171,7 @@ pub fn attach(index: usize, queue: &QueueObj) {
             queue,
             id: queue.id,
             in_flight: 0,
+            visible: 0,
         });
         d.wake();
     }
@@ -224,6 +228,10 @@ impl DeviceState {
     fn advance(&mut self, device: &Device) -> (Option<u64>, bool) {
         let mut dependency = false;
         loop {
+            for dq in &mut self.queues {
+                // SAFETY: attached queues are alive (destroy detaches under the device lock).
+                dq.visible = unsafe { &*dq.queue }.write_index().load(SeqCst);
+            }
             let real = now_ns();
             self.clock = self.clock.max(real);
             let mut progressed = false;
@@ -286,7 +294,7 @@ impl DeviceState {
         let mut progressed = false;
         loop {
             let read = q.read_index().load(SeqCst);
-            if read >= q.write_index().load(SeqCst) {
+            if read >= self.queues[qi].visible {
                 break;
             }
             let header = q.slot_header(read).load(SeqCst) as u16;
