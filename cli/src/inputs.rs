@@ -156,16 +156,7 @@ pub fn collect_jobs(args: &Args) -> Result<Vec<Job>, CliError> {
                 path.display()
             ))
         })?;
-        let file_jobs = match path.extension().and_then(|e| e.to_str()) {
-            Some("txt") => parse_text(path, &text, &cli)?,
-            Some("yaml" | "yml" | "json") => parse_jobs(path, &text, &cli)?,
-            _ => {
-                return Err(CliError::input(format!(
-                    "{}: unknown input file type (expected .txt, .yaml, .yml or .json)",
-                    path.display()
-                )))
-            }
-        };
+        let file_jobs = parse_input(path, &text, &cli)?;
         if !args.pmc.is_empty() {
             if let Some(job) = file_jobs
                 .iter()
@@ -180,6 +171,23 @@ pub fn collect_jobs(args: &Args) -> Result<Vec<Job>, CliError> {
         jobs.extend(file_jobs);
     }
     Ok(jobs)
+}
+
+/// Parses the text of input file `path` as `-i path` does, by its extension: `.txt` is rocprof
+/// v1 `pmc:` lines, `.yaml`, `.yml` and `.json` are rocprofv3 `jobs:`. `cli` holds the settings
+/// of the command line, which every job starts from and which the file may not contradict.
+///
+/// Returns at least one job, each with at least one counter; an error names `path`, and the
+/// line and column at fault when there is one.
+pub fn parse_input(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliError> {
+    match path.extension().and_then(|e| e.to_str()) {
+        Some("txt") => parse_text(path, text, cli),
+        Some("yaml" | "yml" | "json") => parse_jobs(path, text, cli),
+        _ => Err(CliError::input(format!(
+            "{}: unknown input file type (expected .txt, .yaml, .yml or .json)",
+            path.display()
+        ))),
+    }
 }
 
 /// Keeps the first of repeated names.

@@ -5,12 +5,8 @@
 //! counter engine and the planner, and [`run`] runs the application once per pass. Every input
 //! problem is found before anything runs and reported as one line with exit code 2.
 
-mod args;
 mod avail;
-mod error;
-mod filters;
 mod gpus;
-mod inputs;
 mod merge;
 mod output;
 mod planning;
@@ -21,6 +17,7 @@ mod summary;
 use std::process::ExitCode;
 
 use rtl_pmc::passes::PlanOptions;
+use rtl_pmc_cli::{args, error, inputs};
 
 use crate::args::Args;
 use crate::error::CliError;
