@@ -492,7 +492,6 @@ fn a_full_disk_is_an_error_naming_the_file_and_the_cause() {
 }
 
 #[test]
-#[ignore = "rtl-pmc leaves results.db.partial-<pid> behind when the database cannot be written"]
 fn a_full_disk_leaves_no_partial_files() {
     let Some(p) = profile_on_a_full_disk("disk-full-partial") else {
         return;

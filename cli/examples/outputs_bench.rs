@@ -1,19 +1,28 @@
 //! Merge-and-write throughput and memory: N dispatches × 8 counters in two passes of 4 counters
-//! go through the database into each pass's `counter_collection.csv` and the merged
-//! `results.csv`. Prints rows/s and the peak resident memory, which should not grow with N.
+//! go through the steps `rtl-pmc` takes after each pass and after the last one (database and
+//! `counter_collection.csv`, the pass join, the launch-count check, the merged `results.csv`,
+//! the summary, the database's commit), with the same functions. Prints rows/s per step and in
+//! total, and the peak resident memory, which should not grow with N.
 //!
 //! `cargo run --release -p rtl-pmc-cli --example outputs_bench -- [DISPATCHES] [DIR]`
 
 #[allow(dead_code)]
 #[path = "../src/output/mod.rs"]
 mod output;
+#[allow(dead_code)]
+#[path = "../src/summary.rs"]
+mod summary;
 
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use output::csv::{CounterCollectionWriter, ResultsWriter};
 use output::database::Database;
+use output::files::{write_merged_files, Formats};
 use output::model::{Counter, Dispatch};
+use output::pass::PassWriter;
+
+/// The process every dispatch comes from.
+const PID: u32 = 4242;
 
 fn peak_rss_mib() -> f64 {
     std::fs::read_to_string("/proc/self/status")
@@ -22,6 +31,31 @@ fn peak_rss_mib() -> f64 {
         .find_map(|l| l.strip_prefix("VmHWM:"))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         .map_or(0.0, |kb| kb / 1024.0)
+}
+
+/// CPU time of this process so far (user + system, every thread), which the other load of a
+/// shared machine does not inflate the way it does wall time. `/proc/self/stat` counts it in
+/// clock ticks of 10 ms.
+fn cpu_time() -> Duration {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    // The fields after the command name (in parentheses): utime and stime are the 12th and 13th.
+    let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = after
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// Wall and CPU time since `since`.
+fn took(since: &(Instant, Duration)) -> (Duration, Duration) {
+    (since.0.elapsed(), cpu_time() - since.1)
+}
+
+fn now() -> (Instant, Duration) {
+    (Instant::now(), cpu_time())
 }
 
 fn dispatch(n: u64, pass: u32) -> Dispatch {
@@ -40,7 +74,7 @@ fn dispatch(n: u64, pass: u32) -> Dispatch {
         })
         .collect();
     Dispatch {
-        pid: 4242,
+        pid: PID,
         tid: 4243,
         agent: 1,
         queue_id: 1,
@@ -78,70 +112,70 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let rows = n * 8;
+    let mut steps: Vec<(&str, (Duration, Duration))> = Vec::new();
 
-    let started = Instant::now();
+    // The steps of `rtl-pmc` after each pass and after the last one, with the same functions.
     let mut db = Database::create(&dir.join("results.db"))?;
-    let mut joined = std::time::Duration::ZERO;
+    let (mut writing, mut ending) = (
+        (Duration::ZERO, Duration::ZERO),
+        (Duration::ZERO, Duration::ZERO),
+    );
     for pass in 1..=2 {
-        db.begin_pass(pass, &format!("pass {pass}"))?;
+        let started = now();
+        let csv = dir.join(format!("pass_{pass}.csv"));
+        let mut writer = PassWriter::begin(&mut db, pass, &format!("pass {pass}"), Some(&csv))?;
+        writer.declare_processes(0, &[PID]);
         for i in 0..n {
-            db.insert(pass, 0, &dispatch(i, pass))?;
+            writer.write(0, dispatch(i, pass))?;
         }
-        let join = Instant::now();
-        db.end_pass(pass, Some(0))?;
-        joined += join.elapsed();
+        let t = took(&started);
+        writing = (writing.0 + t.0, writing.1 + t.1);
+        let started = now();
+        writer.finish(Some(0))?;
+        let t = took(&started);
+        ending = (ending.0 + t.0, ending.1 + t.1);
     }
-    let inserted = started.elapsed() - joined;
+    steps.push(("insert + counter_collection.csv", writing));
+    steps.push(("end of pass (join)", ending));
 
-    let started = Instant::now();
-    for pass in 1..=2 {
-        let mut out = CounterCollectionWriter::create(&dir.join(format!("pass{pass}.csv")))?;
-        db.for_each_pass_dispatch(pass, false, |d| {
-            out.write(d).map_err(Box::<dyn std::error::Error>::from)
-        })?;
-        out.commit()?;
-    }
-    let per_pass = started.elapsed();
-
-    let started = Instant::now();
-    let counters = db.counter_names(None)?;
-    let mut out = ResultsWriter::create(&dir.join("results.csv"), &counters)?;
-    db.for_each_merged(false, |d| {
-        out.write(d).map_err(Box::<dyn std::error::Error>::from)
-    })?;
-    out.commit()?;
-    let merged = started.elapsed();
+    let started = now();
+    let mismatches = db.mismatches()?.len();
+    steps.push(("launch-count check", took(&started)));
+    let started = now();
+    write_merged_files(&db, &dir, "results", Formats::default())?;
+    steps.push(("merged results.csv", took(&started)));
+    let started = now();
+    let summary = summary::render(&db, &[])?;
+    steps.push(("summary", took(&started)));
+    let started = now();
     db.commit(true)?;
+    steps.push(("database commit", took(&started)));
 
-    let rate = |d: std::time::Duration| rows as f64 / d.as_secs_f64();
+    let rate = |d: Duration| rows as f64 / d.as_secs_f64();
     println!("{n} dispatches x 8 counters = {rows} dispatch-counter rows (two passes of 4)");
     println!(
-        "  database insert:             {:>8.2} s  {:>12.0} rows/s",
-        inserted.as_secs_f64(),
-        rate(inserted)
+        "  {:<32} {:>8}  {:>12}  {:>8}  {:>12}",
+        "step", "wall s", "rows/s", "CPU s", "rows/CPU s"
     );
-    println!(
-        "  pass join:                   {:>8.2} s  {:>12.0} rows/s",
-        joined.as_secs_f64(),
-        rate(joined)
-    );
-    println!(
-        "  counter_collection.csv x 2:  {:>8.2} s  {:>12.0} rows/s",
-        per_pass.as_secs_f64(),
-        rate(per_pass)
-    );
-    println!(
-        "  merged results.csv:          {:>8.2} s  {:>12.0} rows/s",
-        merged.as_secs_f64(),
-        rate(merged)
-    );
-    let total = inserted + joined + per_pass + merged;
-    println!(
-        "  total:                       {:>8.2} s  {:>12.0} rows/s",
-        total.as_secs_f64(),
-        rate(total)
-    );
+    let line = |step: &str, (wall, cpu): (Duration, Duration)| {
+        println!(
+            "  {step:<32} {:>8.2}  {:>12.0}  {:>8.2}  {:>12.0}",
+            wall.as_secs_f64(),
+            rate(wall),
+            cpu.as_secs_f64(),
+            rate(cpu)
+        );
+    };
+    for (step, took) in &steps {
+        line(step, *took);
+    }
+    let total = steps.iter().fold((Duration::ZERO, Duration::ZERO), |a, s| {
+        (a.0 + s.1 .0, a.1 + s.1 .1)
+    });
+    line("total", total);
     println!("  peak RSS: {:.1} MiB", peak_rss_mib());
+    assert_eq!(mismatches, 0);
+    assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

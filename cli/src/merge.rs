@@ -2,129 +2,12 @@
 //! `agent_info.csv`, and the merged `results.*`; and `rtl-pmc merge DIR...`, which combines the
 //! databases of several runs (one per rank) into one.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::output::csv::{write_agent_info, CounterCollectionWriter, ResultsWriter};
-use crate::output::database::{Database, DatabaseError};
-use crate::output::json::JsonWriter;
-use crate::output::model::Dispatch;
-use crate::output::perfetto::PerfettoWriter;
-
-/// Why outputs could not be written.
-#[derive(Debug, thiserror::Error)]
-pub enum OutputError {
-    /// A file could not be written.
-    #[error("{0}")]
-    Io(#[from] io::Error),
-    /// The database failed.
-    #[error("{0}")]
-    Database(#[from] DatabaseError),
-    /// An input of `rtl-pmc merge` is not usable.
-    #[error("{0}")]
-    Input(String),
-}
-
-/// Which merged files to write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Formats {
-    /// `counter_collection.csv` per pass and `results.csv`.
-    pub csv: bool,
-    /// `results.json`.
-    pub json: bool,
-    /// `results.db` is kept.
-    pub rocpd: bool,
-    /// `results.pftrace`.
-    pub pftrace: bool,
-}
-
-impl Default for Formats {
-    /// CSV and the database.
-    fn default() -> Formats {
-        Formats {
-            csv: true,
-            json: false,
-            rocpd: true,
-            pftrace: false,
-        }
-    }
-}
-
-/// Writes `pass_dir/counter_collection.csv` (with CSV output) and `pass_dir/agent_info.csv`.
-pub fn write_pass_files(
-    db: &Database,
-    pass: u32,
-    pass_dir: &Path,
-    formats: Formats,
-) -> Result<Vec<PathBuf>, OutputError> {
-    let mut written = Vec::new();
-    if formats.csv {
-        let mut out = CounterCollectionWriter::create(&pass_dir.join("counter_collection.csv"))?;
-        db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
-        written.push(out.commit()?);
-    }
-    written.push(write_agent_info(
-        &pass_dir.join("agent_info.csv"),
-        &db.agents()?,
-    )?);
-    Ok(written)
-}
-
-/// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database.
-pub fn write_merged_files(
-    db: &Database,
-    dir: &Path,
-    base: &str,
-    formats: Formats,
-) -> Result<Vec<PathBuf>, OutputError> {
-    let counters = db.counter_names(None)?;
-    let agents = db.agents()?;
-    let mut csv = match formats.csv {
-        true => Some(ResultsWriter::create(
-            &dir.join(format!("{base}.csv")),
-            &counters,
-        )?),
-        false => None,
-    };
-    let mut json = match formats.json {
-        true => Some(JsonWriter::create(
-            &dir.join(format!("{base}.json")),
-            &agents,
-            &counters,
-        )?),
-        false => None,
-    };
-    let mut trace = match formats.pftrace {
-        true => Some(PerfettoWriter::create(
-            &dir.join(format!("{base}.pftrace")),
-            &agents,
-        )?),
-        false => None,
-    };
-    db.for_each_merged(formats.json, |d: &Dispatch| -> Result<(), OutputError> {
-        if let Some(w) = csv.as_mut() {
-            w.write(d)?;
-        }
-        if let Some(w) = json.as_mut() {
-            w.write(d)?;
-        }
-        if let Some(w) = trace.as_mut() {
-            w.write(d)?;
-        }
-        Ok(())
-    })?;
-    let mut written = Vec::new();
-    if let Some(w) = csv {
-        written.push(w.commit()?);
-    }
-    if let Some(w) = json {
-        written.push(w.commit()?);
-    }
-    if let Some(w) = trace {
-        written.push(w.commit()?);
-    }
-    Ok(written)
-}
+use crate::output::csv::write_agent_info;
+use crate::output::database::Database;
+pub use crate::output::files::{write_merged_files, Formats, OutputError};
+use crate::output::pass::PassWriter;
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
 /// `output/<base>.db` and writes every file of `formats` there: passes with the same number are
@@ -164,17 +47,21 @@ pub fn merge_directories(
     passes.sort_unstable();
     let mut written = Vec::new();
     for &pass in &passes {
-        db.begin_pass(pass, &format!("pass {pass}"))?;
-        for (index, source) in sources.iter().enumerate() {
-            source.for_each_pass_dispatch(pass, true, |d| {
-                db.insert(pass, index as u32, d).map_err(OutputError::from)
-            })?;
-        }
-        db.end_pass(pass, None)?;
         let pass_dir = output.join(format!("pass_{pass}"));
         std::fs::create_dir_all(&pass_dir)
             .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
-        written.extend(write_pass_files(&db, pass, &pass_dir, formats)?);
+        let csv = pass_dir.join("counter_collection.csv");
+        let label = format!("pass {pass}");
+        let mut writer = PassWriter::begin(&mut db, pass, &label, formats.csv.then_some(&*csv))?;
+        for (index, source) in sources.iter().enumerate() {
+            writer.declare_processes(index as u32, &source.pass_processes(pass)?);
+            source.for_each_pass_dispatch(pass, true, |d| writer.write(index as u32, d.clone()))?;
+        }
+        written.extend(writer.finish(None)?);
+        written.push(write_agent_info(
+            &pass_dir.join("agent_info.csv"),
+            &db.agents()?,
+        )?);
     }
     written.extend(write_merged_files(&db, output, base, formats)?);
     Ok((db, written))

@@ -15,16 +15,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use rtl_pmc::dispatch::records;
+use rtl_pmc::dispatch::records::{self, Record, RecordError};
 use rtl_pmc::passes::plan_file::PLAN_ENV;
 use rtl_pmc_counters::{Catalog, Topology};
 
 use crate::args::OutputFormat;
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{write_merged_files, write_pass_files, Formats};
+use crate::merge::{write_merged_files, Formats};
+use crate::output::csv::write_agent_info;
 use crate::output::database::Database;
 use crate::output::model::Agent;
+use crate::output::pass::PassWriter;
 use crate::planning::{ArchCatalog, ProfilePlan};
 
 pub use child::exit_code;
@@ -156,6 +158,56 @@ fn record_files(dir: &Path) -> Vec<PathBuf> {
     files.into_iter().map(|(_, p)| p).collect()
 }
 
+/// One record file, read one record ahead.
+type RecordStream = std::iter::Peekable<Box<dyn Iterator<Item = Result<Record, RecordError>>>>;
+
+/// The records of a pass's files merged by start time: each file is nearly in start order, so
+/// taking the earliest next record of any file keeps the whole nearly in start order.
+struct StartMerged {
+    files: Vec<RecordStream>,
+}
+
+impl StartMerged {
+    fn open(files: &[PathBuf]) -> StartMerged {
+        StartMerged {
+            files: files
+                .iter()
+                .map(|f| {
+                    let records: Box<dyn Iterator<Item = _>> = Box::new(records::read(f));
+                    records.peekable()
+                })
+                .collect(),
+        }
+    }
+
+    /// The processes whose files have records, by the pid of their first record.
+    fn processes(&mut self) -> Vec<u32> {
+        self.files
+            .iter_mut()
+            .filter_map(|f| f.peek()?.as_ref().ok().map(|r| r.pid))
+            .collect()
+    }
+}
+
+impl Iterator for StartMerged {
+    type Item = Result<Record, RecordError>;
+
+    /// The earliest next record of any file; a file's error as soon as it is next.
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut earliest: Option<(usize, u64)> = None;
+        for (i, file) in self.files.iter_mut().enumerate() {
+            match file.peek() {
+                Some(Ok(r)) if earliest.is_none_or(|(_, start)| r.start < start) => {
+                    earliest = Some((i, r.start))
+                }
+                Some(Ok(_)) | None => {}
+                Some(Err(_)) => return file.next(),
+            }
+        }
+        self.files[earliest?.0].next()
+    }
+}
+
 /// Runs the application once per run of `plan` and writes the results. Returns the exit code
 /// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
 pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
@@ -245,21 +297,23 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
             exit_code(status)
         };
 
-        db.begin_pass(pass, &label).map_err(output_error)?;
+        let csv = pass_dir.join("counter_collection.csv");
+        let mut writer = PassWriter::begin(&mut db, pass, &label, formats.csv.then_some(&*csv))
+            .map_err(output_error)?;
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
-        let mut dispatches = 0u64;
-        for file in record_files(&pass_dir) {
-            for record in records::read(&file) {
-                match record {
-                    Ok(record) => {
-                        let d = converter.convert(&record);
-                        db.insert(pass, 0, &d).map_err(output_error)?;
-                        dispatches += 1;
-                    }
-                    Err(e) => eprintln!("rtl-pmc: warning: {e}"),
+        let mut records = StartMerged::open(&record_files(&pass_dir));
+        writer.declare_processes(0, &records.processes());
+        for record in records {
+            match record {
+                Ok(record) => {
+                    let d = converter.convert(&record);
+                    writer.write(0, d).map_err(output_error)?;
                 }
+                Err(e) => eprintln!("rtl-pmc: warning: {e}"),
             }
         }
+        let dispatches = writer.dispatches();
+        written.extend(writer.finish(Some(code)).map_err(output_error)?);
         for agent in converter.seen_agents(&known) {
             if !known.iter().any(|k| k.node_id == agent.node_id) {
                 db.add_agent(&agent).map_err(output_error)?;
@@ -268,8 +322,10 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         for warning in &converter.warnings {
             eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
         }
-        db.end_pass(pass, Some(code)).map_err(output_error)?;
-        written.extend(write_pass_files(&db, pass, &pass_dir, formats).map_err(output_error)?);
+        let agents = db.agents().map_err(output_error)?;
+        written.push(
+            write_agent_info(&pass_dir.join("agent_info.csv"), &agents).map_err(output_error)?,
+        );
         progress.finish(pass, started.elapsed(), code, dispatches);
         if code != 0 {
             if exit == 0 {

@@ -101,11 +101,20 @@ CREATE VIEW pmc_dimension AS
        json_each(coalesce(v.dimension_values, json_array(v.value))) j;
 ";
 
-const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(pass, source, pid, tid, agent,
-  queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x, grid_y,
-  grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns)
-  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,?25,?26)";
+const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(id, pass, source, pid, tid,
+  agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
+  grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id)
+  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,
+          ?25,?26,?27,?28,?29,?30)";
+
+/// A dispatch joined while it is inserted, with a key no earlier pass had.
+const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order,
+  kernel_id, occurrence, first_dispatch, start_ns, passes) VALUES (?1,?2,?3,?4,?5,?6,?7,1)";
+
+/// The merged dispatch of a key an earlier pass had.
+const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
+  WHERE source = ?1 AND process_order = ?2 AND kernel_id = ?3 AND occurrence = ?4";
 
 const INSERT_PMC: &str =
     "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES";
@@ -178,6 +187,82 @@ pub struct Mismatch {
     pub per_pass: Vec<(u32, u64)>,
 }
 
+/// The join of the pass being inserted, computed dispatch by dispatch. It equals the join in SQL
+/// (occurrence by dispatch id within process and kernel, process order by pid, merged ids in
+/// start order) while dispatches arrive in start order, each process launches a kernel in
+/// dispatch-id order, and the processes with dispatches are the lowest pids declared; when any
+/// of that fails, [`Database::end_pass`] undoes it and joins the pass in SQL.
+#[derive(Debug, Default)]
+struct PassJoin {
+    /// The highest merged id before the pass.
+    merged_before: i64,
+    /// The first row id of the pass.
+    first_row: i64,
+    /// The id of the next new merged dispatch.
+    next_merged: i64,
+    /// Dispatches of the pass joined to merged dispatches of earlier passes.
+    matched: u64,
+    /// The declared processes of each source, by pid, and whether each had a dispatch.
+    processes: HashMap<u32, Vec<(u32, bool)>>,
+    /// Per (source, pid, kernel): the last dispatch id and the launches so far.
+    launches: HashMap<(u32, u32, i64), (u64, i64)>,
+    /// The start of the last dispatch.
+    last_start: u64,
+    /// Whether every dispatch so far was joined.
+    exact: bool,
+}
+
+impl PassJoin {
+    /// `(process order, occurrence)` of `d` (kernel `kernel_id`), or `None` once the pass can no
+    /// longer be joined this way.
+    fn key(&mut self, source: u32, d: &Dispatch, kernel_id: i64) -> Option<(i64, i64)> {
+        if !self.exact || d.start_ns < self.last_start {
+            self.exact = false;
+            return None;
+        }
+        let order = self.processes.get_mut(&source).and_then(|pids| {
+            let i = pids.binary_search_by_key(&d.pid, |&(pid, _)| pid).ok()?;
+            pids[i].1 = true;
+            Some(i as i64 + 1)
+        });
+        let launches = self.launches.entry((source, d.pid, kernel_id)).or_default();
+        match order {
+            Some(order) if d.dispatch_id >= launches.0 => {
+                *launches = (d.dispatch_id, launches.1 + 1);
+                self.last_start = d.start_ns;
+                Some((order, launches.1))
+            }
+            _ => {
+                self.exact = false;
+                None
+            }
+        }
+    }
+
+    /// Folds the launches of this pass into `known`: per (source, process order, kernel), the
+    /// most launches any pass had.
+    fn record_launches(&self, known: &mut HashMap<(u32, i64, i64), i64>) {
+        for (&(source, pid, kernel), &(_, n)) in &self.launches {
+            let order = self
+                .processes
+                .get(&source)
+                .and_then(|pids| pids.binary_search_by_key(&pid, |&(pid, _)| pid).ok());
+            if let Some(order) = order {
+                let most = known.entry((source, order as i64 + 1, kernel)).or_default();
+                *most = (*most).max(n);
+            }
+        }
+    }
+
+    /// Whether the processes with dispatches were the lowest pids declared, so their ranks
+    /// among the declared ones are their ranks among themselves.
+    fn ranks_hold(&self) -> bool {
+        self.processes
+            .values()
+            .all(|pids| pids.iter().skip_while(|p| p.1).all(|p| !p.1))
+    }
+}
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -190,6 +275,13 @@ pub struct Database {
     /// Per-insert buffers: each counter's (id, total, range of its JSON in `pmc_json`).
     pmc_rows: Vec<(i64, f64, Option<std::ops::Range<usize>>)>,
     pmc_json: String,
+    /// The row id of the next dispatch.
+    next_row: i64,
+    /// The join of the pass being inserted.
+    join: PassJoin,
+    /// Per (source, process order, kernel): the most launches of any pass so far, so whether a
+    /// key has a merged dispatch is known without asking.
+    known_launches: HashMap<(u32, i64, i64), i64>,
     committed: bool,
 }
 
@@ -236,21 +328,28 @@ fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
 }
 
 impl Database {
-    /// Creates the database that will be named `target` once committed.
+    /// Creates the database that will be named `target` once committed. On failure nothing is
+    /// left behind.
     pub fn create(target: &Path) -> Result<Database, DatabaseError> {
         let temporary = temporary_path(target);
         let _ = std::fs::remove_file(&temporary);
-        let conn = sql(&temporary, Connection::open(&temporary))?;
-        sql(
-            &temporary,
+        let conn = Connection::open(&temporary).and_then(|conn| {
+            // A scratch file renamed into place at the end: no journal, no syncs, no other
+            // connection; a fixed page cache keeps memory flat.
             conn.execute_batch(
-                // A scratch file renamed into place at the end: no journal, no syncs, no
-                // other connection; a fixed page cache keeps memory flat.
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
                  PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA cache_size=-16384;",
-            ),
-        )?;
-        sql(&temporary, conn.execute_batch(SCHEMA))?;
+            )?;
+            conn.execute_batch(SCHEMA)?;
+            Ok(conn)
+        });
+        let conn = match conn {
+            Ok(conn) => conn,
+            Err(e) => {
+                let _ = std::fs::remove_file(&temporary);
+                return sql(&temporary, Err(e));
+            }
+        };
         Ok(Database {
             conn,
             target: target.to_path_buf(),
@@ -261,6 +360,9 @@ impl Database {
             pmc_statements: HashMap::new(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
+            next_row: 1,
+            join: PassJoin::default(),
+            known_launches: HashMap::new(),
             committed: false,
         })
     }
@@ -281,6 +383,9 @@ impl Database {
             pmc_statements: HashMap::new(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
+            next_row: 1,
+            join: PassJoin::default(),
+            known_launches: HashMap::new(),
             committed: true,
         })
     }
@@ -348,7 +453,32 @@ impl Database {
         self.err(r)?;
         self.err(self.conn.execute_batch("BEGIN"))?;
         self.in_transaction = true;
+        let r = self.conn.query_row(
+            "SELECT (SELECT coalesce(max(id), 0) FROM rocpd_kernel_dispatch),
+                    (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        );
+        let (last_row, merged_before) = self.err(r)?;
+        self.next_row = last_row + 1;
+        self.join = PassJoin {
+            merged_before,
+            first_row: self.next_row,
+            next_merged: merged_before + 1,
+            exact: true,
+            ..PassJoin::default()
+        };
         Ok(())
+    }
+
+    /// Declares the processes of input `source` that have dispatches in the pass being
+    /// inserted. With them the pass is joined while it is inserted (when its dispatches come in
+    /// start order); without, [`Database::end_pass`] joins it in SQL.
+    pub fn declare_processes(&mut self, source: u32, pids: &[u32]) {
+        let mut pids: Vec<(u32, bool)> = pids.iter().map(|&pid| (pid, false)).collect();
+        pids.sort_unstable();
+        pids.dedup();
+        self.join.processes.insert(source, pids);
     }
 
     fn string_id(&mut self, text: &str) -> Result<i64, DatabaseError> {
@@ -366,7 +496,9 @@ impl Database {
         Ok(id)
     }
 
-    fn pmc_id(&mut self, counter: &Counter) -> Result<i64, DatabaseError> {
+    /// The id of `counter` in `rocpd_info_pmc`, recording it when new; dispatches store their
+    /// counters in this order.
+    pub fn counter_id(&mut self, counter: &Counter) -> Result<i64, DatabaseError> {
         if let Some(&id) = self.pmcs.get(&counter.name) {
             return Ok(id);
         }
@@ -403,9 +535,18 @@ impl Database {
     /// Adds one dispatch of `pass`, read from input number `source` (0 for a single run).
     pub fn insert(&mut self, pass: u32, source: u32, d: &Dispatch) -> Result<(), DatabaseError> {
         let kernel_id = self.string_id(&d.kernel)?;
+        let row = self.next_row;
+        let key = self.join.key(source, d, kernel_id);
+        let merged_id = match key {
+            Some((order, occurrence)) => {
+                Some(self.join_merged(source, order, kernel_id, occurrence, row, d)?)
+            }
+            None => None,
+        };
         let r = {
             let mut stmt = self.err(self.conn.prepare_cached(INSERT_DISPATCH))?;
             stmt.execute(params![
+                row,
                 pass,
                 source,
                 d.pid,
@@ -432,10 +573,13 @@ impl Database {
                 d.signal as i64,
                 d.start_ns as i64,
                 d.end_ns as i64,
+                key.map(|k| k.0),
+                key.map(|k| k.1),
+                merged_id,
             ])
         };
         self.err(r)?;
-        let row = self.conn.last_insert_rowid();
+        self.next_row += 1;
         if d.counters.is_empty() {
             return Ok(());
         }
@@ -446,7 +590,7 @@ impl Database {
         rows.clear();
         json.clear();
         for c in &d.counters {
-            let pmc = self.pmc_id(c)?;
+            let pmc = self.counter_id(c)?;
             let from = json.len();
             let range = push_dimension_json(&mut json, &c.values).then_some(from..json.len());
             rows.push((pmc, c.total, range));
@@ -471,14 +615,88 @@ impl Database {
         Ok(())
     }
 
+    /// The merged dispatch of the key `(source, order, kernel_id, occurrence)` of `d` (row
+    /// `row`): an earlier pass's, else a new one.
+    fn join_merged(
+        &mut self,
+        source: u32,
+        order: i64,
+        kernel_id: i64,
+        occurrence: i64,
+        row: i64,
+        d: &Dispatch,
+    ) -> Result<i64, DatabaseError> {
+        let known = self.known_launches.get(&(source, order, kernel_id));
+        if known.is_some_and(|&n| occurrence <= n) {
+            // Its passes are counted at the end of the pass, in one statement.
+            self.join.matched += 1;
+            let r = self.conn.prepare_cached(FIND_MERGED).and_then(|mut stmt| {
+                stmt.query_row(params![source, order, kernel_id, occurrence], |r| r.get(0))
+            });
+            return self.err(r);
+        }
+        let id = self.join.next_merged;
+        let r = self
+            .conn
+            .prepare_cached(INSERT_MERGED)
+            .and_then(|mut stmt| {
+                stmt.execute(params![
+                    id,
+                    source,
+                    order,
+                    kernel_id,
+                    occurrence,
+                    row,
+                    d.start_ns as i64
+                ])
+            });
+        self.err(r)?;
+        self.join.next_merged += 1;
+        Ok(id)
+    }
+
     /// Closes the pass: numbers each process's launches of each kernel and joins them to the
-    /// dispatches of earlier passes by (source, process order, kernel, occurrence).
+    /// dispatches of earlier passes by (source, process order, kernel, occurrence). A pass that
+    /// could not be joined while inserted is joined here in SQL.
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
-        // Indexes are built once the first pass is in (faster than maintaining them row by row),
-        // the one on merged_id after the first pass has its merged ids.
+        let join = std::mem::take(&mut self.join);
+        if join.exact && join.ranks_hold() {
+            if join.matched > 0 {
+                let r = self.conn.execute(
+                    "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
+                       (SELECT merged_id FROM rocpd_kernel_dispatch WHERE id >= ?1
+                        AND merged_id <= ?2)",
+                    params![join.first_row, join.merged_before],
+                );
+                self.err(r)?;
+            }
+            join.record_launches(&mut self.known_launches);
+        } else {
+            self.join_in_sql(pass, &join)?;
+        }
+        let r = self.conn.execute(
+            "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
+            params![pass, exit_status],
+        );
+        self.err(r)?;
+        if self.in_transaction {
+            self.err(self.conn.execute_batch("COMMIT"))?;
+            self.in_transaction = false;
+        }
+        Ok(())
+    }
+
+    /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
+    fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        // Joined dispatches of earlier passes' keys are counted only at the end of the pass.
+        if join.next_merged > join.merged_before + 1 {
+            let r = self.conn.execute(
+                "DELETE FROM rtl_merged_dispatch WHERE id > ?1",
+                [join.merged_before],
+            );
+            self.err(r)?;
+        }
         let statements = [
-            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_pass
-               ON rocpd_kernel_dispatch(pass, start_ns, id)",
             "DROP TABLE IF EXISTS temp.rtl_pass_key",
             "CREATE TEMP TABLE rtl_pass_key AS
              SELECT id, source, start_ns,
@@ -500,8 +718,6 @@ impl Database {
                ON m.source = p.source AND m.process_order = p.process_order
               AND m.kernel_id = p.kernel_id AND m.occurrence = p.occurrence
              WHERE k.id = p.id",
-            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
-               ON rocpd_kernel_dispatch(merged_id)",
             "DROP TABLE temp.rtl_pass_key",
         ];
         for statement in statements {
@@ -511,16 +727,23 @@ impl Database {
             };
             self.err(r)?;
         }
-        let r = self.conn.execute(
-            "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
-            params![pass, exit_status],
-        );
-        self.err(r)?;
-        if self.in_transaction {
-            self.err(self.conn.execute_batch("COMMIT"))?;
-            self.in_transaction = false;
-        }
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT source, process_order, kernel_id, max(occurrence) FROM rtl_merged_dispatch
+             GROUP BY source, process_order, kernel_id",
+        ))?;
+        let rows =
+            self.err(stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?))))?;
+        self.known_launches = self.err(rows.collect())?;
         Ok(())
+    }
+
+    /// The processes with dispatches in `pass`, by pid.
+    pub fn pass_processes(&self, pass: u32) -> Result<Vec<u32>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT DISTINCT pid FROM rocpd_kernel_dispatch WHERE pass = ?1 ORDER BY pid",
+        ))?;
+        let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
+        self.err(rows.collect())
     }
 
     /// The passes recorded, in order.
@@ -588,6 +811,7 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.index_merged_ids()?;
         let query = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
              FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
@@ -597,6 +821,20 @@ impl Database {
              ORDER BY m.start_ns, m.id"
         );
         self.stream(&query, [], dimensions, &mut visit)
+    }
+
+    /// Indexes the dispatches by merged id once every pass is in (cheaper than keeping the
+    /// index while inserting); a database opened for reading has it already.
+    fn index_merged_ids(&self) -> Result<(), DatabaseError> {
+        if self.committed {
+            return Ok(());
+        }
+        let r = self.conn.execute(
+            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
+               ON rocpd_kernel_dispatch(merged_id)",
+            [],
+        );
+        self.err(r).map(drop)
     }
 
     fn stream<P: rusqlite::Params, E: From<DatabaseError>>(
@@ -759,7 +997,12 @@ impl Database {
         if !keep {
             return Ok(None);
         }
-        self.err(self.conn.execute_batch("ANALYZE; PRAGMA optimize;"))?;
+        self.index_merged_ids()?;
+        // Statistics from a sample of each index are enough for the planner.
+        self.err(
+            self.conn
+                .execute_batch("PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;"),
+        )?;
         std::fs::rename(&self.temporary, &self.target).map_err(|source| DatabaseError::Io {
             path: self.target.clone(),
             source,

@@ -4,8 +4,10 @@
 pub mod atomic;
 pub mod csv;
 pub mod database;
+pub mod files;
 pub mod json;
 pub mod model;
+pub mod pass;
 pub mod perfetto;
 
 #[cfg(test)]

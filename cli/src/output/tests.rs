@@ -2,9 +2,11 @@
 
 use std::path::{Path, PathBuf};
 
+use super::csv::write_agent_info;
 use super::database::{AgentBusy, Database, KernelTime};
+use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
-use crate::merge::{write_merged_files, write_pass_files, Formats, OutputError};
+use crate::merge::{write_merged_files, Formats, OutputError};
 
 /// The three-column rows of `query`.
 fn rows3<A, B, C>(conn: &rusqlite::Connection, query: &str) -> Vec<(A, B, C)>
@@ -121,13 +123,12 @@ fn two_passes(dir: &Path) -> Database {
 fn pass_files_are_rocprofv3_shaped() {
     let dir = temp_dir("pass");
     let db = two_passes(&dir);
-    let written = write_pass_files(&db, 1, &dir, Formats::default()).unwrap();
+    let path = dir.join("counter_collection.csv");
+    assert_eq!(write_counter_collection(&db, 1, &path).unwrap(), path);
+    let path = dir.join("agent_info.csv");
     assert_eq!(
-        written,
-        vec![
-            dir.join("counter_collection.csv"),
-            dir.join("agent_info.csv")
-        ]
+        write_agent_info(&path, &db.agents().unwrap()).unwrap(),
+        path
     );
     let expected = "\
 \"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"
@@ -424,4 +425,149 @@ fn output_errors_name_the_file() {
             .starts_with(&format!("{}/results.csv.partial-", dir.display())),
         "{e}"
     );
+}
+
+/// The dispatches of one pass of a three-process application: each process launches three
+/// kernels in turn (`extra` more launches in process 200), interleaved in time.
+fn interleaved_pass(pass: u32, per_process: u64, extra: u64) -> Vec<Dispatch> {
+    let kernels = ["vadd", "vmul", "reduce"];
+    let mut all = Vec::new();
+    for (j, pid) in [300u32, 100, 200].into_iter().enumerate() {
+        let launches = per_process + if pid == 200 { extra } else { 0 };
+        for n in 1..=launches {
+            let start = u64::from(pass) * 10_000_000 + n * 1000 + j as u64 * 333;
+            let kernel = kernels[(n % 3) as usize];
+            let value = (n * 7 + j as u64) as f64;
+            let counters = vec![
+                counter(&format!("P{pass}_A"), &[value, value + 0.5]),
+                counter(&format!("P{pass}_B"), &[value * 3.0]),
+            ];
+            all.push(dispatch(pid, n, kernel, start, counters));
+        }
+    }
+    all.sort_by_key(|d| d.start_ns);
+    all
+}
+
+/// Everything of a profile that must not depend on how its passes were joined: the files and
+/// the join in the database.
+fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
+    write_merged_files(&db, dir, "results", Formats::default()).unwrap();
+    let mut contents = Vec::new();
+    for pass in [1, 2] {
+        let path = dir.join(format!("pass_{pass}.csv"));
+        if !path.exists() {
+            write_counter_collection(&db, pass, &path).unwrap();
+        }
+        contents.push(std::fs::read_to_string(path).unwrap());
+    }
+    contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
+    let db = db.commit(true).unwrap().unwrap();
+    let conn = rusqlite::Connection::open(db).unwrap();
+    let rows = |query: &str| -> String {
+        let mut stmt = conn.prepare(query).unwrap();
+        let columns = stmt.column_count();
+        let rows = stmt
+            .query_map([], |r| {
+                (0..columns)
+                    .map(|i| {
+                        r.get::<_, rusqlite::types::Value>(i)
+                            .map(|v| format!("{v:?}"))
+                    })
+                    .collect::<Result<Vec<_>, _>>()
+            })
+            .unwrap();
+        rows.map(|r| r.unwrap().join(" ") + "\n").collect()
+    };
+    contents.push(rows(
+        "SELECT k.pass, k.pid, k.dispatch_id, s.string, k.process_order, k.occurrence,
+                k.merged_id FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
+         ORDER BY k.pass, k.pid, k.dispatch_id",
+    ));
+    contents.push(rows(
+        "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.passes,
+                k.pass, k.pid, k.dispatch_id
+         FROM rtl_merged_dispatch m JOIN rocpd_string s ON s.id = m.kernel_id
+         JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
+    ));
+    contents
+}
+
+#[test]
+fn the_join_while_inserting_equals_the_join_in_sql() {
+    use super::pass::{PassWriter, REORDER_WINDOW};
+    let per_process = 1 + REORDER_WINDOW as u64 / 3;
+    let passes = [
+        (1, interleaved_pass(1, per_process, 0)),
+        (2, interleaved_pass(2, per_process, 2)),
+    ];
+
+    // Joined in SQL: inserted straight into the database, last first.
+    let sql = temp_dir("join-sql");
+    let mut db = Database::create(&sql.join("results.db")).unwrap();
+    for (pass, dispatches) in &passes {
+        db.begin_pass(*pass, "").unwrap();
+        for d in dispatches.iter().rev() {
+            db.insert(*pass, 0, d).unwrap();
+        }
+        db.end_pass(*pass, Some(0)).unwrap();
+    }
+    let expected = profile_contents(&sql, db);
+    assert_eq!(
+        expected[0].lines().count(),
+        1 + 2 * 3 * per_process as usize
+    );
+    assert_eq!(
+        expected[2].lines().count(),
+        1 + 3 * per_process as usize + 2
+    );
+    // The last launch is process 200's second extra one, of vadd, in pass 2 only.
+    let (n, value) = (per_process + 2, 7 * (per_process + 2) + 2);
+    let start = 20_000_000 + n * 1000 + 2 * 333;
+    assert!(expected[2].ends_with(&format!(
+        ",\"vadd\",2,1,{},200,201,2048,256,512,16,8,4,32,64,0x{:x},0x7f0000001000,None,None,{}.5,{},{start},{}\n",
+        4 * n,
+        0x5000 + n,
+        2 * value,
+        3 * value,
+        start + 300,
+    )));
+
+    // Joined while written: nearly in start order (neighbours swapped within the window).
+    let fast = temp_dir("join-fast");
+    let mut db = Database::create(&fast.join("results.db")).unwrap();
+    for (pass, dispatches) in &passes {
+        let csv = fast.join(format!("pass_{pass}.csv"));
+        let mut writer = PassWriter::begin(&mut db, *pass, "", Some(&csv)).unwrap();
+        writer.declare_processes(0, &[300, 200, 100]);
+        for pair in dispatches.chunks(2) {
+            for d in pair.iter().rev() {
+                writer.write(0, d.clone()).unwrap();
+            }
+        }
+        assert_eq!(writer.finish(Some(0)).unwrap(), Some(csv));
+    }
+    assert_eq!(profile_contents(&fast, db), expected);
+
+    // Too far out of order, with a process declared that has no dispatch: the join in SQL,
+    // the pass files read back from the database.
+    let slow = temp_dir("join-slow");
+    let mut db = Database::create(&slow.join("results.db")).unwrap();
+    for (pass, dispatches) in &passes {
+        let csv = slow.join(format!("pass_{pass}.csv"));
+        let mut writer = PassWriter::begin(&mut db, *pass, "", Some(&csv)).unwrap();
+        let declared: &[u32] = match pass {
+            1 => &[50, 100, 200, 300],
+            _ => &[100, 200, 300],
+        };
+        writer.declare_processes(0, declared);
+        for d in dispatches.iter().rev() {
+            writer.write(0, d.clone()).unwrap();
+        }
+        assert_eq!(writer.finish(Some(0)).unwrap(), Some(csv));
+    }
+    assert_eq!(profile_contents(&slow, db), expected);
+    for dir in [sql, fast, slow] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
 }

@@ -1,0 +1,117 @@
+//! The files of a profile written from its database: a pass's `counter_collection.csv` and the
+//! merged `results.*`.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use super::csv::{CounterCollectionWriter, ResultsWriter};
+use super::database::{Database, DatabaseError};
+use super::json::JsonWriter;
+use super::model::Dispatch;
+use super::perfetto::PerfettoWriter;
+
+/// Why outputs could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// A file could not be written.
+    #[error("{0}")]
+    Io(#[from] io::Error),
+    /// The database failed.
+    #[error("{0}")]
+    Database(#[from] DatabaseError),
+    /// An input of `rtl-pmc merge` is not usable.
+    #[error("{0}")]
+    Input(String),
+}
+
+/// Which merged files to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Formats {
+    /// `counter_collection.csv` per pass and `results.csv`.
+    pub csv: bool,
+    /// `results.json`.
+    pub json: bool,
+    /// `results.db` is kept.
+    pub rocpd: bool,
+    /// `results.pftrace`.
+    pub pftrace: bool,
+}
+
+impl Default for Formats {
+    /// CSV and the database.
+    fn default() -> Formats {
+        Formats {
+            csv: true,
+            json: false,
+            rocpd: true,
+            pftrace: false,
+        }
+    }
+}
+
+/// Writes the `counter_collection.csv` of `pass` at `path` from the database.
+pub fn write_counter_collection(
+    db: &Database,
+    pass: u32,
+    path: &Path,
+) -> Result<PathBuf, OutputError> {
+    let mut out = CounterCollectionWriter::create(path)?;
+    db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
+    Ok(out.commit()?)
+}
+
+/// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database.
+pub fn write_merged_files(
+    db: &Database,
+    dir: &Path,
+    base: &str,
+    formats: Formats,
+) -> Result<Vec<PathBuf>, OutputError> {
+    let counters = db.counter_names(None)?;
+    let agents = db.agents()?;
+    let mut csv = match formats.csv {
+        true => Some(ResultsWriter::create(
+            &dir.join(format!("{base}.csv")),
+            &counters,
+        )?),
+        false => None,
+    };
+    let mut json = match formats.json {
+        true => Some(JsonWriter::create(
+            &dir.join(format!("{base}.json")),
+            &agents,
+            &counters,
+        )?),
+        false => None,
+    };
+    let mut trace = match formats.pftrace {
+        true => Some(PerfettoWriter::create(
+            &dir.join(format!("{base}.pftrace")),
+            &agents,
+        )?),
+        false => None,
+    };
+    db.for_each_merged(formats.json, |d: &Dispatch| -> Result<(), OutputError> {
+        if let Some(w) = csv.as_mut() {
+            w.write(d)?;
+        }
+        if let Some(w) = json.as_mut() {
+            w.write(d)?;
+        }
+        if let Some(w) = trace.as_mut() {
+            w.write(d)?;
+        }
+        Ok(())
+    })?;
+    let mut written = Vec::new();
+    if let Some(w) = csv {
+        written.push(w.commit()?);
+    }
+    if let Some(w) = json {
+        written.push(w.commit()?);
+    }
+    if let Some(w) = trace {
+        written.push(w.commit()?);
+    }
+    Ok(written)
+}
