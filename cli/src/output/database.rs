@@ -22,6 +22,7 @@ use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
 use super::model::{Agent, Counter, Dispatch};
+use super::totals::{Launches, MergedLaunches, Totals};
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -202,6 +203,8 @@ struct PassJoin {
     next_merged: i64,
     /// Dispatches of the pass joined to merged dispatches of earlier passes.
     matched: u64,
+    /// The merged dispatches the pass created.
+    merged: MergedLaunches,
     /// The declared processes of each source, by pid, and whether each had a dispatch.
     processes: HashMap<u32, Vec<(u32, bool)>>,
     /// Per (source, pid, kernel): the last dispatch id and the launches so far.
@@ -282,6 +285,8 @@ pub struct Database {
     /// Per (source, process order, kernel): the most launches of any pass so far, so whether a
     /// key has a merged dispatch is known without asking.
     known_launches: HashMap<(u32, i64, i64), i64>,
+    /// The figures of the summary.
+    totals: Totals,
     committed: bool,
 }
 
@@ -363,6 +368,7 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: HashMap::new(),
+            totals: Totals::default(),
             committed: false,
         })
     }
@@ -386,6 +392,7 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: HashMap::new(),
+            totals: Totals::default(),
             committed: true,
         })
     }
@@ -535,6 +542,7 @@ impl Database {
     /// Adds one dispatch of `pass`, read from input number `source` (0 for a single run).
     pub fn insert(&mut self, pass: u32, source: u32, d: &Dispatch) -> Result<(), DatabaseError> {
         let kernel_id = self.string_id(&d.kernel)?;
+        *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
         let row = self.next_row;
         let key = self.join.key(source, d, kernel_id);
         let merged_id = match key {
@@ -591,6 +599,8 @@ impl Database {
         json.clear();
         for c in &d.counters {
             let pmc = self.counter_id(c)?;
+            let sum = self.totals.counters.entry((kernel_id, pmc)).or_default();
+            sum.add(c.total);
             let from = json.len();
             let range = push_dimension_json(&mut json, &c.values).then_some(from..json.len());
             rows.push((pmc, c.total, range));
@@ -652,6 +662,12 @@ impl Database {
             });
         self.err(r)?;
         self.join.next_merged += 1;
+        let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
+        self.join
+            .merged
+            .entry((kernel_id, d.agent))
+            .and_modify(|l| l.add(&launch))
+            .or_insert(launch);
         Ok(id)
     }
 
@@ -671,8 +687,11 @@ impl Database {
                 self.err(r)?;
             }
             join.record_launches(&mut self.known_launches);
+            self.totals.add_merged(&join.merged);
         } else {
             self.join_in_sql(pass, &join)?;
+            let merged = self.merged_since(join.merged_before)?;
+            self.totals.add_merged(&merged);
         }
         let r = self.conn.execute(
             "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
@@ -684,6 +703,28 @@ impl Database {
             self.in_transaction = false;
         }
         Ok(())
+    }
+
+    /// The merged dispatches with ids above `id`, by kernel and GPU.
+    fn merged_since(&self, id: i64) -> Result<MergedLaunches, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT k.kernel_id, k.agent, count(*), sum(k.end_ns - k.start_ns), min(k.start_ns),
+                    max(k.end_ns)
+             FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+             WHERE m.id > ?1 GROUP BY k.kernel_id, k.agent",
+        ))?;
+        let rows = self.err(stmt.query_map([id], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?),
+                Launches {
+                    count: r.get::<_, i64>(2)? as u64,
+                    busy_ns: r.get(3)?,
+                    first_ns: r.get(4)?,
+                    last_ns: r.get(5)?,
+                },
+            ))
+        }))?;
+        self.err(rows.collect())
     }
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
@@ -900,89 +941,120 @@ impl Database {
         Ok(())
     }
 
-    /// Kernels by total time (the `top` view), at most `limit`.
+    /// The name of every kernel id.
+    fn kernel_names(&self) -> HashMap<i64, &str> {
+        self.strings
+            .iter()
+            .map(|(name, &id)| (id, name.as_str()))
+            .collect()
+    }
+
+    /// Kernels by total time (what the `top` view answers), at most `limit`, over the dispatches
+    /// inserted through this handle.
     pub fn top(&self, limit: usize) -> Result<Vec<KernelTime>, DatabaseError> {
-        let mut stmt = self
-            .err(self.conn.prepare(
-                "SELECT kernel, calls, total_ns, average_ns, percent FROM top LIMIT ?1",
-            ))?;
-        let rows = self.err(stmt.query_map([limit as i64], |r| {
-            Ok(KernelTime {
-                kernel: r.get(0)?,
-                calls: r.get::<_, i64>(1)? as u64,
-                total_ns: r.get::<_, i64>(2)? as u64,
-                average_ns: r.get(3)?,
-                percent: r.get(4)?,
+        let names = self.kernel_names();
+        let by_kernel = self.totals.by_kernel();
+        let all: i64 = by_kernel.values().map(|l| l.busy_ns).sum();
+        let mut top: Vec<KernelTime> = by_kernel
+            .iter()
+            .map(|(id, l)| KernelTime {
+                kernel: names.get(id).copied().unwrap_or_default().to_string(),
+                calls: l.count,
+                total_ns: l.busy_ns as u64,
+                average_ns: l.busy_ns as f64 / l.count as f64,
+                percent: 100.0 * l.busy_ns as f64 / all.max(1) as f64,
             })
-        }))?;
-        self.err(rows.collect())
+            .collect();
+        top.sort_by(|a, b| {
+            (b.total_ns as i64)
+                .cmp(&(a.total_ns as i64))
+                .then_with(|| a.kernel.cmp(&b.kernel))
+        });
+        top.truncate(limit);
+        Ok(top)
     }
 
-    /// Per-GPU busy time (the `busy` view).
+    /// Per-GPU busy time (what the `busy` view answers), over the dispatches inserted through
+    /// this handle.
     pub fn busy(&self) -> Result<Vec<AgentBusy>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT agent, name, dispatches, busy_ns, busy_percent FROM busy"),
-        )?;
-        let rows = self.err(stmt.query_map([], |r| {
-            Ok(AgentBusy {
-                agent: r.get(0)?,
-                name: r.get(1)?,
-                dispatches: r.get::<_, i64>(2)? as u64,
-                busy_ns: r.get::<_, i64>(3)? as u64,
-                busy_percent: r.get(4)?,
+        let agents = self.agents()?;
+        let mut busy: Vec<AgentBusy> = self
+            .totals
+            .by_agent()
+            .into_iter()
+            .map(|(agent, l)| AgentBusy {
+                agent,
+                name: agents
+                    .iter()
+                    .find(|a| a.node_id == agent)
+                    .map(|a| a.name.clone())
+                    .unwrap_or_default(),
+                dispatches: l.count,
+                busy_ns: l.busy_ns as u64,
+                busy_percent: 100.0 * l.busy_ns as f64 / (l.last_ns - l.first_ns).max(1) as f64,
             })
-        }))?;
-        self.err(rows.collect())
+            .collect();
+        busy.sort_by_key(|b| b.agent);
+        Ok(busy)
     }
 
-    /// The counter totals of `kernel`, over all its dispatches, in counter order.
+    /// The counter totals of `kernel` over all its dispatches of every pass, in counter order
+    /// (what the `kernel_counters` view answers), over the dispatches inserted through this
+    /// handle.
     pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<(String, f64)>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT counter, total FROM kernel_counters WHERE kernel = ?1"),
-        )?;
-        let rows = self.err(stmt.query_map([kernel], |r| Ok((r.get(0)?, r.get(1)?))))?;
-        self.err(rows.collect())
+        let Some(&kernel) = self.strings.get(kernel) else {
+            return Ok(Vec::new());
+        };
+        let mut totals: Vec<(i64, f64)> = self
+            .totals
+            .counters
+            .iter()
+            .filter(|((k, _), _)| *k == kernel)
+            .map(|(&(_, pmc), sum)| (pmc, sum.value()))
+            .collect();
+        totals.sort_by_key(|t| t.0);
+        Ok(totals
+            .into_iter()
+            .map(|(pmc, total)| {
+                let name = self.pmcs.iter().find(|(_, &id)| id == pmc);
+                (name.map(|n| n.0.clone()).unwrap_or_default(), total)
+            })
+            .collect())
     }
 
-    /// Kernels whose dispatch count differs between passes.
+    /// Kernels whose dispatch count differs between passes, over the dispatches inserted
+    /// through this handle.
     pub fn mismatches(&self) -> Result<Vec<Mismatch>, DatabaseError> {
         let passes = self.passes()?;
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT s.string, k.pass, count(*) FROM rocpd_kernel_dispatch k
-             JOIN rocpd_string s ON s.id = k.kernel_id GROUP BY s.string, k.pass
-             ORDER BY s.string, k.pass",
-        ))?;
-        let rows = self.err(stmt.query_map([], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                r.get::<_, u32>(1)?,
-                r.get::<_, i64>(2)? as u64,
-            ))
-        }))?;
-        let mut counts: Vec<(String, HashMap<u32, u64>)> = Vec::new();
-        for row in rows {
-            let (kernel, pass, n) = self.err(row)?;
-            match counts.last_mut() {
-                Some((k, m)) if *k == kernel => {
-                    m.insert(pass, n);
-                }
-                _ => counts.push((kernel, HashMap::from([(pass, n)]))),
-            }
-        }
-        Ok(counts
+        let names = self.kernel_names();
+        let mut kernels: Vec<(&str, i64)> = self
+            .totals
+            .dispatches
+            .keys()
+            .map(|&(id, _)| (names.get(&id).copied().unwrap_or_default(), id))
+            .collect();
+        kernels.sort_unstable();
+        kernels.dedup();
+        Ok(kernels
             .into_iter()
-            .filter_map(|(kernel, m)| {
+            .filter_map(|(kernel, id)| {
                 let per_pass: Vec<(u32, u64)> = passes
                     .iter()
-                    .map(|&p| (p, m.get(&p).copied().unwrap_or(0)))
+                    .map(|&p| {
+                        (
+                            p,
+                            self.totals.dispatches.get(&(id, p)).copied().unwrap_or(0),
+                        )
+                    })
                     .collect();
                 let first = per_pass.first().map(|p| p.1);
                 per_pass
                     .iter()
                     .any(|p| Some(p.1) != first)
-                    .then_some(Mismatch { kernel, per_pass })
+                    .then(|| Mismatch {
+                        kernel: kernel.to_string(),
+                        per_pass,
+                    })
             })
             .collect())
     }

@@ -9,6 +9,7 @@ pub mod json;
 pub mod model;
 pub mod pass;
 pub mod perfetto;
+pub mod totals;
 
 #[cfg(test)]
 mod tests;

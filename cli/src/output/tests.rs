@@ -462,8 +462,40 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         contents.push(std::fs::read_to_string(path).unwrap());
     }
     contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
+    contents.push(crate::summary::render(&db, &[]).unwrap());
+    contents.push(format!("{:?}", db.mismatches().unwrap()));
+    // What the summary gathered while inserting is what the database's views say.
+    let top = db.top(usize::MAX).unwrap();
+    let busy = db.busy().unwrap();
+    let counters: Vec<(String, String, f64)> = top
+        .iter()
+        .flat_map(|k| {
+            let counters = db.kernel_counters(&k.kernel).unwrap();
+            counters.into_iter().map(|(c, v)| (k.kernel.clone(), c, v))
+        })
+        .collect();
     let db = db.commit(true).unwrap().unwrap();
     let conn = rusqlite::Connection::open(db).unwrap();
+    let view_top: Vec<(String, i64, f64)> =
+        rows3(&conn, "SELECT kernel, total_ns, percent FROM top");
+    let top: Vec<(String, i64, f64)> = top
+        .into_iter()
+        .map(|k| (k.kernel, k.total_ns as i64, k.percent))
+        .collect();
+    assert_eq!(top, view_top);
+    let view_busy: Vec<(u32, i64, f64)> =
+        rows3(&conn, "SELECT agent, busy_ns, busy_percent FROM busy");
+    let busy: Vec<(u32, i64, f64)> = busy
+        .into_iter()
+        .map(|b| (b.agent, b.busy_ns as i64, b.busy_percent))
+        .collect();
+    assert_eq!(busy, view_busy);
+    let mut view_counters: Vec<(String, String, f64)> =
+        rows3(&conn, "SELECT kernel, counter, total FROM kernel_counters");
+    let mut counters = counters;
+    counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    assert_eq!(counters, view_counters);
     let rows = |query: &str| -> String {
         let mut stmt = conn.prepare(query).unwrap();
         let columns = stmt.column_count();
@@ -516,6 +548,12 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     assert_eq!(
         expected[0].lines().count(),
         1 + 2 * 3 * per_process as usize
+    );
+    // Process 200 launches reduce and vadd once more in pass 2.
+    assert_eq!(
+        expected[4],
+        "[Mismatch { kernel: \"reduce\", per_pass: [(1, 1365), (2, 1366)] }, \
+         Mismatch { kernel: \"vadd\", per_pass: [(1, 1365), (2, 1366)] }]"
     );
     assert_eq!(
         expected[2].lines().count(),

@@ -1,0 +1,138 @@
+//! The figures of the summary, gathered while dispatches are inserted, so the summary never
+//! scans the database: they grow with the number of kernels, counters and GPUs, never with the
+//! number of dispatches. They equal what the database's views `top`, `busy` and
+//! `kernel_counters` answer.
+
+use std::collections::HashMap;
+
+/// A sum of floating-point values with SQLite's compensation (Kahan-Babuska-Neumaier), so it
+/// equals `sum()` over the same values.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CompensatedSum {
+    sum: f64,
+    error: f64,
+}
+
+impl CompensatedSum {
+    /// Adds `value`.
+    pub fn add(&mut self, value: f64) {
+        let t = self.sum + value;
+        self.error += if self.sum.abs() > value.abs() {
+            (self.sum - t) + value
+        } else {
+            (value - t) + self.sum
+        };
+        self.sum = t;
+    }
+
+    /// The sum so far.
+    pub fn value(&self) -> f64 {
+        self.sum + self.error
+    }
+}
+
+/// The merged dispatches of one kernel on one GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launches {
+    /// Dispatches.
+    pub count: u64,
+    /// Sum of their kernel times, ns.
+    pub busy_ns: i64,
+    /// The earliest start, ns.
+    pub first_ns: i64,
+    /// The latest end, ns.
+    pub last_ns: i64,
+}
+
+impl Launches {
+    /// One dispatch from `start_ns` to `end_ns`.
+    pub fn one(start_ns: i64, end_ns: i64) -> Launches {
+        Launches {
+            count: 1,
+            busy_ns: end_ns - start_ns,
+            first_ns: start_ns,
+            last_ns: end_ns,
+        }
+    }
+
+    /// Both sets of dispatches together.
+    pub fn add(&mut self, other: &Launches) {
+        self.count += other.count;
+        self.busy_ns += other.busy_ns;
+        self.first_ns = self.first_ns.min(other.first_ns);
+        self.last_ns = self.last_ns.max(other.last_ns);
+    }
+}
+
+/// Merged dispatches by (kernel id, GPU node id).
+pub type MergedLaunches = HashMap<(i64, u32), Launches>;
+
+/// Everything the summary and the launch-count check need, by database ids.
+#[derive(Debug, Default)]
+pub struct Totals {
+    /// Per (kernel id, counter id): the sum of the values of every pass.
+    pub counters: HashMap<(i64, i64), CompensatedSum>,
+    /// The merged dispatches, by kernel and GPU.
+    pub merged: MergedLaunches,
+    /// Per (kernel id, pass): dispatches.
+    pub dispatches: HashMap<(i64, u32), u64>,
+}
+
+impl Totals {
+    /// Adds the merged dispatches `more`.
+    pub fn add_merged(&mut self, more: &MergedLaunches) {
+        for (key, launches) in more {
+            self.merged
+                .entry(*key)
+                .and_modify(|l| l.add(launches))
+                .or_insert(*launches);
+        }
+    }
+
+    /// Per kernel id, its merged dispatches on every GPU.
+    pub fn by_kernel(&self) -> HashMap<i64, Launches> {
+        fold(self.merged.iter().map(|(&(kernel, _), l)| (kernel, l)))
+    }
+
+    /// Per GPU node id, its merged dispatches of every kernel.
+    pub fn by_agent(&self) -> HashMap<u32, Launches> {
+        fold(self.merged.iter().map(|(&(_, agent), l)| (agent, l)))
+    }
+}
+
+fn fold<'a, K: std::hash::Hash + Eq>(
+    items: impl Iterator<Item = (K, &'a Launches)>,
+) -> HashMap<K, Launches> {
+    let mut out: HashMap<K, Launches> = HashMap::new();
+    for (key, launches) in items {
+        out.entry(key)
+            .and_modify(|l| l.add(launches))
+            .or_insert(*launches);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compensated_sums_keep_what_plain_sums_lose() {
+        let mut sum = CompensatedSum::default();
+        for v in [1e16, 1.0, -1e16, 0.5] {
+            sum.add(v);
+        }
+        assert_eq!(sum.value(), 1.5);
+        let mut launches = Launches::one(100, 150);
+        launches.add(&Launches::one(40, 60));
+        assert_eq!(
+            launches,
+            Launches {
+                count: 2,
+                busy_ns: 70,
+                first_ns: 40,
+                last_ns: 150
+            }
+        );
+    }
+}
