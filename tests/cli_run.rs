@@ -217,7 +217,11 @@ fn one_pmc_group_is_one_pass_with_ground_truth_values() {
     let agents = p.file("pass_1/agent_info.csv");
     assert_eq!(agents.lines().count(), 2, "{agents}");
     assert!(
-        agents.lines().nth(1).unwrap().ends_with("\"gfx942\",\"\""),
+        agents
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("\"gfx942\",\"AMD Instinct MI300X\""),
         "{agents}"
     );
     assert!(

@@ -12,6 +12,15 @@ pub const TOPOLOGY_ENV: &str = "RTL_PMC_KFD_TOPOLOGY";
 /// Where the kernel driver publishes the topology.
 pub const SYSTEM_TOPOLOGY: &str = "/sys/class/kfd/kfd/topology";
 
+/// Overrides libdrm's table of GPU marketing names (same format as `amdgpu.ids`).
+pub const AMDGPU_IDS_ENV: &str = "RTL_PMC_AMDGPU_IDS";
+
+/// Where libdrm's table of marketing names is installed: ROCm's copy first, then the system's.
+const SYSTEM_AMDGPU_IDS: [&str; 2] = [
+    "/opt/amdgpu/share/libdrm/amdgpu.ids",
+    "/usr/share/libdrm/amdgpu.ids",
+];
+
 /// One GPU node of the topology.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Gpu {
@@ -32,6 +41,70 @@ fn property(text: &str, name: &str) -> Option<u64> {
             .then(|| parts.next()?.parse().ok())
             .flatten()
     })
+}
+
+/// The marketing name of a GPU in the text of an `amdgpu.ids` table (`device_id, revision,
+/// name` lines, hexadecimal ids, `#` comments, a version line): the entry for the device and
+/// revision, else the device's first entry when the revision is unknown or not listed.
+pub fn marketing_name(ids: &str, device_id: u64, revision: Option<u64>) -> Option<String> {
+    let mut first = None;
+    for line in ids.lines() {
+        let line = line.trim();
+        if line.starts_with('#') {
+            continue;
+        }
+        let mut fields = line.splitn(3, ',').map(str::trim);
+        let (Some(device), Some(rev), Some(name)) = (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let (Ok(device), Ok(rev)) = (
+            u64::from_str_radix(device, 16),
+            u64::from_str_radix(rev, 16),
+        ) else {
+            continue;
+        };
+        if device != device_id || name.is_empty() {
+            continue;
+        }
+        if revision == Some(rev) {
+            return Some(name.to_string());
+        }
+        first.get_or_insert_with(|| name.to_string());
+    }
+    first
+}
+
+/// The PCI revision of the GPU behind DRM render node `minor`, when sysfs shows it.
+fn pci_revision(minor: u64) -> Option<u64> {
+    let path = format!("/sys/class/drm/renderD{minor}/device/revision");
+    let text = std::fs::read_to_string(path).ok()?;
+    u64::from_str_radix(text.trim().trim_start_matches("0x"), 16).ok()
+}
+
+/// The marketing names of `gpus` (empty where unknown), as libdrm finds them: by KFD
+/// `device_id` and PCI revision in the `amdgpu.ids` table at `ids_override`, or the installed one.
+pub fn product_names(gpus: &[Gpu], ids_override: Option<&str>) -> Vec<String> {
+    let table = match ids_override {
+        Some(path) if !path.is_empty() => std::fs::read_to_string(path).ok(),
+        _ => SYSTEM_AMDGPU_IDS
+            .iter()
+            .find_map(|path| std::fs::read_to_string(path).ok()),
+    };
+    gpus.iter()
+        .map(|gpu| {
+            let device_id = property(&gpu.properties, "device_id");
+            let revision = match ids_override {
+                Some(path) if !path.is_empty() => None,
+                _ => property(&gpu.properties, "drm_render_minor").and_then(pci_revision),
+            };
+            table
+                .as_deref()
+                .zip(device_id)
+                .and_then(|(ids, device)| marketing_name(ids, device, revision))
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The topology directory to read: `RTL_PMC_KFD_TOPOLOGY` when set, else the system's.
@@ -111,6 +184,47 @@ mod tests {
         assert_eq!(found, vec![(2, "gfx942"), (10, "gfx90a")]);
         std::fs::remove_dir_all(&dir).unwrap();
         assert_eq!(detect(&dir).unwrap(), Vec::new());
+    }
+
+    #[test]
+    fn marketing_names_come_from_the_amdgpu_ids_table() {
+        let ids = "# List of AMDGPU IDs\n#\n\n1.0.0\n740F,\t02,\tAMD Instinct MI210\n\
+                   74A1,\t00,\tAMD Instinct MI300X\n744C,\tC8,\tAMD Radeon RX 7900 XTX\n\
+                   744C,\tCC,\tAMD Radeon RX 7900 XT\nbroken line\n";
+        assert_eq!(
+            marketing_name(ids, 0x74a1, None).as_deref(),
+            Some("AMD Instinct MI300X")
+        );
+        assert_eq!(
+            marketing_name(ids, 0x744c, Some(0xcc)).as_deref(),
+            Some("AMD Radeon RX 7900 XT")
+        );
+        assert_eq!(
+            marketing_name(ids, 0x744c, Some(0x01)).as_deref(),
+            Some("AMD Radeon RX 7900 XTX"),
+            "an unlisted revision takes the device's first entry"
+        );
+        assert_eq!(marketing_name(ids, 0x1234, None), None);
+    }
+
+    #[test]
+    fn product_names_use_the_device_id_of_each_node() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-ids-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let ids = dir.join("amdgpu.ids");
+        std::fs::write(&ids, "1.0.0\n74A1,\t00,\tAMD Instinct MI300X\n").unwrap();
+        let gpu = |device: u64| Gpu {
+            node: 1,
+            arch: "gfx942".into(),
+            topology: Topology::from_kfd_properties(&gpu_node(90402)).unwrap(),
+            properties: format!("{}device_id {device}\n", gpu_node(90402)),
+        };
+        let names = product_names(&[gpu(0x74a1), gpu(0x74a5)], ids.to_str());
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(
+            names,
+            vec!["AMD Instinct MI300X".to_string(), String::new()]
+        );
     }
 
     #[test]

@@ -103,21 +103,24 @@ pub fn library_path() -> Result<PathBuf, CliError> {
 
 /// The GPUs of the topology the application will see, as agents and engine topologies.
 fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) {
-    let dir = sim
-        .iter()
-        .find(|(name, _)| name == gpus::TOPOLOGY_ENV)
-        .map(|(_, v)| v.clone())
-        .or_else(|| std::env::var(gpus::TOPOLOGY_ENV).ok());
+    let setting = |variable: &str| {
+        sim.iter()
+            .find(|(name, _)| name == variable)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var(variable).ok())
+    };
+    let dir = setting(gpus::TOPOLOGY_ENV);
     let found: Vec<Gpu> = gpus::detect(&gpus::topology_dir(dir.as_deref())).unwrap_or_default();
+    let products = gpus::product_names(&found, setting(gpus::AMDGPU_IDS_ENV).as_deref());
     let mut agents = Vec::new();
     let mut topologies = HashMap::new();
-    for (index, gpu) in found.iter().enumerate() {
+    for ((index, gpu), product) in found.iter().enumerate().zip(products) {
         let topology = Topology::from_kfd_properties(&gpu.properties).ok();
         agents.push(Agent {
             node_id: gpu.node,
             gpu_index: index as u32,
             name: gpu.arch.clone(),
-            product_name: String::new(),
+            product_name: product,
             properties: topology
                 .as_ref()
                 .map(|t| {

@@ -5,7 +5,8 @@
 //! `<directory of this executable>/rtl-sim/<config>/` (or the temp directory if that is not
 //! writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
 //! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable,
-//! and a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration.
+//! a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration, and an
+//! `amdgpu.ids` table (libdrm's format) with the marketing names of its GPUs.
 
 #[allow(dead_code)]
 #[path = "../../sim/runtime/src/config.rs"]
@@ -77,6 +78,10 @@ pub fn exports(spec: &str) -> Result<Vec<(String, String)>, String> {
             "RTL_PMC_KFD_TOPOLOGY".into(),
             dir.join("kfd").display().to_string(),
         ),
+        (
+            "RTL_PMC_AMDGPU_IDS".into(),
+            dir.join("amdgpu.ids").display().to_string(),
+        ),
     ])
 }
 
@@ -106,7 +111,22 @@ fn prepare(dir: &Path, exe_dir: &Path, config: &DeviceConfig) -> Result<PathBuf,
     config
         .write_kfd_topology(&kfd)
         .map_err(|e| format!("cannot write the KFD topology under {}: {e}", kfd.display()))?;
+    let ids = dir.join("amdgpu.ids");
+    std::fs::write(&ids, amdgpu_ids(config))
+        .map_err(|e| format!("cannot write {}: {e}", ids.display()))?;
     Ok(dir.to_path_buf())
+}
+
+/// libdrm's table of marketing names (`amdgpu.ids` format) for the configuration's GPUs.
+fn amdgpu_ids(config: &DeviceConfig) -> String {
+    let mut text = String::from("# Marketing names of the simulated GPUs\n1.0.0\n");
+    for gpu in &config.gpus {
+        let line = format!("{:04X},\t00,\t{}\n", gpu.device_id, gpu.product);
+        if !text.contains(&line) {
+            text.push_str(&line);
+        }
+    }
+    text
 }
 
 #[cfg(test)]
@@ -155,6 +175,10 @@ mod tests {
         assert!(read("nodes/0/properties")
             .lines()
             .any(|l| l == "simd_count 0"));
+        assert_eq!(
+            amdgpu_ids(&config),
+            "# Marketing names of the simulated GPUs\n1.0.0\n74A1,\t00,\tAMD Instinct MI300X\n"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
