@@ -5,7 +5,9 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::AtomicFile;
-use super::model::{push_fixed6, push_value, Agent, Dispatch};
+use super::model::{
+    push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
+};
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
 pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
@@ -168,35 +170,41 @@ impl CounterCollectionWriter {
 
     /// Writes one row per counter of `d`.
     pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
-        use std::fmt::Write as _;
         if d.counters.is_empty() {
             return Ok(());
         }
         let kernel_id = self.kernel_ids.id(&d.kernel);
         let prefix = &mut self.prefix;
         prefix.clear();
-        let _ = write!(
+        push_unsigned(prefix, d.correlation_id);
+        push_fields(prefix, &[d.dispatch_id]);
+        prefix.push_str(",\"Agent ");
+        push_unsigned(prefix, u64::from(d.agent));
+        prefix.push('"');
+        push_fields(
             prefix,
-            "{},{},\"Agent {}\",{},{},{},{},{kernel_id},",
-            d.correlation_id,
-            d.dispatch_id,
-            d.agent,
-            d.queue_id,
-            d.pid,
-            d.tid,
-            d.grid_size()
+            &[
+                d.queue_id,
+                u64::from(d.pid),
+                u64::from(d.tid),
+                d.grid_size(),
+                kernel_id,
+            ],
         );
+        prefix.push(',');
         push_quoted(prefix, &d.kernel);
-        let _ = write!(
+        push_fields(
             prefix,
-            ",{},{},{},{},{},{},",
-            d.workgroup_size(),
-            d.lds_block_size(),
-            d.scratch,
-            d.arch_vgpr,
-            d.accum_vgpr,
-            d.sgpr
+            &[
+                d.workgroup_size(),
+                d.lds_block_size(),
+                u64::from(d.scratch),
+                u64::from(d.arch_vgpr),
+                u64::from(d.accum_vgpr),
+                u64::from(d.sgpr),
+            ],
         );
+        prefix.push(',');
         let line = &mut self.line;
         line.clear();
         for c in &d.counters {
@@ -204,7 +212,8 @@ impl CounterCollectionWriter {
             push_quoted(line, &c.name);
             line.push(',');
             push_fixed6(line, c.total);
-            let _ = writeln!(line, ",{},{}", d.start_ns, d.end_ns);
+            push_fields(line, &[d.start_ns, d.end_ns]);
+            line.push('\n');
         }
         self.out.write_all(line.as_bytes())
     }
@@ -265,30 +274,33 @@ impl ResultsWriter {
 
     /// Writes the row of `d`; counters it lacks print as [`MISSING`].
     pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
-        use std::fmt::Write as _;
         let line = &mut self.line;
         line.clear();
-        let _ = write!(line, "{},", self.index);
+        push_unsigned(line, self.index);
+        line.push(',');
         push_quoted(line, &d.kernel);
-        let _ = write!(
+        push_fields(
             line,
-            ",{},{},{},{},{},{},{},{},{},{},{},{},{},0x{:x},0x{:x}",
-            d.agent,
-            d.queue_id,
-            d.queue_index,
-            d.pid,
-            d.tid,
-            d.grid_size(),
-            d.workgroup_size(),
-            d.lds_block_size(),
-            d.scratch,
-            d.arch_vgpr,
-            d.accum_vgpr,
-            d.sgpr,
-            d.wave_size,
-            d.signal,
-            d.kernel_object,
+            &[
+                u64::from(d.agent),
+                d.queue_id,
+                d.queue_index,
+                u64::from(d.pid),
+                u64::from(d.tid),
+                d.grid_size(),
+                d.workgroup_size(),
+                d.lds_block_size(),
+                u64::from(d.scratch),
+                u64::from(d.arch_vgpr),
+                u64::from(d.accum_vgpr),
+                u64::from(d.sgpr),
+                u64::from(d.wave_size),
+            ],
         );
+        line.push_str(",0x");
+        push_hex(line, d.signal);
+        line.push_str(",0x");
+        push_hex(line, d.kernel_object);
         for name in &self.counters {
             line.push(',');
             match d.counters.iter().find(|c| &c.name == name) {
@@ -296,7 +308,8 @@ impl ResultsWriter {
                 None => line.push_str(MISSING),
             }
         }
-        let _ = writeln!(line, ",{},{}", d.start_ns, d.end_ns);
+        push_fields(line, &[d.start_ns, d.end_ns]);
+        line.push('\n');
         self.out.write_all(line.as_bytes())?;
         self.index += 1;
         Ok(())

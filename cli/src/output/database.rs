@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
-use super::model::{Agent, Counter, Dispatch};
+use super::model::{push_integer, Agent, Counter, Dispatch};
 use super::totals::{Launches, MergedLaunches, Totals};
 
 /// Why the database could not be written or read.
@@ -133,7 +133,7 @@ fn push_dimension_json(json: &mut String, values: &[f64]) -> bool {
             json.push(',');
         }
         if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
-            let _ = write!(json, "{}", *v as i64);
+            push_integer(json, *v as i64);
         } else {
             let _ = write!(json, "{v}");
         }
@@ -836,13 +836,15 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
-        let query = format!(
-            "SELECT k.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
+        let dispatches = format!(
+            "SELECT k.id, {DISPATCH_COLUMNS}
              FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
-             LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
-        self.stream(&query, [pass], dimensions, &mut visit)
+        let counters = "SELECT k.id, v.pmc_id, v.value, v.dimension_values
+             FROM rocpd_kernel_dispatch k CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id";
+        self.stream(&dispatches, counters, &[&pass], dimensions, &mut visit)
     }
 
     /// Calls `visit` with every merged dispatch, in start order: the properties of its first
@@ -853,15 +855,19 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         self.index_merged_ids()?;
-        let query = format!(
-            "SELECT m.id, {DISPATCH_COLUMNS}, v.pmc_id, v.value, v.dimension_values
-             FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
-             JOIN rocpd_string s ON s.id = k.kernel_id
-             LEFT JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
-             LEFT JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
+        // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
+        // dispatch by row id, then its counters by id.
+        let dispatches = format!(
+            "SELECT m.id, {DISPATCH_COLUMNS}
+             FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+             CROSS JOIN rocpd_string s ON s.id = k.kernel_id
              ORDER BY m.start_ns, m.id"
         );
-        self.stream(&query, [], dimensions, &mut visit)
+        let counters = "SELECT m.id, v.pmc_id, v.value, v.dimension_values
+             FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
+             CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
+             ORDER BY m.start_ns, m.id";
+        self.stream(&dispatches, counters, &[], dimensions, &mut visit)
     }
 
     /// Indexes the dispatches by merged id once every pass is in (cheaper than keeping the
@@ -878,63 +884,77 @@ impl Database {
         self.err(r).map(drop)
     }
 
-    fn stream<P: rusqlite::Params, E: From<DatabaseError>>(
+    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of
+    /// `counters` (the key, counter id, total, per-dimension JSON), both in the same key order,
+    /// and calls `visit` with each dispatch and its counters. Two cursors, so each dispatch's
+    /// columns are read once rather than once per counter.
+    fn stream<E: From<DatabaseError>>(
         &self,
-        query: &str,
-        params: P,
+        dispatches: &str,
+        counters: &str,
+        params: &[&dyn rusqlite::ToSql],
         with_dimensions: bool,
         visit: &mut dyn FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
-        let mut stmt = self.err(self.conn.prepare(query))?;
-        let mut rows = self.err(stmt.query(params))?;
+        let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
+        let mut counter_stmt = self.err(self.conn.prepare(counters))?;
+        let mut rows = self.err(dispatch_stmt.query(params))?;
+        let mut counter_rows = self.err(counter_stmt.query(params))?;
+        // The counter row read ahead: (key, counter id, total), its JSON in `json`.
+        let mut json = String::new();
+        let mut read_counter =
+            |json: &mut String| -> Result<Option<(i64, i64, f64)>, DatabaseError> {
+                let Some(row) = self.err(counter_rows.next())? else {
+                    return Ok(None);
+                };
+                json.clear();
+                if with_dimensions {
+                    if let Some(text) = self.err(row.get_ref(3))?.as_str_or_null().ok().flatten() {
+                        json.push_str(text);
+                    }
+                }
+                Ok(Some((
+                    self.err(row.get(0))?,
+                    self.err(row.get(1))?,
+                    self.err(row.get(2))?,
+                )))
+            };
+        let mut next_counter = read_counter(&mut json)?;
         // One dispatch and its counters are reused from row to row, so their strings and
         // vectors are allocated once rather than per dispatch and counter.
-        let mut current: Option<i64> = None;
         let mut d = Dispatch::default();
-        let mut used = 0;
         while let Some(row) = self.err(rows.next())? {
             let key: i64 = self.err(row.get(0))?;
-            if current != Some(key) {
-                if current.is_some() {
-                    d.counters.truncate(used);
-                    visit(&d)?;
+            let counters = std::mem::take(&mut d.counters);
+            d = self.err(row_dispatch(row))?;
+            d.counters = counters;
+            let mut used = 0;
+            while let Some((_, pmc, total)) = next_counter.filter(|c| c.0 == key) {
+                if used == d.counters.len() {
+                    d.counters.push(Counter::default());
                 }
-                let counters = std::mem::take(&mut d.counters);
-                d = self.err(row_dispatch(row))?;
-                d.counters = counters;
-                used = 0;
-                current = Some(key);
-            }
-            let Some(pmc) = self.err(row.get::<_, Option<i64>>(25))? else {
-                continue;
-            };
-            let total: f64 = self.err(row.get(26))?;
-            if used == d.counters.len() {
-                d.counters.push(Counter::default());
-            }
-            let counter = &mut d.counters[used];
-            used += 1;
-            counter.total = total;
-            counter.name.clear();
-            counter
-                .name
-                .push_str(names.get(&pmc).map_or("", String::as_str));
-            counter.dimensions.clear();
-            counter
-                .dimensions
-                .push_str(dimensions.get(&pmc).map_or("", String::as_str));
-            counter.values.clear();
-            if with_dimensions {
-                let json: Option<String> = self.err(row.get(27))?;
-                match json {
-                    Some(text) => counter.values = serde_json::from_str(&text).unwrap_or_default(),
-                    None => counter.values.push(total),
+                let counter = &mut d.counters[used];
+                used += 1;
+                counter.total = total;
+                counter.name.clear();
+                counter
+                    .name
+                    .push_str(names.get(&pmc).map_or("", String::as_str));
+                counter.dimensions.clear();
+                counter
+                    .dimensions
+                    .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+                counter.values.clear();
+                if with_dimensions {
+                    match json.is_empty() {
+                        false => counter.values = serde_json::from_str(&json).unwrap_or_default(),
+                        true => counter.values.push(total),
+                    }
                 }
+                next_counter = read_counter(&mut json)?;
             }
-        }
-        if current.is_some() {
             d.counters.truncate(used);
             visit(&d)?;
         }

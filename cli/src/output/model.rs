@@ -124,24 +124,85 @@ fn exact_integer(value: f64) -> bool {
 /// Appends [`format_value`]`(value)` to `text` without allocating.
 pub fn push_value(text: &mut String, value: f64) {
     use std::fmt::Write as _;
-    let _ = if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
-        write!(text, "{}", value as i64)
+    if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
+        push_integer(text, value as i64);
     } else if value.abs() >= 1e16 {
-        write!(text, "{value:e}")
+        let _ = write!(text, "{value:e}");
     } else {
-        write!(text, "{value}")
-    };
+        let _ = write!(text, "{value}");
+    }
 }
 
 /// Appends `value` with six decimals, exactly as `{:.6}` prints it; integers skip the slow
 /// exact-decimal path of the formatter.
 pub fn push_fixed6(text: &mut String, value: f64) {
     use std::fmt::Write as _;
-    let _ = if exact_integer(value) {
-        write!(text, "{}.000000", value as i64)
+    if exact_integer(value) {
+        push_integer(text, value as i64);
+        text.push_str(".000000");
     } else {
-        write!(text, "{value:.6}")
+        let _ = write!(text, "{value:.6}");
+    }
+}
+
+/// Appends `value` in decimal. The writers print millions of integers; this skips the
+/// formatting machinery.
+pub fn push_integer(text: &mut String, value: i64) {
+    if value < 0 {
+        text.push('-');
+    }
+    push_digits::<10>(text, value.unsigned_abs());
+}
+
+/// Appends `value` in decimal.
+pub fn push_unsigned(text: &mut String, value: u64) {
+    push_digits::<10>(text, value);
+}
+
+/// Appends `value` in lower-case hexadecimal, without a prefix.
+pub fn push_hex(text: &mut String, value: u64) {
+    push_digits::<16>(text, value);
+}
+
+/// Appends `,value` for each of `values`.
+pub fn push_fields(text: &mut String, values: &[u64]) {
+    for &value in values {
+        text.push(',');
+        push_unsigned(text, value);
+    }
+}
+
+fn push_digits<const RADIX: u64>(text: &mut String, mut value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    // Two decimal digits per step: "00" to "99".
+    const PAIRS: [[u8; 2]; 100] = {
+        let mut pairs = [[0u8; 2]; 100];
+        let mut i = 0;
+        while i < 100 {
+            pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+            i += 1;
+        }
+        pairs
     };
+    // 20 decimal digits hold any u64.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    if RADIX == 10 {
+        while value >= 100 {
+            at -= 2;
+            digits[at..at + 2].copy_from_slice(&PAIRS[(value % 100) as usize]);
+            value /= 100;
+        }
+    }
+    loop {
+        at -= 1;
+        digits[at] = DIGITS[(value % RADIX) as usize];
+        value /= RADIX;
+        if value == 0 {
+            break;
+        }
+    }
+    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -182,5 +243,15 @@ mod tests {
             push_fixed6(&mut text, v);
             assert_eq!(text, format!("{v:.6}"), "{v}");
         }
+        for v in [0, 7, -1, 10, i64::MAX, i64::MIN, -9_007_199_254_740_993] {
+            let mut text = String::new();
+            push_integer(&mut text, v);
+            push_hex(&mut text, v as u64);
+            push_unsigned(&mut text, v as u64);
+            assert_eq!(text, format!("{v}{:x}{}", v as u64, v as u64));
+        }
+        let mut text = String::new();
+        push_fields(&mut text, &[1, 20, u64::MAX]);
+        assert_eq!(text, ",1,20,18446744073709551615");
     }
 }
