@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::agents::{Agents, Gpu};
@@ -250,12 +251,34 @@ unsafe extern "C" fn memcpy_cb(
 }
 
 /// One event of a group, expanded to every instance of its block.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 struct GroupEvents {
     /// `(plan event index, block name id, event id, flags, instance)`, programming order.
     instances: Vec<(usize, u32, u32, u32, u32)>,
-    /// Events of the plan group.
-    plan_events: usize,
+    /// The first entry of `instances` for each (block, event, flags, instance).
+    by_event: HashMap<(u32, u32, u32, u32), usize>,
+    /// The first entry of `instances` for each (block, event, instance), for the legacy API,
+    /// which reports no flags.
+    by_legacy_event: HashMap<(u32, u32, u32), usize>,
+    /// Samples each plan event had last time: the next read reserves as much.
+    sizes: Vec<AtomicUsize>,
+}
+
+impl GroupEvents {
+    fn new(instances: Vec<(usize, u32, u32, u32, u32)>, plan_events: usize) -> GroupEvents {
+        let mut by_event = HashMap::new();
+        let mut by_legacy_event = HashMap::new();
+        for (i, &(_, block, event, flags, instance)) in instances.iter().enumerate() {
+            by_event.entry((block, event, flags, instance)).or_insert(i);
+            by_legacy_event.entry((block, event, instance)).or_insert(i);
+        }
+        GroupEvents {
+            instances,
+            by_event,
+            by_legacy_event,
+            sizes: (0..plan_events).map(|_| AtomicUsize::new(0)).collect(),
+        }
+    }
 }
 
 /// Three AQL packets and the buffers behind them, reusable after their values were read.
@@ -391,10 +414,9 @@ impl GpuCounters {
                     )
                     .collect(),
             );
-            counters.groups.push(GroupEvents {
-                instances,
-                plan_events: group.len(),
-            });
+            counters
+                .groups
+                .push(GroupEvents::new(instances, group.len()));
         }
         let mut pools = Vec::new();
         for g in 0..counters.groups.len() {
@@ -642,12 +664,15 @@ impl GpuCounters {
     /// (v2) sample order: XCC, then block instance, then position within the instance.
     pub fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
         let group = &self.groups[set.group];
-        let mut samples = Samples {
-            group,
-            keyed: vec![Vec::new(); group.plan_events],
-            seen: HashMap::new(),
-            last: std::cell::Cell::new(None),
-        };
+        let samples = self.read(set, Samples::new(group, false));
+        if !samples.unsorted {
+            return samples.into_values();
+        }
+        self.read(set, Samples::new(group, true)).into_values()
+    }
+
+    /// Iterates the data of a completed packet set into `samples`.
+    fn read<'a>(&self, set: &PacketSet, mut samples: Samples<'a>) -> Samples<'a> {
         let data = &mut samples as *mut Samples as *mut c_void;
         match (&self.aqlprofile.library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
@@ -663,13 +688,6 @@ impl GpuCounters {
             _ => {}
         }
         samples
-            .keyed
-            .into_iter()
-            .map(|mut values| {
-                values.sort_by_key(|&(key, _)| key);
-                values.into_iter().map(|(_, v)| v).collect()
-            })
-            .collect()
     }
 }
 
@@ -682,46 +700,129 @@ impl Drop for GpuCounters {
     }
 }
 
-/// Sorts samples into v2 order: (XCC, instance, sample) for legacy, (v2 sample id, 0, 0) for v2.
-type SampleKey = (u64, u64, u64);
-
-/// Values collected by the data callbacks, keyed for sorting into v2 sample order.
-struct Samples<'a> {
-    group: &'a GroupEvents,
-    keyed: Vec<Vec<(SampleKey, u64)>>,
-    /// Legacy: how often each (instance event, sample id) was seen (= its XCC).
-    seen: HashMap<(u32, u32, u32, u32), u64>,
-    /// The last event matched: the libraries report an event's samples one after another.
-    last: std::cell::Cell<Option<(EventKey, Option<usize>)>>,
+/// The values of one plan event as they arrive.
+#[derive(Default)]
+struct EventSamples {
+    values: Vec<u64>,
+    /// The sample keys, when [`Samples::keyed`].
+    keys: Vec<u64>,
+    /// The key of the last sample.
+    last: Option<u64>,
 }
 
-/// What identifies a reported event: block, event id, flags (v2 only) and block instance.
-type EventKey = (u32, u32, Option<u32>, u32);
+impl EventSamples {
+    fn into_values(self) -> Vec<u64> {
+        if self.keys.is_sorted() {
+            return self.values;
+        }
+        let mut keyed: Vec<(u64, u64)> = self.keys.into_iter().zip(self.values).collect();
+        keyed.sort_by_key(|&(key, _)| key);
+        keyed.into_iter().map(|(_, v)| v).collect()
+    }
+}
 
-impl Samples<'_> {
-    fn plan_event(
-        &self,
-        block_name: u32,
-        event_id: u32,
+/// Values collected by the data callbacks, with keys that sort them into v2 sample order: the
+/// v2 sample id, or (XCC, instance, sample id) packed for the legacy API.
+///
+/// The libraries report samples in that order, so keys are only compared with the previous
+/// one; should some arrive out of order, the data is read again keeping every key.
+struct Samples<'a> {
+    group: &'a GroupEvents,
+    events: Vec<EventSamples>,
+    /// Whether every sample's key is kept.
+    keyed: bool,
+    /// Whether some event's samples arrived out of order.
+    unsorted: bool,
+    /// Legacy: how often each (instance entry, sample id) was seen (= its XCC).
+    seen: HashMap<(usize, u32), u64>,
+    /// The entry of `group.instances` matched last: the libraries report an event's samples
+    /// one after another, and events in programming order.
+    cursor: Option<usize>,
+}
+
+impl<'a> Samples<'a> {
+    fn new(group: &'a GroupEvents, keyed: bool) -> Samples<'a> {
+        let events = group
+            .sizes
+            .iter()
+            .map(|size| {
+                let size = size.load(Ordering::Relaxed);
+                EventSamples {
+                    values: Vec::with_capacity(size),
+                    keys: Vec::with_capacity(if keyed { size } else { 0 }),
+                    last: None,
+                }
+            })
+            .collect();
+        Samples {
+            group,
+            events,
+            keyed,
+            unsorted: false,
+            seen: HashMap::new(),
+            cursor: None,
+        }
+    }
+
+    /// The entry of `group.instances` of a reported event; `flags` is `None` for the legacy
+    /// API, which reports none.
+    fn entry(
+        &mut self,
+        block: u32,
+        event: u32,
         flags: Option<u32>,
         instance: u32,
     ) -> Option<usize> {
-        let key = (block_name, event_id, flags, instance);
-        if let Some((last, plan)) = self.last.get() {
-            if last == key {
-                return plan;
+        let instances = &self.group.instances;
+        let is = |i: usize| {
+            instances.get(i).is_some_and(|&(_, b, e, f, n)| {
+                b == block && e == event && n == instance && flags.is_none_or(|x| x == f)
+            })
+        };
+        if let Some(cursor) = self.cursor {
+            if is(cursor) {
+                return Some(cursor);
+            }
+            let next = if cursor + 1 == instances.len() {
+                0
+            } else {
+                cursor + 1
+            };
+            if is(next) {
+                self.cursor = Some(next);
+                return Some(next);
             }
         }
-        let plan = self
-            .group
-            .instances
-            .iter()
-            .find(|&&(_, b, e, f, i)| {
-                b == block_name && e == event_id && i == instance && flags.is_none_or(|x| x == f)
-            })
-            .map(|&(plan, ..)| plan);
-        self.last.set(Some((key, plan)));
-        plan
+        let found = match flags {
+            Some(flags) => self.group.by_event.get(&(block, event, flags, instance)),
+            None => self.group.by_legacy_event.get(&(block, event, instance)),
+        }
+        .copied();
+        if found.is_some() {
+            self.cursor = found;
+        }
+        found
+    }
+
+    fn push(&mut self, entry: usize, key: u64, value: u64) {
+        let plan = self.group.instances[entry].0;
+        let event = &mut self.events[plan];
+        self.unsorted |= event.last.is_some_and(|last| last > key);
+        event.last = Some(key);
+        event.values.push(value);
+        if self.keyed {
+            event.keys.push(key);
+        }
+    }
+
+    fn into_values(self) -> Vec<Vec<u64>> {
+        for (size, event) in self.group.sizes.iter().zip(&self.events) {
+            size.store(event.values.len(), Ordering::Relaxed);
+        }
+        self.events
+            .into_iter()
+            .map(EventSamples::into_values)
+            .collect()
     }
 }
 
@@ -734,13 +835,13 @@ unsafe extern "C" fn v2_sample(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `data` is the Samples of `values`, alive for the iteration.
         let samples = unsafe { &mut *(data as *mut Samples) };
-        if let Some(plan) = samples.plan_event(
+        if let Some(entry) = samples.entry(
             event.block_name,
             event.event_id,
             Some(event.flags),
             event.block_index,
         ) {
-            samples.keyed[plan].push(((sample, 0, 0), value));
+            samples.push(entry, sample, value);
         }
     }));
     HSA_STATUS_SUCCESS
@@ -760,17 +861,12 @@ unsafe extern "C" fn legacy_sample(
         // SAFETY: PMC_DATA records carry the pmc_data member.
         let pmc = unsafe { info.data.pmc_data };
         let e = pmc.event;
-        if let Some(plan) = samples.plan_event(e.block_name, e.counter_id, None, e.block_index) {
-            let seen = samples
-                .seen
-                .entry((e.block_name, e.block_index, e.counter_id, info.sample_id))
-                .or_insert(0);
+        if let Some(entry) = samples.entry(e.block_name, e.counter_id, None, e.block_index) {
+            let seen = samples.seen.entry((entry, info.sample_id)).or_insert(0);
             let xcc = *seen;
             *seen += 1;
-            samples.keyed[plan].push((
-                (xcc, u64::from(e.block_index), u64::from(info.sample_id)),
-                pmc.result,
-            ));
+            let key = xcc << 48 | u64::from(e.block_index) << 32 | u64::from(info.sample_id);
+            samples.push(entry, key, pmc.result);
         }
     }));
     HSA_STATUS_SUCCESS

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use crate::abi::*;
 use crate::arch::{tables, Geometry, DIMENSION_IDS};
@@ -27,9 +27,14 @@ pub(crate) fn agent(handle: aqlprofile_agent_handle_t) -> Option<Agent> {
     agents().get(&handle.handle).cloned()
 }
 
+/// One sample `aqlprofile_pmc_iterate_data` reports: the event, its v2 sample id, and its
+/// index in the output buffer.
+type Reported = (aqlprofile_pmc_event_t, u64, usize);
+
 /// Buffers and layout of one `aqlprofile_pmc_create_packets` call.
 struct Session {
-    plan: Plan,
+    /// What iterate_data reports, worked out once: the packets are read many times.
+    reported: Arc<[Reported]>,
     output: *mut c_void,
     command: *mut c_void,
     dealloc: aqlprofile_memory_dealloc_callback_t,
@@ -397,7 +402,7 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
         sessions().insert(
             id,
             Session {
-                plan,
+                reported: reported(&plan),
                 output,
                 command,
                 dealloc: dealloc_cb,
@@ -408,6 +413,33 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
         unsafe { (*handle).handle = id };
         HSA_STATUS_SUCCESS
     })
+}
+
+/// The samples of `plan` iterate_data reports, in output order. Events the library added, and
+/// SPI events that use no register, are read but not reported.
+fn reported(plan: &Plan) -> Arc<[Reported]> {
+    plan.samples
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            let r = &plan.requests[s.request];
+            !r.internal
+                && !plan
+                    .agent
+                    .block(r.block_name)
+                    .is_some_and(|b| b.is_internal_event(r.event_id))
+        })
+        .map(|(i, s)| {
+            let r = &plan.requests[s.request];
+            let event = aqlprofile_pmc_event_t {
+                block_index: r.block_index,
+                event_id: r.event_id,
+                flags: r.flags,
+                block_name: r.block_name,
+            };
+            (event, plan.v2_sample_id(s), i)
+        })
+        .collect()
 }
 
 /// `aqlprofile_pmc_delete_packets`: returns the session's buffers to the caller's deallocator.
@@ -448,7 +480,8 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
                 "iterate_data: NULL callback",
             );
         };
-        let samples: Vec<(aqlprofile_pmc_event_t, u64, u64)> = {
+        // The callback may call into the library, so the sessions stay unlocked while it runs.
+        let (reported, output) = {
             let sessions = sessions();
             let Some(session) = sessions.get(&handle.handle) else {
                 return fail(
@@ -456,35 +489,11 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
                     "iterate_data: unknown handle",
                 );
             };
-            let plan = &session.plan;
-            plan.samples
-                .iter()
-                .enumerate()
-                .filter(|(_, s)| {
-                    // Events the library added, and SPI events that use no register, are read
-                    // but not reported.
-                    let r = &plan.requests[s.request];
-                    !r.internal
-                        && !plan
-                            .agent
-                            .block(r.block_name)
-                            .is_some_and(|b| b.is_internal_event(r.event_id))
-                })
-                .map(|(i, s)| {
-                    let r = &plan.requests[s.request];
-                    let event = aqlprofile_pmc_event_t {
-                        block_index: r.block_index,
-                        event_id: r.event_id,
-                        flags: r.flags,
-                        block_name: r.block_name,
-                    };
-                    // SAFETY: the output buffer holds `samples.len()` u64 values.
-                    let value = unsafe { (session.output as *const u64).add(i).read_unaligned() };
-                    (event, plan.v2_sample_id(s), value)
-                })
-                .collect()
+            (Arc::clone(&session.reported), session.output as *const u64)
         };
-        for (event, id, value) in samples {
+        for &(event, id, index) in reported.iter() {
+            // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
+            let value = unsafe { output.add(index).read_unaligned() };
             // SAFETY: calling the caller's callback with its own userdata.
             match unsafe { callback(event, id, value, userdata) } {
                 HSA_STATUS_SUCCESS => {}

@@ -18,14 +18,15 @@ pub mod arch;
 pub mod model;
 #[path = "../../../pm4.rs"]
 pub mod pm4;
+mod program;
 mod truth;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use arch::{tables, Block, Geometry};
-use model::{class_of, Class, Dispatch};
-use pm4::{Command, ReadEntry, Setup, Slot, READ_ONCE_PER_PASS};
+use model::Dispatch;
+use pm4::{Command, Slot};
 
 pub use truth::{ground_truth, line as truth_line, GroundTruthError};
 
@@ -107,41 +108,97 @@ impl DeviceInfo {
     }
 }
 
-/// One kernel the device ran, with its per-event values computed on demand.
-struct KernelRecord {
+/// Per-event values of one dispatch shape. Every kernel run with the same [`Dispatch`] has the
+/// same values, so they are computed once and shared: applications launch the same kernel with
+/// the same geometry over and over.
+struct Shape {
     dispatch: Dispatch,
-    start: u64,
-    end: u64,
-    values: HashMap<(u32, u32, u32, Geometry), Arc<Vec<u64>>>,
+    values: Mutex<HashMap<ValueKey, Arc<Vec<u64>>>>,
 }
 
-/// Cumulative share of `total` a kernel running from `start` to `end` has produced by `t`.
-fn produced(total: u64, start: u64, end: u64, t: u64) -> u64 {
-    if t <= start {
-        return 0;
+/// What a model value vector depends on besides the dispatch: block id, event, accumulation
+/// mode and agent geometry.
+type ValueKey = (u32, u32, u32, Geometry);
+
+impl Shape {
+    /// The values of `event` of `block` at every sample position.
+    fn values(
+        &self,
+        block: &Block,
+        name: Option<&str>,
+        event: u32,
+        accum: u32,
+        geometry: &Geometry,
+    ) -> Arc<Vec<u64>> {
+        let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
+        values
+            .entry((block.id, event, accum, *geometry))
+            .or_insert_with(|| {
+                Arc::new(model::event_values(
+                    &self.dispatch,
+                    geometry,
+                    block,
+                    name,
+                    event,
+                    accum,
+                ))
+            })
+            .clone()
     }
-    if t >= end {
-        return total;
-    }
-    (u128::from(total) * u128::from(t - start) / u128::from(end - start)) as u64
+}
+
+/// One kernel the device ran.
+struct KernelRecord {
+    shape: Arc<Shape>,
+    start: u64,
+    end: u64,
 }
 
 /// A counter register: the event it counts and when it counted.
+#[derive(Default)]
 struct Register {
+    /// Whether a start command ever programmed it (reads of others give zeros).
+    programmed: bool,
     event: u32,
     accum: u32,
     intervals: Vec<(u64, Option<u64>)>,
+}
+
+/// The device's counter registers, found by slot once per command buffer and by index after.
+#[derive(Default)]
+struct Registers {
+    index: HashMap<Slot, usize>,
+    state: Vec<Register>,
+}
+
+impl Registers {
+    /// The index of `slot`'s register, created unprogrammed on first sight.
+    fn index(&mut self, slot: Slot) -> usize {
+        let state = &mut self.state;
+        *self.index.entry(slot).or_insert_with(|| {
+            state.push(Register::default());
+            state.len() - 1
+        })
+    }
 }
 
 #[derive(Default)]
 struct Device {
     info: Option<DeviceInfo>,
     kernels: Vec<KernelRecord>,
-    registers: HashMap<Slot, Register>,
+    registers: Registers,
+    /// Dispatch shapes seen recently.
+    shapes: HashMap<Dispatch, Arc<Shape>>,
+    /// Command buffers by address, compiled: the same buffers run for every dispatch.
+    programs: HashMap<u64, program::Program>,
 }
 
 /// Kernels kept per device before old ones are pruned.
 const KERNEL_HISTORY: usize = 1024;
+/// Dispatch shapes remembered per device before the memory starts afresh.
+const SHAPE_CACHE: usize = 4096;
+/// Compiled command buffers remembered per device before the memory starts afresh.
+const PROGRAM_CACHE: usize = 1024;
 
 fn devices() -> MutexGuard<'static, HashMap<u32, Device>> {
     static STATE: OnceLock<Mutex<HashMap<u32, Device>>> = OnceLock::new();
@@ -177,6 +234,10 @@ pub fn cycles_between(start: u64, end: u64, clock_mhz: u32) -> u64 {
 impl KernelRun<'_> {
     /// The dispatch as the value model sees it, on a device with `info`.
     pub fn dispatch(&self, info: &DeviceInfo) -> Dispatch {
+        self.dispatch_at(info.clock_mhz)
+    }
+
+    fn dispatch_at(&self, clock_mhz: u32) -> Dispatch {
         Dispatch {
             arch: self.arch.to_string(),
             kernel: self.kernel.to_string(),
@@ -185,25 +246,45 @@ impl KernelRun<'_> {
             group_segment_size: self.group_segment_size,
             private_segment_size: self.private_segment_size,
             wave_size: self.wave_size,
-            cycles: cycles_between(self.start_ns, self.end_ns, info.clock_mhz),
+            cycles: cycles_between(self.start_ns, self.end_ns, clock_mhz),
         }
+    }
+}
+
+/// The engine clock of `dev` for `arch` kernels: the registered one, else the reference chip's.
+fn clock_of(dev: &Device, arch: &str) -> u32 {
+    match &dev.info {
+        Some(info) if info.arch == arch => info.clock_mhz,
+        _ => DeviceInfo::reference(arch).clock_mhz,
     }
 }
 
 /// A kernel dispatch begins executing: record its interval for the counters and, if asked,
 /// append its ground truth.
 pub fn kernel_started(run: &KernelRun) {
-    let info = device_info(run.device_index, run.arch);
-    let record = KernelRecord {
-        dispatch: run.dispatch(&info),
-        start: run.start_ns,
-        end: run.end_ns.max(run.start_ns),
-        values: HashMap::new(),
-    };
     {
         let mut devs = devices();
         let dev = devs.entry(run.device_index).or_default();
-        dev.kernels.push(record);
+        let dispatch = run.dispatch_at(clock_of(dev, run.arch));
+        let shape = match dev.shapes.get(&dispatch) {
+            Some(shape) => Arc::clone(shape),
+            None => {
+                if dev.shapes.len() >= SHAPE_CACHE {
+                    dev.shapes.clear();
+                }
+                let shape = Arc::new(Shape {
+                    dispatch: dispatch.clone(),
+                    values: Mutex::default(),
+                });
+                dev.shapes.insert(dispatch, Arc::clone(&shape));
+                shape
+            }
+        };
+        dev.kernels.push(KernelRecord {
+            shape,
+            start: run.start_ns,
+            end: run.end_ns.max(run.start_ns),
+        });
         prune(dev);
     }
     truth::record(run);
@@ -218,7 +299,9 @@ fn prune(dev: &mut Device) {
     }
     let oldest = dev
         .registers
-        .values()
+        .state
+        .iter()
+        .filter(|r| r.programmed)
         .filter_map(|r| r.intervals.last().map(|i| i.0))
         .min()
         .unwrap_or(u64::MAX);
@@ -241,213 +324,28 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
     // allocated in host memory of this process and keeps alive until the packets are deleted.
     let dwords =
         unsafe { std::slice::from_raw_parts(ib_addr as *const u32, ib_size_dwords as usize) };
-    match Command::decode_all(dwords) {
-        Ok(commands) => execute(device_index, &commands, now_ns),
-        Err(e) => eprintln!("rtl-sim: GPU {device_index}: bad PM4 buffer at 0x{ib_addr:x}: {e}"),
+    let mut devs = devices();
+    let dev = devs.entry(device_index).or_default();
+    let mut program = match dev.programs.remove(&ib_addr) {
+        Some(p) if p.is(dwords) => p,
+        _ => match Command::decode_all(dwords) {
+            Ok(commands) => program::Program::compile(dwords, &commands, &mut dev.registers),
+            Err(e) => {
+                eprintln!("rtl-sim: GPU {device_index}: bad PM4 buffer at 0x{ib_addr:x}: {e}");
+                return;
+            }
+        },
+    };
+    program.run(dev, now_ns);
+    if dev.programs.len() >= PROGRAM_CACHE {
+        dev.programs.clear();
     }
+    dev.programs.insert(ib_addr, program);
 }
 
 /// Executes decoded commands on device `device_index` at `now_ns`.
 pub fn execute(device_index: u32, commands: &[Command], now_ns: u64) {
     let mut devs = devices();
     let dev = devs.entry(device_index).or_default();
-    for command in commands {
-        match command {
-            Command::PmcStart(selects) => {
-                for s in selects {
-                    dev.registers.insert(
-                        s.slot,
-                        Register {
-                            event: s.event,
-                            accum: s.accum,
-                            intervals: vec![(now_ns, None)],
-                        },
-                    );
-                }
-            }
-            Command::PmcStop(slots) => {
-                for slot in slots {
-                    if let Some(reg) = dev.registers.get_mut(slot) {
-                        for interval in reg.intervals.iter_mut().filter(|i| i.1.is_none()) {
-                            interval.1 = Some(now_ns);
-                        }
-                    }
-                }
-            }
-            Command::PmcRead {
-                setup,
-                dst,
-                entries,
-            } => {
-                let values = read(dev, setup, entries, now_ns);
-                // SAFETY: aqlprofile sized the output buffer at `dst` for exactly these samples
-                // and keeps it alive while its packets exist.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(values.as_ptr(), *dst as *mut u64, values.len());
-                }
-            }
-            Command::Nop => {}
-        }
-    }
-}
-
-/// The samples a read command writes, in order.
-fn read(dev: &mut Device, setup: &Setup, entries: &[ReadEntry], now: u64) -> Vec<u64> {
-    let geometry = Geometry {
-        xcc: setup.xcc,
-        se: setup.se,
-        sa_per_se: setup.sa_per_se,
-        cu: setup.cu,
-    };
-    let clock = match &dev.info {
-        Some(info) if info.arch == setup.arch => info.clock_mhz,
-        _ => DeviceInfo::reference(&setup.arch).clock_mhz,
-    };
-    // Kernels that may overlap any register read here, found once per read.
-    let earliest = entries
-        .iter()
-        .filter_map(|e| dev.registers.get(&e.slot)?.intervals.first().map(|i| i.0))
-        .min()
-        .unwrap_or(now);
-    let candidates: Vec<usize> = (0..dev.kernels.len())
-        .filter(|&i| dev.kernels[i].end >= earliest && dev.kernels[i].start <= now)
-        .collect();
-    // What each register needs for this read, worked out once per register.
-    struct Prepared {
-        block: &'static Block,
-        class: Class,
-        intervals: Vec<(u64, u64)>,
-        per_kernel: Vec<(u64, u64, Arc<Vec<u64>>)>,
-    }
-    let mut prepared: HashMap<Slot, Option<Prepared>> = HashMap::new();
-    let mut out = Vec::new();
-    for entry in entries {
-        let samples = entry.samples as usize;
-        let prep = prepared.entry(entry.slot).or_insert_with(|| {
-            let block = tables().block_by_id(&setup.arch, entry.slot.block)?;
-            let reg = dev.registers.get(&entry.slot)?;
-            let intervals: Vec<(u64, u64)> = reg
-                .intervals
-                .iter()
-                .map(|&(a, b)| (a, b.unwrap_or(now).min(now).max(a)))
-                .collect();
-            let (event, accum) = (reg.event, reg.accum);
-            let name = tables().counter_name(&setup.arch, &block.name, event);
-            let class = if accum == 0 {
-                class_of(name)
-            } else {
-                Class::Kernel
-            };
-            let mut per_kernel = Vec::new();
-            for &i in &candidates {
-                let k = &mut dev.kernels[i];
-                if intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a) {
-                    let v = kernel_values(k, block, name, event, accum, &geometry);
-                    per_kernel.push((k.start, k.end, v));
-                }
-            }
-            Some(Prepared {
-                block,
-                class,
-                intervals,
-                per_kernel,
-            })
-        });
-        let Some(Prepared {
-            block,
-            class,
-            intervals,
-            per_kernel,
-        }) = prep.as_ref()
-        else {
-            out.extend(std::iter::repeat_n(0, samples));
-            continue;
-        };
-        let (class, intervals) = (*class, intervals.as_slice());
-        let layout = block.layout(&geometry);
-        let xcc = if entry.xcc == READ_ONCE_PER_PASS {
-            0
-        } else {
-            entry.xcc
-        };
-        if entry.slot.instance >= layout.instances || xcc >= layout.xcc {
-            out.extend(std::iter::repeat_n(0, samples));
-            continue;
-        }
-        let first = layout.index(xcc, entry.slot.instance, 0);
-        let positions = first..first + samples;
-        for p in positions {
-            let value = match class {
-                Class::Window => intervals
-                    .iter()
-                    .map(|&(a, b)| cycles_between(a, b, clock))
-                    .sum(),
-                Class::Busy => {
-                    let busy: Vec<(u64, u64)> = per_kernel
-                        .iter()
-                        .filter(|(_, _, v)| v.get(p).copied().unwrap_or(0) > 0)
-                        .map(|&(s, e, _)| (s, e))
-                        .collect();
-                    busy_cycles(&busy, intervals, clock)
-                }
-                Class::Kernel => per_kernel
-                    .iter()
-                    .map(|(s, e, v)| {
-                        let total = v.get(p).copied().unwrap_or(0);
-                        intervals
-                            .iter()
-                            .map(|&(a, b)| produced(total, *s, *e, b) - produced(total, *s, *e, a))
-                            .sum::<u64>()
-                    })
-                    .sum(),
-            };
-            out.push(value);
-        }
-    }
-    out
-}
-
-fn kernel_values(
-    k: &mut KernelRecord,
-    block: &Block,
-    name: Option<&str>,
-    event: u32,
-    accum: u32,
-    geometry: &Geometry,
-) -> Arc<Vec<u64>> {
-    let dispatch = &k.dispatch;
-    k.values
-        .entry((block.id, event, accum, *geometry))
-        .or_insert_with(|| {
-            Arc::new(model::event_values(
-                dispatch, geometry, block, name, event, accum,
-            ))
-        })
-        .clone()
-}
-
-/// Cycles within the counting intervals during which at least one of the busy spans runs.
-fn busy_cycles(busy: &[(u64, u64)], intervals: &[(u64, u64)], clock: u32) -> u64 {
-    let mut spans: Vec<(u64, u64)> = busy.to_vec();
-    spans.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::new();
-    for (s, e) in spans {
-        match merged.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    intervals
-        .iter()
-        .flat_map(|&(a, b)| {
-            merged.iter().map(move |&(s, e)| {
-                let (lo, hi) = (s.max(a), e.min(b));
-                if lo < hi {
-                    cycles_between(lo, hi, clock)
-                } else {
-                    0
-                }
-            })
-        })
-        .sum()
+    program::Program::compile(&[], commands, &mut dev.registers).run(dev, now_ns);
 }
