@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use rtl_pmc::dispatch::config::{MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV};
 use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN_VERSION};
 use rtl_pmc::passes::{plan_group, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions};
 use rtl_pmc_counters::{Catalog, Error as EngineError, HwEvent};
@@ -146,6 +147,16 @@ pub struct Run {
 }
 
 impl Run {
+    /// The variables that tell the interposer how to record kernel names in this run
+    /// (`--mangled-kernels`, `--truncate-kernels` or the job's keys): each set to `1` or `0`.
+    pub fn name_environment(&self) -> [(&'static str, &'static str); 2] {
+        let flag = |on: bool| if on { "1" } else { "0" };
+        [
+            (MANGLED_KERNELS_ENV, flag(self.settings.mangled_kernels)),
+            (TRUNCATE_KERNELS_ENV, flag(self.settings.truncate_kernels)),
+        ]
+    }
+
     /// The interposer's plan for this run, writing raw records to `output_directory`.
     pub fn plan_file(&self, output_directory: &Path) -> RunPlan {
         RunPlan {
@@ -389,6 +400,36 @@ mod tests {
         assert_eq!(
             file.agents[0].groups[0].counters,
             vec!["SQ_WAVES".to_string(), "GPU_UTIL".to_string()]
+        );
+    }
+
+    #[test]
+    fn kernel_name_flags_reach_the_interposer_of_each_run() {
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let job = |truncate_kernels, mangled_kernels| Job {
+            label: "input.yaml job".into(),
+            collection: Collection::Passes(names(&["SQ_WAVES"])),
+            settings: Settings {
+                truncate_kernels,
+                mangled_kernels,
+                ..Settings::default()
+            },
+        };
+        let jobs = vec![job(true, false), job(false, true)];
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        assert_eq!(
+            plan.runs[0].name_environment(),
+            [
+                ("RTL_PMC_MANGLED_KERNELS", "0"),
+                ("RTL_PMC_TRUNCATE_KERNELS", "1")
+            ]
+        );
+        assert_eq!(
+            plan.runs[1].name_environment(),
+            [
+                ("RTL_PMC_MANGLED_KERNELS", "1"),
+                ("RTL_PMC_TRUNCATE_KERNELS", "0")
+            ]
         );
     }
 
