@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use output::database::Database;
 use output::files::{write_merged_files, Formats};
 use output::model::{Counter, Dispatch};
-use output::pass::PassWriter;
+use output::pass::{write_pass, PassSpec};
 
 /// The process every dispatch comes from.
 const PID: u32 = 4242;
@@ -116,27 +116,24 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // The steps of `rtl-pmc` after each pass and after the last one, with the same functions.
     let mut db = Database::create(&dir.join("results.db"))?;
-    let (mut writing, mut ending) = (
-        (Duration::ZERO, Duration::ZERO),
-        (Duration::ZERO, Duration::ZERO),
-    );
+    let mut passes = (Duration::ZERO, Duration::ZERO);
     for pass in 1..=2 {
         let started = now();
         let csv = dir.join(format!("pass_{pass}.csv"));
-        let mut writer = PassWriter::begin(&mut db, pass, &format!("pass {pass}"), Some(&csv))?;
-        writer.declare_processes(0, &[PID]);
-        for i in 0..n {
-            writer.write(0, dispatch(i, pass))?;
-        }
+        let spec = PassSpec {
+            pass,
+            label: &format!("pass {pass}"),
+            csv: Some(&csv),
+            processes: &[(0, vec![PID])],
+            exit_status: Some(0),
+        };
+        write_pass(&mut db, &spec, |input| {
+            (0..n).try_for_each(|i| input.write(0, dispatch(i, pass)))
+        })?;
         let t = took(&started);
-        writing = (writing.0 + t.0, writing.1 + t.1);
-        let started = now();
-        writer.finish(Some(0))?;
-        let t = took(&started);
-        ending = (ending.0 + t.0, ending.1 + t.1);
+        passes = (passes.0 + t.0, passes.1 + t.1);
     }
-    steps.push(("insert + counter_collection.csv", writing));
-    steps.push(("end of pass (join)", ending));
+    steps.push(("passes: database, join, csv", passes));
 
     let started = now();
     let mismatches = db.mismatches()?.len();

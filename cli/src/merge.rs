@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::output::csv::write_agent_info;
 use crate::output::database::Database;
 pub use crate::output::files::{write_merged_files, Formats, OutputError};
-use crate::output::pass::PassWriter;
+use crate::output::pass::{write_pass, PassSpec};
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
 /// `output/<base>.db` and writes every file of `formats` there: passes with the same number are
@@ -51,13 +51,24 @@ pub fn merge_directories(
         std::fs::create_dir_all(&pass_dir)
             .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
         let csv = pass_dir.join("counter_collection.csv");
-        let label = format!("pass {pass}");
-        let mut writer = PassWriter::begin(&mut db, pass, &label, formats.csv.then_some(&*csv))?;
-        for (index, source) in sources.iter().enumerate() {
-            writer.declare_processes(index as u32, &source.pass_processes(pass)?);
-            source.for_each_pass_dispatch(pass, true, |d| writer.write(index as u32, d.clone()))?;
-        }
-        written.extend(writer.finish(None)?);
+        let processes = (0u32..)
+            .zip(&sources)
+            .map(|(index, source)| Ok((index, source.pass_processes(pass)?)))
+            .collect::<Result<Vec<_>, OutputError>>()?;
+        let spec = PassSpec {
+            pass,
+            label: &format!("pass {pass}"),
+            csv: formats.csv.then_some(&*csv),
+            processes: &processes,
+            exit_status: None,
+        };
+        let pass_written = write_pass(&mut db, &spec, |input| {
+            for (index, source) in (0u32..).zip(&sources) {
+                source.for_each_pass_dispatch(pass, true, |d| input.write(index, d.clone()))?;
+            }
+            Ok::<_, OutputError>(())
+        })?;
+        written.extend(pass_written.csv);
         written.push(write_agent_info(
             &pass_dir.join("agent_info.csv"),
             &db.agents()?,

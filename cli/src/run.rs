@@ -22,11 +22,11 @@ use rtl_pmc_counters::{Catalog, Topology};
 use crate::args::OutputFormat;
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{write_merged_files, Formats};
+use crate::merge::{write_merged_files, Formats, OutputError};
 use crate::output::csv::write_agent_info;
 use crate::output::database::Database;
 use crate::output::model::Agent;
-use crate::output::pass::PassWriter;
+use crate::output::pass::{write_pass, PassSpec};
 use crate::planning::{ArchCatalog, ProfilePlan};
 
 pub use child::exit_code;
@@ -39,7 +39,7 @@ pub const LIBRARY_ENV: &str = "RTL_PMC_LIBRARY";
 pub const LIBRARY_NAME: &str = "librtl_pmc.so";
 
 /// Exit code when a profile is interrupted with Ctrl-C.
-const INTERRUPTED_EXIT: i32 = 130;
+pub const INTERRUPTED_EXIT: i32 = 130;
 
 /// Everything a profile run needs beyond the plan.
 pub struct RunOptions<'a> {
@@ -283,7 +283,8 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
             .args(arguments)
             .envs(options.sim.iter().map(|(k, v)| (k, v)))
             .env(TOOLS_LIB_ENV, &tools_lib)
-            .env(PLAN_ENV, &plan_path);
+            .env(PLAN_ENV, &plan_path)
+            .envs(run.name_environment());
         let started = Instant::now();
         progress.start(pass, &label);
         let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
@@ -301,22 +302,27 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         };
 
         let csv = pass_dir.join("counter_collection.csv");
-        let mut writer = PassWriter::begin(&mut db, pass, &label, formats.csv.then_some(&*csv))
-            .map_err(output_error)?;
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
         let mut records = StartMerged::open(&record_files(&pass_dir));
-        writer.declare_processes(0, &records.processes());
-        for record in records {
-            match record {
-                Ok(record) => {
-                    let d = converter.convert(&record);
-                    writer.write(0, d).map_err(output_error)?;
+        let spec = PassSpec {
+            pass,
+            label: &label,
+            csv: formats.csv.then_some(&*csv),
+            processes: &[(0, records.processes())],
+            exit_status: Some(code),
+        };
+        let pass_written = write_pass(&mut db, &spec, |input| {
+            for record in records {
+                match record {
+                    Ok(record) => input.write(0, converter.convert(&record))?,
+                    Err(e) => eprintln!("rtl-pmc: warning: {e}"),
                 }
-                Err(e) => eprintln!("rtl-pmc: warning: {e}"),
             }
-        }
-        let dispatches = writer.dispatches();
-        written.extend(writer.finish(Some(code)).map_err(output_error)?);
+            Ok::<_, OutputError>(())
+        })
+        .map_err(output_error)?;
+        let dispatches = pass_written.dispatches;
+        written.extend(pass_written.csv);
         for agent in converter.seen_agents(&known) {
             if !known.iter().any(|k| k.node_id == agent.node_id) {
                 db.add_agent(&agent).map_err(output_error)?;

@@ -1,13 +1,17 @@
-//! Writing one pass: its dispatches go into the database and, put in start order by a bounded
-//! window, straight into the pass's `counter_collection.csv`, so neither the join nor the file
-//! has to read the pass back from the database.
+//! Writing one pass on three threads: the caller's reads and converts records, one thread
+//! inserts the dispatches into the database (which joins them to earlier passes as they come)
+//! and one writes the pass's `counter_collection.csv` from them, so neither the join nor the
+//! file reads the pass back from the database. Bounded channels and a bounded window that puts
+//! dispatches in start order keep memory flat in the number of dispatches.
 
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::csv::CounterCollectionWriter;
-use super::database::Database;
+use super::database::{Database, DatabaseError};
 use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
 
@@ -15,6 +19,9 @@ use super::model::Dispatch;
 /// start order, and the processes' files are read merged by start time, so a dispatch rarely
 /// overtakes more than a few others; one that overtakes more only costs the slower path.
 pub const REORDER_WINDOW: usize = 4096;
+
+/// How many dispatches wait between two threads.
+const CHANNEL: usize = 512;
 
 /// A dispatch waiting in a [`StartOrder`], ordered by start time, then arrival.
 struct Waiting {
@@ -73,7 +80,7 @@ impl StartOrder {
         &mut self,
         source: u32,
         d: Dispatch,
-        emit: impl FnMut(u32, &mut Dispatch, bool) -> Result<(), E>,
+        emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
         self.waiting.push(Reverse(Waiting {
             start: d.start_ns,
@@ -91,7 +98,7 @@ impl StartOrder {
     /// Hands every waiting dispatch to `emit`, in order.
     pub fn finish<E>(
         &mut self,
-        mut emit: impl FnMut(u32, &mut Dispatch, bool) -> Result<(), E>,
+        mut emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
         while !self.waiting.is_empty() {
             self.emit_first(&mut emit)?;
@@ -101,16 +108,16 @@ impl StartOrder {
 
     fn emit_first<E>(
         &mut self,
-        mut emit: impl FnMut(u32, &mut Dispatch, bool) -> Result<(), E>,
+        mut emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(Reverse(mut first)) = self.waiting.pop() else {
+        let Some(Reverse(first)) = self.waiting.pop() else {
             return Ok(());
         };
         if first.start < self.last_start {
             self.sorted = false;
         }
         self.last_start = first.start;
-        emit(first.source, &mut first.dispatch, self.sorted)
+        emit(first.source, first.dispatch, self.sorted)
     }
 
     /// Whether every dispatch handed out so far started no earlier than the one before it.
@@ -119,102 +126,163 @@ impl StartOrder {
     }
 }
 
-/// Where a pass's dispatches go once in start order.
-struct Sink<'a> {
-    db: &'a mut Database,
-    pass: u32,
-    csv: Option<(PathBuf, CounterCollectionWriter)>,
-    counter_ids: Vec<i64>,
+/// One pass to write.
+#[derive(Debug, Clone, Copy)]
+pub struct PassSpec<'a> {
+    /// The pass number.
+    pub pass: u32,
+    /// What the pass collects, as recorded in `rtl_pass`.
+    pub label: &'a str,
+    /// Where its `counter_collection.csv` goes, if written.
+    pub csv: Option<&'a Path>,
+    /// Per input (0 for a single run), the processes with dispatches in the pass (see
+    /// [`Database::declare_processes`]).
+    pub processes: &'a [(u32, Vec<u32>)],
+    /// The application's exit status in the pass, if known.
+    pub exit_status: Option<i32>,
 }
 
-impl Sink<'_> {
-    fn emit(&mut self, source: u32, d: &mut Dispatch, sorted: bool) -> Result<(), OutputError> {
-        // The database lists a dispatch's counters by id; the file follows it.
-        self.counter_ids.clear();
-        for c in &d.counters {
-            let id = self.db.counter_id(c)?;
-            self.counter_ids.push(id);
-        }
-        if !self.counter_ids.is_sorted() {
-            let mut by_id: Vec<_> = self.counter_ids.iter().zip(d.counters.drain(..)).collect();
-            by_id.sort_by_key(|p| *p.0);
-            d.counters.extend(by_id.into_iter().map(|p| p.1));
-        }
-        self.db.insert(self.pass, source, d)?;
-        if let (true, Some((_, out))) = (sorted, self.csv.as_mut()) {
-            out.write(d)?;
-        }
-        Ok(())
-    }
+/// What [`write_pass`] wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PassWritten {
+    /// The pass's `counter_collection.csv`, if written.
+    pub csv: Option<PathBuf>,
+    /// The dispatches of the pass.
+    pub dispatches: u64,
 }
 
-/// One pass being written: [`PassWriter::write`] each dispatch, then [`PassWriter::finish`].
-pub struct PassWriter<'a> {
+/// Where a pass's dispatches come in: [`PassInput::write`] each of them.
+pub struct PassInput {
     order: StartOrder,
-    sink: Sink<'a>,
+    to_database: SyncSender<(u32, Dispatch, bool)>,
     dispatches: u64,
 }
 
-impl<'a> PassWriter<'a> {
-    /// Starts pass `pass` (described by `label`) of `db`; with `csv`, the pass's
-    /// `counter_collection.csv` is written at that path.
-    pub fn begin(
-        db: &'a mut Database,
-        pass: u32,
-        label: &str,
-        csv: Option<&Path>,
-    ) -> Result<PassWriter<'a>, OutputError> {
-        let csv = match csv {
-            Some(path) => Some((path.to_path_buf(), CounterCollectionWriter::create(path)?)),
-            None => None,
-        };
-        db.begin_pass(pass, label)?;
-        Ok(PassWriter {
-            order: StartOrder::new(REORDER_WINDOW),
-            sink: Sink {
-                db,
-                pass,
-                csv,
-                counter_ids: Vec::new(),
-            },
-            dispatches: 0,
-        })
-    }
+/// The error of a pass whose database thread stopped; the thread's own error replaces it.
+fn stopped() -> OutputError {
+    OutputError::Io(io::Error::other("the database writer stopped"))
+}
 
-    /// Declares the processes of input `source` that have dispatches in this pass (see
-    /// [`Database::declare_processes`]).
-    pub fn declare_processes(&mut self, source: u32, pids: &[u32]) {
-        self.sink.db.declare_processes(source, pids);
-    }
-
+impl PassInput {
     /// Adds one dispatch read from input `source` (0 for a single run).
     pub fn write(&mut self, source: u32, d: Dispatch) -> Result<(), OutputError> {
         self.dispatches += 1;
-        let sink = &mut self.sink;
-        self.order
-            .push(source, d, |source, d, sorted| sink.emit(source, d, sorted))
+        let to_database = &self.to_database;
+        self.order.push(source, d, |source, d, sorted| {
+            to_database.send((source, d, sorted)).map_err(|_| stopped())
+        })
     }
 
-    /// The dispatches written so far.
-    pub fn dispatches(&self) -> u64 {
-        self.dispatches
+    fn finish(&mut self) -> Result<(), OutputError> {
+        let to_database = &self.to_database;
+        self.order.finish(|source, d, sorted| {
+            to_database.send((source, d, sorted)).map_err(|_| stopped())
+        })
     }
+}
 
-    /// Finishes the pass: the last dispatches, the join, `exit_status`, and the
-    /// `counter_collection.csv` (read back from the database when the dispatches came too far
-    /// out of start order to be written as they came). Returns the file's path, if written.
-    pub fn finish(mut self, exit_status: Option<i32>) -> Result<Option<PathBuf>, OutputError> {
-        let sink = &mut self.sink;
-        self.order
-            .finish(|source, d, sorted| sink.emit(source, d, sorted))?;
-        sink.db.end_pass(sink.pass, exit_status)?;
-        let Some((path, out)) = sink.csv.take() else {
-            return Ok(None);
-        };
-        if self.order.sorted() {
-            return Ok(Some(out.commit()?));
+/// The database thread: inserts each dispatch, its counters in the database's order, and hands
+/// it on to the file while the dispatches are in start order.
+fn insert_all(
+    db: &mut Database,
+    pass: u32,
+    from: Receiver<(u32, Dispatch, bool)>,
+    to_csv: Option<SyncSender<Dispatch>>,
+) -> Result<(), DatabaseError> {
+    let mut ids: Vec<i64> = Vec::new();
+    let mut to_csv = to_csv;
+    for (source, mut d, sorted) in from {
+        ids.clear();
+        for c in &d.counters {
+            ids.push(db.counter_id(c)?);
         }
-        drop(out);
-        Ok(Some(write_counter_collection(sink.db, sink.pass, &path)?))
+        if !ids.is_sorted() {
+            let mut by_id: Vec<_> = ids.iter().zip(d.counters.drain(..)).collect();
+            by_id.sort_by_key(|p| *p.0);
+            d.counters.extend(by_id.into_iter().map(|p| p.1));
+        }
+        db.insert(pass, source, &d)?;
+        // Out of start order the file is written from the database at the end instead; a
+        // file thread that stopped reports why when joined.
+        if !sorted || to_csv.as_ref().is_some_and(|out| out.send(d).is_err()) {
+            to_csv = None;
+        }
     }
+    Ok(())
+}
+
+/// The file thread.
+fn write_all(
+    mut out: CounterCollectionWriter,
+    from: Receiver<Dispatch>,
+) -> io::Result<CounterCollectionWriter> {
+    for d in from {
+        out.write(&d)?;
+    }
+    Ok(out)
+}
+
+fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    thread
+        .join()
+        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+}
+
+/// Writes one pass into `db` (and its `counter_collection.csv`): `feed` writes every dispatch
+/// into the [`PassInput`] it is given, in any order (nearly in start order is fastest). Then the
+/// pass is joined to the earlier ones and its exit status recorded.
+pub fn write_pass<E: From<OutputError>>(
+    db: &mut Database,
+    spec: &PassSpec<'_>,
+    feed: impl FnOnce(&mut PassInput) -> Result<(), E>,
+) -> Result<PassWritten, E> {
+    let out = match spec.csv {
+        Some(path) => Some(CounterCollectionWriter::create(path).map_err(OutputError::from)?),
+        None => None,
+    };
+    db.begin_pass(spec.pass, spec.label)
+        .map_err(OutputError::from)?;
+    for (source, pids) in spec.processes {
+        db.declare_processes(*source, pids);
+    }
+    let inserting = &mut *db;
+    let (fed, inserted, written, sorted, dispatches) = std::thread::scope(|scope| {
+        let (to_database, from_input) = sync_channel(CHANNEL);
+        let (to_csv, from_database) = sync_channel(CHANNEL);
+        let to_csv = out.is_some().then_some(to_csv);
+        let file = out.map(|out| scope.spawn(move || write_all(out, from_database)));
+        let pass = spec.pass;
+        let database = scope.spawn(move || insert_all(inserting, pass, from_input, to_csv));
+        let mut input = PassInput {
+            order: StartOrder::new(REORDER_WINDOW),
+            to_database,
+            dispatches: 0,
+        };
+        let fed = feed(&mut input).and_then(|()| input.finish().map_err(E::from));
+        let PassInput {
+            order,
+            to_database,
+            dispatches,
+        } = input;
+        drop(to_database);
+        let inserted = joined(database);
+        let written = file.map(joined);
+        (fed, inserted, written, order.sorted(), dispatches)
+    });
+    inserted.map_err(OutputError::from)?;
+    fed?;
+    let out = written.transpose().map_err(OutputError::from)?;
+    db.end_pass(spec.pass, spec.exit_status)
+        .map_err(OutputError::from)?;
+    let csv = match (out, spec.csv) {
+        (Some(out), _) if sorted => Some(out.commit().map_err(OutputError::from)?),
+        (out, Some(path)) => {
+            // The file as written so far goes (and its temporary with it) before it is
+            // written again from the database.
+            drop(out);
+            Some(write_counter_collection(db, spec.pass, path)?)
+        }
+        (_, None) => None,
+    };
+    Ok(PassWritten { csv, dispatches })
 }

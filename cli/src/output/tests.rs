@@ -527,7 +527,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
 
 #[test]
 fn the_join_while_inserting_equals_the_join_in_sql() {
-    use super::pass::{PassWriter, REORDER_WINDOW};
+    use super::pass::{write_pass, PassSpec, PassWritten, REORDER_WINDOW};
     let per_process = 1 + REORDER_WINDOW as u64 / 3;
     let passes = [
         (1, interleaved_pass(1, per_process, 0)),
@@ -576,14 +576,26 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     let mut db = Database::create(&fast.join("results.db")).unwrap();
     for (pass, dispatches) in &passes {
         let csv = fast.join(format!("pass_{pass}.csv"));
-        let mut writer = PassWriter::begin(&mut db, *pass, "", Some(&csv)).unwrap();
-        writer.declare_processes(0, &[300, 200, 100]);
-        for pair in dispatches.chunks(2) {
-            for d in pair.iter().rev() {
-                writer.write(0, d.clone()).unwrap();
+        let spec = PassSpec {
+            pass: *pass,
+            label: "",
+            csv: Some(&csv),
+            processes: &[(0, vec![300, 200, 100])],
+            exit_status: Some(0),
+        };
+        let written = write_pass(&mut db, &spec, |input| {
+            for pair in dispatches.chunks(2) {
+                for d in pair.iter().rev() {
+                    input.write(0, d.clone())?;
+                }
             }
-        }
-        assert_eq!(writer.finish(Some(0)).unwrap(), Some(csv));
+            Ok::<_, OutputError>(())
+        });
+        let expected = PassWritten {
+            csv: Some(csv),
+            dispatches: dispatches.len() as u64,
+        };
+        assert_eq!(written.unwrap(), expected);
     }
     assert_eq!(profile_contents(&fast, db), expected);
 
@@ -593,16 +605,24 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     let mut db = Database::create(&slow.join("results.db")).unwrap();
     for (pass, dispatches) in &passes {
         let csv = slow.join(format!("pass_{pass}.csv"));
-        let mut writer = PassWriter::begin(&mut db, *pass, "", Some(&csv)).unwrap();
-        let declared: &[u32] = match pass {
-            1 => &[50, 100, 200, 300],
-            _ => &[100, 200, 300],
+        let declared = match pass {
+            1 => vec![50, 100, 200, 300],
+            _ => vec![100, 200, 300],
         };
-        writer.declare_processes(0, declared);
-        for d in dispatches.iter().rev() {
-            writer.write(0, d.clone()).unwrap();
-        }
-        assert_eq!(writer.finish(Some(0)).unwrap(), Some(csv));
+        let spec = PassSpec {
+            pass: *pass,
+            label: "",
+            csv: Some(&csv),
+            processes: &[(0, declared)],
+            exit_status: Some(0),
+        };
+        let written = write_pass(&mut db, &spec, |input| {
+            for d in dispatches.iter().rev() {
+                input.write(0, d.clone())?;
+            }
+            Ok::<_, OutputError>(())
+        });
+        assert_eq!(written.unwrap().csv, Some(csv));
     }
     assert_eq!(profile_contents(&slow, db), expected);
     for dir in [sql, fast, slow] {
