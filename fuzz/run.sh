@@ -5,18 +5,19 @@
 #
 # Each target first replays fuzz/regressions/<target>/* (inputs that once failed), then fuzzes
 # from the seeds in fuzz/corpus/<target>/ plus the inputs earlier runs found (kept under the
-# target directory). A crash leaves its input in <target dir>/fuzz/artifacts/<target>/ and makes
-# the script exit 1; add that file to fuzz/regressions/<target>/ with the fix.
+# target directory), with the tokens of fuzz/dict/<target>.dict when there is one. A crash
+# leaves its input in <target dir>/fuzz/artifacts/<target>/ and makes the script exit 1; add
+# that file to fuzz/regressions/<target>/ with the fix.
 #
 # Only the stable toolchain is needed: the coverage instrumentation cargo-fuzz would add is
 # passed as plain -C flags. CARGO_TARGET_DIR defaults to target-fuzz/ at the workspace root.
 set -eu
 
-usage="usage: fuzz/run.sh SECONDS [expression|extra_counters|raw_records|plan_file...]"
+usage="usage: fuzz/run.sh SECONDS [expression|extra_counters|raw_records|plan_file|input_txt|input_yaml|input_json...]"
 seconds=${1:?$usage}
 shift
 case $seconds in '' | *[!0-9]*) echo "$usage" >&2; exit 2 ;; esac
-targets=${*:-expression extra_counters raw_records plan_file}
+targets=${*:-expression extra_counters raw_records plan_file input_txt input_yaml input_json}
 
 here=$(cd "$(dirname "$0")" && pwd)
 target_dir=${CARGO_TARGET_DIR:-$here/../target-fuzz}
@@ -48,9 +49,12 @@ for t in $targets; do
             continue
         }
     fi
+    dict=
+    [ -f "$here/dict/$t.dict" ] && dict=-dict=$here/dict/$t.dict
     echo "== $t: fuzzing for $seconds s"
     if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-        -artifact_prefix="$artifacts/" "$work" "$here/corpus/$t" 2>"$target_dir/fuzz/$t.log"; then
+        ${dict:+"$dict"} -artifact_prefix="$artifacts/" "$work" "$here/corpus/$t" \
+        2>"$target_dir/fuzz/$t.log"; then
         echo "fuzz/run.sh: $t failed; input in $artifacts/, log in $target_dir/fuzz/$t.log" >&2
         tail -n 40 "$target_dir/fuzz/$t.log" >&2
         status=1

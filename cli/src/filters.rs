@@ -64,9 +64,10 @@ pub fn parse_dispatch_range(text: &str) -> Result<DispatchRange, String> {
     let range = match text.split_once(':') {
         None => {
             let start = number(text)?;
+            // No dispatch follows the last index there is, so `A:` selects that one alone too.
             DispatchRange {
                 start,
-                end: Some(start + 1),
+                end: start.checked_add(1),
             }
         }
         Some((a, "")) => DispatchRange {
@@ -132,6 +133,11 @@ mod tests {
         assert_eq!(parse_dispatch_range("1:4").unwrap(), range(1, Some(4)));
         assert_eq!(parse_dispatch_range("5").unwrap(), range(5, Some(6)));
         assert_eq!(parse_dispatch_range("7:").unwrap(), range(7, None));
+        // fuzz/regressions/input_txt/range-last-index.txt
+        assert_eq!(
+            parse_dispatch_range("18446744073709551615").unwrap(),
+            range(u64::MAX, None)
+        );
         assert_eq!(
             parse_dispatch_range("4:4").unwrap_err(),
             "bad dispatch range '4:4': the range is empty"

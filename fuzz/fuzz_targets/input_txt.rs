@@ -1,0 +1,13 @@
+//! rocprof v1 `input.txt` files (`pmc:`, `range:`, `kernel:` and `gpu:` lines), parsed as
+//! `rtl-pmc -i input.txt` parses them; `input_file.rs` says what must hold.
+#![no_main]
+
+mod input_file;
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    if let Ok(text) = std::str::from_utf8(data) {
+        input_file::check("input.txt", text);
+    }
+});
