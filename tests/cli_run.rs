@@ -328,6 +328,70 @@ fn pmc_groups_alternate_every_four_dispatches() {
 }
 
 #[test]
+fn jobs_with_their_own_output_directory_are_profiles_of_their_own() {
+    let dir = scratch("job-directories");
+    let (a, b) = (dir.join("a"), dir.join("b"));
+    let input = dir.join("input.yaml");
+    std::fs::write(
+        &input,
+        format!(
+            "jobs:\n  - pmc: [SQ_WAVES]\n    output_directory: {}\n  - pmc: [TCC_HIT]\n    \
+             output_directory: {}\n  - pmc: [GRBM_COUNT]\n  - pmc: [SQ_WAVES]\n    \
+             output_directory: {}\n",
+            a.display(),
+            b.display(),
+            a.display()
+        ),
+    )
+    .unwrap();
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-i"])
+        .arg(&input)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .args(["--iterations", "2"])
+        .envs(sim_env("gfx942"))
+        .output()
+        .expect("rtl-pmc starts");
+    let p = Profile {
+        output,
+        out: dir.clone(),
+        truth: Vec::new(),
+    };
+    p.assert_code(0);
+    // The job without a directory writes to the working directory.
+    for (out, passes, counter) in [
+        (&a, 2, "SQ_WAVES"),
+        (&b, 1, "TCC_HIT"),
+        (&dir, 1, "GRBM_COUNT"),
+    ] {
+        let profile = Profile {
+            output: p.output.clone(),
+            out: out.clone(),
+            truth: Vec::new(),
+        };
+        for pass in 1..=passes {
+            assert!(out
+                .join(format!("pass_{pass}/counter_collection.csv"))
+                .is_file());
+        }
+        assert!(!out.join(format!("pass_{}", passes + 1)).exists());
+        let (header, rows) = profile.results();
+        assert_eq!(rows.len(), 8, "{}", out.display());
+        assert_eq!(header.len(), 20, "{header:?}");
+        let at = column(&header, counter);
+        assert!(rows.iter().any(|r| r[at].parse::<u64>().unwrap() > 0));
+        assert!(
+            p.stderr()
+                .contains(&format!("rtl-pmc: results in {}\n", out.display())),
+            "{}",
+            p.stderr()
+        );
+    }
+}
+
+#[test]
 fn fetch_size_equals_its_formula_over_ground_truth() {
     let inputs = ["TCC_BUBBLE", "TCC_EA0_RDREQ", "TCC_EA0_RDREQ_32B"];
     let p = profile("fetch-size", &["--pmc", "FETCH_SIZE"], &[], &inputs);

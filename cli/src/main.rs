@@ -121,15 +121,34 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
             "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
         ));
     }
-    run::run(
-        &plan,
-        &run::RunOptions {
-            app: &args.app,
-            continue_on_error: args.continue_on_error,
-            sim: &sim,
-            catalogs: &catalogs,
-        },
-    )
+    let options = run::RunOptions {
+        app: &args.app,
+        continue_on_error: args.continue_on_error,
+        sim: &sim,
+        catalogs: &catalogs,
+    };
+    // Jobs that write elsewhere are profiles of their own, run in job order.
+    let profiles = plan.by_output();
+    let mut exit = 0;
+    for (i, profile) in profiles.iter().enumerate() {
+        let code = run::run(profile, &options)?;
+        if code == 0 {
+            continue;
+        }
+        if exit == 0 {
+            exit = code;
+        }
+        let remaining = profiles.len() - i - 1;
+        if remaining > 0 && (!args.continue_on_error || code == run::INTERRUPTED_EXIT) {
+            if code != run::INTERRUPTED_EXIT {
+                eprintln!(
+                    "rtl-pmc: stopping before the {remaining} remaining output directories (--continue-on-error runs them)"
+                );
+            }
+            break;
+        }
+    }
+    Ok(exit)
 }
 
 fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {

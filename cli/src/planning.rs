@@ -316,6 +316,40 @@ pub fn plan_profile(
 }
 
 impl ProfilePlan {
+    /// The runs grouped by where their results go (the job's output directory and file), in
+    /// order of first appearance: each group is a profile of its own, with its own `pass_N`
+    /// directories numbered from 1 and its own merged results, as rocprofv3 gives each job its
+    /// own output. A plan whose runs all write to one place is returned whole.
+    pub fn by_output(&self) -> Vec<ProfilePlan> {
+        let mut profiles: Vec<ProfilePlan> = Vec::new();
+        let destination = |run: &Run| {
+            (
+                run.settings.output_directory.clone(),
+                run.settings.output_file.clone(),
+            )
+        };
+        for run in &self.runs {
+            let at = profiles
+                .iter()
+                .position(|p| destination(&p.runs[0]) == destination(run));
+            let profile = match at {
+                Some(at) => &mut profiles[at],
+                None => {
+                    profiles.push(ProfilePlan {
+                        runs: Vec::new(),
+                        ..self.clone()
+                    });
+                    profiles.last_mut().expect("just pushed")
+                }
+            };
+            profile.runs.push(Run {
+                number: profile.runs.len() + 1,
+                ..run.clone()
+            });
+        }
+        profiles
+    }
+
     /// The `--plan` text: per architecture one line per run, `pass N: COUNTER ...` (rotating
     /// groups separated by ` | `), then `passes: P (lower bound: L)`. With several
     /// architectures each block starts with a `gfxNNN:` line.
@@ -431,6 +465,45 @@ mod tests {
                 ("RTL_PMC_TRUNCATE_KERNELS", "0")
             ]
         );
+    }
+
+    #[test]
+    fn jobs_writing_elsewhere_are_profiles_of_their_own() {
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let job = |counters: &[&str], directory: Option<&str>| Job {
+            label: "input.yaml job".into(),
+            collection: Collection::Passes(names(counters)),
+            settings: Settings {
+                output_directory: directory.map(Into::into),
+                ..Settings::default()
+            },
+        };
+        let jobs = vec![
+            job(&["SQ_WAVES"], Some("a")),
+            job(
+                &["GRBM_COUNT", "GRBM_GUI_ACTIVE", "GRBM_CP_BUSY"],
+                Some("b"),
+            ),
+            job(&["TCC_HIT"], Some("a")),
+        ];
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        assert_eq!(plan.by_output(), {
+            let mut whole = plan.clone();
+            whole.runs.clear();
+            let mut a = whole.clone();
+            a.runs = vec![plan.runs[0].clone(), plan.runs[3].clone()];
+            a.runs[1].number = 2;
+            let mut b = whole;
+            b.runs = vec![plan.runs[1].clone(), plan.runs[2].clone()];
+            b.runs[0].number = 1;
+            b.runs[1].number = 2;
+            vec![a, b]
+        });
+        let one = ProfilePlan {
+            runs: plan.runs[..1].to_vec(),
+            ..plan.clone()
+        };
+        assert_eq!(one.by_output(), vec![one.clone()]);
     }
 
     #[test]
