@@ -117,6 +117,9 @@ const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
   WHERE source = ?1 AND process_order = ?2 AND kernel_id = ?3 AND occurrence = ?4";
 
+/// Counter rows per insert statement, at most (a power of two).
+const PMC_ROWS_PER_STATEMENT: usize = 64;
+
 const INSERT_PMC: &str =
     "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES";
 
@@ -266,6 +269,53 @@ impl PassJoin {
     }
 }
 
+/// The statements that join a dispatch to its merged dispatch.
+struct MergedStatements<'conn> {
+    find: rusqlite::CachedStatement<'conn>,
+    insert: rusqlite::CachedStatement<'conn>,
+}
+
+impl MergedStatements<'_> {
+    /// The merged dispatch of the key `(source, order, kernel id, occurrence)` of `d` (row
+    /// `row`): an earlier pass's when `known` says one had the key, else a new one.
+    fn join(
+        &mut self,
+        join: &mut PassJoin,
+        known: &HashMap<(u32, i64, i64), i64>,
+        (source, order, kernel_id, occurrence): (u32, i64, i64, i64),
+        row: i64,
+        d: &Dispatch,
+    ) -> rusqlite::Result<i64> {
+        if known
+            .get(&(source, order, kernel_id))
+            .is_some_and(|&n| occurrence <= n)
+        {
+            // Its passes are counted at the end of the pass, in one statement.
+            join.matched += 1;
+            return self
+                .find
+                .query_row(params![source, order, kernel_id, occurrence], |r| r.get(0));
+        }
+        let id = join.next_merged;
+        self.insert.execute(params![
+            id,
+            source,
+            order,
+            kernel_id,
+            occurrence,
+            row,
+            d.start_ns as i64
+        ])?;
+        join.next_merged += 1;
+        let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
+        join.merged
+            .entry((kernel_id, d.agent))
+            .and_modify(|l| l.add(&launch))
+            .or_insert(launch);
+        Ok(id)
+    }
+}
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -275,8 +325,10 @@ pub struct Database {
     pmcs: HashMap<String, i64>,
     in_transaction: bool,
     pmc_statements: HashMap<usize, String>,
-    /// Per-insert buffers: each counter's (id, total, range of its JSON in `pmc_json`).
-    pmc_rows: Vec<(i64, f64, Option<std::ops::Range<usize>>)>,
+    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`).
+    pmc_rows: Vec<(i64, i64, f64, Option<std::ops::Range<usize>>)>,
+    /// Per-insert buffer: kernel and counter ids.
+    batch_ids: Vec<i64>,
     pmc_json: String,
     /// The row id of the next dispatch.
     next_row: i64,
@@ -365,6 +417,7 @@ impl Database {
             pmc_statements: HashMap::new(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
+            batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
             known_launches: HashMap::new(),
@@ -389,6 +442,7 @@ impl Database {
             pmc_statements: HashMap::new(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
+            batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
             known_launches: HashMap::new(),
@@ -451,7 +505,7 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// Records a pass and opens its transaction; its dispatches follow with [`Database::insert`].
+    /// Records a pass and opens its transaction; its dispatches follow with [`Database::insert_many`].
     pub fn begin_pass(&mut self, pass: u32, label: &str) -> Result<(), DatabaseError> {
         let r = self.conn.execute(
             "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
@@ -539,21 +593,66 @@ impl Database {
         Ok(())
     }
 
-    /// Adds one dispatch of `pass`, read from input number `source` (0 for a single run).
-    pub fn insert(&mut self, pass: u32, source: u32, d: &Dispatch) -> Result<(), DatabaseError> {
-        let kernel_id = self.string_id(&d.kernel)?;
-        *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
-        let row = self.next_row;
-        let key = self.join.key(source, d, kernel_id);
-        let merged_id = match key {
-            Some((order, occurrence)) => {
-                Some(self.join_merged(source, order, kernel_id, occurrence, row, d)?)
+    /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
+    /// run). Several at once are cheaper per dispatch: each statement is looked up once and the
+    /// counters of all of them go in a few statements.
+    pub fn insert_many(
+        &mut self,
+        pass: u32,
+        dispatches: &[(u32, &Dispatch)],
+    ) -> Result<(), DatabaseError> {
+        // Per dispatch its kernel's id, then its counters' ids (recorded when new).
+        let mut ids = std::mem::take(&mut self.batch_ids);
+        ids.clear();
+        for (_, d) in dispatches {
+            ids.push(self.string_id(&d.kernel)?);
+            for c in &d.counters {
+                ids.push(self.counter_id(c)?);
             }
-            None => None,
+        }
+        let r = self.insert_rows(pass, dispatches, &ids);
+        self.batch_ids = ids;
+        r
+    }
+
+    /// [`Database::insert_many`] once the kernel and counter ids are known.
+    fn insert_rows(
+        &mut self,
+        pass: u32,
+        dispatches: &[(u32, &Dispatch)],
+        ids: &[i64],
+    ) -> Result<(), DatabaseError> {
+        let path = &self.temporary;
+        let mut insert = sql(path, self.conn.prepare_cached(INSERT_DISPATCH))?;
+        let mut merged = MergedStatements {
+            find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
+            insert: sql(path, self.conn.prepare_cached(INSERT_MERGED))?,
         };
-        let r = {
-            let mut stmt = self.err(self.conn.prepare_cached(INSERT_DISPATCH))?;
-            stmt.execute(params![
+        // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
+        let rows = &mut self.pmc_rows;
+        let json = &mut self.pmc_json;
+        rows.clear();
+        json.clear();
+        let mut ids = ids.iter().copied();
+        for &(source, d) in dispatches {
+            let kernel_id = ids.next().unwrap_or_default();
+            *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
+            let row = self.next_row;
+            let key = self.join.key(source, d, kernel_id);
+            let merged_id = match key {
+                Some((order, occurrence)) => Some(sql(
+                    path,
+                    merged.join(
+                        &mut self.join,
+                        &self.known_launches,
+                        (source, order, kernel_id, occurrence),
+                        row,
+                        d,
+                    ),
+                )?),
+                None => None,
+            };
+            let r = insert.execute(params![
                 row,
                 pass,
                 source,
@@ -584,91 +683,44 @@ impl Database {
                 key.map(|k| k.0),
                 key.map(|k| k.1),
                 merged_id,
-            ])
-        };
-        self.err(r)?;
-        self.next_row += 1;
-        if d.counters.is_empty() {
-            return Ok(());
-        }
-        // One statement for all counters of the dispatch: (dispatch, counter, total, JSON),
-        // bound from buffers kept across dispatches.
-        let mut rows = std::mem::take(&mut self.pmc_rows);
-        let mut json = std::mem::take(&mut self.pmc_json);
-        rows.clear();
-        json.clear();
-        for c in &d.counters {
-            let pmc = self.counter_id(c)?;
-            let sum = self.totals.counters.entry((kernel_id, pmc)).or_default();
-            sum.add(c.total);
-            let from = json.len();
-            let range = push_dimension_json(&mut json, &c.values).then_some(from..json.len());
-            rows.push((pmc, c.total, range));
-        }
-        let statement = self.pmc_statements.entry(rows.len()).or_insert_with(|| {
-            let tuples = vec!["(?,?,?,?)"; rows.len()].join(",");
-            format!("{INSERT_PMC} {tuples}")
-        });
-        let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
-            for (i, (pmc, total, range)) in rows.iter().enumerate() {
-                let at = 4 * i;
-                stmt.raw_bind_parameter(at + 1, row)?;
-                stmt.raw_bind_parameter(at + 2, pmc)?;
-                stmt.raw_bind_parameter(at + 3, total)?;
-                stmt.raw_bind_parameter(at + 4, range.clone().map(|r| &json[r]))?;
+            ]);
+            sql(path, r)?;
+            self.next_row += 1;
+            for c in &d.counters {
+                let pmc = ids.next().unwrap_or_default();
+                self.totals
+                    .counters
+                    .entry((kernel_id, pmc))
+                    .or_default()
+                    .add(c.total);
+                let from = json.len();
+                let range = push_dimension_json(json, &c.values).then_some(from..json.len());
+                rows.push((row, pmc, c.total, range));
             }
-            stmt.raw_execute()
-        });
-        self.pmc_rows = rows;
-        self.pmc_json = json;
-        sql(&self.temporary, r)?;
-        Ok(())
-    }
-
-    /// The merged dispatch of the key `(source, order, kernel_id, occurrence)` of `d` (row
-    /// `row`): an earlier pass's, else a new one.
-    fn join_merged(
-        &mut self,
-        source: u32,
-        order: i64,
-        kernel_id: i64,
-        occurrence: i64,
-        row: i64,
-        d: &Dispatch,
-    ) -> Result<i64, DatabaseError> {
-        let known = self.known_launches.get(&(source, order, kernel_id));
-        if known.is_some_and(|&n| occurrence <= n) {
-            // Its passes are counted at the end of the pass, in one statement.
-            self.join.matched += 1;
-            let r = self.conn.prepare_cached(FIND_MERGED).and_then(|mut stmt| {
-                stmt.query_row(params![source, order, kernel_id, occurrence], |r| r.get(0))
-            });
-            return self.err(r);
         }
-        let id = self.join.next_merged;
-        let r = self
-            .conn
-            .prepare_cached(INSERT_MERGED)
-            .and_then(|mut stmt| {
-                stmt.execute(params![
-                    id,
-                    source,
-                    order,
-                    kernel_id,
-                    occurrence,
-                    row,
-                    d.start_ns as i64
-                ])
+        // Chunks of 64, 32, 16, ... rows: few statements, and few different ones to prepare.
+        let mut rest = &rows[..];
+        while !rest.is_empty() {
+            let size = 1 << rest.len().min(PMC_ROWS_PER_STATEMENT).ilog2();
+            let (chunk, after) = rest.split_at(size);
+            rest = after;
+            let statement = self.pmc_statements.entry(chunk.len()).or_insert_with(|| {
+                let tuples = vec!["(?,?,?,?)"; chunk.len()].join(",");
+                format!("{INSERT_PMC} {tuples}")
             });
-        self.err(r)?;
-        self.join.next_merged += 1;
-        let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
-        self.join
-            .merged
-            .entry((kernel_id, d.agent))
-            .and_modify(|l| l.add(&launch))
-            .or_insert(launch);
-        Ok(id)
+            let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
+                for (i, (row, pmc, total, range)) in chunk.iter().enumerate() {
+                    let at = 4 * i;
+                    stmt.raw_bind_parameter(at + 1, row)?;
+                    stmt.raw_bind_parameter(at + 2, pmc)?;
+                    stmt.raw_bind_parameter(at + 3, total)?;
+                    stmt.raw_bind_parameter(at + 4, range.clone().map(|r| &json[r]))?;
+                }
+                stmt.raw_execute()
+            });
+            sql(path, r)?;
+        }
+        Ok(())
     }
 
     /// Closes the pass: numbers each process's launches of each kernel and joins them to the

@@ -20,8 +20,8 @@ use super::model::Dispatch;
 /// overtakes more than a few others; one that overtakes more only costs the slower path.
 pub const REORDER_WINDOW: usize = 4096;
 
-/// How many dispatches wait between two threads.
-const CHANNEL: usize = 512;
+/// How many batches wait between two threads.
+const CHANNEL: usize = 8;
 
 /// A dispatch waiting in a [`StartOrder`], ordered by start time, then arrival.
 struct Waiting {
@@ -151,10 +151,21 @@ pub struct PassWritten {
     pub dispatches: u64,
 }
 
+/// Dispatches handed between threads together, with whether every dispatch so far, these
+/// included, came in start order.
+struct Batch {
+    dispatches: Vec<(u32, Dispatch)>,
+    sorted: bool,
+}
+
+/// How many dispatches go between threads at once, at most.
+const BATCH: usize = 64;
+
 /// Where a pass's dispatches come in: [`PassInput::write`] each of them.
 pub struct PassInput {
     order: StartOrder,
-    to_database: SyncSender<(u32, Dispatch, bool)>,
+    batch: Batch,
+    to_database: SyncSender<Batch>,
     dispatches: u64,
 }
 
@@ -167,44 +178,72 @@ impl PassInput {
     /// Adds one dispatch read from input `source` (0 for a single run).
     pub fn write(&mut self, source: u32, d: Dispatch) -> Result<(), OutputError> {
         self.dispatches += 1;
-        let to_database = &self.to_database;
+        let (batch, to_database) = (&mut self.batch, &self.to_database);
         self.order.push(source, d, |source, d, sorted| {
-            to_database.send((source, d, sorted)).map_err(|_| stopped())
+            batch.dispatches.push((source, d));
+            batch.sorted = sorted;
+            match batch.dispatches.len() < BATCH {
+                true => Ok(()),
+                false => send(batch, to_database),
+            }
         })
     }
 
     fn finish(&mut self) -> Result<(), OutputError> {
-        let to_database = &self.to_database;
+        let (batch, to_database) = (&mut self.batch, &self.to_database);
         self.order.finish(|source, d, sorted| {
-            to_database.send((source, d, sorted)).map_err(|_| stopped())
-        })
+            batch.dispatches.push((source, d));
+            batch.sorted = sorted;
+            Ok::<_, OutputError>(())
+        })?;
+        while !batch.dispatches.is_empty() {
+            let rest = batch
+                .dispatches
+                .split_off(batch.dispatches.len().min(BATCH));
+            send(batch, to_database)?;
+            batch.dispatches = rest;
+        }
+        Ok(())
     }
 }
 
-/// The database thread: inserts each dispatch, its counters in the database's order, and hands
-/// it on to the file while the dispatches are in start order.
+/// Sends the dispatches of `batch` on, leaving it empty.
+fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
+    let full = Batch {
+        dispatches: std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH)),
+        sorted: batch.sorted,
+    };
+    to.send(full).map_err(|_| stopped())
+}
+
+/// The database thread: inserts the dispatches, each with its counters in the database's
+/// order, and hands them on to the file while they are in start order.
 fn insert_all(
     db: &mut Database,
     pass: u32,
-    from: Receiver<(u32, Dispatch, bool)>,
-    to_csv: Option<SyncSender<Dispatch>>,
+    from: Receiver<Batch>,
+    to_csv: Option<SyncSender<Batch>>,
 ) -> Result<(), DatabaseError> {
     let mut ids: Vec<i64> = Vec::new();
     let mut to_csv = to_csv;
-    for (source, mut d, sorted) in from {
-        ids.clear();
-        for c in &d.counters {
-            ids.push(db.counter_id(c)?);
+    for mut batch in from {
+        for (_, d) in &mut batch.dispatches {
+            ids.clear();
+            for c in &d.counters {
+                ids.push(db.counter_id(c)?);
+            }
+            if !ids.is_sorted() {
+                let mut by_id: Vec<_> = ids.iter().zip(d.counters.drain(..)).collect();
+                by_id.sort_by_key(|p| *p.0);
+                d.counters.extend(by_id.into_iter().map(|p| p.1));
+            }
         }
-        if !ids.is_sorted() {
-            let mut by_id: Vec<_> = ids.iter().zip(d.counters.drain(..)).collect();
-            by_id.sort_by_key(|p| *p.0);
-            d.counters.extend(by_id.into_iter().map(|p| p.1));
-        }
-        db.insert(pass, source, &d)?;
+        let refs: Vec<(u32, &Dispatch)> = batch.dispatches.iter().map(|(s, d)| (*s, d)).collect();
+        db.insert_many(pass, &refs)?;
+        drop(refs);
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
-        if !sorted || to_csv.as_ref().is_some_and(|out| out.send(d).is_err()) {
+        if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
             to_csv = None;
         }
     }
@@ -214,10 +253,12 @@ fn insert_all(
 /// The file thread.
 fn write_all(
     mut out: CounterCollectionWriter,
-    from: Receiver<Dispatch>,
+    from: Receiver<Batch>,
 ) -> io::Result<CounterCollectionWriter> {
-    for d in from {
-        out.write(&d)?;
+    for batch in from {
+        for (_, d) in &batch.dispatches {
+            out.write(d)?;
+        }
     }
     Ok(out)
 }
@@ -255,6 +296,10 @@ pub fn write_pass<E: From<OutputError>>(
         let database = scope.spawn(move || insert_all(inserting, pass, from_input, to_csv));
         let mut input = PassInput {
             order: StartOrder::new(REORDER_WINDOW),
+            batch: Batch {
+                dispatches: Vec::with_capacity(BATCH),
+                sorted: true,
+            },
             to_database,
             dispatches: 0,
         };
@@ -263,6 +308,7 @@ pub fn write_pass<E: From<OutputError>>(
             order,
             to_database,
             dispatches,
+            ..
         } = input;
         drop(to_database);
         let inserted = joined(database);

@@ -100,7 +100,7 @@ fn two_passes(dir: &Path) -> Database {
     // Records arrive per process; the child's file is read first here on purpose.
     db.begin_pass(1, "SQ_WAVES").unwrap();
     for d in pass1.iter().rev() {
-        db.insert(1, 0, d).unwrap();
+        db.insert_many(1, &[(0, d)]).unwrap();
     }
     db.end_pass(1, Some(0)).unwrap();
     let count = |v: f64| vec![counter("GRBM_COUNT", &[v])];
@@ -113,7 +113,7 @@ fn two_passes(dir: &Path) -> Database {
     ];
     db.begin_pass(2, "GRBM_COUNT").unwrap();
     for d in &pass2 {
-        db.insert(2, 0, d).unwrap();
+        db.insert_many(2, &[(0, d)]).unwrap();
     }
     db.end_pass(2, Some(0)).unwrap();
     db
@@ -540,7 +540,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     for (pass, dispatches) in &passes {
         db.begin_pass(*pass, "").unwrap();
         for d in dispatches.iter().rev() {
-            db.insert(*pass, 0, d).unwrap();
+            db.insert_many(*pass, &[(0, d)]).unwrap();
         }
         db.end_pass(*pass, Some(0)).unwrap();
     }
