@@ -147,7 +147,7 @@ fn push_dimension_json(json: &mut String, values: &[f64]) -> bool {
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
 const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
-  k.correlation_id, s.string, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
+  k.correlation_id, k.kernel_id, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
   k.wave_size, k.signal, k.start_ns, k.end_ns";
 
@@ -350,31 +350,37 @@ impl Drop for Database {
     }
 }
 
-fn row_dispatch(row: &rusqlite::Row<'_>) -> rusqlite::Result<Dispatch> {
+/// Fills `d` from a row of [`DISPATCH_COLUMNS`] (after the key), its kernel named from
+/// `kernels`; its strings are reused.
+fn row_dispatch(
+    row: &rusqlite::Row<'_>,
+    kernels: &HashMap<i64, String>,
+    d: &mut Dispatch,
+) -> rusqlite::Result<()> {
     let u64_at = |i: usize| row.get::<_, i64>(i).map(|v| v as u64);
-    Ok(Dispatch {
-        pid: row.get(1)?,
-        tid: row.get(2)?,
-        agent: row.get(3)?,
-        queue_id: u64_at(4)?,
-        queue_index: u64_at(5)?,
-        dispatch_id: u64_at(6)?,
-        correlation_id: u64_at(7)?,
-        kernel: row.get(8)?,
-        kernel_object: u64_at(9)?,
-        grid: [row.get(10)?, row.get(11)?, row.get(12)?],
-        workgroup: [row.get(13)?, row.get(14)?, row.get(15)?],
-        lds: row.get(16)?,
-        scratch: row.get(17)?,
-        arch_vgpr: row.get(18)?,
-        accum_vgpr: row.get(19)?,
-        sgpr: row.get(20)?,
-        wave_size: row.get(21)?,
-        signal: u64_at(22)?,
-        start_ns: u64_at(23)?,
-        end_ns: u64_at(24)?,
-        counters: Vec::new(),
-    })
+    d.pid = row.get(1)?;
+    d.tid = row.get(2)?;
+    d.agent = row.get(3)?;
+    d.queue_id = u64_at(4)?;
+    d.queue_index = u64_at(5)?;
+    d.dispatch_id = u64_at(6)?;
+    d.correlation_id = u64_at(7)?;
+    d.kernel.clear();
+    d.kernel
+        .push_str(kernels.get(&row.get(8)?).map_or("", String::as_str));
+    d.kernel_object = u64_at(9)?;
+    d.grid = [row.get(10)?, row.get(11)?, row.get(12)?];
+    d.workgroup = [row.get(13)?, row.get(14)?, row.get(15)?];
+    d.lds = row.get(16)?;
+    d.scratch = row.get(17)?;
+    d.arch_vgpr = row.get(18)?;
+    d.accum_vgpr = row.get(19)?;
+    d.sgpr = row.get(20)?;
+    d.wave_size = row.get(21)?;
+    d.signal = u64_at(22)?;
+    d.start_ns = u64_at(23)?;
+    d.end_ns = u64_at(24)?;
+    Ok(())
 }
 
 fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
@@ -871,6 +877,12 @@ impl Database {
         self.err(rows.collect())
     }
 
+    fn kernel_names_by_id(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare("SELECT id, string FROM rocpd_string"))?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
+    }
+
     fn pmc_dimensions(&self) -> Result<HashMap<i64, String>, DatabaseError> {
         let mut stmt = self.err(
             self.conn
@@ -889,8 +901,7 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let dispatches = format!(
-            "SELECT k.id, {DISPATCH_COLUMNS}
-             FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
+            "SELECT k.id, {DISPATCH_COLUMNS} FROM rocpd_kernel_dispatch k
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
         let counters = "SELECT k.id, v.pmc_id, v.value, v.dimension_values
@@ -912,7 +923,6 @@ impl Database {
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
              FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
-             CROSS JOIN rocpd_string s ON s.id = k.kernel_id
              ORDER BY m.start_ns, m.id"
         );
         let counters = "SELECT m.id, v.pmc_id, v.value, v.dimension_values
@@ -950,6 +960,7 @@ impl Database {
     ) -> Result<(), E> {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
+        let kernels = self.kernel_names_by_id()?;
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
         let mut counter_stmt = self.err(self.conn.prepare(counters))?;
         let mut rows = self.err(dispatch_stmt.query(params))?;
@@ -979,9 +990,7 @@ impl Database {
         let mut d = Dispatch::default();
         while let Some(row) = self.err(rows.next())? {
             let key: i64 = self.err(row.get(0))?;
-            let counters = std::mem::take(&mut d.counters);
-            d = self.err(row_dispatch(row))?;
-            d.counters = counters;
+            self.err(row_dispatch(row, &kernels, &mut d))?;
             let mut used = 0;
             while let Some((_, pmc, total)) = next_counter.filter(|c| c.0 == key) {
                 if used == d.counters.len() {
