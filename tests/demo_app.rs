@@ -31,6 +31,30 @@ fn assert_ok(out: &Output) {
     );
 }
 
+/// Runs the demo with the simulator's ground truth (SQ_WAVES) on; checks that it succeeded and
+/// returns its output and the ground-truth record of each dispatch.
+fn demo_with_truth(config: &str, args: &[&str]) -> (Output, Vec<serde_json::Value>) {
+    let truth = std::env::temp_dir().join(format!(
+        "rtl-demo-truth-{config}-{}.jsonl",
+        std::process::id()
+    ));
+    let out = Command::new(artifact("rtl-demo-app"))
+        .args(args)
+        .envs(sim_env(config))
+        .env("RTL_SIM_GROUND_TRUTH", &truth)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+        .output()
+        .expect("rtl-demo-app starts");
+    assert_ok(&out);
+    let lines = std::fs::read_to_string(&truth).expect("the ground-truth file was written");
+    std::fs::remove_file(&truth).unwrap();
+    let records = lines
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    (out, records)
+}
+
 #[test]
 fn default_run_verifies_every_dispatch() {
     let out = demo("gfx942", &[]);
@@ -45,9 +69,9 @@ fn default_run_verifies_every_dispatch() {
 
 #[test]
 fn iterations_threads_and_queues_multiply_dispatches() {
-    let truth = std::env::temp_dir().join(format!("rtl-demo-truth-{}.jsonl", std::process::id()));
-    let out = Command::new(artifact("rtl-demo-app"))
-        .args([
+    let (out, records) = demo_with_truth(
+        "gfx942",
+        &[
             "--iterations",
             "3",
             "--threads",
@@ -56,13 +80,8 @@ fn iterations_threads_and_queues_multiply_dispatches() {
             "2",
             "--size",
             "1000",
-        ])
-        .envs(sim_env("gfx942"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
-        .output()
-        .expect("rtl-demo-app starts");
-    assert_ok(&out);
+        ],
+    );
     assert_eq!(
         stdout(&out),
         "rtl-demo-app: 48 dispatches verified (vadd,saxpy,fill,increment) on 1 GPU(s) [gfx942], \
@@ -70,12 +89,6 @@ fn iterations_threads_and_queues_multiply_dispatches() {
     );
     // The simulator's own record of executed dispatches agrees: 3 x 2 x 2 of each kernel, on
     // 4 distinct queues.
-    let lines = std::fs::read_to_string(&truth).expect("the ground-truth file was written");
-    std::fs::remove_file(&truth).unwrap();
-    let records: Vec<serde_json::Value> = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
     assert_eq!(records.len(), 48);
     for kernel in ["vadd", "saxpy", "fill", "increment"] {
         assert_eq!(
@@ -102,6 +115,43 @@ fn every_fixture_kernel_runs_on_rdna() {
         "rtl-demo-app: 5 dispatches verified (lds_reverse,scratchy,copy,empty,vadd) on 1 GPU(s) \
          [gfx1100], 1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
     );
+}
+
+#[test]
+fn cpp_kernels_run_on_every_target_under_their_mangled_symbols() {
+    for target in ["gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1201"] {
+        let (out, records) =
+            demo_with_truth(target, &["--kernel", "vadd", "--cpp", "--size", "300"]);
+        assert_eq!(
+            stdout(&out),
+            format!(
+                "rtl-demo-app: 4 dispatches verified (vadd,scale<float>,scale<unsigned>,\
+                 demo::twice) on 1 GPU(s) [{target}], 1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
+            )
+        );
+        let kernels: Vec<&str> = records
+            .iter()
+            .map(|r| r["kernel"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            kernels,
+            [
+                "vadd",
+                "_Z5scaleIfEvPT_S0_j",
+                "_Z5scaleIjEvPT_S0_j",
+                "_ZN4demo5twiceEPjj"
+            ],
+            "{target}"
+        );
+    }
+    let out = demo(
+        "gfx942",
+        &["--kernel", "demo::twice", "--kernel", "demo::twice"],
+    );
+    assert_ok(&out);
+    assert!(stdout(&out).starts_with(
+        "rtl-demo-app: 2 dispatches verified (demo::twice,demo::twice) on 1 GPU(s) [gfx942]"
+    ));
 }
 
 #[test]

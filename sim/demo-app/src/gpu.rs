@@ -218,7 +218,7 @@ impl Gpu {
         })
     }
 
-    /// Looks up a kernel by name (its `.kd` symbol).
+    /// Looks up a kernel by symbol name (its `.kd` symbol without the suffix).
     pub fn kernel(&self, name: &str) -> Result<Kernel, HsaError> {
         let symbol_name = CString::new(format!("{name}.kd")).expect("kernel names have no NUL");
         let mut symbol = hsa_executable_symbol_t::default();

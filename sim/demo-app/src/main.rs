@@ -19,7 +19,7 @@ use std::sync::atomic::Ordering;
 use clap::Parser;
 
 use gpu::System;
-use workload::{Plan, KERNELS, VERIFIED};
+use workload::{Plan, CPP_KERNELS, KERNELS, VERIFIED};
 
 /// Dispatches reference kernels on every GPU and verifies their results.
 #[derive(Parser, Debug)]
@@ -40,6 +40,10 @@ struct Args {
     /// A kernel to dispatch (repeatable); default: vadd, saxpy, fill, increment.
     #[arg(long = "kernel", value_parser = clap::builder::PossibleValuesParser::new(KERNELS))]
     kernels: Vec<String>,
+    /// Also dispatch the C++ kernels, whose symbols are mangled (scale<float>, scale<unsigned>,
+    /// demo::twice), after the default or --kernel ones.
+    #[arg(long)]
+    cpp: bool,
     /// Elements per buffer.
     #[arg(long, default_value_t = 4096)]
     size: usize,
@@ -79,7 +83,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
     // SAFETY: plain library initialisation.
     gpu::check("hsa_init", unsafe { hsa_api::hsa_init() })?;
     let system = System::discover(args.gpus)?;
-    let kernels: Vec<&'static str> = if args.kernels.is_empty() {
+    let mut kernels: Vec<&'static str> = if args.kernels.is_empty() {
         vec!["vadd", "saxpy", "fill", "increment"]
     } else {
         args.kernels
@@ -92,6 +96,9 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             })
             .collect()
     };
+    if args.cpp {
+        kernels.extend(CPP_KERNELS.iter().map(|(name, _)| *name));
+    }
     let plan = Plan {
         iterations: args.iterations,
         queues: args.queues,

@@ -15,8 +15,9 @@ const QUEUE_SLOTS: u32 = 64;
 /// Bytes of each lane's kernarg segment (the fixtures need at most 280).
 const KERNARG_BYTES: usize = 512;
 
-/// The kernels the demo knows how to set up and check.
-pub const KERNELS: [&str; 8] = [
+/// The kernels the demo knows how to set up and check: the OpenCL ones by name, then the C++ ones
+/// as they are written in C++.
+pub const KERNELS: [&str; 11] = [
     "vadd",
     "saxpy",
     "fill",
@@ -25,7 +26,26 @@ pub const KERNELS: [&str; 8] = [
     "scratchy",
     "copy",
     "empty",
+    "scale<float>",
+    "scale<unsigned>",
+    "demo::twice",
 ];
+
+/// The C++ kernels of the fixtures (`--cpp`), with the mangled symbol names the code object
+/// knows them by.
+pub const CPP_KERNELS: [(&str, &str); 3] = [
+    ("scale<float>", "_Z5scaleIfEvPT_S0_j"),
+    ("scale<unsigned>", "_Z5scaleIjEvPT_S0_j"),
+    ("demo::twice", "_ZN4demo5twiceEPjj"),
+];
+
+/// The symbol name (without `.kd`) of a kernel of [`KERNELS`].
+pub fn symbol_of(kernel: &'static str) -> &'static str {
+    CPP_KERNELS
+        .iter()
+        .find(|(name, _)| *name == kernel)
+        .map_or(kernel, |(_, symbol)| symbol)
+}
 
 /// Why a worker stopped.
 #[derive(Debug)]
@@ -311,6 +331,32 @@ impl<'a> Lane<'a> {
                 input
             }
             "empty" => Vec::new(),
+            "scale<float>" => {
+                let factor = 3.0f32;
+                let start: Vec<f32> = (0..n).map(|i| i as f32 * 0.25 + seed as f32).collect();
+                self.fill_f32(2, &start);
+                self.kernargs(
+                    kernel,
+                    &[(0, &addr(2)), (8, &factor.to_le_bytes()), (12, &n32)],
+                );
+                start.iter().map(|v| (v * factor).to_bits()).collect()
+            }
+            "scale<unsigned>" => {
+                let factor = 0x9e37_79b9u32;
+                let start: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(5) ^ seed).collect();
+                self.buffer(2)[..n].copy_from_slice(&start);
+                self.kernargs(
+                    kernel,
+                    &[(0, &addr(2)), (8, &factor.to_le_bytes()), (12, &n32)],
+                );
+                start.iter().map(|v| v.wrapping_mul(factor)).collect()
+            }
+            "demo::twice" => {
+                let start: Vec<u32> = (0..n as u32).map(|i| i ^ (seed << 3)).collect();
+                self.buffer(2)[..n].copy_from_slice(&start);
+                self.kernargs(kernel, &[(0, &addr(2)), (8, &n32)]);
+                start.iter().map(|v| v.wrapping_mul(2)).collect()
+            }
             _ => unreachable!("kernel names are validated by the argument parser"),
         };
         self.dispatch(kernel, expected.len().max(1));
@@ -356,7 +402,7 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
         let kernels: Vec<Kernel> = plan
             .kernels
             .iter()
-            .map(|k| gpu.kernel(k))
+            .map(|k| gpu.kernel(symbol_of(k)))
             .collect::<Result<_, _>>()?;
         for _ in 0..plan.queues {
             lanes.push((Lane::new(system, gpu, plan.size)?, kernels.clone()));

@@ -38,7 +38,7 @@ fn parsed_metadata_equals_llvm_readelf() {
         assert_eq!(co.version, 5, "{target}");
         let kernels = expected["kernels"].as_array().unwrap();
         assert_eq!(co.kernels.len(), kernels.len(), "{target}");
-        assert_eq!(kernels.len(), 8);
+        assert_eq!(kernels.len(), 11);
         for (meta, want) in co.kernels.iter().zip(kernels) {
             let what = format!("{target} {}", meta.name);
             assert_eq!(meta.name, want["name"], "{what}");
@@ -138,7 +138,7 @@ fn loaded_kernel_objects_point_at_the_descriptors() {
         let (co, expected) = fixture(target);
         let image = LoadedImage::load(Arc::new(co)).unwrap();
         assert_eq!(image.base() % 4096, 0);
-        assert_eq!(image.kernels().len(), 8);
+        assert_eq!(image.kernels().len(), 11);
         for (kernel, want) in image
             .kernels()
             .iter()
@@ -314,6 +314,30 @@ fn host_lds_reverse_scratchy_empty() {
     assert_eq!((copied[0], copied[298], copied[299]), (100, 398, 0));
 
     assert!(run("empty", &[], 1 << 20));
+}
+
+#[test]
+fn host_cpp_kernels_by_mangled_name() {
+    let mut floats: Vec<f32> = (0..300).map(|i| i as f32 * 0.5).collect();
+    let args: [&[u8]; _] = [
+        &addr(&mut floats),
+        &3.0f32.to_le_bytes(),
+        &299u32.to_le_bytes(),
+    ];
+    assert!(run("_Z5scaleIfEvPT_S0_j", &args, 512));
+    assert_eq!(
+        (floats[0], floats[3], floats[298], floats[299]),
+        (0.0, 4.5, 447.0, 149.5)
+    );
+
+    let mut words: Vec<u32> = vec![1, 0x8000_0001, 5];
+    let args: [&[u8]; _] = [&addr(&mut words), &6u32.to_le_bytes(), &3u32.to_le_bytes()];
+    assert!(run("_Z5scaleIjEvPT_S0_j", &args, 256));
+    assert_eq!(words, [6, 6, 30], "u32 arithmetic wraps");
+
+    let args: [&[u8]; _] = [&addr(&mut words), &2u32.to_le_bytes()];
+    assert!(run("_ZN4demo5twiceEPjj", &args, 256));
+    assert_eq!(words, [12, 12, 30]);
 }
 
 #[test]

@@ -1,9 +1,10 @@
-//! The reference kernels of `sim/fixtures/kernels.cl`, executed on host memory.
+//! The reference kernels of `sim/fixtures/kernels.cl` and `kernels.hip`, executed on host memory.
 //!
 //! The simulated GPU shares the host's address space, so a dispatch's kernarg segment and the
 //! buffers it points to are host memory. Each kernel here does what its OpenCL source does, for
 //! every work-item of the grid's x dimension (the fixtures index by x only), reading its arguments
-//! at the offsets the metadata's `.args` give.
+//! at the offsets the metadata's `.args` give. Kernels are known by symbol name, which for the C++
+//! kernels is the mangled one.
 
 use super::image::LoadedKernel;
 use super::metadata::KernelArg;
@@ -25,8 +26,8 @@ pub struct KernelLaunch<'a> {
     pub kernel: &'a LoadedKernel,
 }
 
-/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, copy, empty) on
-/// host memory; false if the kernel has no host implementation or its arguments do not have the
+/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, copy, empty,
+/// and the C++ `scale<float>`, `scale<unsigned int>` and `demo::twice`) on host memory; false if the kernel has no host implementation or its arguments do not have the
 /// layout of the fixture kernel of that name.
 ///
 /// The dispatch's memory is the application's, as on a GPU: pointers in the kernarg segment must
@@ -77,10 +78,8 @@ pub fn run_on_host(launch: &KernelLaunch) -> bool {
         }),
         "increment" => args.check(&[8, 4]).is_some_and(|()| {
             let (data, n) = (args.ptr::<u32>(0), args.u32(1));
-            for i in 0..items.min(n) as usize {
-                // SAFETY: see the function's doc: the buffer holds n elements.
-                unsafe { *data.add(i) = (*data.add(i)).wrapping_add(1) };
-            }
+            // SAFETY: see the function's doc: the buffer holds n elements.
+            unsafe { update_each(data, items.min(n), |v| v.wrapping_add(1)) };
             true
         }),
         "lds_reverse" => args.check(&[8, 4]).is_some_and(|()| {
@@ -116,7 +115,39 @@ pub fn run_on_host(launch: &KernelLaunch) -> bool {
             true
         }),
         "empty" => args.check(&[]).is_some(),
+        // void scale<float>(float*, float, unsigned int)
+        "_Z5scaleIfEvPT_S0_j" => args.check(&[8, 4, 4]).is_some_and(|()| {
+            let (data, factor, n) = (args.ptr::<f32>(0), args.f32(1), args.u32(2));
+            // SAFETY: see the function's doc: the buffer holds n elements.
+            unsafe { update_each(data, items.min(n), |v| v * factor) };
+            true
+        }),
+        // void scale<unsigned int>(unsigned int*, unsigned int, unsigned int)
+        "_Z5scaleIjEvPT_S0_j" => args.check(&[8, 4, 4]).is_some_and(|()| {
+            let (data, factor, n) = (args.ptr::<u32>(0), args.u32(1), args.u32(2));
+            // SAFETY: see the function's doc: the buffer holds n elements.
+            unsafe { update_each(data, items.min(n), |v| v.wrapping_mul(factor)) };
+            true
+        }),
+        // demo::twice(unsigned int*, unsigned int)
+        "_ZN4demo5twiceEPjj" => args.check(&[8, 4]).is_some_and(|()| {
+            let (data, n) = (args.ptr::<u32>(0), args.u32(1));
+            // SAFETY: see the function's doc: the buffer holds n elements.
+            unsafe { update_each(data, items.min(n), |v| v.wrapping_mul(2)) };
+            true
+        }),
         _ => false,
+    }
+}
+
+/// Replaces each of the first `count` elements of `data` with `f` of it.
+///
+/// # Safety
+/// `data` must be valid for reads and writes of `count` elements.
+unsafe fn update_each<T: Copy>(data: *mut T, count: u32, f: impl Fn(T) -> T) {
+    for i in 0..count as usize {
+        // SAFETY: the caller guarantees `count` valid elements.
+        unsafe { *data.add(i) = f(*data.add(i)) };
     }
 }
 

@@ -149,7 +149,19 @@ fn symbol_info_equals_fixture_metadata() {
         let (_, expected) = fixture(target);
         let symbols = agent_symbols(exec, agent);
         let kernels = expected["kernels"].as_array().unwrap();
-        assert_eq!(symbols.len(), kernels.len());
+        assert_eq!(
+            symbols.len(),
+            kernels.len() + 1,
+            "the kernels and the C++ compiler's __hip_cuid_ variable"
+        );
+        let cuid = *symbols
+            .iter()
+            .find(|s| name_of(**s) == "__hip_cuid_")
+            .unwrap();
+        assert_eq!(
+            info::<u32>(cuid, HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+            HSA_SYMBOL_KIND_VARIABLE
+        );
         for want in kernels {
             let name = want["symbol"].as_str().unwrap();
             let symbol = *symbols.iter().find(|s| name_of(**s) == name).unwrap();
@@ -618,7 +630,11 @@ fn variables_and_program_code_objects() {
     }
     let names: Vec<String> = symbols.iter().map(|s| name_of(*s)).collect();
     assert_eq!(names[0], "counter");
-    assert_eq!(names.len(), 9, "the variable and the 8 kernels: {names:?}");
+    assert_eq!(
+        names.len(),
+        13,
+        "the variable, the 11 kernels and __hip_cuid_: {names:?}"
+    );
     let variable = symbols[0];
     assert_eq!(
         info::<u32>(variable, HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
@@ -744,7 +760,11 @@ fn deprecated_code_objects() {
             HSA_STATUS_ERROR_INVALID_CODE_SYMBOL
         );
     }
-    assert_eq!(agent_symbols(exec, GFX1100).len(), 8);
+    assert_eq!(
+        agent_symbols(exec, GFX1100).len(),
+        12,
+        "11 kernels, 1 variable"
+    );
     // SAFETY: valid handle.
     assert_eq!(unsafe { hsa_executable_destroy(exec) }, HSA_STATUS_SUCCESS);
 }
