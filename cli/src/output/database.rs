@@ -14,6 +14,12 @@
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
 //! `kernel_counters` (counter totals per kernel).
+//!
+//! Passes are joined while they are inserted: each dispatch's process order, occurrence and
+//! merged dispatch are worked out from small per-process and per-kernel tables as it arrives,
+//! which holds while dispatches arrive in start order ([`super::pass`] sees to that); a pass
+//! that breaks it is joined again in SQL at its end. The summary's figures are gathered on the
+//! way in too ([`super::totals`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -72,6 +78,7 @@ CREATE TABLE rtl_merged_dispatch(
   start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
   UNIQUE(source, process_order, kernel_id, occurrence));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
+CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
@@ -917,7 +924,6 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.index_merged_ids()?;
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
         // dispatch by row id, then its counters by id.
         let dispatches = format!(
@@ -930,20 +936,6 @@ impl Database {
              CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
              ORDER BY m.start_ns, m.id";
         self.stream(&dispatches, counters, &[], dimensions, &mut visit)
-    }
-
-    /// Indexes the dispatches by merged id once every pass is in (cheaper than keeping the
-    /// index while inserting); a database opened for reading has it already.
-    fn index_merged_ids(&self) -> Result<(), DatabaseError> {
-        if self.committed {
-            return Ok(());
-        }
-        let r = self.conn.execute(
-            "CREATE INDEX IF NOT EXISTS rocpd_kernel_dispatch_merged
-               ON rocpd_kernel_dispatch(merged_id)",
-            [],
-        );
-        self.err(r).map(drop)
     }
 
     /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of
@@ -1150,7 +1142,6 @@ impl Database {
         if !keep {
             return Ok(None);
         }
-        self.index_merged_ids()?;
         // Statistics from a sample of each index are enough for the planner.
         self.err(
             self.conn
