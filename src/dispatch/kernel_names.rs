@@ -46,52 +46,47 @@ fn demangle(raw: &str) -> String {
 }
 
 /// The function's own name within a demangled signature: no return type, namespaces, template
-/// arguments or parameters (`void ns::k<int>(int*)` → `k`).
+/// arguments, parameters or clone suffixes (`void ns::k<int>(int*)` → `k`).
+///
+/// rocprofv3's rule: from the end, skip spaces and balanced `(…)`, `<…>` and `[…]` groups; the
+/// name is what precedes them back to a space or `:`. Unlike rocprofv3, a name that would come
+/// out empty (or unbalanced) is kept whole.
 fn base_name(name: &str) -> &str {
-    // Cut the parameter list: the last top-level parenthesised group.
-    let mut end = name.len();
-    if name.ends_with(')') {
-        let mut depth = 0i32;
-        for (i, c) in name.char_indices().rev() {
-            match c {
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = i;
-                        break;
-                    }
-                }
-                _ => {}
+    let bytes = name.as_bytes();
+    let mut end = bytes.len();
+    while let Some(&last) = bytes[..end].last() {
+        let open = match last {
+            b' ' => {
+                end -= 1;
+                continue;
             }
-        }
-    }
-    let head = &name[..end];
-    // Cut trailing template arguments, then take the last component at nesting depth 0.
-    let mut depth = 0i32;
-    let mut start = 0;
-    let mut stop = head.len();
-    for (i, c) in head.char_indices() {
-        match c {
-            '<' | '(' => {
-                if depth == 0 && c == '<' {
-                    stop = i;
-                }
+            b')' => b'(',
+            b'>' => b'<',
+            b']' => b'[',
+            _ => break,
+        };
+        let mut depth = 0usize;
+        let opened = bytes[..end].iter().rposition(|&b| {
+            if b == last {
                 depth += 1;
+            } else if b == open {
+                depth -= 1;
             }
-            '>' | ')' => depth -= 1,
-            ' ' | ':' if depth == 0 => {
-                start = i + 1;
-                stop = head.len();
-            }
-            _ => {}
+            depth == 0
+        });
+        match opened {
+            Some(at) => end = at,
+            None => return name,
         }
     }
-    let base = &head[start..stop.max(start)];
-    if base.is_empty() {
-        name
-    } else {
-        base
+    // Only ASCII bytes are compared, so both cuts fall on character boundaries.
+    let start = bytes[..end]
+        .iter()
+        .rposition(|&b| b == b' ' || b == b':')
+        .map_or(0, |at| at + 1);
+    match &name[start..end] {
+        "" => name,
+        base => base,
     }
 }
 
@@ -204,12 +199,59 @@ mod tests {
     }
 
     #[test]
+    fn fixture_kernels_are_named_as_rocprofv3_names_them() {
+        let truncated = NameOptions {
+            mangled: false,
+            truncate: true,
+        };
+        let cases = [
+            (
+                "_Z5scaleIfEvPT_S0_j.kd",
+                "void scale<float>(float*, float, unsigned int)",
+                "scale",
+            ),
+            (
+                "_Z5scaleIjEvPT_S0_j.kd",
+                "void scale<unsigned int>(unsigned int*, unsigned int, unsigned int)",
+                "scale",
+            ),
+            (
+                "_ZN4demo5twiceEPjj.kd",
+                "demo::twice(unsigned int*, unsigned int)",
+                "twice",
+            ),
+        ];
+        for (symbol, demangled, base) in cases {
+            assert_eq!(display_name(symbol, DEMANGLED), demangled);
+            assert_eq!(display_name(symbol, truncated), base);
+        }
+        // Truncating a mangled name finds no brackets or separators: it stays whole.
+        let both = NameOptions {
+            mangled: true,
+            truncate: true,
+        };
+        assert_eq!(
+            display_name("_Z5scaleIfEvPT_S0_j.kd", both),
+            "_Z5scaleIfEvPT_S0_j"
+        );
+    }
+
+    #[test]
     fn base_names_survive_odd_shapes() {
         assert_eq!(base_name("k"), "k");
         assert_eq!(base_name("a::b::c()"), "c");
         assert_eq!(base_name("void f<(anonymous namespace)::T>(int)"), "f");
         assert_eq!(base_name("operator()"), "operator");
         assert_eq!(base_name("()"), "()");
+        assert_eq!(base_name("(("), "((");
+        assert_eq!(base_name("Foo<int, float>::foo(a[], int (int))"), "foo");
+        assert_eq!(base_name("foo(int) [clone .cold]"), "foo");
+        assert_eq!(base_name("(anonymous namespace)::k(int)"), "k");
+        assert_eq!(
+            base_name("void launch<main::{lambda(int)#1}>(main::{lambda(int)#1})"),
+            "launch"
+        );
+        assert_eq!(base_name("void f<int>(std::function<void (int)>)"), "f");
     }
 
     #[test]
