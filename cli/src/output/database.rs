@@ -357,6 +357,14 @@ impl Drop for Database {
     }
 }
 
+/// The per-dimension values' column of a counter query: read only when wanted.
+fn dimension_column(wanted: bool) -> &'static str {
+    match wanted {
+        true => "v.dimension_values",
+        false => "NULL",
+    }
+}
+
 /// Fills `d` from a row of [`DISPATCH_COLUMNS`] (after the key), its kernel named from
 /// `kernels`; its strings are reused.
 fn row_dispatch(
@@ -911,10 +919,13 @@ impl Database {
             "SELECT k.id, {DISPATCH_COLUMNS} FROM rocpd_kernel_dispatch k
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
-        let counters = "SELECT k.id, v.pmc_id, v.value, v.dimension_values
+        let json = dimension_column(dimensions);
+        let counters = format!(
+            "SELECT k.id, v.pmc_id, v.value, {json}
              FROM rocpd_kernel_dispatch k CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
-             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id";
-        self.stream(&dispatches, counters, &[&pass], dimensions, &mut visit)
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
+        );
+        self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
     }
 
     /// Calls `visit` with every merged dispatch, in start order: the properties of its first
@@ -931,11 +942,14 @@ impl Database {
              FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
              ORDER BY m.start_ns, m.id"
         );
-        let counters = "SELECT m.id, v.pmc_id, v.value, v.dimension_values
+        let json = dimension_column(dimensions);
+        let counters = format!(
+            "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
              CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
-             ORDER BY m.start_ns, m.id";
-        self.stream(&dispatches, counters, &[], dimensions, &mut visit)
+             ORDER BY m.start_ns, m.id"
+        );
+        self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
     }
 
     /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of
