@@ -13,7 +13,8 @@
 //!   has no `pmc:` line).
 //!
 //! The command-line settings only add conflicts: a file refused without them is refused with
-//! them, and a file they make fail fails with a message about the conflict.
+//! them, a file they make fail fails with a message about the conflict, and a file accepted
+//! both ways has the same jobs and counters both ways.
 
 use std::path::{Path, PathBuf};
 
@@ -48,7 +49,19 @@ pub fn check(name: &str, text: &str) {
             e.message.contains("conflicts with"),
             "the command line's settings fail it for another reason: {e}"
         ),
-        _ => {}
+        (Ok(plain), Ok(flagged)) => {
+            let counters = |jobs: &[Job]| -> Vec<(String, Collection)> {
+                jobs.iter()
+                    .map(|j| (j.label.clone(), j.collection.clone()))
+                    .collect()
+            };
+            assert_eq!(
+                counters(plain),
+                counters(flagged),
+                "the command line's settings change the jobs' counters"
+            );
+        }
+        (Err(_), Err(_)) => {}
     }
 }
 
