@@ -25,6 +25,9 @@ use crate::hsa::*;
 
 /// Records reach the file at least this often.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+/// Records are written once this many bytes are buffered, so that the buffer stays small
+/// when counters give thousands of values per dispatch.
+const FLUSH_BYTES: usize = 1 << 20;
 /// How long one wait on the oldest pending signal lasts before every signal is checked.
 const POLL: Duration = Duration::from_millis(1);
 
@@ -343,9 +346,12 @@ impl Completion {
                 }
             }
             // Nothing left in flight: write now, so any pause in the application's stream puts
-            // every record on disk; a busy stream flushes on the interval.
+            // every record on disk; a busy stream flushes on the interval or a full buffer.
             let idle = !records.is_empty() && pending.is_empty();
-            let flush_due = idle || last_flush.elapsed() >= FLUSH_INTERVAL;
+            let full = file
+                .as_ref()
+                .is_some_and(|f| f.pending_bytes() >= FLUSH_BYTES);
+            let flush_due = idle || full || last_flush.elapsed() >= FLUSH_INTERVAL;
             let flushed_now = {
                 let shared = lock(&self.shared);
                 shared.flushed < ticket

@@ -250,14 +250,17 @@ unsafe extern "C" fn memcpy_cb(
     HSA_STATUS_SUCCESS
 }
 
-/// One event of a group, expanded to every instance of its block.
+/// The events of a group, expanded to every instance of their blocks.
 #[derive(Debug)]
 struct GroupEvents {
-    /// `(plan event index, block name id, event id, flags, instance)`, programming order.
-    instances: Vec<(usize, u32, u32, u32, u32)>,
-    /// The first entry of `instances` for each (block, event, flags, instance).
-    by_event: HashMap<(u32, u32, u32, u32), usize>,
-    /// The first entry of `instances` for each (block, event, instance), for the legacy API,
+    /// Every event on every instance of its block, in programming order, as the v2 API takes
+    /// and reports them (the legacy API ignores the flags).
+    events: Vec<aqlprofile_pmc_event_t>,
+    /// The plan event of each entry of `events`.
+    plan_event: Vec<usize>,
+    /// The first entry of `events` for each event.
+    by_event: HashMap<aqlprofile_pmc_event_t, usize>,
+    /// The first entry of `events` for each (block, event, instance), for the legacy API,
     /// which reports no flags.
     by_legacy_event: HashMap<(u32, u32, u32), usize>,
     /// Samples each plan event had last time: the next read reserves as much.
@@ -265,15 +268,19 @@ struct GroupEvents {
 }
 
 impl GroupEvents {
-    fn new(instances: Vec<(usize, u32, u32, u32, u32)>, plan_events: usize) -> GroupEvents {
+    /// `events` with the index of its plan event each, in programming order.
+    fn new(events: Vec<(usize, aqlprofile_pmc_event_t)>, plan_events: usize) -> GroupEvents {
         let mut by_event = HashMap::new();
         let mut by_legacy_event = HashMap::new();
-        for (i, &(_, block, event, flags, instance)) in instances.iter().enumerate() {
-            by_event.entry((block, event, flags, instance)).or_insert(i);
-            by_legacy_event.entry((block, event, instance)).or_insert(i);
+        for (i, (_, e)) in events.iter().enumerate() {
+            by_event.entry(*e).or_insert(i);
+            by_legacy_event
+                .entry((e.block_name, e.event_id, e.block_index))
+                .or_insert(i);
         }
         GroupEvents {
-            instances,
+            plan_event: events.iter().map(|&(plan, _)| plan).collect(),
+            events: events.into_iter().map(|(_, e)| e).collect(),
             by_event,
             by_legacy_event,
             sizes: (0..plan_events).map(|_| AtomicUsize::new(0)).collect(),
@@ -315,8 +322,6 @@ pub struct GpuCounters {
     memory: Box<Memory>,
     groups: Vec<GroupEvents>,
     pools: Mutex<Vec<Vec<PacketSet>>>,
-    /// Kept alive for the v2 profile's event pointers.
-    v2_events: Vec<Vec<aqlprofile_pmc_event_t>>,
 }
 
 // SAFETY: the pools are behind a mutex; the rest is read-only after construction.
@@ -376,7 +381,6 @@ impl GpuCounters {
             memory,
             groups: Vec::new(),
             pools: Mutex::new(Vec::new()),
-            v2_events: Vec::new(),
         };
         let accumulates = groups.iter().flatten().any(|e| e.flags != 0);
         if accumulates && counters.aqlprofile.kind() == ApiKind::Legacy {
@@ -397,23 +401,16 @@ impl GpuCounters {
                         n
                     }
                 };
-                for instance in 0..count.max(1) {
-                    instances.push((i, event.block_id, event.event, event.flags, instance));
+                for block_index in 0..count.max(1) {
+                    let programmed = aqlprofile_pmc_event_t {
+                        block_index,
+                        event_id: event.event,
+                        flags: event.flags,
+                        block_name: event.block_id,
+                    };
+                    instances.push((i, programmed));
                 }
             }
-            counters.v2_events.push(
-                instances
-                    .iter()
-                    .map(
-                        |&(_, block_name, event_id, flags, block_index)| aqlprofile_pmc_event_t {
-                            block_index,
-                            event_id,
-                            flags,
-                            block_name,
-                        },
-                    )
-                    .collect(),
-            );
             counters
                 .groups
                 .push(GroupEvents::new(instances, group.len()));
@@ -511,7 +508,7 @@ impl GpuCounters {
     fn create(&self, group: usize) -> Result<PacketSet, CounterError> {
         match &self.aqlprofile.library {
             Library::V2(v2) => {
-                let events = &self.v2_events[group];
+                let events = &self.groups[group].events;
                 let profile = aqlprofile_pmc_profile_t {
                     agent: self.v2_agent,
                     events: events.as_ptr(),
@@ -552,15 +549,13 @@ impl GpuCounters {
         group: usize,
     ) -> Result<PacketSet, CounterError> {
         let events: Vec<hsa_ven_amd_aqlprofile_event_t> = self.groups[group]
-            .instances
+            .events
             .iter()
-            .map(
-                |&(_, block_name, counter_id, _, block_index)| hsa_ven_amd_aqlprofile_event_t {
-                    block_name,
-                    block_index,
-                    counter_id,
-                },
-            )
+            .map(|e| hsa_ven_amd_aqlprofile_event_t {
+                block_name: e.block_name,
+                block_index: e.block_index,
+                counter_id: e.event_id,
+            })
             .collect();
         let (Some(start), Some(stop)) = (
             table.hsa_ven_amd_aqlprofile_start,
@@ -707,7 +702,7 @@ struct EventSamples {
     /// The sample keys, when [`Samples::keyed`].
     keys: Vec<u64>,
     /// The key of the last sample.
-    last: Option<u64>,
+    last: u64,
 }
 
 impl EventSamples {
@@ -733,11 +728,11 @@ struct Samples<'a> {
     keyed: bool,
     /// Whether some event's samples arrived out of order.
     unsorted: bool,
-    /// Legacy: how often each (instance entry, sample id) was seen (= its XCC).
+    /// Legacy: how often each (entry, sample id) was seen (= its XCC).
     seen: HashMap<(usize, u32), u64>,
-    /// The entry of `group.instances` matched last: the libraries report an event's samples
-    /// one after another, and events in programming order.
-    cursor: Option<usize>,
+    /// The entry of `group.events` matched last: the libraries report an event's samples one
+    /// after another, and events in programming order.
+    cursor: usize,
 }
 
 impl<'a> Samples<'a> {
@@ -750,7 +745,7 @@ impl<'a> Samples<'a> {
                 EventSamples {
                     values: Vec::with_capacity(size),
                     keys: Vec::with_capacity(if keyed { size } else { 0 }),
-                    last: None,
+                    last: 0,
                 }
             })
             .collect();
@@ -760,55 +755,53 @@ impl<'a> Samples<'a> {
             keyed,
             unsorted: false,
             seen: HashMap::new(),
-            cursor: None,
+            cursor: 0,
         }
     }
 
-    /// The entry of `group.instances` of a reported event; `flags` is `None` for the legacy
-    /// API, which reports none.
-    fn entry(
-        &mut self,
-        block: u32,
-        event: u32,
-        flags: Option<u32>,
-        instance: u32,
-    ) -> Option<usize> {
-        let instances = &self.group.instances;
+    /// The entry of `group.events` of an event the v2 API reports.
+    #[inline]
+    fn entry(&mut self, event: &aqlprofile_pmc_event_t) -> Option<usize> {
+        let events = &self.group.events;
+        if events.get(self.cursor) == Some(event) {
+            return Some(self.cursor);
+        }
+        let next = self.cursor + 1;
+        let entry = if events.get(next) == Some(event) {
+            Some(next)
+        } else {
+            self.group.by_event.get(event).copied()
+        };
+        self.cursor = entry.unwrap_or(self.cursor);
+        entry
+    }
+
+    /// The entry of `group.events` of an event the legacy API reports.
+    fn legacy_entry(&mut self, block: u32, event: u32, instance: u32) -> Option<usize> {
         let is = |i: usize| {
-            instances.get(i).is_some_and(|&(_, b, e, f, n)| {
-                b == block && e == event && n == instance && flags.is_none_or(|x| x == f)
+            self.group.events.get(i).is_some_and(|e| {
+                (e.block_name, e.event_id, e.block_index) == (block, event, instance)
             })
         };
-        if let Some(cursor) = self.cursor {
-            if is(cursor) {
-                return Some(cursor);
-            }
-            let next = if cursor + 1 == instances.len() {
-                0
-            } else {
-                cursor + 1
-            };
-            if is(next) {
-                self.cursor = Some(next);
-                return Some(next);
-            }
-        }
-        let found = match flags {
-            Some(flags) => self.group.by_event.get(&(block, event, flags, instance)),
-            None => self.group.by_legacy_event.get(&(block, event, instance)),
-        }
-        .copied();
-        if found.is_some() {
-            self.cursor = found;
-        }
-        found
+        let entry = if is(self.cursor) {
+            Some(self.cursor)
+        } else if is(self.cursor + 1) {
+            Some(self.cursor + 1)
+        } else {
+            self.group
+                .by_legacy_event
+                .get(&(block, event, instance))
+                .copied()
+        };
+        self.cursor = entry.unwrap_or(self.cursor);
+        entry
     }
 
+    #[inline]
     fn push(&mut self, entry: usize, key: u64, value: u64) {
-        let plan = self.group.instances[entry].0;
-        let event = &mut self.events[plan];
-        self.unsorted |= event.last.is_some_and(|last| last > key);
-        event.last = Some(key);
+        let event = &mut self.events[self.group.plan_event[entry]];
+        self.unsorted |= event.last > key;
+        event.last = key;
         event.values.push(value);
         if self.keyed {
             event.keys.push(key);
@@ -835,12 +828,7 @@ unsafe extern "C" fn v2_sample(
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         // SAFETY: `data` is the Samples of `values`, alive for the iteration.
         let samples = unsafe { &mut *(data as *mut Samples) };
-        if let Some(entry) = samples.entry(
-            event.block_name,
-            event.event_id,
-            Some(event.flags),
-            event.block_index,
-        ) {
+        if let Some(entry) = samples.entry(&event) {
             samples.push(entry, sample, value);
         }
     }));
@@ -861,7 +849,7 @@ unsafe extern "C" fn legacy_sample(
         // SAFETY: PMC_DATA records carry the pmc_data member.
         let pmc = unsafe { info.data.pmc_data };
         let e = pmc.event;
-        if let Some(entry) = samples.entry(e.block_name, e.counter_id, None, e.block_index) {
+        if let Some(entry) = samples.legacy_entry(e.block_name, e.counter_id, e.block_index) {
             let seen = samples.seen.entry((entry, info.sample_id)).or_insert(0);
             let xcc = *seen;
             *seen += 1;
