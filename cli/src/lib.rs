@@ -5,6 +5,8 @@
 //! The `rtl-pmc` binary is built on this library; the fuzz targets in `fuzz/` parse input files
 //! through [`inputs::parse_input`] exactly as `rtl-pmc -i FILE` does.
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod error;
 pub mod filters;
