@@ -297,3 +297,27 @@ fn yaml_job_with_truncate_kernels_filters_on_the_truncated_name() {
     );
     p.assert_names_and_values(&TRUNCATED, &[1, 2, 1, 2]);
 }
+
+#[test]
+fn iteration_ranges_count_launches_per_kernel_even_when_truncated_names_coincide() {
+    // rocprofv3 counts launches per kernel, not per recorded name: the second launch of
+    // scale<float> and of scale<unsigned> are both launch 2, though both are named `scale`.
+    let args = [
+        "--truncate-kernels",
+        "--kernel-iteration-range",
+        "[2]",
+        "--pmc",
+        "SQ_WAVES",
+        "SQ_INSTS_VALU",
+    ];
+    let p = profile("iteration-truncated", &args, &[]);
+    p.assert_names_and_values(&TRUNCATED, &[0, 1, 2, 3]);
+    let second_iteration = p.truth[4]["start"].as_u64().expect("a start time");
+    for row in p.table("results.csv") {
+        let begin: u64 = row["BeginNs"].parse().expect("a timestamp");
+        assert!(
+            begin >= second_iteration,
+            "{row:?} ran in the first iteration"
+        );
+    }
+}

@@ -258,10 +258,13 @@ impl Interposer {
             return None;
         }
         let groups = counters.map_or(0, |c| c.group_count());
-        let Decision::Wrap { group } =
-            self.selector
-                .decide(&info.name, queue.gpu.index, queue.gpu.node_id, groups)
-        else {
+        let Decision::Wrap { group } = self.selector.decide_kernel(
+            &info.name,
+            &info.symbol,
+            queue.gpu.index,
+            queue.gpu.node_id,
+            groups,
+        ) else {
             return None;
         };
         let Some(kernel_signal) = session.signals.take() else {

@@ -95,6 +95,8 @@ fn base_name(name: &str) -> &str {
 pub struct KernelInfo {
     /// Display name.
     pub name: String,
+    /// Symbol name without `.kd`: what tells kernels apart when display names coincide.
+    pub symbol: String,
     /// Registers and wave size from the descriptor (zeros when it could not be read).
     pub resources: KernelResources,
 }
@@ -119,6 +121,7 @@ impl KernelNames {
             for (object, symbol, resources) in &kernels {
                 let info = KernelInfo {
                     name: display_name(symbol, options),
+                    symbol: symbol.strip_suffix(".kd").unwrap_or(symbol).to_string(),
                     resources: *resources,
                 };
                 names.insert(*object, Arc::new(info));
@@ -153,8 +156,10 @@ impl KernelNames {
             .ok()
             .and_then(|names| names.get(&kernel_object).cloned())
             .unwrap_or_else(|| {
+                let name = format!("kernel_0x{kernel_object:x}");
                 Arc::new(KernelInfo {
-                    name: format!("kernel_0x{kernel_object:x}"),
+                    symbol: name.clone(),
+                    name,
                     resources: KernelResources::default(),
                 })
             })
@@ -271,8 +276,10 @@ mod tests {
         assert_eq!(names.get(0x1000).name, "vadd");
         assert_eq!(names.get(0x1000).resources.wave_size, 32);
         assert_eq!(names.get(0x2000).name, "fill(float*, int)");
+        assert_eq!(names.get(0x2000).symbol, "_Z4fillPfi");
         names.remove_executable(1);
         assert_eq!(names.get(0x1000).name, "kernel_0x1000");
+        assert_eq!(names.get(0x1000).symbol, "kernel_0x1000");
         assert_eq!(names.get(0x1000).resources, KernelResources::default());
         assert_eq!(names.get(0x2000).name, "fill(float*, int)");
     }

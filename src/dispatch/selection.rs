@@ -82,18 +82,33 @@ impl Selector {
     /// index `gpu` among the GPUs and KFD node `agent`, whose architecture has `groups` event
     /// groups. Every call consumes a per-process dispatch index and a launch of `name`.
     pub fn decide(&self, name: &str, gpu: u32, agent: u32, groups: usize) -> Decision {
+        self.decide_kernel(name, name, gpu, agent, groups)
+    }
+
+    /// [`decide`](Self::decide) for a kernel recorded as `name` whose launches are counted by
+    /// its `symbol`, as rocprofv3 counts them per kernel: two kernels whose truncated names
+    /// coincide (`scale<float>` and `scale<int>` are both `scale`) keep their own launch counts
+    /// for the iteration ranges, while the regular expressions see the recorded name.
+    pub fn decide_kernel(
+        &self,
+        name: &str,
+        symbol: &str,
+        gpu: u32,
+        agent: u32,
+        groups: usize,
+    ) -> Decision {
         let Ok(mut counts) = self.state.lock() else {
             return Decision::Skip;
         };
         let index = counts.dispatches;
         counts.dispatches += 1;
-        let launch = match counts.launches.get_mut(name) {
+        let launch = match counts.launches.get_mut(symbol) {
             Some(n) => {
                 *n += 1;
                 *n
             }
             None => {
-                counts.launches.insert(name.to_string(), 1);
+                counts.launches.insert(symbol.to_string(), 1);
                 1
             }
         };
@@ -156,6 +171,40 @@ mod tests {
         assert_eq!(
             wrapped(&s, &calls, 1),
             vec![None, Some(0), None, None, None, None, Some(0), None]
+        );
+    }
+
+    #[test]
+    fn launches_are_counted_per_symbol_and_regexes_see_the_name() {
+        let filters = KernelFilters {
+            include_regex: Some("^scale$".into()),
+            iterations: vec![IterationRange { first: 2, last: 2 }],
+            ..KernelFilters::default()
+        };
+        let s = Selector::new(&filters, 1).unwrap();
+        let decisions: Vec<Decision> = [
+            ("scale", "_Z5scaleIfEvPT_S0_j"),
+            ("scale", "_Z5scaleIiEvPT_S0_j"),
+            ("scale", "_Z5scaleIfEvPT_S0_j"),
+            ("scale", "_Z5scaleIiEvPT_S0_j"),
+            ("_Z5scaleIiEvPT_S0_j", "_Z4other"),
+            ("other", "_Z4other"),
+        ]
+        .iter()
+        .map(|(name, symbol)| s.decide_kernel(name, symbol, 0, 1, 1))
+        .collect();
+        let wrap = Decision::Wrap { group: 0 };
+        assert_eq!(
+            decisions,
+            [
+                Decision::Skip,
+                Decision::Skip,
+                wrap,
+                wrap,
+                Decision::Skip,
+                Decision::Skip
+            ],
+            "launch 2 of each symbol, if its name is `scale`"
         );
     }
 
