@@ -33,6 +33,8 @@ use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, KernelFilters, PlanEvent
 use rtl_pmc::passes::plan_file::{PLAN_ENV, PLAN_VERSION};
 use rtl_pmc_counters::Catalog;
 
+/// Dispatches per configuration by default, over all its threads (rounded up to whole batches).
+const DISPATCHES: u64 = 100_000;
 /// Packets per batch; the last one carries the completion signal the thread waits for.
 pub const BATCH: u64 = 64;
 /// The simulated GPU every measurement runs on.
@@ -86,8 +88,8 @@ impl From<HsaError> for String {
 /// What the parent measures.
 #[derive(Debug, Clone)]
 struct Options {
-    /// Dispatches per configuration, over all its threads (default: [`Mode::dispatches`]).
-    dispatches: Option<u64>,
+    /// Dispatches per configuration, over all its threads.
+    dispatches: u64,
     /// Runs per configuration; the median is reported.
     runs: usize,
     /// Thread counts.
@@ -119,16 +121,6 @@ impl Mode {
         }
     }
 
-    /// Default dispatches per configuration: 100k, except with 16 counters, where the simulated
-    /// aqlprofile and GPU produce about 1500 samples per dispatch (MI300X instance counts) and
-    /// 100k dispatches would take minutes per run; the figure is steady after a few hundred.
-    fn dispatches(self) -> u64 {
-        match self {
-            Mode::Counters16 => 2_000,
-            _ => 100_000,
-        }
-    }
-
     fn counters(self) -> Option<&'static [&'static str]> {
         match self {
             Mode::None => None,
@@ -144,7 +136,7 @@ const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches N] [--runs N] [--th
 
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
-        dispatches: None,
+        dispatches: DISPATCHES,
         runs: 3,
         threads: vec![1, 4, 16],
         modes: Mode::ALL.to_vec(),
@@ -162,7 +154,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 .ok_or_else(|| format!("{flag}: `{v}` is not a positive integer"))
         };
         match flag.as_str() {
-            "--dispatches" => options.dispatches = Some(number(value)?),
+            "--dispatches" => options.dispatches = number(value)?,
             "--runs" => options.runs = number(value)? as usize,
             "--threads" => {
                 options.threads = value
@@ -336,6 +328,7 @@ fn parent(options: &Options) -> Result<(), String> {
         std::env::temp_dir().join(format!("rtl-dispatch-bench-{}", std::process::id()))
     });
     std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let started = Instant::now();
     let result = (|| -> Result<(), String> {
         let plans = options
             .modes
@@ -345,9 +338,9 @@ fn parent(options: &Options) -> Result<(), String> {
         for &threads in &options.threads {
             let mut baseline = None;
             for (mode, plan) in &plans {
-                let wanted = options.dispatches.unwrap_or(mode.dispatches());
-                let dispatches =
-                    wanted.div_ceil(u64::from(threads) * BATCH) * u64::from(threads) * BATCH;
+                let dispatches = options.dispatches.div_ceil(u64::from(threads) * BATCH)
+                    * u64::from(threads)
+                    * BATCH;
                 let out_dir = dir.join(format!("out-{}", mode.name()));
                 let samples = (0..options.runs)
                     .map(|_| measure(&exe, &env, plan.as_deref(), &out_dir, threads, dispatches))
@@ -369,6 +362,7 @@ fn parent(options: &Options) -> Result<(), String> {
                 );
             }
         }
+        eprintln!("total wall time {:.1} s", started.elapsed().as_secs_f64());
         Ok(())
     })();
     if options.keep.is_none() {

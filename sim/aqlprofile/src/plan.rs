@@ -1,7 +1,7 @@
 //! From an event list to counter registers, PM4 commands and the sample layout of the output
 //! buffer. Both APIs share this, so they program and read the device identically.
 
-use crate::arch::{tables, Block, Geometry};
+use crate::arch::{tables, Block, Geometry, Layout};
 use crate::pm4::{Command, ReadEntry, Select, Setup, Slot, READ_ONCE_PER_PASS};
 
 /// Block-name enum values with special meaning.
@@ -282,18 +282,32 @@ impl Plan {
         }
     }
 
-    /// The v2 sample id of a sample: XCC, then instance, then position inside the instance.
-    pub fn v2_sample_id(&self, s: &Sample) -> u64 {
-        let r = &self.requests[s.request];
-        let Some(xcc) = s.xcc else {
-            return u64::from(r.block_index);
-        };
-        let layout = self
-            .agent
-            .block(r.block_name)
-            .map(|b| b.layout(&self.agent.geometry))
-            .expect("planned requests name known blocks");
-        layout.index(xcc, r.block_index, s.k) as u64
+    /// The samples the library reports, as (index in the output, v2 sample id) in output
+    /// order: every sample but those of events the library added and of SPI events that use
+    /// no register. The v2 sample id counts XCC, then instance, then position in the instance.
+    pub fn reported_samples(&self) -> Vec<(usize, u64)> {
+        let layouts: Vec<Option<Layout>> = self
+            .requests
+            .iter()
+            .map(|r| {
+                let block = self.agent.block(r.block_name)?;
+                let reported = !r.internal && !block.is_internal_event(r.event_id);
+                reported.then(|| block.layout(&self.agent.geometry))
+            })
+            .collect();
+        self.samples
+            .iter()
+            .enumerate()
+            .filter_map(|(i, s)| {
+                let layout = layouts[s.request]?;
+                let r = &self.requests[s.request];
+                let id = match s.xcc {
+                    None => u64::from(r.block_index),
+                    Some(xcc) => layout.index(xcc, r.block_index, s.k) as u64,
+                };
+                Some((i, id))
+            })
+            .collect()
     }
 
     /// The legacy sample id of a sample: its index within the instance on its XCC.

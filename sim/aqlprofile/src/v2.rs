@@ -415,29 +415,19 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
     })
 }
 
-/// The samples of `plan` iterate_data reports, in output order. Events the library added, and
-/// SPI events that use no register, are read but not reported.
+/// The samples of `plan` iterate_data reports, in output order.
 fn reported(plan: &Plan) -> Arc<[Reported]> {
-    plan.samples
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| {
-            let r = &plan.requests[s.request];
-            !r.internal
-                && !plan
-                    .agent
-                    .block(r.block_name)
-                    .is_some_and(|b| b.is_internal_event(r.event_id))
-        })
-        .map(|(i, s)| {
-            let r = &plan.requests[s.request];
+    plan.reported_samples()
+        .into_iter()
+        .map(|(index, id)| {
+            let r = &plan.requests[plan.samples[index].request];
             let event = aqlprofile_pmc_event_t {
                 block_index: r.block_index,
                 event_id: r.event_id,
                 flags: r.flags,
                 block_name: r.block_name,
             };
-            (event, plan.v2_sample_id(s), i)
+            (event, id, index)
         })
         .collect()
 }

@@ -197,8 +197,10 @@ struct Device {
 const KERNEL_HISTORY: usize = 1024;
 /// Dispatch shapes remembered per device before the memory starts afresh.
 const SHAPE_CACHE: usize = 4096;
-/// Compiled command buffers remembered per device before the memory starts afresh.
-const PROGRAM_CACHE: usize = 1024;
+/// Compiled command buffers remembered per device (three per packet set, and a tool keeps one
+/// set per dispatch in flight: 1024 with 16 queues of 64 packets); beyond it, one is forgotten
+/// for each new one.
+const PROGRAM_CACHE: usize = 4096;
 
 fn devices() -> MutexGuard<'static, HashMap<u32, Device>> {
     static STATE: OnceLock<Mutex<HashMap<u32, Device>>> = OnceLock::new();
@@ -338,7 +340,9 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
     };
     program.run(dev, now_ns);
     if dev.programs.len() >= PROGRAM_CACHE {
-        dev.programs.clear();
+        if let Some(&old) = dev.programs.keys().next() {
+            dev.programs.remove(&old);
+        }
     }
     dev.programs.insert(ib_addr, program);
 }
