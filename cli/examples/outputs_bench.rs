@@ -112,12 +112,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
     let rows = n * 8;
-    let mut steps: Vec<(&str, (Duration, Duration))> = Vec::new();
+    // Each step with the dispatch-counter rows it handles and its wall and CPU time.
+    let mut steps: Vec<(&str, u64, (Duration, Duration))> = Vec::new();
 
     // The steps of `rtl-pmc` after each pass and after the last one, with the same functions.
     let mut db = Database::create(&dir.join("results.db"))?;
-    let mut passes = (Duration::ZERO, Duration::ZERO);
-    for pass in 1..=2 {
+    for (pass, step) in [
+        (1, "pass 1: database, csv"),
+        (2, "pass 2: database, join, csv"),
+    ] {
         let started = now();
         let csv = dir.join(format!("pass_{pass}.csv"));
         let spec = PassSpec {
@@ -130,31 +133,29 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         write_pass(&mut db, &spec, |input| {
             (0..n).try_for_each(|i| input.write(0, dispatch(i, pass)))
         })?;
-        let t = took(&started);
-        passes = (passes.0 + t.0, passes.1 + t.1);
+        steps.push((step, n * 4, took(&started)));
     }
-    steps.push(("passes: database, join, csv", passes));
 
     let started = now();
     let mismatches = db.mismatches()?.len();
-    steps.push(("launch-count check", took(&started)));
+    steps.push(("launch-count check", rows, took(&started)));
     let started = now();
     write_merged_files(&db, &dir, "results", Formats::default())?;
-    steps.push(("merged results.csv", took(&started)));
+    steps.push(("merged results.csv", rows, took(&started)));
     let started = now();
     let summary = summary::render(&db, &[])?;
-    steps.push(("summary", took(&started)));
+    steps.push(("summary", rows, took(&started)));
     let started = now();
     db.commit(true)?;
-    steps.push(("database commit", took(&started)));
+    steps.push(("database commit", rows, took(&started)));
 
-    let rate = |d: Duration| rows as f64 / d.as_secs_f64();
     println!("{n} dispatches x 8 counters = {rows} dispatch-counter rows (two passes of 4)");
     println!(
         "  {:<32} {:>8}  {:>12}  {:>8}  {:>12}",
         "step", "wall s", "rows/s", "CPU s", "rows/CPU s"
     );
-    let line = |step: &str, (wall, cpu): (Duration, Duration)| {
+    let line = |step: &str, rows: u64, (wall, cpu): (Duration, Duration)| {
+        let rate = |d: Duration| rows as f64 / d.as_secs_f64();
         println!(
             "  {step:<32} {:>8.2}  {:>12.0}  {:>8.2}  {:>12.0}",
             wall.as_secs_f64(),
@@ -163,13 +164,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             rate(cpu)
         );
     };
-    for (step, took) in &steps {
-        line(step, *took);
+    for &(step, rows, took) in &steps {
+        line(step, rows, took);
     }
     let total = steps.iter().fold((Duration::ZERO, Duration::ZERO), |a, s| {
-        (a.0 + s.1 .0, a.1 + s.1 .1)
+        (a.0 + s.2 .0, a.1 + s.2 .1)
     });
-    line("total", total);
+    line("total", rows, total);
     println!("  peak RSS: {:.1} MiB", peak_rss_mib());
     assert_eq!(mismatches, 0);
     assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1);
