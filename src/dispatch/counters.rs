@@ -659,30 +659,41 @@ impl GpuCounters {
     /// (v2) sample order: XCC, then block instance, then position within the instance.
     pub fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
         let group = &self.groups[set.group];
-        let samples = self.read(set, Samples::new(group, false));
-        if !samples.unsorted {
-            return samples.into_values();
-        }
-        self.read(set, Samples::new(group, true)).into_values()
-    }
-
-    /// Iterates the data of a completed packet set into `samples`.
-    fn read<'a>(&self, set: &PacketSet, mut samples: Samples<'a>) -> Samples<'a> {
-        let data = &mut samples as *mut Samples as *mut c_void;
         match (&self.aqlprofile.library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
-                // SAFETY: a live handle; `samples` outlives the call.
+                let capacity = group.sizes.iter().map(|s| s.load(Ordering::Relaxed)).sum();
+                let mut reported: V2Samples = Vec::with_capacity(capacity);
+                let data = &mut reported as *mut V2Samples as *mut c_void;
+                // SAFETY: a live handle; `reported` outlives the call.
                 unsafe { (v2.iterate_data)(*handle, Some(v2_sample), data) };
+                let samples = Samples::new(group, false).sort_v2(&reported);
+                if !samples.unsorted {
+                    return samples.into_values();
+                }
+                Samples::new(group, true).sort_v2(&reported).into_values()
             }
             (Library::Legacy(table), Owner::Legacy { profile, .. }) => {
-                if let Some(iterate) = table.hsa_ven_amd_aqlprofile_iterate_data {
+                let Some(iterate) = table.hsa_ven_amd_aqlprofile_iterate_data else {
+                    return vec![Vec::new(); group.sizes.len()];
+                };
+                fn read<'a>(
+                    iterate: LegacyIterate,
+                    profile: &hsa_ven_amd_aqlprofile_profile_t,
+                    mut samples: Samples<'a>,
+                ) -> Samples<'a> {
+                    let data = &mut samples as *mut Samples as *mut c_void;
                     // SAFETY: a live profile; `samples` outlives the call.
                     unsafe { iterate(profile, Some(legacy_sample), data) };
+                    samples
                 }
+                let samples = read(iterate, profile, Samples::new(group, false));
+                if !samples.unsorted {
+                    return samples.into_values();
+                }
+                read(iterate, profile, Samples::new(group, true)).into_values()
             }
-            _ => {}
+            _ => vec![Vec::new(); group.sizes.len()],
         }
-        samples
     }
 }
 
@@ -759,6 +770,16 @@ impl<'a> Samples<'a> {
         }
     }
 
+    /// Sorts samples the v2 API reported into plan events.
+    fn sort_v2(mut self, reported: &V2Samples) -> Self {
+        for (event, sample, value) in reported {
+            if let Some(entry) = self.entry(event) {
+                self.push(entry, *sample, *value);
+            }
+        }
+        self
+    }
+
     /// The entry of `group.events` of an event the v2 API reports.
     #[inline]
     fn entry(&mut self, event: &aqlprofile_pmc_event_t) -> Option<usize> {
@@ -819,6 +840,17 @@ impl<'a> Samples<'a> {
     }
 }
 
+/// The legacy `iterate_data` entry.
+type LegacyIterate = unsafe extern "C" fn(
+    *const hsa_ven_amd_aqlprofile_profile_t,
+    hsa_ven_amd_aqlprofile_data_callback_t,
+    *mut c_void,
+) -> hsa_status_t;
+
+/// Samples as the v2 API reports them: (event, sample id, value). The callback only stores
+/// them; they are sorted into plan events afterwards, in one loop.
+type V2Samples = Vec<(aqlprofile_pmc_event_t, u64, u64)>;
+
 unsafe extern "C" fn v2_sample(
     event: aqlprofile_pmc_event_t,
     sample: u64,
@@ -826,11 +858,9 @@ unsafe extern "C" fn v2_sample(
     data: *mut c_void,
 ) -> hsa_status_t {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `data` is the Samples of `values`, alive for the iteration.
-        let samples = unsafe { &mut *(data as *mut Samples) };
-        if let Some(entry) = samples.entry(&event) {
-            samples.push(entry, sample, value);
-        }
+        // SAFETY: `data` is the V2Samples of `values`, alive for the iteration.
+        let reported = unsafe { &mut *(data as *mut V2Samples) };
+        reported.push((event, sample, value));
     }));
     HSA_STATUS_SUCCESS
 }
