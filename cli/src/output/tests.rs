@@ -249,6 +249,10 @@ fn database_views_answer_top_and_busy() {
     let path = db.commit(true).unwrap().unwrap();
     assert_eq!(path, dir.join("results.db"));
     let conn = rusqlite::Connection::open(&path).unwrap();
+    let page_size: i64 = conn
+        .query_row("PRAGMA page_size", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(page_size, 65536, "rebuilt with bulk pages by the first pass");
     let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM top");
     assert_eq!(
         rows,
