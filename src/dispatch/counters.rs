@@ -727,6 +727,10 @@ impl EventSamples {
     }
 }
 
+/// Legacy sample ids below this are counted in a table (they number the samples of one
+/// instance on one XCC, so they are small).
+const SEEN_IDS: u32 = 1024;
+
 /// Values collected by the data callbacks, with keys that sort them into v2 sample order: the
 /// v2 sample id, or (XCC, instance, sample id) packed for the legacy API.
 ///
@@ -739,8 +743,10 @@ struct Samples<'a> {
     keyed: bool,
     /// Whether some event's samples arrived out of order.
     unsorted: bool,
-    /// Legacy: how often each (entry, sample id) was seen (= its XCC).
-    seen: HashMap<(usize, u32), u64>,
+    /// Legacy: how often each sample id of each entry was seen (= its XCC), by entry and
+    /// sample id; ids from [`SEEN_IDS`] on in `seen_beyond`.
+    seen: Vec<Vec<u64>>,
+    seen_beyond: HashMap<(usize, u32), u64>,
     /// The entry of `group.events` matched last: the libraries report an event's samples one
     /// after another, and events in programming order.
     cursor: usize,
@@ -765,7 +771,8 @@ impl<'a> Samples<'a> {
             events,
             keyed,
             unsorted: false,
-            seen: HashMap::new(),
+            seen: Vec::new(),
+            seen_beyond: HashMap::new(),
             cursor: 0,
         }
     }
@@ -816,6 +823,25 @@ impl<'a> Samples<'a> {
         };
         self.cursor = entry.unwrap_or(self.cursor);
         entry
+    }
+
+    /// The XCC of a legacy sample: how often its entry reported its sample id before.
+    fn legacy_xcc(&mut self, entry: usize, sample_id: u32) -> u64 {
+        let seen = if sample_id < SEEN_IDS {
+            if self.seen.len() <= entry {
+                self.seen.resize_with(entry + 1, Vec::new);
+            }
+            let counts = &mut self.seen[entry];
+            let id = sample_id as usize;
+            if counts.len() <= id {
+                counts.resize(id + 1, 0);
+            }
+            &mut counts[id]
+        } else {
+            self.seen_beyond.entry((entry, sample_id)).or_insert(0)
+        };
+        *seen += 1;
+        *seen - 1
     }
 
     #[inline]
@@ -880,9 +906,7 @@ unsafe extern "C" fn legacy_sample(
         let pmc = unsafe { info.data.pmc_data };
         let e = pmc.event;
         if let Some(entry) = samples.legacy_entry(e.block_name, e.counter_id, e.block_index) {
-            let seen = samples.seen.entry((entry, info.sample_id)).or_insert(0);
-            let xcc = *seen;
-            *seen += 1;
+            let xcc = samples.legacy_xcc(entry, info.sample_id);
             let key = xcc << 48 | u64::from(e.block_index) << 32 | u64::from(info.sample_id);
             samples.push(entry, key, pmc.result);
         }

@@ -2,7 +2,9 @@
 //! HSA extension 0x202. Agents are HSA agents, described by the runtime already loaded in the
 //! process; command and output buffers are the caller's.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::abi::*;
 use crate::arch::DIMENSION_IDS;
@@ -79,10 +81,25 @@ fn events_of(profile: &hsa_ven_amd_aqlprofile_profile_t) -> &[hsa_ven_amd_aqlpro
     unsafe { std::slice::from_raw_parts(profile.events, profile.event_count as usize) }
 }
 
-/// The pass of a legacy profile: its events, in order.
-fn plan_of(profile: &hsa_ven_amd_aqlprofile_profile_t) -> Result<Plan, hsa_status_t> {
+/// The pass of a legacy profile: its events, in order. Plans are remembered by agent and
+/// events, since every read of a profile needs its plan again.
+fn plan_of(profile: &hsa_ven_amd_aqlprofile_profile_t) -> Result<Arc<Plan>, hsa_status_t> {
+    type Key = (u64, Vec<(u32, u32, u32)>);
+    static PLANS: OnceLock<Mutex<HashMap<Key, Arc<Plan>>>> = OnceLock::new();
+    let events = events_of(profile);
+    let key: Key = (
+        profile.agent.handle,
+        events
+            .iter()
+            .map(|e| (e.block_name, e.block_index, e.counter_id))
+            .collect(),
+    );
+    let plans = PLANS.get_or_init(Default::default);
+    if let Some(plan) = plans.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(Arc::clone(plan));
+    }
     let agent = hsa_agent(profile.agent)?;
-    let requests = events_of(profile)
+    let requests = events
         .iter()
         .map(|e| Request {
             block_name: e.block_name,
@@ -92,8 +109,17 @@ fn plan_of(profile: &hsa_ven_amd_aqlprofile_profile_t) -> Result<Plan, hsa_statu
             internal: false,
         })
         .collect();
-    Plan::new(&agent, requests).map_err(|e| plan_status(&e))
+    let plan = Arc::new(Plan::new(&agent, requests).map_err(|e| plan_status(&e))?);
+    let mut plans = plans.lock().unwrap_or_else(|p| p.into_inner());
+    if plans.len() >= PLAN_CACHE {
+        plans.clear();
+    }
+    plans.insert(key, Arc::clone(&plan));
+    Ok(plan)
 }
+
+/// Legacy plans remembered before the memory starts afresh.
+const PLAN_CACHE: usize = 256;
 
 /// `hsa_ven_amd_aqlprofile_version_major`.
 #[no_mangle]
