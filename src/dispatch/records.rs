@@ -212,8 +212,10 @@ fn push_record(buffer: &mut Vec<u8>, record: &Record) {
         return push_line(buffer, record);
     }
     let head = Record {
+        arch: record.arch.clone(),
+        kernel: record.kernel.clone(),
         counters: Vec::new(),
-        ..record.clone()
+        ..*record
     };
     let start = buffer.len();
     // Integers and strings always serialize.
