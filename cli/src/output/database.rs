@@ -21,12 +21,12 @@
 //! that breaks it is joined again in SQL at its end. The summary's figures are gathered on the
 //! way in too ([`super::totals`]).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
+use super::fast_map::FastMap;
 use super::model::{push_integer, Agent, Counter, Dispatch};
 use super::totals::{Launches, MergedLaunches, Totals};
 
@@ -225,9 +225,9 @@ struct PassJoin {
     /// The merged dispatches the pass created.
     merged: MergedLaunches,
     /// The declared processes of each source, by pid, and whether each had a dispatch.
-    processes: HashMap<u32, Vec<(u32, bool)>>,
+    processes: FastMap<u32, Vec<(u32, bool)>>,
     /// Per (source, pid, kernel): the last dispatch id and the launches so far.
-    launches: HashMap<(u32, u32, i64), (u64, i64)>,
+    launches: FastMap<(u32, u32, i64), (u64, i64)>,
     /// The start of the last dispatch.
     last_start: u64,
     /// Whether every dispatch so far was joined.
@@ -263,7 +263,7 @@ impl PassJoin {
 
     /// Folds the launches of this pass into `known`: per (source, process order, kernel), the
     /// most launches any pass had.
-    fn record_launches(&self, known: &mut HashMap<(u32, i64, i64), i64>) {
+    fn record_launches(&self, known: &mut FastMap<(u32, i64, i64), i64>) {
         for (&(source, pid, kernel), &(_, n)) in &self.launches {
             let order = self
                 .processes
@@ -297,7 +297,7 @@ impl MergedStatements<'_> {
     fn join(
         &mut self,
         join: &mut PassJoin,
-        known: &HashMap<(u32, i64, i64), i64>,
+        known: &FastMap<(u32, i64, i64), i64>,
         (source, order, kernel_id, occurrence): (u32, i64, i64, i64),
         row: i64,
         d: &Dispatch,
@@ -337,10 +337,10 @@ pub struct Database {
     conn: Connection,
     target: PathBuf,
     temporary: PathBuf,
-    strings: HashMap<String, i64>,
-    pmcs: HashMap<String, i64>,
+    strings: FastMap<String, i64>,
+    pmcs: FastMap<String, i64>,
     in_transaction: bool,
-    pmc_statements: HashMap<usize, String>,
+    pmc_statements: FastMap<usize, String>,
     /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`).
     pmc_rows: Vec<(i64, i64, f64, Option<std::ops::Range<usize>>)>,
     /// Per-insert buffer: kernel and counter ids.
@@ -352,7 +352,7 @@ pub struct Database {
     join: PassJoin,
     /// Per (source, process order, kernel): the most launches of any pass so far, so whether a
     /// key has a merged dispatch is known without asking.
-    known_launches: HashMap<(u32, i64, i64), i64>,
+    known_launches: FastMap<(u32, i64, i64), i64>,
     /// The figures of the summary.
     totals: Totals,
     /// Whether the database has its bulk page size.
@@ -380,7 +380,7 @@ fn dimension_column(wanted: bool) -> &'static str {
 /// `kernels`; its strings are reused.
 fn row_dispatch(
     row: &rusqlite::Row<'_>,
-    kernels: &HashMap<i64, String>,
+    kernels: &FastMap<i64, String>,
     d: &mut Dispatch,
 ) -> rusqlite::Result<()> {
     let u64_at = |i: usize| row.get::<_, i64>(i).map(|v| v as u64);
@@ -444,16 +444,16 @@ impl Database {
             conn,
             target: target.to_path_buf(),
             temporary,
-            strings: HashMap::new(),
-            pmcs: HashMap::new(),
+            strings: FastMap::default(),
+            pmcs: FastMap::default(),
             in_transaction: false,
-            pmc_statements: HashMap::new(),
+            pmc_statements: FastMap::default(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
-            known_launches: HashMap::new(),
+            known_launches: FastMap::default(),
             totals: Totals::default(),
             bulk_pages: false,
             committed: false,
@@ -470,16 +470,16 @@ impl Database {
             conn,
             target: path.to_path_buf(),
             temporary: path.to_path_buf(),
-            strings: HashMap::new(),
-            pmcs: HashMap::new(),
+            strings: FastMap::default(),
+            pmcs: FastMap::default(),
             in_transaction: false,
-            pmc_statements: HashMap::new(),
+            pmc_statements: FastMap::default(),
             pmc_rows: Vec::new(),
             pmc_json: String::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
-            known_launches: HashMap::new(),
+            known_launches: FastMap::default(),
             totals: Totals::default(),
             bulk_pages: true,
             committed: true,
@@ -907,19 +907,19 @@ impl Database {
         self.err(rows.collect())
     }
 
-    fn pmc_name_by_id(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+    fn pmc_name_by_id(&self) -> Result<FastMap<i64, String>, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare("SELECT id, name FROM rocpd_info_pmc"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
 
-    fn kernel_names_by_id(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+    fn kernel_names_by_id(&self) -> Result<FastMap<i64, String>, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare("SELECT id, string FROM rocpd_string"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
 
-    fn pmc_dimensions(&self) -> Result<HashMap<i64, String>, DatabaseError> {
+    fn pmc_dimensions(&self) -> Result<FastMap<i64, String>, DatabaseError> {
         let mut stmt = self.err(
             self.conn
                 .prepare("SELECT id, dimensions FROM rocpd_info_pmc"),
@@ -1050,7 +1050,7 @@ impl Database {
     }
 
     /// The name of every kernel id.
-    fn kernel_names(&self) -> HashMap<i64, &str> {
+    fn kernel_names(&self) -> FastMap<i64, &str> {
         self.strings
             .iter()
             .map(|(name, &id)| (id, name.as_str()))

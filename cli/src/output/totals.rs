@@ -3,7 +3,7 @@
 //! number of dispatches. They equal what the database's views `top`, `busy` and
 //! `kernel_counters` answer.
 
-use std::collections::HashMap;
+use super::fast_map::FastMap;
 
 /// A sum of floating-point values with SQLite's compensation (Kahan-Babuska-Neumaier), so it
 /// equals `sum()` over the same values.
@@ -65,17 +65,17 @@ impl Launches {
 }
 
 /// Merged dispatches by (kernel id, GPU node id).
-pub type MergedLaunches = HashMap<(i64, u32), Launches>;
+pub type MergedLaunches = FastMap<(i64, u32), Launches>;
 
 /// Everything the summary and the launch-count check need, by database ids.
 #[derive(Debug, Default)]
 pub struct Totals {
     /// Per (kernel id, counter id): the sum of the values of every pass.
-    pub counters: HashMap<(i64, i64), CompensatedSum>,
+    pub counters: FastMap<(i64, i64), CompensatedSum>,
     /// The merged dispatches, by kernel and GPU.
     pub merged: MergedLaunches,
     /// Per (kernel id, pass): dispatches.
-    pub dispatches: HashMap<(i64, u32), u64>,
+    pub dispatches: FastMap<(i64, u32), u64>,
 }
 
 impl Totals {
@@ -90,20 +90,20 @@ impl Totals {
     }
 
     /// Per kernel id, its merged dispatches on every GPU.
-    pub fn by_kernel(&self) -> HashMap<i64, Launches> {
+    pub fn by_kernel(&self) -> FastMap<i64, Launches> {
         fold(self.merged.iter().map(|(&(kernel, _), l)| (kernel, l)))
     }
 
     /// Per GPU node id, its merged dispatches of every kernel.
-    pub fn by_agent(&self) -> HashMap<u32, Launches> {
+    pub fn by_agent(&self) -> FastMap<u32, Launches> {
         fold(self.merged.iter().map(|(&(_, agent), l)| (agent, l)))
     }
 }
 
 fn fold<'a, K: std::hash::Hash + Eq>(
     items: impl Iterator<Item = (K, &'a Launches)>,
-) -> HashMap<K, Launches> {
-    let mut out: HashMap<K, Launches> = HashMap::new();
+) -> FastMap<K, Launches> {
+    let mut out: FastMap<K, Launches> = FastMap::default();
     for (key, launches) in items {
         out.entry(key)
             .and_modify(|l| l.add(launches))
