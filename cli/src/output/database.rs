@@ -27,7 +27,7 @@ use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
 use super::fast_map::FastMap;
-use super::model::{push_integer, Agent, Counter, Dispatch};
+use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
 use super::totals::{Launches, MergedLaunches, Totals};
 
 /// Why the database could not be written or read.
@@ -141,23 +141,23 @@ const INSERT_PMC: &str =
 
 /// Appends the per-dimension values as a JSON array (integers without a fraction) to `json`;
 /// false, appending nothing, for a single value.
-fn push_dimension_json(json: &mut String, values: &[f64]) -> bool {
-    use std::fmt::Write as _;
+fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
+    use std::io::Write as _;
     if values.len() < 2 {
         return false;
     }
-    json.push('[');
+    json.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
-            json.push(',');
+            json.push(b',');
         }
         if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
-            push_integer(json, *v as i64);
+            push_integer_bytes(json, *v as i64);
         } else {
             let _ = write!(json, "{v}");
         }
     }
-    json.push(']');
+    json.push(b']');
     true
 }
 
@@ -345,7 +345,7 @@ pub struct Database {
     pmc_rows: Vec<(i64, i64, f64, Option<std::ops::Range<usize>>)>,
     /// Per-insert buffer: kernel and counter ids.
     batch_ids: Vec<i64>,
-    pmc_json: String,
+    pmc_json: Vec<u8>,
     /// The row id of the next dispatch.
     next_row: i64,
     /// The join of the pass being inserted.
@@ -449,7 +449,7 @@ impl Database {
             in_transaction: false,
             pmc_statements: FastMap::default(),
             pmc_rows: Vec::new(),
-            pmc_json: String::new(),
+            pmc_json: Vec::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
@@ -475,7 +475,7 @@ impl Database {
             in_transaction: false,
             pmc_statements: FastMap::default(),
             pmc_rows: Vec::new(),
-            pmc_json: String::new(),
+            pmc_json: Vec::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
@@ -740,6 +740,8 @@ impl Database {
                 rows.push((row, pmc, c.total, range));
             }
         }
+        // ASCII only, so any range of it is text.
+        let json = std::str::from_utf8(json).unwrap_or_default();
         // Chunks of 64, 32, 16, ... rows: few statements, and few different ones to prepare.
         let mut rest = &rows[..];
         while !rest.is_empty() {
@@ -756,7 +758,7 @@ impl Database {
                     stmt.raw_bind_parameter(at + 1, row)?;
                     stmt.raw_bind_parameter(at + 2, pmc)?;
                     stmt.raw_bind_parameter(at + 3, total)?;
-                    stmt.raw_bind_parameter(at + 4, range.clone().map(|r| &json[r]))?;
+                    stmt.raw_bind_parameter(at + 4, range.clone().and_then(|r| json.get(r)))?;
                 }
                 stmt.raw_execute()
             });

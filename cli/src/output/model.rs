@@ -172,7 +172,22 @@ pub fn push_fields(text: &mut String, values: &[u64]) {
     }
 }
 
-fn push_digits<const RADIX: u64>(text: &mut String, mut value: u64) {
+fn push_digits<const RADIX: u64>(text: &mut String, value: u64) {
+    let (digits, at) = digits::<RADIX>(value);
+    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
+/// Appends `value` in decimal to ASCII bytes (no UTF-8 check per number).
+pub fn push_integer_bytes(bytes: &mut Vec<u8>, value: i64) {
+    if value < 0 {
+        bytes.push(b'-');
+    }
+    let (digits, at) = digits::<10>(value.unsigned_abs());
+    bytes.extend_from_slice(&digits[at..]);
+}
+
+/// The digits of `value`, ending the buffer, and where they start.
+fn digits<const RADIX: u64>(mut value: u64) -> ([u8; 20], usize) {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     // Two decimal digits per step: "00" to "99".
     const PAIRS: [[u8; 2]; 100] = {
@@ -202,7 +217,7 @@ fn push_digits<const RADIX: u64>(text: &mut String, mut value: u64) {
             break;
         }
     }
-    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    (digits, at)
 }
 
 #[cfg(test)]
@@ -249,6 +264,9 @@ mod tests {
             push_hex(&mut text, v as u64);
             push_unsigned(&mut text, v as u64);
             assert_eq!(text, format!("{v}{:x}{}", v as u64, v as u64));
+            let mut bytes = Vec::new();
+            push_integer_bytes(&mut bytes, v);
+            assert_eq!(bytes, v.to_string().into_bytes());
         }
         let mut text = String::new();
         push_fields(&mut text, &[1, 20, u64::MAX]);
