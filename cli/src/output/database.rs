@@ -636,20 +636,31 @@ impl Database {
     }
 
     /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
-    /// run). Several at once are cheaper per dispatch: each statement is looked up once and the
-    /// counters of all of them go in a few statements.
+    /// run), and puts each one's counters in the database's order (by counter id), the order
+    /// every read of the database gives them in. Several at once are cheaper per dispatch:
+    /// each statement is looked up once and the counters of all of them go in a few statements.
     pub fn insert_many(
         &mut self,
         pass: u32,
-        dispatches: &[(u32, &Dispatch)],
+        dispatches: &mut [(u32, Dispatch)],
     ) -> Result<(), DatabaseError> {
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
-        for (_, d) in dispatches {
+        for (_, d) in dispatches.iter_mut() {
             ids.push(self.string_id(&d.kernel)?);
+            let first = ids.len();
             for c in &d.counters {
                 ids.push(self.counter_id(c)?);
+            }
+            if !ids[first..].is_sorted() {
+                let mut by_id: Vec<(i64, Counter)> =
+                    ids.drain(first..).zip(d.counters.drain(..)).collect();
+                by_id.sort_by_key(|p| p.0);
+                for (id, c) in by_id {
+                    ids.push(id);
+                    d.counters.push(c);
+                }
             }
         }
         let r = self.insert_rows(pass, dispatches, &ids);
@@ -661,7 +672,7 @@ impl Database {
     fn insert_rows(
         &mut self,
         pass: u32,
-        dispatches: &[(u32, &Dispatch)],
+        dispatches: &[(u32, Dispatch)],
         ids: &[i64],
     ) -> Result<(), DatabaseError> {
         let path = &self.temporary;
@@ -676,7 +687,8 @@ impl Database {
         rows.clear();
         json.clear();
         let mut ids = ids.iter().copied();
-        for &(source, d) in dispatches {
+        for (source, d) in dispatches {
+            let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
             let row = self.next_row;

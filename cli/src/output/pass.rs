@@ -216,31 +216,17 @@ fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
     to.send(full).map_err(|_| stopped())
 }
 
-/// The database thread: inserts the dispatches, each with its counters in the database's
-/// order, and hands them on to the file while they are in start order.
+/// The database thread: inserts the dispatches (which puts each one's counters in the
+/// database's order) and hands them on to the file while they are in start order.
 fn insert_all(
     db: &mut Database,
     pass: u32,
     from: Receiver<Batch>,
     to_csv: Option<SyncSender<Batch>>,
 ) -> Result<(), DatabaseError> {
-    let mut ids: Vec<i64> = Vec::new();
     let mut to_csv = to_csv;
     for mut batch in from {
-        for (_, d) in &mut batch.dispatches {
-            ids.clear();
-            for c in &d.counters {
-                ids.push(db.counter_id(c)?);
-            }
-            if !ids.is_sorted() {
-                let mut by_id: Vec<_> = ids.iter().zip(d.counters.drain(..)).collect();
-                by_id.sort_by_key(|p| *p.0);
-                d.counters.extend(by_id.into_iter().map(|p| p.1));
-            }
-        }
-        let refs: Vec<(u32, &Dispatch)> = batch.dispatches.iter().map(|(s, d)| (*s, d)).collect();
-        db.insert_many(pass, &refs)?;
-        drop(refs);
+        db.insert_many(pass, &mut batch.dispatches)?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
         if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {

@@ -100,7 +100,7 @@ fn two_passes(dir: &Path) -> Database {
     // Records arrive per process; the child's file is read first here on purpose.
     db.begin_pass(1, "SQ_WAVES").unwrap();
     for d in pass1.iter().rev() {
-        db.insert_many(1, &[(0, d)]).unwrap();
+        db.insert_many(1, &mut [(0, d.clone())]).unwrap();
     }
     db.end_pass(1, Some(0)).unwrap();
     let count = |v: f64| vec![counter("GRBM_COUNT", &[v])];
@@ -113,7 +113,7 @@ fn two_passes(dir: &Path) -> Database {
     ];
     db.begin_pass(2, "GRBM_COUNT").unwrap();
     for d in &pass2 {
-        db.insert_many(2, &[(0, d)]).unwrap();
+        db.insert_many(2, &mut [(0, d.clone())]).unwrap();
     }
     db.end_pass(2, Some(0)).unwrap();
     db
@@ -252,7 +252,10 @@ fn database_views_answer_top_and_busy() {
     let page_size: i64 = conn
         .query_row("PRAGMA page_size", [], |r| r.get(0))
         .unwrap();
-    assert_eq!(page_size, 65536, "rebuilt with bulk pages by the first pass");
+    assert_eq!(
+        page_size, 65536,
+        "rebuilt with bulk pages by the first pass"
+    );
     let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM top");
     assert_eq!(
         rows,
@@ -544,7 +547,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     for (pass, dispatches) in &passes {
         db.begin_pass(*pass, "").unwrap();
         for d in dispatches.iter().rev() {
-            db.insert_many(*pass, &[(0, d)]).unwrap();
+            db.insert_many(*pass, &mut [(0, d.clone())]).unwrap();
         }
         db.end_pass(*pass, Some(0)).unwrap();
     }
@@ -632,4 +635,42 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     for dir in [sql, fast, slow] {
         std::fs::remove_dir_all(dir).unwrap();
     }
+}
+
+#[test]
+fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() {
+    use super::pass::{write_pass, PassSpec};
+    let dir = temp_dir("counter-order");
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    let a = || counter("A", &[1.0]);
+    let b = || counter("B", &[2.0]);
+    let csv = dir.join("pass_1.csv");
+    let spec = PassSpec {
+        pass: 1,
+        label: "",
+        csv: Some(&csv),
+        processes: &[(0, vec![100])],
+        exit_status: Some(0),
+    };
+    write_pass(&mut db, &spec, |input| {
+        input.write(0, dispatch(100, 1, "vadd", 1000, vec![a(), b()]))?;
+        input.write(0, dispatch(100, 2, "vadd", 2000, vec![b(), a()]))?;
+        Ok::<_, OutputError>(())
+    })
+    .unwrap();
+    let names: Vec<String> = std::fs::read_to_string(&csv)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(15).unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["\"A\"", "\"B\"", "\"A\"", "\"B\""]);
+    let csv_again = dir.join("again.csv");
+    write_counter_collection(&db, 1, &csv_again).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(&csv).unwrap(),
+        std::fs::read_to_string(&csv_again).unwrap()
+    );
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
