@@ -16,9 +16,11 @@ use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
-/// start order, and the processes' files are read merged by start time, so a dispatch rarely
-/// overtakes more than a few others; one that overtakes more only costs the slower path.
-pub const REORDER_WINDOW: usize = 4096;
+/// start order (in completion order: counted dispatches run one at a time per GPU), and the
+/// processes' files are read merged by start time, so a dispatch rarely overtakes more than a
+/// few others; one that overtakes more only costs the slower path. Each waiting dispatch holds
+/// its per-dimension values, so the window is kept modest.
+pub const REORDER_WINDOW: usize = 1024;
 
 /// How many batches wait between two threads.
 const CHANNEL: usize = 8;
