@@ -44,6 +44,11 @@ pub fn parse_iteration_range(text: &str) -> Result<Vec<IterationRange>, String> 
                     last: number(b)?,
                 },
             };
+            if range.first == 0 {
+                return Err(bad(format!(
+                    "'{token}' starts at launch 0; launches are counted from 1"
+                )));
+            }
             if range.first > range.last {
                 return Err(bad(format!("'{token}' ends before it starts")));
             }
@@ -120,6 +125,10 @@ mod tests {
         assert_eq!(
             parse_iteration_range("[]").unwrap_err(),
             "bad kernel iteration range '[]': no launch numbers"
+        );
+        assert_eq!(
+            parse_iteration_range("[0-2]").unwrap_err(),
+            "bad kernel iteration range '[0-2]': '0-2' starts at launch 0; launches are counted from 1"
         );
         assert_eq!(
             parse_iteration_range("1-2-3").unwrap_err(),

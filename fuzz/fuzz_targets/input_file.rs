@@ -174,7 +174,10 @@ fn check_names(name: &str, bounds: &Bounds, names: &[CounterName]) {
 fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
     let filters = &settings.filters;
     for range in &filters.iterations {
-        assert!(range.first <= range.last, "{label}: {range:?}");
+        assert!(
+            1 <= range.first && range.first <= range.last,
+            "{label}: {range:?}"
+        );
     }
     if let Some(range) = &filters.dispatches {
         assert!(
