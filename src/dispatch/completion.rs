@@ -125,9 +125,7 @@ impl Pending {
             _ => self.kernel_signal,
         }
     }
-}
 
-impl Pending {
     /// A pending dispatch.
     pub fn new(
         record: Record,

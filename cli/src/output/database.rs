@@ -440,9 +440,29 @@ impl Database {
                 return sql(&temporary, Err(e));
             }
         };
-        Ok(Database {
+        Ok(Database::on(conn, target.to_path_buf(), temporary, false))
+    }
+
+    /// Opens a finished database for reading (`rtl-pmc merge`).
+    pub fn open(path: &Path) -> Result<Database, DatabaseError> {
+        let conn = sql(
+            path,
+            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
+        )?;
+        Ok(Database::on(
             conn,
-            target: target.to_path_buf(),
+            path.to_path_buf(),
+            path.to_path_buf(),
+            true,
+        ))
+    }
+
+    /// A handle on `conn`: a new database written under `temporary`, or (`finished`) one that
+    /// is complete and only read.
+    fn on(conn: Connection, target: PathBuf, temporary: PathBuf, finished: bool) -> Database {
+        Database {
+            conn,
+            target,
             temporary,
             strings: FastMap::default(),
             pmcs: FastMap::default(),
@@ -455,35 +475,9 @@ impl Database {
             join: PassJoin::default(),
             known_launches: FastMap::default(),
             totals: Totals::default(),
-            bulk_pages: false,
-            committed: false,
-        })
-    }
-
-    /// Opens a finished database for reading (`rtl-pmc merge`).
-    pub fn open(path: &Path) -> Result<Database, DatabaseError> {
-        let conn = sql(
-            path,
-            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
-        )?;
-        Ok(Database {
-            conn,
-            target: path.to_path_buf(),
-            temporary: path.to_path_buf(),
-            strings: FastMap::default(),
-            pmcs: FastMap::default(),
-            in_transaction: false,
-            pmc_statements: FastMap::default(),
-            pmc_rows: Vec::new(),
-            pmc_json: Vec::new(),
-            batch_ids: Vec::new(),
-            next_row: 1,
-            join: PassJoin::default(),
-            known_launches: FastMap::default(),
-            totals: Totals::default(),
-            bulk_pages: true,
-            committed: true,
-        })
+            bulk_pages: finished,
+            committed: finished,
+        }
     }
 
     fn err<T>(&self, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
