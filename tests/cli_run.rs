@@ -382,6 +382,15 @@ fn jobs_with_their_own_output_directory_are_profiles_of_their_own() {
         assert_eq!(header.len(), 20, "{header:?}");
         let at = column(&header, counter);
         assert!(rows.iter().any(|r| r[at].parse::<u64>().unwrap() > 0));
+        // Each demo dispatch is one 64-wave grid of 2.4 us at 2100 MHz on 8 XCCs.
+        let every = match counter {
+            "SQ_WAVES" => Some("64"),
+            "GRBM_COUNT" => Some("40320"),
+            _ => None,
+        };
+        if let Some(value) = every {
+            assert!(rows.iter().all(|r| r[at] == value), "{rows:?}");
+        }
         assert!(
             p.stderr()
                 .contains(&format!("rtl-pmc: results in {}\n", out.display())),
