@@ -274,7 +274,7 @@ pub fn fill_ib_packet(packet: &mut [u8; AQL_PACKET_SIZE], ib_addr: u64, size_dwo
         type3_header(IT_INDIRECT_BUFFER, 4),
         (ib_addr as u32) & 0xFFFF_FFFC,
         ((ib_addr >> 32) as u32) & 0xFFFF,
-        (size_dwords & 0xF_FFFF) | (1 << 23),
+        (size_dwords & 0xF_FFFF) | 0x1080_0000,
     ];
     packet[2..4].copy_from_slice(&AMD_AQL_FORMAT_PM4_IB.to_le_bytes());
     for (i, dw) in ib.iter().enumerate() {

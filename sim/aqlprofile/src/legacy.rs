@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 use crate::abi::*;
 use crate::arch::DIMENSION_IDS;
 use crate::arch::{tables, Geometry};
+use crate::gfx9;
 use crate::plan::{Agent, Plan, Request};
-use crate::pm4::{encode_all, Command};
 use crate::v2::{block_id_query, plan_status, report_coordinates, DIMENSION_NAMES};
 use crate::{arch_of, config, fail, fail_packets, fill_packet, guard, last_error};
 
@@ -248,22 +248,14 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_start(
             Err(status) => return status,
         };
         let cfg = config();
-        let read = plan.read(profile.output_buffer.ptr as u64);
-        let read_section = if cfg.read_api {
-            vec![read.clone()]
-        } else {
-            vec![]
-        };
+        let read = plan.read_dwords(profile.output_buffer.ptr as u64);
         let mut stop_section = Vec::new();
         if cfg.stop_copies || !cfg.read_api {
-            stop_section.push(read);
+            stop_section.extend_from_slice(&read);
         }
-        stop_section.push(plan.stop());
-        let sections = [
-            encode_all(&read_section),
-            encode_all(&[plan.start()]),
-            encode_all(&stop_section),
-        ];
+        stop_section.extend(plan.stop_dwords());
+        let read_section = if cfg.read_api { read } else { Vec::new() };
+        let sections = [read_section, plan.start_dwords(), stop_section];
         let used = HEADER_DWORDS * 4 + sections.iter().map(|s| s.len() * 4).sum::<usize>();
         let cmd_size = ((used + 0x1800) & !0xFFF) as u32;
         let data_size = plan.data_bytes() as u32;
@@ -463,7 +455,7 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_get_info(
             return fail(HSA_STATUS_ERROR, "get_info: NULL profile");
         }
         if attribute >= info::ENABLE_CMD {
-            return enable_command(profile.cast_mut(), value);
+            return enable_command(profile.cast_mut(), value, attribute == info::ENABLE_CMD);
         }
         // SAFETY: checked non-null.
         let profile = unsafe { &*profile };
@@ -534,15 +526,18 @@ pub unsafe extern "C" fn hsa_ven_amd_aqlprofile_get_info(
 }
 
 /// ENABLE_CMD / DISABLE_CMD: with a NULL command buffer returns its size; otherwise writes the
-/// command and fills the packet at `value`.
+/// command (`COMPUTE_PERFCOUNT_ENABLE` set or cleared) and fills the packet at `value`.
 fn enable_command(
     profile: *mut hsa_ven_amd_aqlprofile_profile_t,
     value: *mut c_void,
+    enable: bool,
 ) -> hsa_status_t {
     // SAFETY: the caller checked `profile` is non-null; the real library writes the size back
     // into the caller's profile as well.
     let profile = unsafe { &mut *profile };
-    let commands = encode_all(&[Command::Nop]);
+    let mut stream = gfx9::Stream::new(1);
+    stream.set_sh(gfx9::COMPUTE_PERFCOUNT_ENABLE, u32::from(enable));
+    let commands = stream.dwords;
     let bytes = commands.len() * 4;
     let buffer = profile.command_buffer.ptr;
     if buffer.is_null() {

@@ -16,6 +16,9 @@ pub mod abi;
 #[path = "../../data/arch.rs"]
 #[allow(dead_code)]
 mod arch;
+#[path = "../../gfx9.rs"]
+#[allow(dead_code)]
+mod gfx9;
 #[path = "../../../src/hsa/mod.rs"]
 pub mod hsa;
 pub mod legacy;

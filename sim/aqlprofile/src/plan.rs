@@ -1,8 +1,11 @@
 //! From an event list to counter registers, PM4 commands and the sample layout of the output
 //! buffer. Both APIs share this, so they program and read the device identically.
 
+use std::collections::BTreeMap;
+
 use crate::arch::{tables, Block, Geometry, Layout};
-use crate::pm4::{Command, ReadEntry, Select, Setup, Slot, READ_ONCE_PER_PASS};
+use crate::gfx9::{self, grbm, mc, perfmon, smn, sq, BlockRegs, Stream, Style};
+use crate::pm4::{encode_all, Command, ReadEntry, Select, Setup, Slot, READ_ONCE_PER_PASS};
 
 /// Block-name enum values with special meaning.
 const BLOCK_GRBM: u32 = 3;
@@ -316,5 +319,316 @@ impl Plan {
             None => self.requests[s.request].block_index,
             Some(_) => s.k,
         }
+    }
+}
+
+/// One event of a register-level pass: its request, block, registers and slot.
+struct Programmed<'a> {
+    request: &'a Request,
+    block: &'static Block,
+    regs: &'static BlockRegs,
+    slot: usize,
+}
+
+impl Programmed<'_> {
+    /// `GRBM_GFX_INDEX` that reaches this event's instance (every shader engine).
+    fn instance_index(&self) -> u32 {
+        if self.block.table_instances > 1 {
+            grbm::instance(self.request.block_index)
+        } else {
+            grbm::BROADCAST
+        }
+    }
+
+    /// Whether the library adds no register for this event.
+    fn skipped(&self) -> bool {
+        self.block.is_internal_event(self.request.event_id)
+    }
+}
+
+/// The command buffers of a pass, as AMD's library writes them for the gfx9 family
+/// (`shared/reference/aqlprofile-pm4.md` §4); other families get the simulator's own commands.
+impl Plan {
+    /// Whether this pass programs real perf-counter registers (gfx9 family) rather than the
+    /// simulator's private commands.
+    pub fn register_level(&self) -> bool {
+        gfx9::covers(tables().table_arch(&self.agent.arch))
+    }
+
+    fn programmed(&self) -> Vec<Programmed<'_>> {
+        self.requests
+            .iter()
+            .zip(&self.slots)
+            .filter_map(|(request, slot)| {
+                let block = self.agent.block(request.block_name)?;
+                let regs = &gfx9::BLOCKS[gfx9::block_index(&block.name)?];
+                Some(Programmed {
+                    request,
+                    block,
+                    regs,
+                    slot: slot.register as usize,
+                })
+            })
+            .collect()
+    }
+
+    fn stream(&self) -> Stream {
+        Stream::new(self.agent.geometry.xcc.max(1))
+    }
+
+    /// The value written to an event's select (or CFG) register.
+    fn select_value(&self, p: &Programmed) -> u32 {
+        let event = p.request.event_id;
+        match p.regs.style {
+            Style::Sq => {
+                let sel = match p.request.flags & 7 {
+                    0 => event,
+                    1 => sq::ACCUM_PREV,
+                    _ => sq::accum_prev_hi(&self.agent.arch),
+                };
+                sq::SELECT_MASKS | (sel & sq::SEL_MASK)
+            }
+            Style::Mc | Style::Aid => mc::ENABLE | (event & mc::SEL_MASK),
+            Style::Plain if p.regs.sel_bits == 0 => 0,
+            Style::Plain => event & ((1 << p.regs.sel_bits) - 1),
+        }
+    }
+
+    /// The 64-bit address of an AID block's register for this event: an SMN address on
+    /// agents with several XCCs.
+    fn aid_address(&self, p: &Programmed, reg: u32) -> u64 {
+        if self.agent.geometry.xcc > 1 {
+            let per_aid = (p.block.table_instances / 4).max(1);
+            smn::address(reg, p.request.block_index / per_aid)
+        } else {
+            u64::from(reg)
+        }
+    }
+
+    fn cp_controlled(&self, programmed: &[Programmed]) -> bool {
+        programmed.iter().any(|p| p.regs.cp_controlled())
+    }
+
+    /// The start command buffer.
+    pub fn start_dwords(&self) -> Vec<u32> {
+        if !self.register_level() {
+            return encode_all(&[self.start()]);
+        }
+        let programmed = self.programmed();
+        let cp = self.cp_controlled(&programmed);
+        let mut s = self.stream();
+        s.wait_idle();
+        s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+        s.set_uconfig(gfx9::RLC_PERFMON_CLK_CNTL, 1);
+        if cp {
+            s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::DISABLE_AND_RESET);
+        }
+        if programmed.iter().any(|p| p.regs.texture) {
+            s.set_uconfig(gfx9::SQ_PERFCOUNTER_CTRL, sq::CTRL_ALL_STAGES);
+        }
+        let mut rpbs: BTreeMap<u32, u64> = BTreeMap::new();
+        let mut atcs: BTreeMap<u32, u64> = BTreeMap::new();
+        for p in programmed.iter().filter(|p| !p.skipped()) {
+            let regs = p.regs;
+            s.set_uconfig(gfx9::GRBM_GFX_INDEX, p.instance_index());
+            if regs.style == Style::Mc {
+                s.write_pconfig(u64::from(regs.control), mc::CLEAR_ALL);
+            }
+            if regs.clean {
+                for k in 0..p.block.counters as usize {
+                    s.write_config(regs.lo[k], 0);
+                    s.write_config(regs.hi[k], 0);
+                }
+            }
+            let value = self.select_value(p);
+            if regs.style == Style::Aid {
+                let control = self.aid_address(p, regs.control);
+                let select = self.aid_address(p, regs.select[p.slot]);
+                s.predicated(0, |s| s.write_pconfig(select, value));
+                let started = if regs.name == "RPB" {
+                    &mut rpbs
+                } else {
+                    &mut atcs
+                };
+                started.insert(p.request.block_index, control);
+            } else {
+                s.write_config(regs.select[p.slot], value);
+            }
+            if regs.style == Style::Mc {
+                s.write_pconfig(u64::from(regs.control), p.slot as u32);
+                s.write_pconfig(u64::from(regs.control), mc::ENABLE_ANY);
+            }
+            if regs.style == Style::Sq {
+                s.set_uconfig(gfx9::SQ_PERFCOUNTER_MASK, sq::MASK_ALL);
+                s.set_uconfig(regs.control, sq::CTRL_SQ);
+            }
+        }
+        for started in [&rpbs, &atcs] {
+            if !started.is_empty() {
+                s.predicated(0, |s| {
+                    for &control in started.values() {
+                        s.write_pconfig(control, mc::CLEAR_ALL);
+                        s.write_pconfig(control, mc::ENABLE_ANY);
+                    }
+                });
+            }
+        }
+        s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+        s.set_sh(gfx9::COMPUTE_PERFCOUNT_ENABLE, 1);
+        if cp {
+            s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::DISABLE_AND_RESET);
+            s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::START);
+        }
+        s.wait_idle();
+        s.dwords
+    }
+
+    /// The read command buffer, writing every sample to `dst`.
+    pub fn read_dwords(&self, dst: u64) -> Vec<u32> {
+        if !self.register_level() {
+            return encode_all(&[self.read(dst)]);
+        }
+        let programmed = self.programmed();
+        let mut s = self.stream();
+        if self.cp_controlled(&programmed) {
+            s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::READ);
+        }
+        let mut cursor = 0u64;
+        for p in programmed.iter().filter(|p| p.regs.style == Style::Aid) {
+            let regs = p.regs;
+            let control = self.aid_address(p, regs.control);
+            let (lo, hi) = (
+                self.aid_address(p, regs.lo[0]),
+                self.aid_address(p, regs.hi[0]),
+            );
+            let at = dst + 8 * cursor;
+            s.predicated(0, |s| {
+                s.write_pconfig(control, p.slot as u32);
+                s.copy_counter(lo, hi, at);
+            });
+            cursor += 1;
+        }
+        let se_per_xcc = self.agent.geometry.se_per_xcc();
+        for xcc in 0..self.agent.geometry.xcc.max(1) {
+            s.predicated(xcc, |s| {
+                s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+                s.wait_idle();
+                for p in programmed.iter().filter(|p| p.regs.style != Style::Aid) {
+                    let regs = p.regs;
+                    if p.skipped() {
+                        cursor +=
+                            u64::from(p.block.layout(&self.agent.geometry).samples_per_instance());
+                        continue;
+                    }
+                    s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+                    if regs.style == Style::Mc {
+                        s.set_uconfig(gfx9::GRBM_GFX_INDEX, p.instance_index());
+                        s.write_pconfig(u64::from(regs.control), p.slot as u32);
+                        s.copy_counter(
+                            u64::from(regs.lo[0]),
+                            u64::from(regs.hi[0]),
+                            dst + 8 * cursor,
+                        );
+                        cursor += 1;
+                        continue;
+                    }
+                    let engines = if p.block.per_se { se_per_xcc } else { 1 };
+                    let instanced = p.block.table_instances > 1;
+                    for se in 0..engines {
+                        let index = match (instanced, p.block.per_se) {
+                            (true, true) => grbm::instance_se(p.request.block_index, se),
+                            (true, false) => grbm::instance(p.request.block_index),
+                            (false, true) => grbm::se(se),
+                            (false, false) => grbm::BROADCAST,
+                        };
+                        s.set_uconfig(gfx9::GRBM_GFX_INDEX, index);
+                        s.copy_counter(
+                            u64::from(regs.lo[p.slot]),
+                            u64::from(regs.hi[p.slot]),
+                            dst + 8 * cursor,
+                        );
+                        cursor += 1;
+                    }
+                }
+                s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+            });
+        }
+        s.acquire_mem(dst, 8 * cursor);
+        s.dwords
+    }
+
+    /// The stop command buffer.
+    pub fn stop_dwords(&self) -> Vec<u32> {
+        if !self.register_level() {
+            return encode_all(&[self.stop()]);
+        }
+        let programmed = self.programmed();
+        let mut s = self.stream();
+        s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
+        for p in programmed.iter().filter(|p| p.regs.style == Style::Aid) {
+            let control = self.aid_address(p, p.regs.control);
+            s.predicated(0, |s| s.write_pconfig(control, 0));
+        }
+        if self.cp_controlled(&programmed) {
+            s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::STOP);
+        }
+        s.set_uconfig(gfx9::RLC_PERFMON_CLK_CNTL, 0);
+        s.wait_idle();
+        s.dwords
+    }
+
+    /// Samples (u64 slots) the v2 output buffer holds: every event, AID blocks included, for
+    /// every XCC, as the v2 decoder assumes.
+    fn v2_slots(&self) -> usize {
+        let xcc = self.agent.geometry.xcc.max(1) as usize;
+        self.requests
+            .iter()
+            .filter_map(|r| self.agent.block(r.block_name))
+            .map(|b| b.layout(&self.agent.geometry).samples_per_instance() as usize * xcc)
+            .sum()
+    }
+
+    /// Bytes of the output buffer `aqlprofile_pmc_create_packets` allocates: 8 bytes more than
+    /// the v2 decoder reads.
+    pub fn v2_output_bytes(&self) -> usize {
+        8 + 8 * self.v2_slots().max(self.samples.len())
+    }
+
+    /// What `aqlprofile_pmc_iterate_data` reports, as (index in the output, v2 sample id, index
+    /// into [`Plan::requests`]), in order. On the gfx9 family it decodes as AMD's library does: for each XCC, each event in
+    /// order takes its samples-per-instance consecutive slots, AID events included, although
+    /// the read wrote AID samples first and once; every value after an AID event is then read
+    /// from the wrong slot (`shared/reference/aqlprofile-pm4.md` §5.4). Other families decode
+    /// as the read wrote.
+    pub fn v2_reported_samples(&self) -> Vec<(usize, u64, usize)> {
+        if !self.register_level() {
+            return self
+                .reported_samples()
+                .into_iter()
+                .map(|(index, id)| (index, id, self.samples[index].request))
+                .collect();
+        }
+        let mut out = Vec::new();
+        let mut cursor = 0usize;
+        for xcc in 0..u64::from(self.agent.geometry.xcc.max(1)) {
+            for (request, r) in self.requests.iter().enumerate() {
+                let Some(block) = self.agent.block(r.block_name) else {
+                    continue;
+                };
+                let layout = block.layout(&self.agent.geometry);
+                let n = u64::from(layout.samples_per_instance());
+                let reported = !r.internal && !block.is_internal_event(r.event_id);
+                for j in 0..n {
+                    if reported {
+                        let id = xcc * u64::from(layout.instances) * n
+                            + u64::from(r.block_index) * n
+                            + j;
+                        out.push((cursor, id, request));
+                    }
+                    cursor += 1;
+                }
+            }
+        }
+        out
     }
 }

@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use crate::abi::*;
 use crate::arch::{tables, Geometry, DIMENSION_IDS};
 use crate::plan::{with_accumulation, Agent, Plan, PlanError, Request};
-use crate::pm4::encode_all;
 use crate::{arch_of, fail, fail_packets, fail_registration, fill_packet, guard};
 
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
@@ -343,7 +342,7 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
         };
         let output = match alloc(
             alloc_cb,
-            plan.data_bytes() + 8,
+            plan.v2_output_bytes(),
             AQLPROFILE_MEMORY_HINT_DEVICE_UNCACHED,
             userdata,
         ) {
@@ -351,9 +350,9 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
             Err(status) => return status,
         };
         let sections = [
-            encode_all(&[plan.read(output as u64)]),
-            encode_all(&[plan.start()]),
-            encode_all(&[plan.stop()]),
+            plan.read_dwords(output as u64),
+            plan.start_dwords(),
+            plan.stop_dwords(),
         ];
         let aligned = |dw: &Vec<u32>| (dw.len() * 4).div_ceil(256) * 256;
         let total: usize = sections.iter().map(aligned).sum();
@@ -417,10 +416,10 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
 
 /// The samples of `plan` iterate_data reports, in output order.
 fn reported(plan: &Plan) -> Arc<[Reported]> {
-    plan.reported_samples()
+    plan.v2_reported_samples()
         .into_iter()
-        .map(|(index, id)| {
-            let r = &plan.requests[plan.samples[index].request];
+        .map(|(index, id, request)| {
+            let r = &plan.requests[request];
             let event = aqlprofile_pmc_event_t {
                 block_index: r.block_index,
                 event_id: r.event_id,

@@ -464,8 +464,17 @@ fn internal_spi_events_take_no_register_and_are_not_reported() {
     assert_eq!(create(agent, &events).err(), Some(ERROR));
 }
 
+/// The model's value of ATC event 3 on instance 2 for `k`, on an MI300X.
+fn atc_truth(k: &gpu::KernelRun) -> u64 {
+    let info = gpu::DeviceInfo::reference("gfx942");
+    let block = gpu::arch::tables()
+        .block_by_name("gfx942", "ATC")
+        .expect("gfx942 has ATC");
+    gpu::model::event_values(&k.dispatch(&info), &info.geometry, block, None, 3, 0)[2]
+}
+
 #[test]
-fn aid_blocks_are_read_once_ahead_of_the_per_xcc_data() {
+fn aid_blocks_are_read_first_and_v2_decodes_them_out_of_place_as_amds_library_does() {
     const ATC: u32 = 21;
     let agent = register("gfx942", 8, 32, 304, 1);
     let events = [
@@ -488,10 +497,51 @@ fn aid_blocks_are_read_once_ahead_of_the_per_xcc_data() {
     execute(18, &session.packets.start, 0);
     execute(18, &session.packets.read, 50_000);
     let got = samples(&session);
+    // The read writes ATC's one sample ahead of the per-XCC data, but the v2 decoder takes every
+    // event per XCC in order: SQ's first sample is ATC's value and every later one is shifted.
     let order: Vec<(u32, u64)> = got.iter().take(6).map(|s| (s.0.block_name, s.1)).collect();
     assert_eq!(
         order,
-        vec![(ATC, 2), (SQ, 0), (SQ, 1), (SQ, 2), (SQ, 3), (SQ, 4)]
+        vec![(SQ, 0), (SQ, 1), (SQ, 2), (SQ, 3), (ATC, 2), (SQ, 4)]
     );
-    assert_eq!(got.len(), 1 + 32);
+    assert_eq!(got.len(), 8 * (4 + 1));
+    let waves = truth(&k, "SQ_WAVES");
+    let atc = atc_truth(&k);
+    assert_ne!(atc, waves[0]);
+    assert_eq!(got[0].2, atc, "SQ's first v2 sample holds ATC's value");
+    assert_eq!(got[1].2, waves[0]);
+    assert_eq!(
+        got[4].2, waves[3],
+        "ATC's v2 sample holds SQ's last XCC-0 value"
+    );
+
+    // The legacy API decodes the same buffer layout as it was written.
+    let mut start = [0u8; 64];
+    let legacy_events = vec![
+        LegacyEvent {
+            block_name: SQ,
+            block_index: 0,
+            counter_id: SQ_WAVES,
+        },
+        LegacyEvent {
+            block_name: ATC,
+            block_index: 2,
+            counter_id: 3,
+        },
+    ];
+    let legacy = Legacy::new(MI300X, legacy_events, &mut start).expect("legacy packets");
+    let mut read = [0u8; 64];
+    // SAFETY: a prepared profile and a writable packet.
+    assert_eq!(
+        unsafe { (lib().legacy_read)(&legacy.profile, &mut read) },
+        SUCCESS
+    );
+    let k = run(19, 1, "vadd", 1 << 16, 0, 50_000);
+    gpu::kernel_started(&k);
+    execute(19, &start, 0);
+    execute(19, &read, 50_000);
+    let got = legacy.samples();
+    assert_eq!((got[0].0.block_name, got[0].1, got[0].2), (ATC, 2, atc));
+    let sq: Vec<u64> = got[1..].iter().map(|s| s.2).collect();
+    assert_eq!(sq, waves);
 }

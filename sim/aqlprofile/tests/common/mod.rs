@@ -198,7 +198,17 @@ pub fn lib() -> &'static Lib {
     })
 }
 
+thread_local! {
+    static ALLOCATIONS: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The sizes of the buffers the library allocated on this thread since the last call.
+pub fn take_allocations() -> Vec<u64> {
+    ALLOCATIONS.with(|a| std::mem::take(&mut *a.borrow_mut()))
+}
+
 unsafe extern "C" fn alloc(ptr: *mut *mut c_void, size: u64, _flags: u32, _ud: *mut c_void) -> u32 {
+    ALLOCATIONS.with(|a| a.borrow_mut().push(size));
     // SAFETY: zeroed host memory, as the SDK's allocator gives.
     unsafe { *ptr = libc::calloc(1, size as usize) };
     SUCCESS

@@ -15,6 +15,9 @@
 
 #[path = "../../../data/arch.rs"]
 pub mod arch;
+mod cp;
+#[path = "../../../gfx9.rs"]
+pub mod gfx9;
 pub mod model;
 #[path = "../../../pm4.rs"]
 pub mod pm4;
@@ -28,7 +31,7 @@ use arch::{tables, Block, Geometry};
 use model::Dispatch;
 use pm4::{Command, Slot};
 
-pub use truth::{ground_truth, line as truth_line, GroundTruthError};
+pub use truth::{ground_truth, line as truth_line, problems, GroundTruthError};
 
 /// A kernel dispatch as the device thread starts it (see the simulator contracts).
 #[derive(Debug, Clone)]
@@ -186,11 +189,40 @@ impl Registers {
 struct Device {
     info: Option<DeviceInfo>,
     kernels: Vec<KernelRecord>,
+    /// Counters of the simulator's private commands (architectures without register facts).
     registers: Registers,
+    /// Perf-counter registers of the gfx9 family, as PM4 packets program them.
+    perf: cp::PerfRegisters,
     /// Dispatch shapes seen recently.
     shapes: HashMap<Dispatch, Arc<Shape>>,
     /// Command buffers by address, compiled: the same buffers run for every dispatch.
-    programs: HashMap<u64, program::Program>,
+    programs: HashMap<u64, Compiled>,
+}
+
+/// A command buffer compiled for its device.
+enum Compiled {
+    /// Real PM4 packets, executed at register level.
+    Pm4(cp::Program),
+    /// The simulator's private counter commands.
+    Private(program::Program),
+}
+
+impl Compiled {
+    fn is(&self, dwords: &[u32]) -> bool {
+        match self {
+            Compiled::Pm4(p) => p.is(dwords),
+            Compiled::Private(p) => p.is(dwords),
+        }
+    }
+}
+
+/// Whether a command buffer holds the simulator's private counter commands.
+fn is_private(dwords: &[u32]) -> bool {
+    gfx9::packets(dwords).is_ok_and(|packets| {
+        packets
+            .iter()
+            .any(|p| (pm4::IT_SIM_PMC_START..=pm4::IT_SIM_PMC_READ).contains(&p.opcode))
+    })
 }
 
 /// Kernels kept per device before old ones are pruned.
@@ -305,6 +337,7 @@ fn prune(dev: &mut Device) {
         .iter()
         .filter(|r| r.programmed)
         .filter_map(|r| r.intervals.last().map(|i| i.0))
+        .chain(dev.perf.earliest_interval())
         .min()
         .unwrap_or(u64::MAX);
     let newest_start = dev.kernels.iter().map(|k| k.start).max().unwrap_or(0);
@@ -328,17 +361,46 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
         unsafe { std::slice::from_raw_parts(ib_addr as *const u32, ib_size_dwords as usize) };
     let mut devs = devices();
     let dev = devs.entry(device_index).or_default();
-    let mut program = match dev.programs.remove(&ib_addr) {
-        Some(p) if p.is(dwords) => p,
-        _ => match Command::decode_all(dwords) {
-            Ok(commands) => program::Program::compile(dwords, &commands, &mut dev.registers),
+    let program = match dev.programs.remove(&ib_addr) {
+        Some(p) if p.is(dwords) => Some(p),
+        _ if is_private(dwords) => match Command::decode_all(dwords) {
+            Ok(commands) => Some(Compiled::Private(program::Program::compile(
+                dwords,
+                &commands,
+                &mut dev.registers,
+            ))),
             Err(e) => {
                 eprintln!("rtl-sim: GPU {device_index}: bad PM4 buffer at 0x{ib_addr:x}: {e}");
-                return;
+                None
             }
         },
+        _ => {
+            let arch = match &dev.info {
+                Some(info) => info.arch.clone(),
+                None => match dev.kernels.last() {
+                    Some(k) => k.shape.dispatch.arch.clone(),
+                    None => {
+                        eprintln!(
+                            "rtl-sim: GPU {device_index}: PM4 buffer at 0x{ib_addr:x} on a device the runtime never described"
+                        );
+                        return;
+                    }
+                },
+            };
+            Some(Compiled::Pm4(cp::Program::compile(
+                dwords,
+                &arch,
+                device_index,
+            )))
+        }
     };
-    program.run(dev, now_ns);
+    let Some(mut program) = program else {
+        return;
+    };
+    match &mut program {
+        Compiled::Pm4(p) => p.run(dev, device_index, now_ns),
+        Compiled::Private(p) => p.run(dev, now_ns),
+    }
     if dev.programs.len() >= PROGRAM_CACHE {
         if let Some(&old) = dev.programs.keys().next() {
             dev.programs.remove(&old);

@@ -173,7 +173,7 @@ impl Program {
 }
 
 /// What one register contributes to a read.
-struct Prepared {
+pub(super) struct Prepared {
     block: u32,
     event: u32,
     accum: u32,
@@ -203,7 +203,7 @@ fn seen_by(start: u64, end: u64, t: u64) -> u8 {
 }
 
 impl Prepared {
-    fn new(
+    pub(super) fn new(
         block: u32,
         (event, accum, class): (u32, u32, Class),
         intervals: &[(u64, u64)],
@@ -260,7 +260,7 @@ impl Prepared {
     }
 
     /// The register's value at sample `position` of its block.
-    fn value(&self, position: usize, clock: u32) -> u64 {
+    pub(super) fn value(&self, position: usize, clock: u32) -> u64 {
         let at = |v: &Arc<Vec<u64>>| v.get(position).copied().unwrap_or(0);
         match self.class {
             Class::Window => self.window,

@@ -129,6 +129,42 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
     )
 }
 
+/// Problems the command processor reported in this process.
+static PROBLEMS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many packets the simulated GPU could not execute in this process (each is also on stderr
+/// and, with `RTL_SIM_GROUND_TRUTH`, a `"problem"` line of the ground-truth log).
+pub fn problems() -> u64 {
+    PROBLEMS.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// Appends a problem line (`{"pid","device","problem","packet":[dwords]}`) to the ground-truth
+/// log, if there is one.
+pub(super) fn record_problem(device: u32, what: &str, packet: &[u32]) {
+    PROBLEMS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let Some(path) = &config().path else { return };
+    let line = format!(
+        "{{\"pid\":{},\"device\":{device},\"problem\":{},\"packet\":{}}}\n",
+        std::process::id(),
+        serde_json::Value::from(what),
+        serde_json::Value::from(packet.to_vec()),
+    );
+    append(path, &line);
+}
+
+fn append(path: &str, text: &str) {
+    static FILE_LOCK: Mutex<()> = Mutex::new(());
+    let _guard = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let written = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()));
+    if let Err(e) = written {
+        eprintln!("rtl-sim: cannot append ground truth to {path}: {e}");
+    }
+}
+
 /// Appends the ground-truth line of `run` if `RTL_SIM_GROUND_TRUTH` names a file.
 pub(super) fn record(run: &KernelRun) {
     let cfg = config();
@@ -140,15 +176,5 @@ pub(super) fn record(run: &KernelRun) {
             .map(|c| c.name.as_str())
             .collect(),
     };
-    let text = line(run, &names);
-    static FILE_LOCK: Mutex<()> = Mutex::new(());
-    let _guard = FILE_LOCK.lock().unwrap_or_else(|p| p.into_inner());
-    let written = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)
-        .and_then(|mut f| f.write_all(text.as_bytes()));
-    if let Err(e) = written {
-        eprintln!("rtl-sim: cannot append ground truth to {path}: {e}");
-    }
+    append(path, &line(run, &names));
 }

@@ -1,0 +1,935 @@
+//! The command processor: executes PM4 type-3 packets against the device's perf-counter
+//! registers, the way a gfx9-family GPU runs aqlprofile's command buffers.
+//!
+//! Every XCC runs each indirect buffer with its own register state (`GRBM_GFX_INDEX`,
+//! `CP_PERFMON_CNTL`, selects), skipping what `PRED_EXEC` reserves for other XCCs. Selects live
+//! per XCC, block, instance, shader engine and slot, written through `GRBM_GFX_INDEX` with its
+//! broadcast bits. CP-controlled counters count while `CP_PERFMON_CNTL` says START (with the
+//! perf-monitor clock on) and their LO/HI registers read the value latched by the last SAMPLE;
+//! memory-controller style blocks (MCVML2, ATCL2, GCEA, and the per-AID ATC and RPB) count
+//! while `RSLT_CNTL` has ENABLE_ANY and read live through the slot it selects. A counter's value
+//! comes from the value model: the sum over the kernels that ran of their value for the selected
+//! event at the counter's sample position, in proportion to how much of each kernel its counting
+//! intervals saw.
+//!
+//! A packet, register or select value this model does not know is a problem: it is reported on
+//! stderr and in the ground-truth log with the packet's dwords, and the packet is skipped.
+
+use std::collections::HashMap;
+
+use super::arch::{tables, Block, Geometry};
+use super::gfx9::{self, copy, grbm, mc, op, perfmon, smn, sq, Register, Style, BLOCKS};
+use super::model::{class_of, Class};
+use super::program::Prepared;
+use super::{truth, Device, KernelRecord};
+
+/// Nesting of `INDIRECT_BUFFER` packets followed before giving up.
+const MAX_IB_DEPTH: u32 = 4;
+
+/// A register as a packet addresses it: what it is, and the AID of an SMN address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Reg {
+    register: Register,
+    aid: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Source {
+    Register(Reg),
+    Memory(u64),
+    Immediate(u64),
+    Clock,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Dest {
+    Register(Reg),
+    Memory(u64),
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    /// A register write with a value known when the buffer was compiled.
+    Write(Reg, u32),
+    /// `COPY_DATA` of anything but an immediate to a register.
+    Copy { src: Source, dst: Dest, wide: bool },
+    /// `WRITE_DATA` to memory.
+    WriteMemory { dst: u64, data: Vec<u32> },
+    /// `PRED_EXEC`: skip the next `skip` ops on XCCs outside `mask`.
+    Predicate { mask: u32, skip: usize },
+    /// `WAIT_REG_MEM` (a condition that must already hold: nothing else runs meanwhile).
+    Wait {
+        src: Source,
+        function: u32,
+        reference: u32,
+        mask: u32,
+        at: usize,
+    },
+    /// `INDIRECT_BUFFER`.
+    Chain { addr: u64, size: u32 },
+}
+
+/// A command buffer compiled once against the register map of its device's architecture.
+pub(super) struct Program {
+    arch: String,
+    ops: Vec<Op>,
+    /// The buffer's dwords, for problems found while it runs.
+    dwords: Vec<u32>,
+}
+
+/// What one XCC's command processor holds.
+#[derive(Default)]
+struct Xcc {
+    grbm: u32,
+    perfmon: u32,
+    rlc_clock: bool,
+    compute_enable: bool,
+    sq_ctrl: u32,
+    sq_mask: u32,
+    /// CP counting intervals since the last reset.
+    counting: Vec<(u64, Option<u64>)>,
+    /// When the live counters were last latched into LO/HI.
+    sampled_at: Option<u64>,
+    /// Select values by (block, instance, shader engine, slot); absent means 0.
+    selects: HashMap<(u8, u32, u32, u8), u32>,
+    /// MC-style counters by (block, instance).
+    mcs: HashMap<(u8, u32), McCounter>,
+}
+
+/// The CFG slots, `RSLT_CNTL` and counting intervals of one MC-style block instance.
+#[derive(Default)]
+struct McCounter {
+    cfg: [u32; 16],
+    result: u32,
+    intervals: Vec<(u64, Option<u64>)>,
+}
+
+impl McCounter {
+    fn control(&mut self, value: u32, now: u64) {
+        if value & mc::CLEAR_ALL != 0 {
+            self.intervals.clear();
+        }
+        if value & mc::ENABLE_ANY != 0 {
+            open(&mut self.intervals, now);
+        } else {
+            close(&mut self.intervals, now);
+        }
+        self.result = value;
+    }
+}
+
+fn open(intervals: &mut Vec<(u64, Option<u64>)>, now: u64) {
+    if intervals.last().is_none_or(|i| i.1.is_some()) {
+        intervals.push((now, None));
+    }
+}
+
+fn close(intervals: &mut [(u64, Option<u64>)], now: u64) {
+    if let Some(last) = intervals.last_mut().filter(|i| i.1.is_none()) {
+        last.1 = Some(now.max(last.0));
+    }
+}
+
+/// Intervals as they stood at `t`: later ones dropped, open ones closed at `t`.
+fn clipped(intervals: &[(u64, Option<u64>)], t: u64) -> Vec<(u64, u64)> {
+    intervals
+        .iter()
+        .filter(|i| i.0 <= t)
+        .map(|&(a, b)| (a, b.unwrap_or(t).min(t).max(a)))
+        .collect()
+}
+
+/// The perf-counter registers of one device.
+#[derive(Default)]
+pub(super) struct PerfRegisters {
+    xccs: Vec<Xcc>,
+    /// Per-AID blocks by (block, instance), shared by every XCC.
+    aids: HashMap<(u8, u32), McCounter>,
+}
+
+impl PerfRegisters {
+    /// The earliest time any counter may still count from (kernels before it can be forgotten).
+    pub(super) fn earliest_interval(&self) -> Option<u64> {
+        let xcc = self
+            .xccs
+            .iter()
+            .filter_map(|x| x.counting.last().map(|i| i.0));
+        let mcs = self
+            .xccs
+            .iter()
+            .flat_map(|x| x.mcs.values())
+            .chain(self.aids.values())
+            .filter_map(|m| m.intervals.last().map(|i| i.0));
+        xcc.chain(mcs).min()
+    }
+}
+
+/// Problems found in a buffer, each with the packet's dwords.
+type Problems = Vec<(String, Vec<u32>)>;
+
+fn packet_dwords(dwords: &[u32], at: usize) -> Vec<u32> {
+    let ndw = dwords
+        .get(at)
+        .map_or(1, |h| (((h >> 16) & 0x3FFF) + 2) as usize);
+    dwords[at..(at + ndw).min(dwords.len())].to_vec()
+}
+
+impl Program {
+    /// Compiles `dwords` for a device of `arch`, reporting what cannot be executed.
+    pub(super) fn compile(dwords: &[u32], arch: &str, device: u32) -> Program {
+        let mut problems: Problems = Vec::new();
+        let mut ops: Vec<Op> = Vec::new();
+        // Dword offset each op came from, and pending predicates: (op index, end dword).
+        let mut op_at: Vec<usize> = Vec::new();
+        let mut predicates: Vec<(usize, usize, usize)> = Vec::new();
+        let mut boundaries: Vec<usize> = vec![dwords.len()];
+        match gfx9::packets(dwords) {
+            Err(e) => problems.push((e.what, packet_dwords(dwords, e.at))),
+            Ok(packets) => {
+                for p in packets {
+                    boundaries.push(p.at);
+                    let before = ops.len();
+                    if let Err(what) = decode(&p, arch, &mut ops) {
+                        ops.truncate(before);
+                        problems.push((what, packet_dwords(dwords, p.at)));
+                        continue;
+                    }
+                    if p.opcode == op::PRED_EXEC {
+                        let n = (p.body[0] & 0x3FFF) as usize;
+                        predicates.push((before, p.at + 2 + n, p.at));
+                    }
+                    op_at.extend(std::iter::repeat_n(p.at, ops.len() - before));
+                }
+            }
+        }
+        for (index, end, at) in predicates {
+            let covered = op_at[index + 1..].iter().take_while(|&&a| a < end).count();
+            if !boundaries.contains(&end) {
+                problems.push((
+                    "PRED_EXEC covers part of a packet".to_string(),
+                    packet_dwords(dwords, at),
+                ));
+            }
+            if let Op::Predicate { skip, .. } = &mut ops[index] {
+                *skip = covered;
+            }
+        }
+        for (what, packet) in &problems {
+            report(device, what, packet);
+        }
+        Program {
+            arch: arch.to_string(),
+            ops,
+            dwords: dwords.to_vec(),
+        }
+    }
+
+    /// Whether the program was compiled from exactly `dwords`.
+    pub(super) fn is(&self, dwords: &[u32]) -> bool {
+        self.dwords == dwords
+    }
+
+    /// Runs the program on every XCC of `dev` at `now`.
+    pub(super) fn run(&self, dev: &mut Device, device: u32, now: u64) {
+        let xccs = geometry_of(dev, &self.arch).xcc.max(1) as usize;
+        if dev.perf.xccs.len() < xccs {
+            dev.perf.xccs.resize_with(xccs, Xcc::default);
+        }
+        let mut cache = Cache::default();
+        for x in 0..xccs {
+            self.run_on(dev, device, x, now, &mut cache, 0);
+        }
+    }
+
+    fn run_on(
+        &self,
+        dev: &mut Device,
+        device: u32,
+        x: usize,
+        now: u64,
+        cache: &mut Cache,
+        depth: u32,
+    ) {
+        let mut i = 0;
+        while i < self.ops.len() {
+            match &self.ops[i] {
+                Op::Predicate { mask, skip } => {
+                    if mask & (1 << x) == 0 {
+                        i += skip;
+                    }
+                }
+                Op::Write(reg, value) => {
+                    cache.last = None;
+                    write(dev, &self.arch, x, *reg, *value, now);
+                }
+                Op::Copy { src, dst, wide } => {
+                    let value = self.source(dev, x, *src, *wide, now, cache);
+                    match dst {
+                        Dest::Register(reg) => {
+                            cache.last = None;
+                            write(dev, &self.arch, x, *reg, value as u32, now);
+                        }
+                        // SAFETY: the destination is memory of this process that the tool
+                        // handed to aqlprofile for these packets.
+                        Dest::Memory(addr) => unsafe { store(*addr, value, *wide) },
+                    }
+                }
+                Op::WriteMemory { dst, data } => {
+                    for (k, &v) in data.iter().enumerate() {
+                        // SAFETY: as for COPY_DATA.
+                        unsafe { store(dst + 4 * k as u64, u64::from(v), false) };
+                    }
+                }
+                Op::Wait {
+                    src,
+                    function,
+                    reference,
+                    mask,
+                    at,
+                } => {
+                    let value = self.source(dev, x, *src, false, now, cache) as u32 & mask;
+                    if !compare(*function, value, *reference & mask) {
+                        report(
+                            device,
+                            &format!(
+                                "WAIT_REG_MEM would wait forever: 0x{value:x} never meets function {function} against 0x{reference:x}"
+                            ),
+                            &packet_dwords(&self.dwords, *at),
+                        );
+                    }
+                }
+                Op::Chain { addr, size } => {
+                    if depth >= MAX_IB_DEPTH {
+                        report(
+                            device,
+                            "INDIRECT_BUFFER nested too deep",
+                            &[*addr as u32, (*addr >> 32) as u32, *size],
+                        );
+                    } else if *addr != 0 && *size != 0 {
+                        // SAFETY: a chained buffer of this process, as the outer one.
+                        let dwords = unsafe {
+                            std::slice::from_raw_parts(*addr as *const u32, *size as usize)
+                        };
+                        let inner = Program::compile(dwords, &self.arch, device);
+                        inner.run_on(dev, device, x, now, cache, depth + 1);
+                    }
+                }
+            }
+            i += 1;
+        }
+    }
+
+    fn source(
+        &self,
+        dev: &Device,
+        x: usize,
+        src: Source,
+        wide: bool,
+        now: u64,
+        cache: &mut Cache,
+    ) -> u64 {
+        match src {
+            Source::Immediate(v) => v,
+            // The GPU clock counter runs at 100 MHz.
+            Source::Clock => now / 10,
+            // SAFETY: memory of this process named by the packet.
+            Source::Memory(addr) => unsafe { load(addr, wide) },
+            Source::Register(reg) => {
+                let lo = read(dev, &self.arch, x, reg, now, cache);
+                if !wide {
+                    return u64::from(lo);
+                }
+                let next =
+                    next_register(reg).map_or(0, |r| read(dev, &self.arch, x, r, now, cache));
+                u64::from(lo) | u64::from(next) << 32
+            }
+        }
+    }
+}
+
+/// The register after `reg` (a 64-bit COPY_DATA reads two): HI after LO.
+fn next_register(reg: Reg) -> Option<Reg> {
+    match reg.register {
+        Register::Lo(b, k) => Some(Reg {
+            register: Register::Hi(b, k),
+            ..reg
+        }),
+        _ => None,
+    }
+}
+
+/// # Safety
+/// `addr` must be writable memory of this process.
+unsafe fn store(addr: u64, value: u64, wide: bool) {
+    if addr == 0 {
+        return;
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if wide {
+            (addr as *mut u64).write_unaligned(value);
+        } else {
+            (addr as *mut u32).write_unaligned(value as u32);
+        }
+    }
+}
+
+/// # Safety
+/// `addr` must be readable memory of this process.
+unsafe fn load(addr: u64, wide: bool) -> u64 {
+    if addr == 0 {
+        return 0;
+    }
+    // SAFETY: the caller's guarantee.
+    unsafe {
+        if wide {
+            (addr as *const u64).read_unaligned()
+        } else {
+            u64::from((addr as *const u32).read_unaligned())
+        }
+    }
+}
+
+fn compare(function: u32, value: u32, reference: u32) -> bool {
+    match function {
+        0 => true,
+        1 => value < reference,
+        2 => value <= reference,
+        3 => value == reference,
+        4 => value != reference,
+        5 => value >= reference,
+        6 => value > reference,
+        _ => false,
+    }
+}
+
+/// Reports a problem on stderr and in the ground-truth log.
+fn report(device: u32, what: &str, packet: &[u32]) {
+    let words: Vec<String> = packet.iter().map(|d| format!("{d:08x}")).collect();
+    eprintln!("rtl-sim: GPU {device}: {what} (packet {})", words.join(" "));
+    truth::record_problem(device, what, packet);
+}
+
+fn resolve(address: u64) -> Result<Reg, String> {
+    let (reg, aid) = smn::split(address);
+    let register =
+        gfx9::register(reg).ok_or_else(|| format!("register 0x{reg:x} is not modelled"))?;
+    if aid.is_some() {
+        let aid_block = matches!(
+            register,
+            Register::Select(b, _) | Register::Lo(b, _) | Register::Hi(b, _) | Register::ResultControl(b)
+                if BLOCKS[b as usize].style == Style::Aid
+        );
+        if !aid_block {
+            return Err(format!(
+                "SMN address 0x{address:x} of register 0x{reg:x}, which no AID holds"
+            ));
+        }
+    }
+    Ok(Reg { register, aid })
+}
+
+fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String> {
+    let body = p.body;
+    let need = |n: usize| {
+        if body.len() < n {
+            Err(format!(
+                "opcode 0x{:02x} with {} dwords of body, {n} needed",
+                p.opcode,
+                body.len()
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match p.opcode {
+        op::NOP => {}
+        op::SET_UCONFIG_REG | op::SET_SH_REG => {
+            need(2)?;
+            if body[0] & !0xFFFF != 0 {
+                return Err(format!("register offset 0x{:x} has index bits", body[0]));
+            }
+            let base = if p.opcode == op::SET_UCONFIG_REG {
+                gfx9::UCONFIG_BASE
+            } else {
+                gfx9::SH_BASE
+            };
+            for (k, &value) in body[1..].iter().enumerate() {
+                let reg = resolve(u64::from(base + body[0] + k as u32))?;
+                check_write(reg, value, arch)?;
+                ops.push(Op::Write(reg, value));
+            }
+        }
+        op::COPY_DATA => {
+            need(5)?;
+            let control = body[0];
+            let wide = control & copy::COUNT_64 != 0;
+            let src_address = u64::from(body[1]) | u64::from(body[2]) << 32;
+            let dst_address = u64::from(body[3]) | u64::from(body[4]) << 32;
+            let src = match control & 0xF {
+                copy::SRC_REG | copy::SRC_PERFCOUNTER => Source::Register(resolve(src_address)?),
+                copy::SRC_MEM => Source::Memory(src_address & !3),
+                copy::SRC_IMMEDIATE => Source::Immediate(if wide {
+                    src_address
+                } else {
+                    u64::from(body[1])
+                }),
+                copy::SRC_GPU_CLOCK => Source::Clock,
+                other => return Err(format!("COPY_DATA source select {other} is not modelled")),
+            };
+            let dst = match (control >> 8) & 0xF {
+                copy::DST_REG | copy::DST_PERFCOUNTER => Dest::Register(resolve(dst_address)?),
+                copy::DST_MEM | copy::DST_TC_L2 => Dest::Memory(dst_address & !3),
+                other => {
+                    return Err(format!(
+                        "COPY_DATA destination select {other} is not modelled"
+                    ))
+                }
+            };
+            match (src, dst) {
+                (Source::Immediate(v), Dest::Register(reg)) => {
+                    check_write(reg, v as u32, arch)?;
+                    ops.push(Op::Write(reg, v as u32));
+                }
+                (_, Dest::Register(reg)) => {
+                    return Err(format!(
+                        "COPY_DATA of a computed value into register {:?} is not modelled",
+                        reg.register
+                    ))
+                }
+                _ => ops.push(Op::Copy { src, dst, wide }),
+            }
+        }
+        op::WRITE_DATA => {
+            need(3)?;
+            let dst_sel = (body[0] >> 8) & 0xF;
+            let address = u64::from(body[1]) | u64::from(body[2]) << 32;
+            match dst_sel {
+                0 => {
+                    let increment = body[0] & (1 << 16) == 0;
+                    for (k, &value) in body[3..].iter().enumerate() {
+                        let step = if increment { k as u64 } else { 0 };
+                        let reg = resolve(address + step)?;
+                        check_write(reg, value, arch)?;
+                        ops.push(Op::Write(reg, value));
+                    }
+                }
+                2 | 5 => ops.push(Op::WriteMemory {
+                    dst: address & !3,
+                    data: body[3..].to_vec(),
+                }),
+                other => {
+                    return Err(format!(
+                        "WRITE_DATA destination select {other} is not modelled"
+                    ))
+                }
+            }
+        }
+        op::EVENT_WRITE => {
+            need(1)?;
+            if body[0] != gfx9::CS_PARTIAL_FLUSH {
+                return Err(format!("EVENT_WRITE 0x{:x} is not modelled", body[0]));
+            }
+        }
+        op::PRED_EXEC => {
+            need(1)?;
+            ops.push(Op::Predicate {
+                mask: body[0] >> 24,
+                skip: 0,
+            });
+        }
+        op::ACQUIRE_MEM => need(6)?,
+        op::WAIT_REG_MEM => {
+            need(6)?;
+            let address = u64::from(body[1]) | u64::from(body[2]) << 32;
+            let src = if body[0] & (1 << 4) != 0 {
+                Source::Memory(address & !3)
+            } else {
+                Source::Register(resolve(address)?)
+            };
+            ops.push(Op::Wait {
+                src,
+                function: body[0] & 7,
+                reference: body[3],
+                mask: body[4],
+                at: p.at,
+            });
+        }
+        op::INDIRECT_BUFFER => {
+            need(3)?;
+            ops.push(Op::Chain {
+                addr: u64::from(body[0] & !3) | u64::from(body[1] & 0xFFFF) << 32,
+                size: body[2] & 0xF_FFFF,
+            });
+        }
+        other => return Err(format!("opcode 0x{other:02x} is not modelled")),
+    }
+    Ok(())
+}
+
+/// The block of `arch` whose registers `b` are.
+fn arch_block(arch: &str, b: u8) -> Option<&'static Block> {
+    tables().block_by_name(arch, BLOCKS[b as usize].name)
+}
+
+/// Checks that the GPU models `value` written to `reg`.
+fn check_write(reg: Reg, value: u32, arch: &str) -> Result<(), String> {
+    let unknown_bits = |allowed: u32| {
+        if value & !allowed != 0 {
+            Err(format!(
+                "value 0x{value:x} of {:?} sets bits 0x{:x} that are not modelled",
+                reg.register,
+                value & !allowed
+            ))
+        } else {
+            Ok(())
+        }
+    };
+    match reg.register {
+        Register::GrbmGfxIndex => unknown_bits(grbm::BROADCAST | 0x00FF_FFFF),
+        Register::CpPerfmonCntl => {
+            unknown_bits(perfmon::STATE_MASK | perfmon::SAMPLE)?;
+            if value & perfmon::STATE_MASK > perfmon::STOP {
+                return Err(format!(
+                    "CP_PERFMON_CNTL state {} is not modelled",
+                    value & 0xF
+                ));
+            }
+            Ok(())
+        }
+        Register::RlcPerfmonClkCntl | Register::ComputePerfcountEnable => unknown_bits(1),
+        Register::SqCtrl | Register::SqMask => Ok(()),
+        Register::Lo(..) | Register::Hi(..) => unknown_bits(0),
+        Register::ResultControl(_) => unknown_bits(mc::SLOT_MASK | mc::ENABLE_ANY | mc::CLEAR_ALL),
+        Register::Select(b, k) => {
+            let regs = &BLOCKS[b as usize];
+            let block =
+                arch_block(arch, b).ok_or_else(|| format!("{arch} has no {} block", regs.name))?;
+            let event = match regs.style {
+                Style::Plain if regs.sel_bits == 0 => return unknown_bits(0),
+                Style::Plain => {
+                    unknown_bits((1 << regs.sel_bits) - 1)?;
+                    value
+                }
+                Style::Sq => {
+                    unknown_bits(sq::SEL_MASK | sq::SELECT_MASKS)?;
+                    let sel = value & sq::SEL_MASK;
+                    if sel == sq::ACCUM_PREV || sel == sq::accum_prev_hi(arch) {
+                        if k == 0 {
+                            return Err("SQ accumulation in slot 0 has no previous slot".into());
+                        }
+                        return Ok(());
+                    }
+                    sel
+                }
+                Style::Mc | Style::Aid => {
+                    unknown_bits(mc::SEL_MASK | mc::MODE_MASK | mc::ENABLE)?;
+                    if value & mc::MODE_MASK != 0 {
+                        return Err(format!(
+                            "{} PERF_MODE {} is not modelled",
+                            regs.name,
+                            (value & mc::MODE_MASK) >> 24
+                        ));
+                    }
+                    value & mc::SEL_MASK
+                }
+            };
+            if event > block.max_event {
+                return Err(format!(
+                    "{} select {event} is beyond the block's last event {}",
+                    regs.name, block.max_event
+                ));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The instances (within `count`) a `GRBM_GFX_INDEX` value reaches.
+fn reached(index: Option<u32>, count: u32) -> std::ops::Range<u32> {
+    match index {
+        None => 0..count,
+        Some(i) if i < count => i..i + 1,
+        Some(_) => 0..0,
+    }
+}
+
+fn geometry_of(dev: &Device, arch: &str) -> Geometry {
+    match &dev.info {
+        Some(info) => info.geometry,
+        None => super::DeviceInfo::reference(arch).geometry,
+    }
+}
+
+fn write(dev: &mut Device, arch: &str, x: usize, reg: Reg, value: u32, now: u64) {
+    let geometry = geometry_of(dev, arch);
+    let xs = &mut dev.perf.xccs[x];
+    match reg.register {
+        Register::GrbmGfxIndex => xs.grbm = value,
+        Register::CpPerfmonCntl => {
+            match value & perfmon::STATE_MASK {
+                perfmon::DISABLE_AND_RESET => {
+                    xs.counting.clear();
+                    xs.sampled_at = None;
+                }
+                perfmon::START => {
+                    if xs.rlc_clock {
+                        open(&mut xs.counting, now);
+                    }
+                }
+                _ => close(&mut xs.counting, now),
+            }
+            if value & perfmon::SAMPLE != 0 {
+                xs.sampled_at = Some(now);
+            }
+            xs.perfmon = value;
+        }
+        Register::RlcPerfmonClkCntl => xs.rlc_clock = value & 1 != 0,
+        Register::ComputePerfcountEnable => xs.compute_enable = value & 1 != 0,
+        Register::SqCtrl => xs.sq_ctrl = value,
+        Register::SqMask => xs.sq_mask = value,
+        Register::Lo(..) | Register::Hi(..) => {}
+        Register::Select(b, k) => {
+            let Some(block) = arch_block(arch, b) else {
+                return;
+            };
+            let regs = &BLOCKS[b as usize];
+            match regs.style {
+                Style::Plain | Style::Sq => {
+                    let engines = if block.per_se {
+                        geometry.se_per_xcc()
+                    } else {
+                        1
+                    };
+                    for i in reached(grbm::instance_of(xs.grbm), block.table_instances.max(1)) {
+                        for se in reached(grbm::se_of(xs.grbm).filter(|_| block.per_se), engines) {
+                            xs.selects.insert((b, i, se, k), value);
+                        }
+                    }
+                }
+                Style::Mc => {
+                    for i in reached(grbm::instance_of(xs.grbm), block.table_instances.max(1)) {
+                        xs.mcs.entry((b, i)).or_default().cfg[k as usize] = value;
+                    }
+                }
+                Style::Aid => {
+                    let i = aid_instance(block, reg.aid, xs.grbm);
+                    dev.perf.aids.entry((b, i)).or_default().cfg[k as usize] = value;
+                }
+            }
+        }
+        Register::ResultControl(b) => {
+            let Some(block) = arch_block(arch, b) else {
+                return;
+            };
+            if BLOCKS[b as usize].style == Style::Aid {
+                let i = aid_instance(block, reg.aid, xs.grbm);
+                dev.perf.aids.entry((b, i)).or_default().control(value, now);
+            } else {
+                for i in reached(grbm::instance_of(xs.grbm), block.table_instances.max(1)) {
+                    xs.mcs.entry((b, i)).or_default().control(value, now);
+                }
+            }
+        }
+    }
+}
+
+/// The instance of an AID block an access reaches: the AID of its SMN address (times the
+/// instances per AID), else the `GRBM_GFX_INDEX` instance.
+fn aid_instance(block: &Block, aid: Option<u32>, grbm_index: u32) -> u32 {
+    match aid {
+        Some(aid) => aid * (block.table_instances / 4).max(1),
+        None => grbm::instance_of(grbm_index).unwrap_or(0),
+    }
+}
+
+/// What a prepared model value depends on: block id, event, accumulation, counting intervals.
+type PreparedKey = (u32, u32, u32, Vec<(u64, u64)>);
+
+/// Model values prepared during one run of a buffer.
+#[derive(Default)]
+struct Cache {
+    prepared: Vec<(PreparedKey, Prepared)>,
+    /// The last 64-bit value read, for the HI read after its LO: (key, value).
+    last: Option<((usize, Reg, u32, u32), u64)>,
+}
+
+impl Cache {
+    fn value(
+        &mut self,
+        dev: &Device,
+        arch: &str,
+        block: &'static Block,
+        (event, accum): (u32, u32),
+        intervals: Vec<(u64, u64)>,
+        position: usize,
+    ) -> u64 {
+        let clock = super::clock_of(dev, arch);
+        let key = (block.id, event, accum, intervals);
+        let found = self.prepared.iter().position(|(k, _)| *k == key);
+        let index = match found {
+            Some(i) => i,
+            None => {
+                let geometry = geometry_of(dev, arch);
+                let name = tables().counter_name(arch, &block.name, event);
+                let class = if accum == 0 {
+                    class_of(name)
+                } else {
+                    Class::Kernel
+                };
+                let intervals = &key.3;
+                let per_kernel = dev
+                    .kernels
+                    .iter()
+                    .filter(|k: &&KernelRecord| {
+                        intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a)
+                    })
+                    .map(|k| {
+                        let values = k.shape.values(block, name, event, accum, &geometry);
+                        (k.start, k.end, values)
+                    })
+                    .collect();
+                let prepared = Prepared::new(
+                    block.id,
+                    (event, accum, class),
+                    intervals,
+                    clock,
+                    per_kernel,
+                );
+                self.prepared.push((key, prepared));
+                self.prepared.len() - 1
+            }
+        };
+        self.prepared[index].1.value(position, clock)
+    }
+}
+
+fn read(dev: &Device, arch: &str, x: usize, reg: Reg, now: u64, cache: &mut Cache) -> u32 {
+    let xs = &dev.perf.xccs[x];
+    let (b, hi) = match reg.register {
+        Register::GrbmGfxIndex => return xs.grbm,
+        Register::CpPerfmonCntl => return xs.perfmon,
+        Register::RlcPerfmonClkCntl => return u32::from(xs.rlc_clock),
+        Register::ComputePerfcountEnable => return u32::from(xs.compute_enable),
+        Register::SqCtrl => return xs.sq_ctrl,
+        Register::SqMask => return xs.sq_mask,
+        Register::Select(b, k) => {
+            let i = grbm::instance_of(xs.grbm).unwrap_or(0);
+            let se = grbm::se_of(xs.grbm).unwrap_or(0);
+            return xs.selects.get(&(b, i, se, k)).copied().unwrap_or(0);
+        }
+        Register::ResultControl(b) => {
+            let i = grbm::instance_of(xs.grbm).unwrap_or(0);
+            return xs.mcs.get(&(b, i)).map_or(0, |m| m.result);
+        }
+        Register::Lo(b, _) => (b, false),
+        Register::Hi(b, _) => (b, true),
+    };
+    let lo_reg = Reg {
+        register: match reg.register {
+            Register::Hi(b, k) => Register::Lo(b, k),
+            other => other,
+        },
+        ..reg
+    };
+    let key = (x, lo_reg, xs.grbm, 0);
+    let value = match cache.last {
+        Some((k, v)) if k == key => v,
+        _ => {
+            let v = counter(dev, arch, x, b, lo_reg, now, cache);
+            cache.last = Some((key, v));
+            v
+        }
+    };
+    if hi {
+        (value >> 32) as u32
+    } else {
+        value as u32
+    }
+}
+
+/// The 64-bit value of the counter behind a LO register, as reached from XCC `x` now.
+fn counter(
+    dev: &Device,
+    arch: &str,
+    x: usize,
+    b: u8,
+    reg: Reg,
+    now: u64,
+    cache: &mut Cache,
+) -> u64 {
+    let Some(block) = arch_block(arch, b) else {
+        return 0;
+    };
+    let regs = &BLOCKS[b as usize];
+    let geometry = geometry_of(dev, arch);
+    let layout = block.layout(&geometry);
+    let xs = &dev.perf.xccs[x];
+    match regs.style {
+        Style::Plain | Style::Sq => {
+            let Register::Lo(_, k) = reg.register else {
+                return 0;
+            };
+            let Some(sampled) = xs.sampled_at else {
+                return 0;
+            };
+            if regs.style == Style::Sq && !(xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0) {
+                return 0;
+            }
+            let i = grbm::instance_of(xs.grbm).unwrap_or(0);
+            let se = if block.per_se {
+                grbm::se_of(xs.grbm).unwrap_or(0)
+            } else {
+                0
+            };
+            if i >= layout.instances || se >= layout.se || x as u32 >= layout.xcc {
+                return 0;
+            }
+            let select = |k: u8| xs.selects.get(&(b, i, se, k)).copied().unwrap_or(0);
+            let sel = select(k);
+            let (event, accum) = match regs.style {
+                Style::Sq => {
+                    let perf_sel = sel & sq::SEL_MASK;
+                    if k > 0 && perf_sel == sq::ACCUM_PREV {
+                        (select(k - 1) & sq::SEL_MASK, 1)
+                    } else if k > 0 && perf_sel == sq::accum_prev_hi(arch) {
+                        (select(k - 1) & sq::SEL_MASK, 2)
+                    } else {
+                        (perf_sel, 0)
+                    }
+                }
+                _ if regs.sel_bits == 0 => (0, 0),
+                _ => (sel & ((1 << regs.sel_bits) - 1), 0),
+            };
+            let position = layout.index(x as u32, i, se);
+            let intervals = clipped(&xs.counting, sampled);
+            cache.value(dev, arch, block, (event, accum), intervals, position)
+        }
+        Style::Mc | Style::Aid => {
+            let (m, i, xcc) = if regs.style == Style::Aid {
+                let i = aid_instance(block, reg.aid, xs.grbm);
+                (dev.perf.aids.get(&(b, i)), i, 0)
+            } else {
+                let i = grbm::instance_of(xs.grbm).unwrap_or(0);
+                (xs.mcs.get(&(b, i)), i, x as u32)
+            };
+            let Some(m) = m else {
+                return 0;
+            };
+            let cfg = m.cfg[(m.result & mc::SLOT_MASK) as usize];
+            if cfg & mc::ENABLE == 0 || i >= layout.instances || xcc >= layout.xcc {
+                return 0;
+            }
+            let position = layout.index(xcc, i, 0);
+            let intervals = clipped(&m.intervals, now);
+            cache.value(
+                dev,
+                arch,
+                block,
+                (cfg & mc::SEL_MASK, 0),
+                intervals,
+                position,
+            )
+        }
+    }
+}
