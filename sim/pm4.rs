@@ -2,9 +2,10 @@
 //! simulated GPU (which executes them).
 //!
 //! The AQL side is ROCm's: a vendor-specific AQL packet of format `PM4_IB` whose body is one PM4
-//! `INDIRECT_BUFFER` packet pointing at a command buffer. The command buffer holds PM4 type-3
-//! packets. Real hardware would see register writes there; the simulated command processor
-//! understands a few simulator-private opcodes instead, one per counter operation.
+//! `INDIRECT_BUFFER` packet pointing at a command buffer. For the gfx9 family the command buffer
+//! holds real perf-counter packets (`sim/gfx9.rs`); for later families, whose registers the
+//! project has no facts for, it holds the simulator-private opcodes below, one per counter
+//! operation.
 
 /// Size of an AQL packet in bytes.
 pub const AQL_PACKET_SIZE: usize = 64;

@@ -136,6 +136,12 @@ fn read_truth(path: &std::path::Path) -> Vec<serde_json::Value> {
         .lines()
         .filter(|l| l.ends_with('}'))
         .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .inspect(|v: &serde_json::Value| {
+            assert!(
+                v.get("problem").is_none(),
+                "the simulated GPU met a packet it does not model: {v}"
+            )
+        })
         .collect()
 }
 

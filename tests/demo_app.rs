@@ -51,6 +51,12 @@ fn demo_with_truth(config: &str, args: &[&str]) -> (Output, Vec<serde_json::Valu
     let records = lines
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
+        .inspect(|v: &serde_json::Value| {
+            assert!(
+                v.get("problem").is_none(),
+                "the simulated GPU met a packet it does not model: {v}"
+            )
+        })
         .collect();
     (out, records)
 }

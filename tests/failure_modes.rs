@@ -146,11 +146,7 @@ fn command(dir: &Path, out: &Path, app_args: &[&str], env: &[(&str, &str)]) -> C
 }
 
 fn read_truth(dir: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(dir.join("truth.jsonl"))
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("a ground-truth line is JSON"))
-        .collect()
+    common::ground_truth(&dir.join("truth.jsonl"))
 }
 
 fn profile(name: &str, app_args: &[&str], env: &[(&str, &str)]) -> Profile {

@@ -79,6 +79,12 @@ fn profile(name: &str, args: &[&str], files: &[(&str, &str)]) -> Profile {
         .unwrap_or_default()
         .lines()
         .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .inspect(|v: &serde_json::Value| {
+            assert!(
+                v.get("problem").is_none(),
+                "the simulated GPU met a packet it does not model: {v}"
+            )
+        })
         .collect();
     let p = Profile { output, out, truth };
     assert_eq!(

@@ -1,10 +1,12 @@
 //! A simulated aqlprofile: `libhsa-amd-aqlprofile64.so` with the v2 `aqlprofile_*` API and the
 //! legacy `hsa_ven_amd_aqlprofile_*` API (HSA extension 0x202, library version 2.0).
 //!
-//! It builds the same kind of artefacts as the real library — PM4-IB AQL packets whose indirect
-//! buffers program, start, read and stop counter registers — with the block limits, instance
-//! counts and sample order of the real one (tables in `sim/data`). The command buffers use the
-//! simulator's PM4 commands (`sim/pm4.rs`), which the simulated GPU executes.
+//! It builds the same artefacts as the real library — PM4-IB AQL packets whose indirect buffers
+//! program, start, read and stop counter registers — with the block limits, instance counts and
+//! sample order of the real one (tables in `sim/data`). For the gfx9 family the command buffers
+//! hold the PM4 packets AMD's library writes (`sim/gfx9.rs`), which the simulated GPU executes at
+//! register level; for later families, whose register facts the project lacks, they hold the
+//! simulator's own commands (`sim/pm4.rs`).
 //!
 //! Environment: `RTL_SIM_AQLPROFILE=6|7` selects whether the legacy stop packet (6) or read
 //! packet (7, default) copies the counters; `AQLPROFILE_READ_API=0` (read when the library is

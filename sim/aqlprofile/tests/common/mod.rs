@@ -22,9 +22,11 @@ pub const SQ: u32 = 6;
 pub const TA: u32 = 10;
 pub const TCC: u32 = 12;
 
-/// HSA agent handles the stub runtime knows: an MI300X (gfx942) and an MI210 (gfx90a).
+/// HSA agent handles the stub runtime knows: an MI300X (gfx942), an MI210 (gfx90a) and an
+/// MI355X (gfx950).
 pub const MI300X: u64 = 0x942;
 pub const MI210: u64 = 0x90a;
+pub const MI355X: u64 = 0x950;
 
 /// The stub runtime's `hsa_agent_get_info`, found by the library through `dlsym(RTLD_DEFAULT)`.
 ///
@@ -35,6 +37,7 @@ pub unsafe extern "C" fn hsa_agent_get_info(agent: u64, attribute: u32, value: *
     let (name, xcc, se, sa, cu): (&[u8], u32, u32, u32, u32) = match agent {
         MI300X => (b"gfx942\0", 8, 32, 1, 304),
         MI210 => (b"gfx90a\0", 1, 8, 1, 104),
+        MI355X => (b"gfx950\0", 8, 32, 1, 256),
         _ => return 0x1004,
     };
     let number = match attribute {
