@@ -69,9 +69,30 @@ enum Op {
     Chain { addr: u64, size: u32 },
 }
 
+/// The architecture a program runs for, with its blocks looked up once.
+struct Target {
+    arch: String,
+    /// The block of the architecture behind each entry of [`BLOCKS`].
+    blocks: [Option<&'static Block>; BLOCKS.len()],
+}
+
+impl Target {
+    fn new(arch: &str) -> Target {
+        Target {
+            arch: arch.to_string(),
+            blocks: std::array::from_fn(|b| tables().block_by_name(arch, BLOCKS[b].name)),
+        }
+    }
+
+    /// The block of this architecture whose registers are `BLOCKS[b]`.
+    fn block(&self, b: u8) -> Option<&'static Block> {
+        self.blocks[b as usize]
+    }
+}
+
 /// A command buffer compiled once against the register map of its device's architecture.
 pub(super) struct Program {
-    arch: String,
+    target: Target,
     ops: Vec<Op>,
     /// The buffer's dwords, for problems found while it runs.
     dwords: Vec<u32>,
@@ -130,15 +151,6 @@ fn close(intervals: &mut [(u64, Option<u64>)], now: u64) {
     }
 }
 
-/// Intervals as they stood at `t`: later ones dropped, open ones closed at `t`.
-fn clipped(intervals: &[(u64, Option<u64>)], t: u64) -> Vec<(u64, u64)> {
-    intervals
-        .iter()
-        .filter(|i| i.0 <= t)
-        .map(|&(a, b)| (a, b.unwrap_or(t).min(t).max(a)))
-        .collect()
-}
-
 /// The perf-counter registers of one device.
 #[derive(Default)]
 pub(super) struct PerfRegisters {
@@ -177,6 +189,7 @@ fn packet_dwords(dwords: &[u32], at: usize) -> Vec<u32> {
 impl Program {
     /// Compiles `dwords` for a device of `arch`, reporting what cannot be executed.
     pub(super) fn compile(dwords: &[u32], arch: &str, device: u32) -> Program {
+        let target = Target::new(arch);
         let mut problems: Problems = Vec::new();
         let mut ops: Vec<Op> = Vec::new();
         // Dword offset each op came from, and pending predicates: (op index, end dword).
@@ -189,7 +202,7 @@ impl Program {
                 for p in packets {
                     boundaries.push(p.at);
                     let before = ops.len();
-                    if let Err(what) = decode(&p, arch, &mut ops) {
+                    if let Err(what) = decode(&p, &target, &mut ops) {
                         ops.truncate(before);
                         problems.push((what, packet_dwords(dwords, p.at)));
                         continue;
@@ -218,7 +231,7 @@ impl Program {
             report(device, what, packet);
         }
         Program {
-            arch: arch.to_string(),
+            target,
             ops,
             dwords: dwords.to_vec(),
         }
@@ -231,7 +244,7 @@ impl Program {
 
     /// Runs the program on every XCC of `dev` at `now`.
     pub(super) fn run(&self, dev: &mut Device, device: u32, now: u64) {
-        let xccs = geometry_of(dev, &self.arch).xcc.max(1) as usize;
+        let xccs = geometry_of(dev, &self.target.arch).xcc.max(1) as usize;
         if dev.perf.xccs.len() < xccs {
             dev.perf.xccs.resize_with(xccs, Xcc::default);
         }
@@ -260,14 +273,14 @@ impl Program {
                 }
                 Op::Write(reg, value) => {
                     cache.last = None;
-                    write(dev, &self.arch, x, *reg, *value, now);
+                    write(dev, &self.target, x, *reg, *value, now);
                 }
                 Op::Copy { src, dst, wide } => {
                     let value = self.source(dev, x, *src, *wide, now, cache);
                     match dst {
                         Dest::Register(reg) => {
                             cache.last = None;
-                            write(dev, &self.arch, x, *reg, value as u32, now);
+                            write(dev, &self.target, x, *reg, value as u32, now);
                         }
                         // SAFETY: the destination is memory of this process that the tool
                         // handed to aqlprofile for these packets.
@@ -310,7 +323,7 @@ impl Program {
                         let dwords = unsafe {
                             std::slice::from_raw_parts(*addr as *const u32, *size as usize)
                         };
-                        let inner = Program::compile(dwords, &self.arch, device);
+                        let inner = Program::compile(dwords, &self.target.arch, device);
                         inner.run_on(dev, device, x, now, cache, depth + 1);
                     }
                 }
@@ -335,12 +348,12 @@ impl Program {
             // SAFETY: memory of this process named by the packet.
             Source::Memory(addr) => unsafe { load(addr, wide) },
             Source::Register(reg) => {
-                let lo = read(dev, &self.arch, x, reg, now, cache);
+                let lo = read(dev, &self.target, x, reg, now, cache);
                 if !wide {
                     return u64::from(lo);
                 }
                 let next =
-                    next_register(reg).map_or(0, |r| read(dev, &self.arch, x, r, now, cache));
+                    next_register(reg).map_or(0, |r| read(dev, &self.target, x, r, now, cache));
                 u64::from(lo) | u64::from(next) << 32
             }
         }
@@ -429,7 +442,7 @@ fn resolve(address: u64) -> Result<Reg, String> {
     Ok(Reg { register, aid })
 }
 
-fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String> {
+fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), String> {
     let body = p.body;
     let need = |n: usize| {
         if body.len() < n {
@@ -456,7 +469,7 @@ fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String>
             };
             for (k, &value) in body[1..].iter().enumerate() {
                 let reg = resolve(u64::from(base + body[0] + k as u32))?;
-                check_write(reg, value, arch)?;
+                check_write(reg, value, target)?;
                 ops.push(Op::Write(reg, value));
             }
         }
@@ -488,7 +501,7 @@ fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String>
             };
             match (src, dst) {
                 (Source::Immediate(v), Dest::Register(reg)) => {
-                    check_write(reg, v as u32, arch)?;
+                    check_write(reg, v as u32, target)?;
                     ops.push(Op::Write(reg, v as u32));
                 }
                 (_, Dest::Register(reg)) => {
@@ -510,7 +523,7 @@ fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String>
                     for (k, &value) in body[3..].iter().enumerate() {
                         let step = if increment { k as u64 } else { 0 };
                         let reg = resolve(address + step)?;
-                        check_write(reg, value, arch)?;
+                        check_write(reg, value, target)?;
                         ops.push(Op::Write(reg, value));
                     }
                 }
@@ -567,13 +580,9 @@ fn decode(p: &gfx9::Packet, arch: &str, ops: &mut Vec<Op>) -> Result<(), String>
     Ok(())
 }
 
-/// The block of `arch` whose registers `b` are.
-fn arch_block(arch: &str, b: u8) -> Option<&'static Block> {
-    tables().block_by_name(arch, BLOCKS[b as usize].name)
-}
-
 /// Checks that the GPU models `value` written to `reg`.
-fn check_write(reg: Reg, value: u32, arch: &str) -> Result<(), String> {
+fn check_write(reg: Reg, value: u32, target: &Target) -> Result<(), String> {
+    let arch = target.arch.as_str();
     let unknown_bits = |allowed: u32| {
         if value & !allowed != 0 {
             Err(format!(
@@ -603,8 +612,9 @@ fn check_write(reg: Reg, value: u32, arch: &str) -> Result<(), String> {
         Register::ResultControl(_) => unknown_bits(mc::SLOT_MASK | mc::ENABLE_ANY | mc::CLEAR_ALL),
         Register::Select(b, k) => {
             let regs = &BLOCKS[b as usize];
-            let block =
-                arch_block(arch, b).ok_or_else(|| format!("{arch} has no {} block", regs.name))?;
+            let block = target
+                .block(b)
+                .ok_or_else(|| format!("{arch} has no {} block", regs.name))?;
             let event = match regs.style {
                 Style::Plain if regs.sel_bits == 0 => return unknown_bits(0),
                 Style::Plain => {
@@ -661,8 +671,8 @@ fn geometry_of(dev: &Device, arch: &str) -> Geometry {
     }
 }
 
-fn write(dev: &mut Device, arch: &str, x: usize, reg: Reg, value: u32, now: u64) {
-    let geometry = geometry_of(dev, arch);
+fn write(dev: &mut Device, target: &Target, x: usize, reg: Reg, value: u32, now: u64) {
+    let geometry = geometry_of(dev, &target.arch);
     let xs = &mut dev.perf.xccs[x];
     match reg.register {
         Register::GrbmGfxIndex => xs.grbm = value,
@@ -690,7 +700,7 @@ fn write(dev: &mut Device, arch: &str, x: usize, reg: Reg, value: u32, now: u64)
         Register::SqMask => xs.sq_mask = value,
         Register::Lo(..) | Register::Hi(..) => {}
         Register::Select(b, k) => {
-            let Some(block) = arch_block(arch, b) else {
+            let Some(block) = target.block(b) else {
                 return;
             };
             let regs = &BLOCKS[b as usize];
@@ -719,7 +729,7 @@ fn write(dev: &mut Device, arch: &str, x: usize, reg: Reg, value: u32, now: u64)
             }
         }
         Register::ResultControl(b) => {
-            let Some(block) = arch_block(arch, b) else {
+            let Some(block) = target.block(b) else {
                 return;
             };
             if BLOCKS[b as usize].style == Style::Aid {
@@ -750,6 +760,7 @@ type PreparedKey = (u32, u32, u32, Vec<(u64, u64)>);
 #[derive(Default)]
 struct Cache {
     prepared: Vec<(PreparedKey, Prepared)>,
+    scratch: Vec<(u64, u64)>,
     /// The last 64-bit value read, for the HI read after its LO: (key, value).
     last: Option<((usize, Reg, u32, u32), u64)>,
 }
@@ -761,15 +772,26 @@ impl Cache {
         arch: &str,
         block: &'static Block,
         (event, accum): (u32, u32),
-        intervals: Vec<(u64, u64)>,
+        (counting, at): (&[(u64, Option<u64>)], u64),
         position: usize,
     ) -> u64 {
         let clock = super::clock_of(dev, arch);
-        let key = (block.id, event, accum, intervals);
-        let found = self.prepared.iter().position(|(k, _)| *k == key);
+        // The intervals as they stood at `at`, built in a buffer kept across reads.
+        self.scratch.clear();
+        self.scratch.extend(
+            counting
+                .iter()
+                .filter(|i| i.0 <= at)
+                .map(|&(a, b)| (a, b.unwrap_or(at).min(at).max(a))),
+        );
+        let found = self
+            .prepared
+            .iter()
+            .position(|(k, _)| (k.0, k.1, k.2) == (block.id, event, accum) && k.3 == self.scratch);
         let index = match found {
             Some(i) => i,
             None => {
+                let key = (block.id, event, accum, self.scratch.clone());
                 let geometry = geometry_of(dev, arch);
                 let name = tables().counter_name(arch, &block.name, event);
                 let class = if accum == 0 {
@@ -804,7 +826,7 @@ impl Cache {
     }
 }
 
-fn read(dev: &Device, arch: &str, x: usize, reg: Reg, now: u64, cache: &mut Cache) -> u32 {
+fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut Cache) -> u32 {
     let xs = &dev.perf.xccs[x];
     let (b, hi) = match reg.register {
         Register::GrbmGfxIndex => return xs.grbm,
@@ -836,7 +858,7 @@ fn read(dev: &Device, arch: &str, x: usize, reg: Reg, now: u64, cache: &mut Cach
     let value = match cache.last {
         Some((k, v)) if k == key => v,
         _ => {
-            let v = counter(dev, arch, x, b, lo_reg, now, cache);
+            let v = counter(dev, target, x, b, lo_reg, now, cache);
             cache.last = Some((key, v));
             v
         }
@@ -851,16 +873,17 @@ fn read(dev: &Device, arch: &str, x: usize, reg: Reg, now: u64, cache: &mut Cach
 /// The 64-bit value of the counter behind a LO register, as reached from XCC `x` now.
 fn counter(
     dev: &Device,
-    arch: &str,
+    target: &Target,
     x: usize,
     b: u8,
     reg: Reg,
     now: u64,
     cache: &mut Cache,
 ) -> u64 {
-    let Some(block) = arch_block(arch, b) else {
+    let Some(block) = target.block(b) else {
         return 0;
     };
+    let arch = target.arch.as_str();
     let regs = &BLOCKS[b as usize];
     let geometry = geometry_of(dev, arch);
     let layout = block.layout(&geometry);
@@ -902,8 +925,8 @@ fn counter(
                 _ => (sel & ((1 << regs.sel_bits) - 1), 0),
             };
             let position = layout.index(x as u32, i, se);
-            let intervals = clipped(&xs.counting, sampled);
-            cache.value(dev, arch, block, (event, accum), intervals, position)
+            let counting = (xs.counting.as_slice(), sampled);
+            cache.value(dev, arch, block, (event, accum), counting, position)
         }
         Style::Mc | Style::Aid => {
             let (m, i, xcc) = if regs.style == Style::Aid {
@@ -921,13 +944,13 @@ fn counter(
                 return 0;
             }
             let position = layout.index(xcc, i, 0);
-            let intervals = clipped(&m.intervals, now);
+            let counting = (m.intervals.as_slice(), now);
             cache.value(
                 dev,
                 arch,
                 block,
                 (cfg & mc::SEL_MASK, 0),
-                intervals,
+                counting,
                 position,
             )
         }
