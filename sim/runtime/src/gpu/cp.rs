@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use super::arch::{tables, Block, Geometry};
+use super::arch::{tables, Block, Geometry, Layout};
 use super::gfx9::{self, copy, grbm, mc, op, perfmon, smn, sq, Register, Style, BLOCKS};
 use super::model::{class_of, Class};
 use super::program::Prepared;
@@ -74,6 +74,8 @@ struct Target {
     arch: String,
     /// The block of the architecture behind each entry of [`BLOCKS`].
     blocks: [Option<&'static Block>; BLOCKS.len()],
+    /// SQ's high-resolution accumulate select.
+    accum_hi: u32,
 }
 
 impl Target {
@@ -81,6 +83,7 @@ impl Target {
         Target {
             arch: arch.to_string(),
             blocks: std::array::from_fn(|b| tables().block_by_name(arch, BLOCKS[b].name)),
+            accum_hi: sq::accum_prev_hi(arch),
         }
     }
 
@@ -111,10 +114,64 @@ struct Xcc {
     counting: Vec<(u64, Option<u64>)>,
     /// When the live counters were last latched into LO/HI.
     sampled_at: Option<u64>,
-    /// Select values by (block, instance, shader engine, slot); absent means 0.
-    selects: HashMap<(u8, u32, u32, u8), u32>,
+    /// Select values of the plain and SQ blocks.
+    selects: Selects,
     /// MC-style counters by (block, instance).
     mcs: HashMap<(u8, u32), McCounter>,
+}
+
+/// Select registers a block instance may have (SQ's register table lists 16).
+const SLOTS: usize = 16;
+
+/// Select values of one XCC: per block, a table over instance, shader engine and slot (0 until
+/// written).
+#[derive(Default)]
+struct Selects {
+    blocks: Vec<Vec<u32>>,
+}
+
+impl Selects {
+    fn engines(block: &Block, geometry: &Geometry) -> u32 {
+        if block.per_se {
+            geometry.se_per_xcc()
+        } else {
+            1
+        }
+    }
+
+    fn index(block: &Block, geometry: &Geometry, i: u32, se: u32, k: u8) -> usize {
+        ((i * Self::engines(block, geometry) + se) as usize) * SLOTS + k as usize
+    }
+
+    fn set(
+        &mut self,
+        b: u8,
+        block: &Block,
+        geometry: &Geometry,
+        (i, se, k): (u32, u32, u8),
+        value: u32,
+    ) {
+        let b = b as usize;
+        if self.blocks.len() <= b {
+            self.blocks.resize_with(b + 1, Vec::new);
+        }
+        let table = &mut self.blocks[b];
+        if table.is_empty() {
+            let size = (block.table_instances.max(1) * Self::engines(block, geometry)) as usize;
+            table.resize(size * SLOTS, 0);
+        }
+        if let Some(slot) = table.get_mut(Self::index(block, geometry, i, se, k)) {
+            *slot = value;
+        }
+    }
+
+    fn get(&self, b: u8, block: &Block, geometry: &Geometry, (i, se, k): (u32, u32, u8)) -> u32 {
+        self.blocks
+            .get(b as usize)
+            .and_then(|t| t.get(Self::index(block, geometry, i, se, k)))
+            .copied()
+            .unwrap_or(0)
+    }
 }
 
 /// The CFG slots, `RSLT_CNTL` and counting intervals of one MC-style block instance.
@@ -272,14 +329,14 @@ impl Program {
                     }
                 }
                 Op::Write(reg, value) => {
-                    cache.last = None;
+                    cache.written(*reg);
                     write(dev, &self.target, x, *reg, *value, now);
                 }
                 Op::Copy { src, dst, wide } => {
                     let value = self.source(dev, x, *src, *wide, now, cache);
                     match dst {
                         Dest::Register(reg) => {
-                            cache.last = None;
+                            cache.written(*reg);
                             write(dev, &self.target, x, *reg, value as u32, now);
                         }
                         // SAFETY: the destination is memory of this process that the tool
@@ -624,7 +681,7 @@ fn check_write(reg: Reg, value: u32, target: &Target) -> Result<(), String> {
                 Style::Sq => {
                     unknown_bits(sq::SEL_MASK | sq::SELECT_MASKS)?;
                     let sel = value & sq::SEL_MASK;
-                    if sel == sq::ACCUM_PREV || sel == sq::accum_prev_hi(arch) {
+                    if sel == sq::ACCUM_PREV || sel == target.accum_hi {
                         if k == 0 {
                             return Err("SQ accumulation in slot 0 has no previous slot".into());
                         }
@@ -713,7 +770,7 @@ fn write(dev: &mut Device, target: &Target, x: usize, reg: Reg, value: u32, now:
                     };
                     for i in reached(grbm::instance_of(xs.grbm), block.table_instances.max(1)) {
                         for se in reached(grbm::se_of(xs.grbm).filter(|_| block.per_se), engines) {
-                            xs.selects.insert((b, i, se, k), value);
+                            xs.selects.set(b, block, &geometry, (i, se, k), value);
                         }
                     }
                 }
@@ -761,21 +818,45 @@ type PreparedKey = (u32, u32, u32, Vec<(u64, u64)>);
 struct Cache {
     prepared: Vec<(PreparedKey, Prepared)>,
     scratch: Vec<(u64, u64)>,
+    /// Which prepared value serves (block id, event, accumulation, interval source: an XCC's
+    /// CP counting or an MC instance's), until counting intervals change.
+    memo: Vec<((u32, u32, u32, u64), usize)>,
+    layouts: [Option<Layout>; BLOCKS.len()],
     /// The last 64-bit value read, for the HI read after its LO: (key, value).
     last: Option<((usize, Reg, u32, u32), u64)>,
 }
 
 impl Cache {
+    /// The sample layout of block `b` (the same for the whole run).
+    fn layout(&mut self, b: u8, block: &Block, geometry: &Geometry) -> Layout {
+        *self.layouts[b as usize].get_or_insert_with(|| block.layout(geometry))
+    }
+
+    /// Forgets what a write to `reg` may make stale.
+    fn written(&mut self, reg: Reg) {
+        self.last = None;
+        if matches!(
+            reg.register,
+            Register::CpPerfmonCntl | Register::ResultControl(_)
+        ) {
+            self.memo.clear();
+        }
+    }
+
     fn value(
         &mut self,
         dev: &Device,
         arch: &str,
         block: &'static Block,
-        (event, accum): (u32, u32),
+        (event, accum, source): (u32, u32, u64),
         (counting, at): (&[(u64, Option<u64>)], u64),
         position: usize,
     ) -> u64 {
         let clock = super::clock_of(dev, arch);
+        let memo = (block.id, event, accum, source);
+        if let Some(&(_, index)) = self.memo.iter().find(|(k, _)| *k == memo) {
+            return self.prepared[index].1.value(position, clock);
+        }
         // The intervals as they stood at `at`, built in a buffer kept across reads.
         self.scratch.clear();
         self.scratch.extend(
@@ -822,6 +903,7 @@ impl Cache {
                 self.prepared.len() - 1
             }
         };
+        self.memo.push((memo, index));
         self.prepared[index].1.value(position, clock)
     }
 }
@@ -836,9 +918,13 @@ fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut
         Register::SqCtrl => return xs.sq_ctrl,
         Register::SqMask => return xs.sq_mask,
         Register::Select(b, k) => {
+            let Some(block) = target.block(b) else {
+                return 0;
+            };
             let i = grbm::instance_of(xs.grbm).unwrap_or(0);
-            let se = grbm::se_of(xs.grbm).unwrap_or(0);
-            return xs.selects.get(&(b, i, se, k)).copied().unwrap_or(0);
+            let se = grbm::se_of(xs.grbm).filter(|_| block.per_se).unwrap_or(0);
+            let geometry = geometry_of(dev, &target.arch);
+            return xs.selects.get(b, block, &geometry, (i, se, k));
         }
         Register::ResultControl(b) => {
             let i = grbm::instance_of(xs.grbm).unwrap_or(0);
@@ -886,7 +972,7 @@ fn counter(
     let arch = target.arch.as_str();
     let regs = &BLOCKS[b as usize];
     let geometry = geometry_of(dev, arch);
-    let layout = block.layout(&geometry);
+    let layout = cache.layout(b, block, &geometry);
     let xs = &dev.perf.xccs[x];
     match regs.style {
         Style::Plain | Style::Sq => {
@@ -908,14 +994,14 @@ fn counter(
             if i >= layout.instances || se >= layout.se || x as u32 >= layout.xcc {
                 return 0;
             }
-            let select = |k: u8| xs.selects.get(&(b, i, se, k)).copied().unwrap_or(0);
+            let select = |k: u8| xs.selects.get(b, block, &geometry, (i, se, k));
             let sel = select(k);
             let (event, accum) = match regs.style {
                 Style::Sq => {
                     let perf_sel = sel & sq::SEL_MASK;
                     if k > 0 && perf_sel == sq::ACCUM_PREV {
                         (select(k - 1) & sq::SEL_MASK, 1)
-                    } else if k > 0 && perf_sel == sq::accum_prev_hi(arch) {
+                    } else if k > 0 && perf_sel == target.accum_hi {
                         (select(k - 1) & sq::SEL_MASK, 2)
                     } else {
                         (perf_sel, 0)
@@ -926,7 +1012,8 @@ fn counter(
             };
             let position = layout.index(x as u32, i, se);
             let counting = (xs.counting.as_slice(), sampled);
-            cache.value(dev, arch, block, (event, accum), counting, position)
+            let source = x as u64;
+            cache.value(dev, arch, block, (event, accum, source), counting, position)
         }
         Style::Mc | Style::Aid => {
             let (m, i, xcc) = if regs.style == Style::Aid {
@@ -945,14 +1032,9 @@ fn counter(
             }
             let position = layout.index(xcc, i, 0);
             let counting = (m.intervals.as_slice(), now);
-            cache.value(
-                dev,
-                arch,
-                block,
-                (cfg & mc::SEL_MASK, 0),
-                counting,
-                position,
-            )
+            let source = 1 << 32 | u64::from(xcc) << 16 | u64::from(i);
+            let event = (cfg & mc::SEL_MASK, 0, source);
+            cache.value(dev, arch, block, event, counting, position)
         }
     }
 }
