@@ -432,6 +432,19 @@ fn reported(plan: &Plan) -> Arc<[Reported]> {
         .collect()
 }
 
+impl Session {
+    /// Returns the buffers to the caller's deallocator, output first as the real library does.
+    fn release(self) {
+        if let Some(free) = self.dealloc {
+            // SAFETY: buffers from the caller's allocator, freed once.
+            unsafe {
+                free(self.output, self.userdata);
+                free(self.command, self.userdata);
+            }
+        }
+    }
+}
+
 /// `aqlprofile_pmc_delete_packets`: returns the session's buffers to the caller's deallocator.
 ///
 /// # Safety
@@ -442,12 +455,22 @@ pub unsafe extern "C" fn aqlprofile_pmc_delete_packets(handle: aqlprofile_handle
         let Some(session) = sessions().remove(&handle.handle) else {
             return HSA_STATUS_ERROR_INVALID_ARGUMENT;
         };
-        if let Some(free) = session.dealloc {
-            // SAFETY: buffers from the caller's allocator, freed once.
-            unsafe {
-                free(session.output, session.userdata);
-                free(session.command, session.userdata);
-            }
+        session.release();
+        HSA_STATUS_SUCCESS
+    });
+}
+
+/// Tears the table of live packet sets down, at process exit or when the library is unloaded:
+/// every set the caller never deleted has its buffers returned through the caller's
+/// `dealloc_cb`, as AMD's library does from the destructor of its static table, whether or not
+/// the caller is still loaded.
+pub(crate) extern "C" fn tear_down() {
+    let _ = guard(|| {
+        let mut live: Vec<(u64, Session)> = sessions().drain().collect();
+        live.sort_by_key(|(handle, _)| *handle);
+        crate::log(&format!("live packet sets at teardown: {}", live.len()));
+        for (_, session) in live {
+            session.release();
         }
         HSA_STATUS_SUCCESS
     });
