@@ -54,6 +54,52 @@ pub enum CounterError {
     /// The library was released at unload.
     #[error("aqlprofile was released at unload")]
     Released,
+    /// The v2 API would serve this GPU with the block tables and topology of the first GPU
+    /// registered (AMD's library caches them under a key it never sets).
+    #[error("aqlprofile's v2 API would program this GPU with the block tables and topology of the first GPU registered ({first}) instead of its own ({this})")]
+    SharedTables {
+        /// The first registered GPU.
+        first: AgentShape,
+        /// This GPU.
+        this: AgentShape,
+    },
+}
+
+/// What aqlprofile's v2 API knows of a GPU: its architecture and topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentShape {
+    /// gfx target.
+    pub arch: String,
+    /// XCCs.
+    pub xcc: u32,
+    /// Shader engines.
+    pub se: u32,
+    /// Compute units.
+    pub cu: u32,
+    /// Shader arrays per shader engine.
+    pub sa_per_se: u32,
+}
+
+impl AgentShape {
+    fn of(gpu: &Gpu) -> AgentShape {
+        AgentShape {
+            arch: gpu.arch.clone(),
+            xcc: gpu.xcc,
+            se: gpu.se,
+            cu: gpu.cu,
+            sa_per_se: gpu.sa_per_se,
+        }
+    }
+}
+
+impl std::fmt::Display for AgentShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} XCC, {} SE, {} CU, {} SA per SE",
+            self.arch, self.xcc, self.se, self.cu, self.sa_per_se
+        )
+    }
 }
 
 struct V2 {
@@ -91,6 +137,8 @@ pub struct Aqlprofile {
     /// A v2 packet creation failed: AMD's library keeps whatever buffer it had allocated for it
     /// until process exit.
     creation_failed: AtomicBool,
+    /// The first GPU registered with the v2 API, whose tables serve every later one.
+    first_agent: Mutex<Option<AgentShape>>,
 }
 
 /// Looks a symbol up in `lib`.
@@ -139,16 +187,27 @@ impl Aqlprofile {
             open: RwLock::new(true),
             live: AtomicUsize::new(0),
             creation_failed: AtomicBool::new(false),
+            first_agent: Mutex::new(None),
         }
     }
 
-    /// Registers `gpu` with the v2 API (the legacy API names GPUs by their HSA agent).
+    /// Registers `gpu` with the v2 API (the legacy API names GPUs by their HSA agent). A GPU
+    /// that differs from the first one registered is refused: the library would program and
+    /// decode it with the first one's tables.
     fn register_agent(&self, gpu: &Gpu) -> Result<aqlprofile_agent_handle_t, CounterError> {
         let mut handle = aqlprofile_agent_handle_t::default();
+        let mut first = self.first_agent.lock().unwrap_or_else(|p| p.into_inner());
+        let this = AgentShape::of(gpu);
         let status = self.call(|library| {
             let Library::V2(v2) = library else {
                 return Ok(HSA_STATUS_SUCCESS);
             };
+            if let Some(first) = first.as_ref().filter(|f| **f != this) {
+                return Err(CounterError::SharedTables {
+                    first: first.clone(),
+                    this: this.clone(),
+                });
+            }
             let name = CString::new(gpu.arch.clone()).unwrap_or_default();
             let info = aqlprofile_agent_info_t {
                 agent_gfxip: name.as_ptr(),
@@ -158,7 +217,11 @@ impl Aqlprofile {
                 shader_arrays_per_se: gpu.sa_per_se,
             };
             // SAFETY: a valid info struct whose name outlives the call.
-            Ok(unsafe { (v2.register_agent)(&mut handle, &info) })
+            let status = unsafe { (v2.register_agent)(&mut handle, &info) };
+            if status == HSA_STATUS_SUCCESS && first.is_none() {
+                *first = Some(this.clone());
+            }
+            Ok(status)
         });
         match status.unwrap_or(Err(CounterError::Released))? {
             HSA_STATUS_SUCCESS => Ok(handle),

@@ -12,19 +12,18 @@ use crate::plan::{with_accumulation, Agent, Plan, PlanError, Request};
 use crate::pm4::encode_all;
 use crate::{arch_of, fail, fail_packets, fail_registration, fill_packet, guard};
 
+/// Packet handles, from 1 as the real library numbers them.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
-fn agents() -> MutexGuard<'static, HashMap<u64, Agent>> {
-    static AGENTS: OnceLock<Mutex<HashMap<u64, Agent>>> = OnceLock::new();
-    AGENTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// Registered agents; an agent's handle is its index, from 0 as in the real library.
+fn agents() -> MutexGuard<'static, Vec<Agent>> {
+    static AGENTS: Mutex<Vec<Agent>> = Mutex::new(Vec::new());
+    AGENTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A registered agent by handle.
 pub(crate) fn agent(handle: aqlprofile_agent_handle_t) -> Option<Agent> {
-    agents().get(&handle.handle).cloned()
+    agents().get(usize::try_from(handle.handle).ok()?).cloned()
 }
 
 /// One sample `aqlprofile_pmc_iterate_data` reports: the event, its v2 sample id, and its
@@ -108,8 +107,12 @@ fn register(
             format!("unknown gfx ip '{name}'"),
         );
     };
-    let handle = NEXT_HANDLE.fetch_add(1, Ordering::SeqCst);
-    agents().insert(handle, Agent { arch, geometry });
+    let mut agents = agents();
+    // The real library caches its per-architecture tables under a key it never sets, so every
+    // agent registered after the first is served by the first one's architecture and topology.
+    let agent = agents.first().cloned().unwrap_or(Agent { arch, geometry });
+    let handle = agents.len() as u64;
+    agents.push(agent);
     // SAFETY: checked non-null above.
     unsafe { (*agent_id).handle = handle };
     HSA_STATUS_SUCCESS
