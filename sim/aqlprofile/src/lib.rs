@@ -11,6 +11,8 @@
 //! loaded) folds the read into stop and makes the legacy read fail, as in ROCm 7;
 //! `RTL_SIM_FAIL_AQLPROFILE_REGISTER=N` and `RTL_SIM_FAIL_AQLPROFILE_PACKETS=N` make the Nth
 //! agent registration / packet creation fail with `HSA_STATUS_ERROR`;
+//! `RTL_SIM_AQLPROFILE_ZEROS=1` makes every sample of both APIs read 0, as counters that never
+//! count do (a GPU whose power management stops them, another tool reprogramming them);
 //! `RTL_SIM_AQLPROFILE_LOG=<file>` receives one line when the library is torn down.
 //!
 //! Like AMD's library, it keeps the v2 packet sets a caller never deleted in a process-wide
@@ -45,6 +47,8 @@ struct Config {
     stop_copies: bool,
     /// `AQLPROFILE_READ_API` is not 0: the legacy read packet exists.
     read_api: bool,
+    /// `RTL_SIM_AQLPROFILE_ZEROS=1`: every sample reads 0.
+    zeros: bool,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -56,6 +60,7 @@ fn config() -> Config {
             stop_copies: var("RTL_SIM_AQLPROFILE").is_some_and(|v| v.trim() == "6"),
             read_api: var("AQLPROFILE_READ_API")
                 .is_none_or(|v| v.trim().parse::<i64>().unwrap_or(0) != 0),
+            zeros: var("RTL_SIM_AQLPROFILE_ZEROS").is_some_and(|v| v.trim() == "1"),
         }
     })
 }
@@ -73,6 +78,15 @@ extern "C" fn at_load() {
 #[used]
 #[link_section = ".init_array"]
 static AT_LOAD: extern "C" fn() = at_load;
+
+/// The value a sample reports: the counter's, or 0 under `RTL_SIM_AQLPROFILE_ZEROS=1`.
+fn sample_value(counted: u64) -> u64 {
+    if config().zeros {
+        0
+    } else {
+        counted
+    }
+}
 
 /// Appends `line` to `RTL_SIM_AQLPROFILE_LOG`, when set.
 fn log(line: &str) {

@@ -509,7 +509,7 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
         };
         for &(event, id, index) in reported.iter() {
             // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
-            let value = unsafe { output.add(index).read_unaligned() };
+            let value = crate::sample_value(unsafe { output.add(index).read_unaligned() });
             // SAFETY: calling the caller's callback with its own userdata.
             match unsafe { callback(event, id, value, userdata) } {
                 HSA_STATUS_SUCCESS => {}

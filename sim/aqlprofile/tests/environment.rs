@@ -181,3 +181,28 @@ fn agents_after_the_first_are_served_with_the_first_agents_tables() {
         },
     );
 }
+
+#[test]
+fn zeros_switch_makes_every_sample_of_both_apis_read_zero() {
+    in_child(
+        "zeros_switch_makes_every_sample_of_both_apis_read_zero",
+        &[("RTL_SIM_AQLPROFILE_ZEROS", "1")],
+        || {
+            let agent = register("gfx942", 8, 32, 304, 1);
+            let session = create(agent, &v2_waves()).expect("packets");
+            let k = run(23, 1, "vadd", 1 << 16, 0, 10_000);
+            gpu::kernel_started(&k);
+            execute(23, &session.packets.start, 0);
+            execute(23, &session.packets.read, 10_000);
+            assert_eq!(truth(&k, "SQ_WAVES").iter().sum::<u64>(), 1024);
+            let got = samples(&session);
+            assert_eq!(got.len(), 32);
+            assert!(got.iter().all(|s| s.2 == 0), "{got:?}");
+
+            let (legacy, read, _stop, k) = legacy_window(24);
+            execute(24, &read.expect("read packet"), 1_100);
+            assert_eq!(truth(&k, "SQ_WAVES").iter().sum::<u64>(), 1024);
+            assert_eq!(values(&legacy), vec![0; 32]);
+        },
+    );
+}
