@@ -192,4 +192,6 @@ fn rtl_pmc_cli_exits_with_the_applications_status() {
         String::from_utf8_lossy(&output.stderr)
     );
     assert_eq!(lines(&aql_log), ["live packet sets at teardown: 0"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("warning"), "{stderr}");
 }
