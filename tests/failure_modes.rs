@@ -283,7 +283,99 @@ fn rocm_6_0_tables_are_profiled_without_warnings() {
         let p = faulty(&format!("rocm-{rocm}"), &[], &[("RTL_SIM_ROCM", rocm)], 4);
         assert_eq!(p.interposer_warnings(), Vec::<String>::new(), "ROCm {rocm}");
         assert_eq!(p.assert_rows_match_truth(), 4, "ROCm {rocm}");
+        assert!(!p.stderr().contains("warning"), "{}", p.stderr());
     }
+}
+
+/// The warning for counters that read 0 everywhere, after the counters and passes it names.
+const ZERO_CAUSES: &str = "though they count in every dispatch on a GPU whose counters work; \
+     usual causes: the GPU's power management or clock gating stopping its counters, a GPU or \
+     aqlprofile version rtl-pmc does not support, or another tool collecting counters at the \
+     same time";
+
+fn warning_lines(p: &Profile) -> Vec<String> {
+    p.stderr()
+        .lines()
+        .filter(|l| l.starts_with("rtl-pmc: warning: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn counters_reading_zero_everywhere_are_reported_once_at_the_end() {
+    for api in ["v2", "legacy"] {
+        let p = faulty(
+            &format!("zeros-{api}"),
+            &["--iterations", "2"],
+            &[
+                ("RTL_SIM_AQLPROFILE_ZEROS", "1"),
+                ("RTL_PMC_AQLPROFILE_API", api),
+            ],
+            8,
+        );
+        assert_eq!(
+            warning_lines(&p),
+            [format!(
+                "rtl-pmc: warning: SQ_WAVES and GRBM_GUI_ACTIVE read 0 in every dispatch of \
+                 pass 1, {ZERO_CAUSES}"
+            )],
+            "{api}"
+        );
+        let rows = p.rows();
+        assert_eq!(rows.len(), 8, "{api}");
+        for row in &rows {
+            assert_eq!(
+                (row["SQ_WAVES"].as_str(), row["GRBM_GUI_ACTIVE"].as_str()),
+                ("0", "0")
+            );
+        }
+        // The warning comes after the last pass, before the summary.
+        let stderr = p.stderr();
+        let at = |text: &str| {
+            stderr
+                .find(text)
+                .unwrap_or_else(|| panic!("{text}: {stderr}"))
+        };
+        assert!(at("[pass 1/1] done in ") < at("read 0 in every dispatch"));
+        assert!(at("read 0 in every dispatch") < at("rtl-pmc: results in "));
+    }
+}
+
+#[test]
+fn only_passes_whose_counters_cannot_be_zero_are_reported() {
+    let dir = scratch("zeros-passes");
+    let out = dir.join("out");
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .args([
+            "--pmc",
+            "TCC_HIT GRBM_COUNT",
+            "--pmc",
+            "TCC_MISS",
+            "--pmc",
+            "GRBM_COUNT SQ_WAVES",
+        ])
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_AQLPROFILE_ZEROS", "1")
+        .output()
+        .expect("rtl-pmc starts");
+    let p = Profile {
+        output,
+        out,
+        truth: Vec::new(),
+    };
+    p.assert_code(0);
+    assert_eq!(
+        warning_lines(&p),
+        [format!(
+            "rtl-pmc: warning: GRBM_COUNT read 0 in every dispatch of passes 1 and 3; SQ_WAVES \
+             in every dispatch of pass 3, {ZERO_CAUSES}"
+        )]
+    );
 }
 
 /// The process ids of `pid`'s children.

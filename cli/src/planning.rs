@@ -6,8 +6,10 @@ use std::path::Path;
 
 use rtl_pmc::dispatch::config::{MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV};
 use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN_VERSION};
-use rtl_pmc::passes::{plan_group, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions};
-use rtl_pmc_counters::{Catalog, Error as EngineError, HwEvent};
+use rtl_pmc::passes::{
+    plan_group, refusal, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions,
+};
+use rtl_pmc_counters::{Catalog, CounterKind, Error as EngineError, HwEvent};
 
 use crate::error::CliError;
 use crate::inputs::{Collection, CounterName, Job, Settings};
@@ -48,6 +50,7 @@ impl ArchCatalog {
             .catalog
             .hardware_events(&requested.name)
             .map_err(|e| self.unknown(requested, e))?;
+        self.refuse_quirks(requested, &events)?;
         Ok(Counter {
             name: requested.name.clone(),
             events: events
@@ -61,6 +64,33 @@ impl ArchCatalog {
                 })
                 .collect(),
         })
+    }
+
+    /// Refuses a counter that needs an event aqlprofile collects wrongly on this architecture,
+    /// naming the basic counter of that event when the requested one is derived from it.
+    fn refuse_quirks(&self, requested: &CounterName, events: &[HwEvent]) -> Result<(), CliError> {
+        let Some((event, why)) = events
+            .iter()
+            .find_map(|e| Some((e, refusal(self.arch(), &e.block, e.event)?)))
+        else {
+            return Ok(());
+        };
+        let input = self
+            .catalog
+            .counters()
+            .find(|c| {
+                matches!(&c.kind, CounterKind::Basic { block, event: id, .. }
+                    if *block == event.block && *id == event.event)
+            })
+            .map(|c| c.name.as_str())
+            .filter(|&name| name != requested.name);
+        let needs = input.map_or(String::new(), |name| format!("it needs {name}, and "));
+        Err(CliError::input(format!(
+            "{}: counter '{}' cannot be collected on {}: {needs}{why}",
+            requested.at,
+            requested.name,
+            self.arch()
+        )))
     }
 
     fn unknown(&self, requested: &CounterName, error: EngineError) -> CliError {

@@ -3,12 +3,14 @@
 //! Each pass gets `pass_N/` with the plan file the interposer reads (`RTL_PMC_PLAN`), the raw
 //! per-process records it writes, and, once the application has exited, the pass's
 //! `counter_collection.csv` and `agent_info.csv`. Records go into the profile's database as
-//! they are read; after the last pass the merged files and the summary come from it.
+//! they are read; after the last pass the merged files and the summary come from it. Counters
+//! that read 0 in every dispatch of a pass where they cannot ([`zeros`]) are reported once.
 
 mod child;
 mod convert;
 pub mod paths;
 mod progress;
+pub mod zeros;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -250,6 +252,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         _ => library.display().to_string(),
     };
     let mut progress = progress::Progress::new(plan.runs.len());
+    let mut zeros = zeros::ZeroCounters::default();
     let mut exit = 0;
     let mut written = Vec::new();
     for run in &plan.runs {
@@ -314,7 +317,11 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         let pass_written = write_pass(&mut db, &spec, |input| {
             for record in records {
                 match record {
-                    Ok(record) => input.write(0, converter.convert(&record))?,
+                    Ok(record) => {
+                        let dispatch = converter.convert(&record);
+                        zeros.observe(pass, &dispatch);
+                        input.write(0, dispatch)?
+                    }
                     Err(e) => eprintln!("rtl-pmc: warning: {e}"),
                 }
             }
@@ -366,6 +373,9 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
             m.kernel,
             counts.join(", ")
         );
+    }
+    if let Some(warning) = zeros.warning() {
+        eprintln!("rtl-pmc: warning: {warning}");
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
     let summary = crate::summary::render(&db, &[]).map_err(output_error)?;

@@ -402,6 +402,138 @@ fn counter_errors() {
     );
 }
 
+/// Extra counters on blocks aqlprofile collects wrongly on gfx9 GPUs, and one on SX event 0,
+/// which it collects right.
+const QUIRKY_COUNTERS: &str = "rocprofiler-sdk:
+  counters-schema-version: 1
+  counters:
+    - name: MY_ATC
+      description: an ATC event
+      properties: []
+      definitions:
+        - architectures: [gfx90a, gfx942]
+          block: ATC
+          event: 3
+    - name: MY_RPB
+      description: an RPB event
+      properties: []
+      definitions:
+        - architectures: [gfx942]
+          block: RPB
+          event: 1
+    - name: MY_SX
+      description: an SX event
+      properties: []
+      definitions:
+        - architectures: [gfx942, gfx1100]
+          block: SX
+          event: 2
+    - name: MY_SX_0
+      description: SX event 0
+      properties: []
+      definitions:
+        - architectures: [gfx942]
+          block: SX
+          event: 0
+    - name: MY_GDS
+      description: a GDS event
+      properties: []
+      definitions:
+        - architectures: [gfx90a]
+          block: GDS
+          event: 5
+    - name: MY_ATC_RATE
+      description: ATC events per cycle
+      properties: []
+      definitions:
+        - architectures: [gfx942]
+          expression: MY_ATC/GRBM_COUNT
+";
+
+#[test]
+fn counters_aqlprofile_collects_wrongly_are_refused() {
+    let s = Scratch::new("quirks");
+    let extra = s.file("extra.yaml", QUIRKY_COUNTERS);
+    let plan = |arch: &str, counters: &[&str]| {
+        let mut args = vec!["--plan", "--arch", arch, "-E", &extra, "--pmc"];
+        args.extend_from_slice(counters);
+        rtl_pmc(&args)
+    };
+    assert_error(
+        &plan("gfx942", &["SQ_WAVES", "MY_ATC"]),
+        "--pmc: counter 'MY_ATC' cannot be collected on gfx942: aqlprofile's v2 API decodes \
+         the samples of block ATC out of place on gfx9 GPUs: its values would be those of other \
+         counters",
+    );
+    assert_error(
+        &plan("gfx90a", &["MY_ATC"]),
+        "--pmc: counter 'MY_ATC' cannot be collected on gfx90a: aqlprofile's v2 API decodes \
+         the samples of block ATC out of place on gfx9 GPUs: its values would be those of other \
+         counters",
+    );
+    assert_error(
+        &plan("gfx942", &["MY_RPB"]),
+        "--pmc: counter 'MY_RPB' cannot be collected on gfx942: aqlprofile's v2 API decodes \
+         the samples of block RPB out of place on gfx9 GPUs: its values would be those of other \
+         counters",
+    );
+    assert_error(
+        &plan("gfx942", &["MY_ATC_RATE"]),
+        "--pmc: counter 'MY_ATC_RATE' cannot be collected on gfx942: it needs MY_ATC, and \
+         aqlprofile's v2 API decodes the samples of block ATC out of place on gfx9 GPUs: its \
+         values would be those of other counters",
+    );
+    assert_error(
+        &plan("gfx942", &["MY_SX"]),
+        "--pmc: counter 'MY_SX' cannot be collected on gfx942: aqlprofile programs block SX \
+         with event 0 on gfx9 GPUs whatever the event asked for, so event 2 would read event \
+         0's value",
+    );
+    assert_error(
+        &plan("gfx90a", &["MY_GDS"]),
+        "--pmc: counter 'MY_GDS' cannot be collected on gfx90a: aqlprofile programs block GDS \
+         with event 0 on gfx9 GPUs whatever the event asked for, so event 5 would read event \
+         0's value",
+    );
+    // SX event 0 reads what it asks for; RDNA programs SX selects with the event.
+    assert_plan(
+        &plan("gfx942", &["MY_SX_0"]),
+        "pass 1: MY_SX_0\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    assert_plan(
+        &plan("gfx1100", &["MY_SX"]),
+        "pass 1: MY_SX\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    // From an input file, the refusal names the file, line and column; the application never runs.
+    let txt = s.file("input.txt", "pmc: SQ_WAVES\npmc: GRBM_COUNT MY_ATC_RATE\n");
+    let marker = s.0.join("ran");
+    let topology = s.topology(&[90402]);
+    let out = rtl_pmc_in(
+        &s.0,
+        Some(&topology),
+        &[
+            "-E",
+            &extra,
+            "-i",
+            &txt,
+            "--",
+            "touch",
+            marker.to_str().unwrap(),
+        ],
+    );
+    assert_error(
+        &out,
+        &format!(
+            "{txt}:2:17: counter 'MY_ATC_RATE' cannot be collected on gfx942: it needs MY_ATC, \
+             and aqlprofile's v2 API decodes the samples of block ATC out of place on gfx9 GPUs: \
+             its values would be those of other counters"
+        ),
+    );
+    assert!(!marker.exists());
+}
+
 #[test]
 fn strict_passes_refuses_a_split() {
     assert_error(

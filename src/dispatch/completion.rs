@@ -268,8 +268,8 @@ impl Completion {
         }
     }
 
-    /// Drains everything (up to `timeout`) and stops the worker.
-    pub fn stop(&self, timeout: Duration) {
+    /// Drains everything (up to `timeout`) and stops the worker; whether it stopped.
+    pub fn stop(&self, timeout: Duration) -> bool {
         self.drain(None, timeout);
         let mut shared = lock(&self.shared);
         shared.stop = true;
@@ -283,6 +283,7 @@ impl Completion {
                 .map(|r| r.0)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
+        shared.stopped
     }
 
     fn run(&self) {
@@ -374,11 +375,16 @@ impl Completion {
                     shared.flushed = shared.flushed.max(ticket);
                 }
                 self.progress.notify_all();
-                // `stop` comes after a drain that waited for every dispatch it could; whatever
-                // is still pending then never completes and is abandoned.
-                if stop {
-                    return;
+            }
+            // `stop` comes after a drain that waited for every dispatch it could; whatever is
+            // still pending then never completes and is abandoned.
+            if stop {
+                for p in pending {
+                    if let Some(counted) = p.counted {
+                        counted.gpu.abandon(counted.set);
+                    }
                 }
+                return;
             }
         }
     }

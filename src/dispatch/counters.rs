@@ -5,11 +5,17 @@
 //! PM4-IB AQL packets (start, read, stop) with their command and output buffers; it is taken
 //! from the pool when a dispatch is wrapped and returned once its values have been read, so
 //! aqlprofile builds command buffers once per concurrently pending dispatch, not per dispatch.
+//!
+//! AMD's library keeps every v2 packet set a tool has not deleted in a static table whose
+//! destructor returns the buffers through the tool's `dealloc_cb` at process exit, by which time
+//! the runtime has unloaded the tool. So at unload every set is deleted and the library released
+//! ([`GpuCounters::close`], [`Aqlprofile::close`]); whatever cannot be released keeps this library
+//! loaded instead.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CString};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
 
 use super::agents::{Agents, Gpu};
 use super::runtime::Hsa;
@@ -45,9 +51,60 @@ pub enum CounterError {
     /// No host memory for the buffers.
     #[error("no host memory pool for aqlprofile buffers")]
     NoMemory,
+    /// The library was released at unload.
+    #[error("aqlprofile was released at unload")]
+    Released,
+    /// The v2 API would serve this GPU with the block tables and topology of the first GPU
+    /// registered (AMD's library caches them under a key it never sets).
+    #[error("aqlprofile's v2 API would program this GPU with the block tables and topology of the first GPU registered ({first}) instead of its own ({this})")]
+    SharedTables {
+        /// The first registered GPU.
+        first: AgentShape,
+        /// This GPU.
+        this: AgentShape,
+    },
+}
+
+/// What aqlprofile's v2 API knows of a GPU: its architecture and topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentShape {
+    /// gfx target.
+    pub arch: String,
+    /// XCCs.
+    pub xcc: u32,
+    /// Shader engines.
+    pub se: u32,
+    /// Compute units.
+    pub cu: u32,
+    /// Shader arrays per shader engine.
+    pub sa_per_se: u32,
+}
+
+impl AgentShape {
+    fn of(gpu: &Gpu) -> AgentShape {
+        AgentShape {
+            arch: gpu.arch.clone(),
+            xcc: gpu.xcc,
+            se: gpu.se,
+            cu: gpu.cu,
+            sa_per_se: gpu.sa_per_se,
+        }
+    }
+}
+
+impl std::fmt::Display for AgentShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} XCC, {} SE, {} CU, {} SA per SE",
+            self.arch, self.xcc, self.se, self.cu, self.sa_per_se
+        )
+    }
 }
 
 struct V2 {
+    /// The `dlopen` handle, closed by [`Aqlprofile::close`].
+    library: usize,
     register_agent: aqlprofile_register_agent_fn,
     get_pmc_info: aqlprofile_get_pmc_info_fn,
     create_packets: aqlprofile_pmc_create_packets_fn,
@@ -72,6 +129,16 @@ pub enum ApiKind {
 /// The loaded aqlprofile.
 pub struct Aqlprofile {
     library: Library,
+    /// False once released: every call into the library holds this for reading, so none runs
+    /// after [`Aqlprofile::close`].
+    open: RwLock<bool>,
+    /// Packet sets created and not deleted yet, over every GPU.
+    live: AtomicUsize,
+    /// A v2 packet creation failed: AMD's library keeps whatever buffer it had allocated for it
+    /// until process exit.
+    creation_failed: AtomicBool,
+    /// The first GPU registered with the v2 API, whose tables serve every later one.
+    first_agent: Mutex<Option<AgentShape>>,
 }
 
 /// Looks a symbol up in `lib`.
@@ -92,11 +159,7 @@ impl Aqlprofile {
     pub fn load(hsa: &Hsa, prefer: Option<ApiKind>) -> Result<Aqlprofile, CounterError> {
         if prefer != Some(ApiKind::Legacy) {
             match Self::load_v2() {
-                Ok(v2) => {
-                    return Ok(Aqlprofile {
-                        library: Library::V2(v2),
-                    })
-                }
+                Ok(v2) => return Ok(Self::new(Library::V2(v2))),
                 Err(e) if prefer == Some(ApiKind::V2) => return Err(CounterError::Unavailable(e)),
                 Err(_) => {}
             }
@@ -115,9 +178,81 @@ impl Aqlprofile {
                 "the aqlprofile extension table is incomplete".into(),
             ));
         }
-        Ok(Aqlprofile {
-            library: Library::Legacy(table),
-        })
+        Ok(Self::new(Library::Legacy(table)))
+    }
+
+    fn new(library: Library) -> Aqlprofile {
+        Aqlprofile {
+            library,
+            open: RwLock::new(true),
+            live: AtomicUsize::new(0),
+            creation_failed: AtomicBool::new(false),
+            first_agent: Mutex::new(None),
+        }
+    }
+
+    /// Registers `gpu` with the v2 API (the legacy API names GPUs by their HSA agent). A GPU
+    /// that differs from the first one registered is refused: the library would program and
+    /// decode it with the first one's tables.
+    fn register_agent(&self, gpu: &Gpu) -> Result<aqlprofile_agent_handle_t, CounterError> {
+        let mut handle = aqlprofile_agent_handle_t::default();
+        let mut first = self.first_agent.lock().unwrap_or_else(|p| p.into_inner());
+        let this = AgentShape::of(gpu);
+        let status = self.call(|library| {
+            let Library::V2(v2) = library else {
+                return Ok(HSA_STATUS_SUCCESS);
+            };
+            if let Some(first) = first.as_ref().filter(|f| **f != this) {
+                return Err(CounterError::SharedTables {
+                    first: first.clone(),
+                    this: this.clone(),
+                });
+            }
+            let name = CString::new(gpu.arch.clone()).unwrap_or_default();
+            let info = aqlprofile_agent_info_t {
+                agent_gfxip: name.as_ptr(),
+                xcc_num: gpu.xcc,
+                se_num: gpu.se,
+                cu_num: gpu.cu,
+                shader_arrays_per_se: gpu.sa_per_se,
+            };
+            // SAFETY: a valid info struct whose name outlives the call.
+            let status = unsafe { (v2.register_agent)(&mut handle, &info) };
+            if status == HSA_STATUS_SUCCESS && first.is_none() {
+                *first = Some(this.clone());
+            }
+            Ok(status)
+        });
+        match status.unwrap_or(Err(CounterError::Released))? {
+            HSA_STATUS_SUCCESS => Ok(handle),
+            status => Err(CounterError::Call {
+                call: "aqlprofile_register_agent",
+                arch: gpu.arch.clone(),
+                status,
+                detail: String::new(),
+            }),
+        }
+    }
+
+    /// Runs `f` with the library, unless it was released.
+    fn call<R>(&self, f: impl FnOnce(&Library) -> R) -> Option<R> {
+        let open = self.open.read().unwrap_or_else(|p| p.into_inner());
+        (*open).then(|| f(&self.library))
+    }
+
+    /// Releases the library (v2: `dlclose`; the legacy table belongs to the runtime), after
+    /// every GPU's [`GpuCounters::close`]. Returns whether nothing of ours can be left in it:
+    /// no packet set undeleted and no failed creation whose buffer it may keep.
+    pub fn close(&self) -> bool {
+        let mut open = self.open.write().unwrap_or_else(|p| p.into_inner());
+        if *open {
+            *open = false;
+            if let Library::V2(v2) = &self.library {
+                // SAFETY: our handle from dlopen, closed once; no call can run any more.
+                unsafe { libc::dlclose(v2.library as *mut c_void) };
+            }
+        }
+        self.live.load(Ordering::SeqCst) == 0 && !self.creation_failed.load(Ordering::SeqCst)
     }
 
     fn load_v2() -> Result<V2, String> {
@@ -132,18 +267,26 @@ impl Aqlprofile {
             return Err("cannot load libhsa-amd-aqlprofile64.so".into());
         }
         let missing = |name: &str| format!("libhsa-amd-aqlprofile64.so has no {name}");
-        Ok(V2 {
-            register_agent: symbol(lib, c"aqlprofile_register_agent")
-                .ok_or_else(|| missing("aqlprofile_register_agent"))?,
-            get_pmc_info: symbol(lib, c"aqlprofile_get_pmc_info")
-                .ok_or_else(|| missing("aqlprofile_get_pmc_info"))?,
-            create_packets: symbol(lib, c"aqlprofile_pmc_create_packets")
-                .ok_or_else(|| missing("aqlprofile_pmc_create_packets"))?,
-            delete_packets: symbol(lib, c"aqlprofile_pmc_delete_packets")
-                .ok_or_else(|| missing("aqlprofile_pmc_delete_packets"))?,
-            iterate_data: symbol(lib, c"aqlprofile_pmc_iterate_data")
-                .ok_or_else(|| missing("aqlprofile_pmc_iterate_data"))?,
-        })
+        let v2 = (|| {
+            Ok(V2 {
+                library: lib as usize,
+                register_agent: symbol(lib, c"aqlprofile_register_agent")
+                    .ok_or_else(|| missing("aqlprofile_register_agent"))?,
+                get_pmc_info: symbol(lib, c"aqlprofile_get_pmc_info")
+                    .ok_or_else(|| missing("aqlprofile_get_pmc_info"))?,
+                create_packets: symbol(lib, c"aqlprofile_pmc_create_packets")
+                    .ok_or_else(|| missing("aqlprofile_pmc_create_packets"))?,
+                delete_packets: symbol(lib, c"aqlprofile_pmc_delete_packets")
+                    .ok_or_else(|| missing("aqlprofile_pmc_delete_packets"))?,
+                iterate_data: symbol(lib, c"aqlprofile_pmc_iterate_data")
+                    .ok_or_else(|| missing("aqlprofile_pmc_iterate_data"))?,
+            })
+        })();
+        if v2.is_err() {
+            // SAFETY: our handle, unused.
+            unsafe { libc::dlclose(lib) };
+        }
+        v2
     }
 
     /// The API in use.
@@ -175,10 +318,13 @@ impl Aqlprofile {
 }
 
 /// Host memory given to aqlprofile for one GPU: a host pool the GPU is allowed to access.
+/// Never freed: aqlprofile may call back with it until the process exits.
 struct Memory {
     hsa: Arc<Hsa>,
     pool: hsa_amd_memory_pool_t,
     gpu: hsa_agent_t,
+    /// Set when packet sets the GPU may still write are deleted: their buffers are kept.
+    keep: AtomicBool,
 }
 
 impl Memory {
@@ -203,6 +349,9 @@ impl Memory {
     }
 
     fn free(&self, ptr: *mut c_void) {
+        if self.keep.load(Ordering::SeqCst) {
+            return;
+        }
         if let Some(free) = self.hsa.amd().hsa_amd_memory_pool_free_fn {
             // SAFETY: memory from `allocate`.
             unsafe { free(ptr) };
@@ -217,7 +366,7 @@ unsafe extern "C" fn alloc_cb(
     userdata: *mut c_void,
 ) -> hsa_status_t {
     let result = std::panic::catch_unwind(|| {
-        // SAFETY: `userdata` is the GPU's boxed Memory, alive as long as its packet sets.
+        // SAFETY: `userdata` is the GPU's Memory, never freed.
         let memory = unsafe { &*(userdata as *const Memory) };
         memory.allocate(size as usize)
     });
@@ -379,9 +528,20 @@ pub struct GpuCounters {
     arch: String,
     agent: hsa_agent_t,
     v2_agent: aqlprofile_agent_handle_t,
-    memory: Box<Memory>,
+    memory: &'static Memory,
     groups: Vec<GroupEvents>,
-    pools: Mutex<Vec<Vec<PacketSet>>>,
+    pools: Mutex<Pools>,
+}
+
+/// The packet sets a GPU is not using.
+#[derive(Default)]
+struct Pools {
+    /// Per group, sets ready for a dispatch.
+    ready: Vec<Vec<PacketSet>>,
+    /// Sets of dispatches that never completed: the GPU may still write their buffers.
+    abandoned: Vec<PacketSet>,
+    /// After [`GpuCounters::close`]: sets given back are deleted at once.
+    closed: bool,
 }
 
 // SAFETY: the pools are behind a mutex; the rest is read-only after construction.
@@ -400,39 +560,13 @@ impl GpuCounters {
         groups: &[Vec<PlanEvent>],
     ) -> Result<GpuCounters, CounterError> {
         let pool = *agents.host_pools.first().ok_or(CounterError::NoMemory)?;
-        let memory = Box::new(Memory {
+        let v2_agent = aqlprofile.register_agent(gpu)?;
+        let memory: &'static Memory = Box::leak(Box::new(Memory {
             hsa,
             pool,
             gpu: gpu.agent,
-        });
-        let arch = gpu.arch.clone();
-        let call_error =
-            |call: &'static str, status: hsa_status_t, detail: String| CounterError::Call {
-                call,
-                arch: arch.clone(),
-                status,
-                detail,
-            };
-        let mut v2_agent = aqlprofile_agent_handle_t::default();
-        if let Library::V2(v2) = &aqlprofile.library {
-            let name = CString::new(gpu.arch.clone()).unwrap_or_default();
-            let info = aqlprofile_agent_info_t {
-                agent_gfxip: name.as_ptr(),
-                xcc_num: gpu.xcc,
-                se_num: gpu.se,
-                cu_num: gpu.cu,
-                shader_arrays_per_se: gpu.sa_per_se,
-            };
-            // SAFETY: a valid info struct whose name outlives the call.
-            let status = unsafe { (v2.register_agent)(&mut v2_agent, &info) };
-            if status != HSA_STATUS_SUCCESS {
-                return Err(call_error(
-                    "aqlprofile_register_agent",
-                    status,
-                    String::new(),
-                ));
-            }
-        }
+            keep: AtomicBool::new(false),
+        }));
         let mut counters = GpuCounters {
             aqlprofile,
             arch: gpu.arch.clone(),
@@ -440,7 +574,7 @@ impl GpuCounters {
             v2_agent,
             memory,
             groups: Vec::new(),
-            pools: Mutex::new(Vec::new()),
+            pools: Mutex::new(Pools::default()),
         };
         let accumulates = groups.iter().flatten().any(|e| e.flags != 0);
         if accumulates && counters.aqlprofile.kind() == ApiKind::Legacy {
@@ -475,11 +609,12 @@ impl GpuCounters {
                 .groups
                 .push(GroupEvents::new(instances, group.len()));
         }
-        let mut pools = Vec::new();
         for g in 0..counters.groups.len() {
-            pools.push(vec![counters.create(g)?]);
+            let set = counters.create(g)?;
+            // Pooled at once, so that a later failure still deletes it.
+            let mut pools = counters.pools.lock().unwrap_or_else(|p| p.into_inner());
+            pools.ready.push(vec![set]);
         }
-        counters.pools = Mutex::new(pools);
         Ok(counters)
     }
 
@@ -491,7 +626,8 @@ impl GpuCounters {
             id: 0,
             instance_count: 0,
         };
-        let status = match &self.aqlprofile.library {
+        let query_ptr = &mut query as *mut hsa_ven_amd_aqlprofile_id_query_t as *mut c_void;
+        let status = self.aqlprofile.call(|library| match library {
             Library::V2(v2) => {
                 let profile = aqlprofile_pmc_profile_t {
                     agent: self.v2_agent,
@@ -500,11 +636,7 @@ impl GpuCounters {
                 };
                 // SAFETY: a valid profile and query whose name outlives the call.
                 unsafe {
-                    (v2.get_pmc_info)(
-                        &profile,
-                        HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID,
-                        &mut query as *mut _ as *mut c_void,
-                    )
+                    (v2.get_pmc_info)(&profile, HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID, query_ptr)
                 }
             }
             Library::Legacy(table) => {
@@ -512,17 +644,13 @@ impl GpuCounters {
                 match table.hsa_ven_amd_aqlprofile_get_info {
                     // SAFETY: as above.
                     Some(get_info) => unsafe {
-                        get_info(
-                            &profile,
-                            HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID,
-                            &mut query as *mut _ as *mut c_void,
-                        )
+                        get_info(&profile, HSA_VEN_AMD_AQLPROFILE_INFO_BLOCK_ID, query_ptr)
                     },
                     None => HSA_STATUS_ERROR,
                 }
             }
-        };
-        if status != HSA_STATUS_SUCCESS {
+        });
+        if status != Some(HSA_STATUS_SUCCESS) {
             return Err(CounterError::UnknownBlock {
                 block: block.to_string(),
                 arch: self.arch.clone(),
@@ -566,41 +694,53 @@ impl GpuCounters {
 
     /// Builds a new packet set for group `group`.
     fn create(&self, group: usize) -> Result<PacketSet, CounterError> {
-        match &self.aqlprofile.library {
-            Library::V2(v2) => {
-                let events = &self.groups[group].events;
-                let profile = aqlprofile_pmc_profile_t {
-                    agent: self.v2_agent,
-                    events: events.as_ptr(),
-                    event_count: events.len() as u32,
-                };
-                let mut handle = aqlprofile_handle_t::default();
-                let mut packets = aqlprofile_pmc_aql_packets_t::default();
-                // SAFETY: valid out-pointers; `memory` outlives every packet set of this GPU.
-                let status = unsafe {
-                    (v2.create_packets)(
-                        &mut handle,
-                        &mut packets,
-                        profile,
-                        Some(alloc_cb),
-                        Some(dealloc_cb),
-                        Some(memcpy_cb),
-                        &*self.memory as *const Memory as *mut c_void,
-                    )
-                };
-                if status != HSA_STATUS_SUCCESS {
-                    return Err(self.error("aqlprofile_pmc_create_packets", status));
-                }
-                Ok(PacketSet {
-                    start: packets.start_packet,
-                    read: Some(packets.read_packet),
-                    stop: packets.stop_packet,
-                    owner: Owner::V2(handle),
-                    group,
-                })
-            }
-            Library::Legacy(table) => self.create_legacy(table, group),
+        let created = self
+            .aqlprofile
+            .call(|library| match library {
+                Library::V2(v2) => self.create_v2(v2, group),
+                Library::Legacy(table) => self.create_legacy(table, group),
+            })
+            .unwrap_or(Err(CounterError::Released));
+        if created.is_ok() {
+            self.aqlprofile.live.fetch_add(1, Ordering::SeqCst);
         }
+        created
+    }
+
+    fn create_v2(&self, v2: &V2, group: usize) -> Result<PacketSet, CounterError> {
+        let events = &self.groups[group].events;
+        let profile = aqlprofile_pmc_profile_t {
+            agent: self.v2_agent,
+            events: events.as_ptr(),
+            event_count: events.len() as u32,
+        };
+        let mut handle = aqlprofile_handle_t::default();
+        let mut packets = aqlprofile_pmc_aql_packets_t::default();
+        // SAFETY: valid out-pointers; `memory` is never freed.
+        let status = unsafe {
+            (v2.create_packets)(
+                &mut handle,
+                &mut packets,
+                profile,
+                Some(alloc_cb),
+                Some(dealloc_cb),
+                Some(memcpy_cb),
+                self.memory as *const Memory as *mut c_void,
+            )
+        };
+        if status != HSA_STATUS_SUCCESS {
+            self.aqlprofile
+                .creation_failed
+                .store(true, Ordering::SeqCst);
+            return Err(self.error("aqlprofile_pmc_create_packets", status));
+        }
+        Ok(PacketSet {
+            start: packets.start_packet,
+            read: Some(packets.read_packet),
+            stop: packets.stop_packet,
+            owner: Owner::V2(handle),
+            group,
+        })
     }
 
     fn create_legacy(
@@ -657,14 +797,14 @@ impl GpuCounters {
         let status = unsafe { start(profile, &mut set.start) };
         if status != HSA_STATUS_SUCCESS {
             let error = self.error("hsa_ven_amd_aqlprofile_start", status);
-            self.release(set);
+            self.free_buffers(set);
             return Err(error);
         }
         // SAFETY: as above.
         let status = unsafe { stop(profile, &mut set.stop) };
         if status != HSA_STATUS_SUCCESS {
             let error = self.error("hsa_ven_amd_aqlprofile_stop", status);
-            self.release(set);
+            self.free_buffers(set);
             return Err(error);
         }
         if let Some(read) = table.hsa_ven_amd_aqlprofile_read {
@@ -677,18 +817,27 @@ impl GpuCounters {
         Ok(set)
     }
 
-    /// Frees a packet set's buffers.
+    /// Frees the buffers of a packet set that the legacy library owns no part of.
+    fn free_buffers(&self, set: PacketSet) {
+        if let Owner::Legacy { profile, .. } = set.owner {
+            self.memory.free(profile.command_buffer.ptr);
+            self.memory.free(profile.output_buffer.ptr);
+        }
+    }
+
+    /// Deletes a packet set: v2 through `aqlprofile_pmc_delete_packets` (which returns its
+    /// buffers through `dealloc_cb`), legacy by freeing its buffers.
     fn release(&self, set: PacketSet) {
-        match (&self.aqlprofile.library, set.owner) {
+        let released = self.aqlprofile.call(|library| match (library, set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
                 // SAFETY: a handle from create_packets, deleted once.
                 unsafe { (v2.delete_packets)(handle) }
             }
-            (_, Owner::Legacy { profile, .. }) => {
-                self.memory.free(profile.command_buffer.ptr);
-                self.memory.free(profile.output_buffer.ptr);
-            }
+            (_, owner @ Owner::Legacy { .. }) => self.free_buffers(PacketSet { owner, ..set }),
             _ => {}
+        });
+        if released.is_some() {
+            self.aqlprofile.live.fetch_sub(1, Ordering::SeqCst);
         }
     }
 
@@ -699,8 +848,12 @@ impl GpuCounters {
 
     /// A packet set for `group`, from the pool or new.
     pub fn take(&self, group: usize) -> Result<PacketSet, CounterError> {
-        if let Ok(mut pools) = self.pools.lock() {
-            if let Some(set) = pools.get_mut(group).and_then(Vec::pop) {
+        {
+            let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+            if pools.closed {
+                return Err(CounterError::Released);
+            }
+            if let Some(set) = pools.ready.get_mut(group).and_then(Vec::pop) {
                 return Ok(set);
             }
         }
@@ -709,9 +862,47 @@ impl GpuCounters {
 
     /// Returns a packet set whose values were read.
     pub fn give_back(&self, set: PacketSet) {
-        match self.pools.lock() {
-            Ok(mut pools) if set.group < pools.len() => pools[set.group].push(set),
-            _ => self.release(set),
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if pools.closed {
+            drop(pools);
+            return self.release(set);
+        }
+        while pools.ready.len() <= set.group {
+            pools.ready.push(Vec::new());
+        }
+        pools.ready[set.group].push(set);
+    }
+
+    /// Takes back the packet set of a dispatch that never completed: it is deleted at
+    /// [`GpuCounters::close`], keeping its buffers, which the GPU may still write.
+    pub fn abandon(&self, set: PacketSet) {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        pools.abandoned.push(set);
+        if pools.closed {
+            drop(pools);
+            self.close();
+        }
+    }
+
+    /// Deletes every packet set of the pools (at unload, after the last dispatch completed or
+    /// was abandoned); sets given back later are deleted at once.
+    pub fn close(&self) {
+        let (ready, abandoned) = {
+            let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+            pools.closed = true;
+            (
+                std::mem::take(&mut pools.ready),
+                std::mem::take(&mut pools.abandoned),
+            )
+        };
+        for set in ready.into_iter().flatten() {
+            self.release(set);
+        }
+        if !abandoned.is_empty() {
+            self.memory.keep.store(true, Ordering::SeqCst);
+            for set in abandoned {
+                self.release(set);
+            }
         }
     }
 
@@ -719,7 +910,7 @@ impl GpuCounters {
     /// (v2) sample order: XCC, then block instance, then position within the instance.
     pub fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
         let group = &self.groups[set.group];
-        match (&self.aqlprofile.library, &set.owner) {
+        let read = self.aqlprofile.call(|library| match (library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
                 let capacity = group.sizes.iter().map(|s| s.load(Ordering::Relaxed)).sum();
                 let mut reported: V2Samples = Vec::with_capacity(capacity);
@@ -727,19 +918,17 @@ impl GpuCounters {
                 // SAFETY: a live handle; `reported` outlives the call.
                 unsafe { (v2.iterate_data)(*handle, Some(v2_sample), data) };
                 if let Some(values) = group.values_as_before(&reported) {
-                    return values;
+                    return Some(values);
                 }
                 let samples = Samples::new(group, false).sort_v2(&reported);
                 if !samples.unsorted {
                     group.remember_v2_layout(&reported);
-                    return samples.into_values();
+                    return Some(samples.into_values());
                 }
-                Samples::new(group, true).sort_v2(&reported).into_values()
+                Some(Samples::new(group, true).sort_v2(&reported).into_values())
             }
             (Library::Legacy(table), Owner::Legacy { profile, .. }) => {
-                let Some(iterate) = table.hsa_ven_amd_aqlprofile_iterate_data else {
-                    return vec![Vec::new(); group.sizes.len()];
-                };
+                let iterate = table.hsa_ven_amd_aqlprofile_iterate_data?;
                 fn read<'a>(
                     iterate: LegacyIterate,
                     profile: &hsa_ven_amd_aqlprofile_profile_t,
@@ -752,21 +941,20 @@ impl GpuCounters {
                 }
                 let samples = read(iterate, profile, Samples::new(group, false));
                 if !samples.unsorted {
-                    return samples.into_values();
+                    return Some(samples.into_values());
                 }
-                read(iterate, profile, Samples::new(group, true)).into_values()
+                Some(read(iterate, profile, Samples::new(group, true)).into_values())
             }
-            _ => vec![Vec::new(); group.sizes.len()],
-        }
+            _ => None,
+        });
+        read.flatten()
+            .unwrap_or_else(|| vec![Vec::new(); group.sizes.len()])
     }
 }
 
 impl Drop for GpuCounters {
     fn drop(&mut self) {
-        let pools = std::mem::take(&mut *self.pools.lock().unwrap_or_else(|p| p.into_inner()));
-        for set in pools.into_iter().flatten() {
-            self.release(set);
-        }
+        self.close();
     }
 }
 

@@ -43,6 +43,7 @@ struct Session {
     agents: Agents,
     signals: Arc<SignalPool>,
     completion: Arc<Completion>,
+    aqlprofile: Option<Arc<Aqlprofile>>,
     counters: HashMap<u64, Arc<GpuCounters>>,
     chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>>,
     dispatch_ids: AtomicU64,
@@ -113,7 +114,8 @@ pub fn uninstall() {
     finish();
 }
 
-/// Completes and flushes everything pending (unload and process exit).
+/// Completes and flushes everything pending, then deletes every packet set and releases
+/// aqlprofile (unload and process exit).
 pub fn finish() {
     static FINISHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     let Some(me) = interposer() else { return };
@@ -121,10 +123,32 @@ pub fn finish() {
         return;
     }
     if let Some(session) = me.session.get() {
-        session.completion.stop(DRAIN_TIMEOUT);
+        let stopped = session.completion.stop(DRAIN_TIMEOUT);
         if me.config.env_mode {
             super::env_mode::write_results(&me.config.counter_names, session.completion.output());
         }
+        release_aqlprofile(session, stopped);
+    }
+}
+
+/// Deletes every packet set and releases aqlprofile once the completion worker stopped, so that
+/// no callback of ours is reachable from the library after unload (AMD's library calls
+/// `dealloc_cb` for every set left alive from a static destructor at process exit, after the
+/// runtime has unloaded this library). When that cannot be guaranteed (the worker still runs,
+/// a set is still out, a creation failed), this library stays loaded until the process exits.
+fn release_aqlprofile(session: &Session, worker_stopped: bool) {
+    let Some(aqlprofile) = &session.aqlprofile else {
+        return;
+    };
+    if !worker_stopped {
+        super::keep_loaded();
+        return;
+    }
+    for counters in session.counters.values() {
+        counters.close();
+    }
+    if !aqlprofile.close() {
+        super::keep_loaded();
     }
 }
 
@@ -138,7 +162,7 @@ impl Interposer {
                 Arc::clone(&signals),
                 self.config.output_directory.clone(),
             );
-            let counters = self.gpu_counters(&agents);
+            let (aqlprofile, counters) = self.gpu_counters(&agents);
             let chains = agents
                 .gpus
                 .iter()
@@ -148,6 +172,7 @@ impl Interposer {
                 agents,
                 signals,
                 completion,
+                aqlprofile,
                 counters,
                 chains,
                 dispatch_ids: AtomicU64::new(1),
@@ -155,7 +180,11 @@ impl Interposer {
         })
     }
 
-    fn gpu_counters(&self, agents: &Agents) -> HashMap<u64, Arc<GpuCounters>> {
+    /// aqlprofile and the counters of every GPU that collects some.
+    fn gpu_counters(
+        &self,
+        agents: &Agents,
+    ) -> (Option<Arc<Aqlprofile>>, HashMap<u64, Arc<GpuCounters>>) {
         let mut out = HashMap::new();
         let groups_of = |gpu: &Gpu| -> Vec<Vec<crate::passes::plan_file::PlanEvent>> {
             if let Some(groups) = self.config.groups.get(&gpu.arch) {
@@ -180,7 +209,7 @@ impl Interposer {
             .filter(|(_, groups)| !groups.is_empty())
             .collect();
         if wanted.is_empty() {
-            return out;
+            return (None, out);
         }
         let aqlprofile = match Aqlprofile::load(&self.hsa, self.config.api) {
             Ok(a) => Arc::new(a),
@@ -189,9 +218,13 @@ impl Interposer {
                     "aqlprofile",
                     &format!("{e}; counters are not collected, the application runs unprofiled"),
                 );
-                return out;
+                return (None, out);
             }
         };
+        // Registered after aqlprofile was loaded, so that at an exit without `hsa_shut_down` it
+        // runs before the library's own exit-time teardown.
+        // SAFETY: registering a plain C function, tied to this library like the one of OnLoad.
+        unsafe { libc::atexit(super::at_exit) };
         for (gpu, groups) in wanted {
             match GpuCounters::new(Arc::clone(&aqlprofile), Arc::clone(&self.hsa), agents, gpu, &groups) {
                 Ok(c) => {
@@ -203,7 +236,7 @@ impl Interposer {
                 ),
             }
         }
-        out
+        (Some(aqlprofile), out)
     }
 
     /// Whether dispatches on `gpu` are meant to collect counters (even if that failed).

@@ -89,8 +89,31 @@ fn load(table: *mut HsaApiTable) {
     }
 }
 
-extern "C" fn at_exit() {
+/// Finishes the session at process exit, or when this library is unloaded before.
+pub(crate) extern "C" fn at_exit() {
     let _ = catch_unwind(interposer::finish);
+}
+
+/// Keeps this library loaded until the process exits: for when aqlprofile may still call back.
+fn keep_loaded() {
+    let mut info = libc::Dl_info {
+        dli_fname: std::ptr::null(),
+        dli_fbase: std::ptr::null_mut(),
+        dli_sname: std::ptr::null(),
+        dli_saddr: std::ptr::null_mut(),
+    };
+    // SAFETY: dladdr on a function of this library with a valid out-pointer; dlopen of the path
+    // it returns, only marking the already loaded library as never to be unloaded.
+    unsafe {
+        if libc::dladdr(keep_loaded as *const std::ffi::c_void, &mut info) != 0
+            && !info.dli_fname.is_null()
+        {
+            libc::dlopen(
+                info.dli_fname,
+                libc::RTLD_LAZY | libc::RTLD_NOLOAD | libc::RTLD_NODELETE,
+            );
+        }
+    }
 }
 
 /// Called by the runtime after loading the library. Always returns true: on any problem the

@@ -14,7 +14,8 @@
 //!   `max over blocks of ceil(events / counters per pass)`.
 //!
 //! The planner knows nothing about counter catalogs: its input is each counter's set of events
-//! (any ordered key plus the register budget it consumes) and the limits. [`plan_file`] is the
+//! (any ordered key plus the register budget it consumes) and the limits. [`refusal`] says which
+//! events aqlprofile would collect wrongly, so that callers refuse them. [`plan_file`] is the
 //! small plan the CLI hands the interposer for each run, and [`group_for_dispatch`] the
 //! rotation of `pmc_groups`.
 //!
@@ -38,11 +39,13 @@
 mod packing;
 pub mod plan_file;
 mod planner;
+mod quirks;
 
 pub use planner::{
     first_fit, lower_bound, plan_group, BudgetUse, Counter, Event, GroupPlan, Limits, Pass,
     PlanError, PlanOptions, Split,
 };
+pub use quirks::{refusal, Refusal};
 
 /// Which of `groups` event groups the `n`-th filtered dispatch on an agent (from 0) collects,
 /// rotating every `interval` dispatches as rocprofv3's `pmc_groups` do: `(n / interval) % groups`.

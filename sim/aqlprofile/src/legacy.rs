@@ -393,7 +393,7 @@ fn for_each_sample(
             continue;
         };
         // SAFETY: the output buffer holds `plan.samples.len()` values.
-        let value = unsafe { out.add(i).read_unaligned() };
+        let value = crate::sample_value(unsafe { out.add(i).read_unaligned() });
         match visit(*event, plan.legacy_sample_id(s), value) {
             HSA_STATUS_SUCCESS => {}
             HSA_STATUS_INFO_BREAK => return HSA_STATUS_SUCCESS,

@@ -12,7 +12,15 @@
 //! packet (7, default) copies the counters; `AQLPROFILE_READ_API=0` (read when the library is
 //! loaded) folds the read into stop and makes the legacy read fail, as in ROCm 7;
 //! `RTL_SIM_FAIL_AQLPROFILE_REGISTER=N` and `RTL_SIM_FAIL_AQLPROFILE_PACKETS=N` make the Nth
-//! agent registration / packet creation fail with `HSA_STATUS_ERROR`.
+//! agent registration / packet creation fail with `HSA_STATUS_ERROR`;
+//! `RTL_SIM_AQLPROFILE_ZEROS=1` makes every sample of both APIs read 0, as counters that never
+//! count do (a GPU whose power management stops them, another tool reprogramming them);
+//! `RTL_SIM_AQLPROFILE_LOG=<file>` receives one line when the library is torn down.
+//!
+//! Like AMD's library, it keeps the v2 packet sets a caller never deleted in a process-wide
+//! table that is torn down at process exit (or when the library is unloaded first), returning
+//! their buffers through the caller's `dealloc_cb` then: a tool that is already unloaded by
+//! that time is called anyway.
 
 pub mod abi;
 #[path = "../../data/arch.rs"]
@@ -44,6 +52,8 @@ struct Config {
     stop_copies: bool,
     /// `AQLPROFILE_READ_API` is not 0: the legacy read packet exists.
     read_api: bool,
+    /// `RTL_SIM_AQLPROFILE_ZEROS=1`: every sample reads 0.
+    zeros: bool,
 }
 
 static CONFIG: OnceLock<Config> = OnceLock::new();
@@ -55,18 +65,48 @@ fn config() -> Config {
             stop_copies: var("RTL_SIM_AQLPROFILE").is_some_and(|v| v.trim() == "6"),
             read_api: var("AQLPROFILE_READ_API")
                 .is_none_or(|v| v.trim().parse::<i64>().unwrap_or(0) != 0),
+            zeros: var("RTL_SIM_AQLPROFILE_ZEROS").is_some_and(|v| v.trim() == "1"),
         }
     })
 }
 
-extern "C" fn read_config_at_load() {
+extern "C" fn at_load() {
     let _ = catch_unwind(config);
+    // SAFETY: registers a plain C function. glibc ties it to this library, so it runs at process
+    // exit or when the library is unloaded, whichever comes first, in the order of a C++ static
+    // destructor registered by the library's constructor.
+    unsafe { libc::atexit(v2::tear_down) };
 }
 
-/// Reads the environment when the library is loaded, as the real library's constructor does.
+/// Reads the environment when the library is loaded, as the real library's constructor does,
+/// and registers the teardown of its table of live packet sets.
 #[used]
 #[link_section = ".init_array"]
-static READ_CONFIG_AT_LOAD: extern "C" fn() = read_config_at_load;
+static AT_LOAD: extern "C" fn() = at_load;
+
+/// The value a sample reports: the counter's, or 0 under `RTL_SIM_AQLPROFILE_ZEROS=1`.
+fn sample_value(counted: u64) -> u64 {
+    if config().zeros {
+        0
+    } else {
+        counted
+    }
+}
+
+/// Appends `line` to `RTL_SIM_AQLPROFILE_LOG`, when set.
+fn log(line: &str) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("RTL_SIM_AQLPROFILE_LOG") else {
+        return;
+    };
+    if let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(file, "{line}");
+    }
+}
 
 /// Answers the COMMAND_BUFFER_SIZE and PMC_DATA_SIZE queries, which both APIs share: the
 /// buffer sizes a caller should allocate. Returns `None` for any other attribute.

@@ -11,19 +11,18 @@ use crate::arch::{tables, Geometry, DIMENSION_IDS};
 use crate::plan::{with_accumulation, Agent, Plan, PlanError, Request};
 use crate::{arch_of, fail, fail_packets, fail_registration, fill_packet, guard};
 
+/// Packet handles, from 1 as the real library numbers them.
 static NEXT_HANDLE: AtomicU64 = AtomicU64::new(1);
 
-fn agents() -> MutexGuard<'static, HashMap<u64, Agent>> {
-    static AGENTS: OnceLock<Mutex<HashMap<u64, Agent>>> = OnceLock::new();
-    AGENTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// Registered agents; an agent's handle is its index, from 0 as in the real library.
+fn agents() -> MutexGuard<'static, Vec<Agent>> {
+    static AGENTS: Mutex<Vec<Agent>> = Mutex::new(Vec::new());
+    AGENTS.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A registered agent by handle.
 pub(crate) fn agent(handle: aqlprofile_agent_handle_t) -> Option<Agent> {
-    agents().get(&handle.handle).cloned()
+    agents().get(usize::try_from(handle.handle).ok()?).cloned()
 }
 
 /// One sample `aqlprofile_pmc_iterate_data` reports: the event, its v2 sample id, and its
@@ -107,8 +106,12 @@ fn register(
             format!("unknown gfx ip '{name}'"),
         );
     };
-    let handle = NEXT_HANDLE.fetch_add(1, Ordering::SeqCst);
-    agents().insert(handle, Agent { arch, geometry });
+    let mut agents = agents();
+    // The real library caches its per-architecture tables under a key it never sets, so every
+    // agent registered after the first is served by the first one's architecture and topology.
+    let agent = agents.first().cloned().unwrap_or(Agent { arch, geometry });
+    let handle = agents.len() as u64;
+    agents.push(agent);
     // SAFETY: checked non-null above.
     unsafe { (*agent_id).handle = handle };
     HSA_STATUS_SUCCESS
@@ -431,6 +434,19 @@ fn reported(plan: &Plan) -> Arc<[Reported]> {
         .collect()
 }
 
+impl Session {
+    /// Returns the buffers to the caller's deallocator, output first as the real library does.
+    fn release(self) {
+        if let Some(free) = self.dealloc {
+            // SAFETY: buffers from the caller's allocator, freed once.
+            unsafe {
+                free(self.output, self.userdata);
+                free(self.command, self.userdata);
+            }
+        }
+    }
+}
+
 /// `aqlprofile_pmc_delete_packets`: returns the session's buffers to the caller's deallocator.
 ///
 /// # Safety
@@ -441,12 +457,22 @@ pub unsafe extern "C" fn aqlprofile_pmc_delete_packets(handle: aqlprofile_handle
         let Some(session) = sessions().remove(&handle.handle) else {
             return HSA_STATUS_ERROR_INVALID_ARGUMENT;
         };
-        if let Some(free) = session.dealloc {
-            // SAFETY: buffers from the caller's allocator, freed once.
-            unsafe {
-                free(session.output, session.userdata);
-                free(session.command, session.userdata);
-            }
+        session.release();
+        HSA_STATUS_SUCCESS
+    });
+}
+
+/// Tears the table of live packet sets down, at process exit or when the library is unloaded:
+/// every set the caller never deleted has its buffers returned through the caller's
+/// `dealloc_cb`, as AMD's library does from the destructor of its static table, whether or not
+/// the caller is still loaded.
+pub(crate) extern "C" fn tear_down() {
+    let _ = guard(|| {
+        let mut live: Vec<(u64, Session)> = sessions().drain().collect();
+        live.sort_by_key(|(handle, _)| *handle);
+        crate::log(&format!("live packet sets at teardown: {}", live.len()));
+        for (_, session) in live {
+            session.release();
         }
         HSA_STATUS_SUCCESS
     });
@@ -482,7 +508,7 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
         };
         for &(event, id, index) in reported.iter() {
             // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
-            let value = unsafe { output.add(index).read_unaligned() };
+            let value = crate::sample_value(unsafe { output.add(index).read_unaligned() });
             // SAFETY: calling the caller's callback with its own userdata.
             match unsafe { callback(event, id, value, userdata) } {
                 HSA_STATUS_SUCCESS => {}

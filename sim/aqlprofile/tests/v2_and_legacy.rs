@@ -407,29 +407,37 @@ fn accumulated_events_get_an_internal_base_event_and_report_wave_cycles() {
 
 #[test]
 fn gfx1100_sq_samples_come_per_shader_engine_array_and_wgp() {
-    let agent = register("gfx1100", 1, 6, 96, 2);
-    let events = [PmcEvent {
-        block_index: 0,
-        event_id: SQ_WAVES,
-        flags: 0,
-        block_name: SQ,
-    }];
-    let session = create(agent, &events).expect("packets");
-    let mut k = run(16, 1, "vadd", 1 << 16, 0, 10_000);
-    k.arch = "gfx1100";
-    k.wave_size = 32;
-    gpu::kernel_started(&k);
-    execute(16, &session.packets.start, 0);
-    execute(16, &session.packets.read, 10_000);
-    let got = samples(&session);
-    // 6 SEs x 2 arrays x 4 WGPs; 256 workgroups of 8 waves spread round-robin.
-    assert_eq!(
-        got.iter().map(|s| s.1).collect::<Vec<_>>(),
-        (0..48).collect::<Vec<u64>>()
+    // The first agent registered in a process serves every later one (as in AMD's library):
+    // gfx1100 must be the first.
+    in_child(
+        "gfx1100_sq_samples_come_per_shader_engine_array_and_wgp",
+        &[],
+        || {
+            let agent = register("gfx1100", 1, 6, 96, 2);
+            let events = [PmcEvent {
+                block_index: 0,
+                event_id: SQ_WAVES,
+                flags: 0,
+                block_name: SQ,
+            }];
+            let session = create(agent, &events).expect("packets");
+            let mut k = run(16, 1, "vadd", 1 << 16, 0, 10_000);
+            k.arch = "gfx1100";
+            k.wave_size = 32;
+            gpu::kernel_started(&k);
+            execute(16, &session.packets.start, 0);
+            execute(16, &session.packets.read, 10_000);
+            let got = samples(&session);
+            // 6 SEs x 2 arrays x 4 WGPs; 256 workgroups of 8 waves spread round-robin.
+            assert_eq!(
+                got.iter().map(|s| s.1).collect::<Vec<_>>(),
+                (0..48).collect::<Vec<u64>>()
+            );
+            let values: Vec<u64> = got.iter().map(|s| s.2).collect();
+            assert_eq!(values, truth(&k, "SQ_WAVES"));
+            assert_eq!(values.iter().sum::<u64>(), 2048);
+        },
     );
-    let values: Vec<u64> = got.iter().map(|s| s.2).collect();
-    assert_eq!(values, truth(&k, "SQ_WAVES"));
-    assert_eq!(values.iter().sum::<u64>(), 2048);
 }
 
 #[test]

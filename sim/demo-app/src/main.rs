@@ -56,6 +56,9 @@ struct Args {
     /// Fork a child process (before initialising HSA) that runs the same work.
     #[arg(long)]
     fork: bool,
+    /// Exit without calling hsa_shut_down: the runtime unloads its tools at process exit.
+    #[arg(long)]
+    no_shutdown: bool,
 }
 
 /// A failed HSA call.
@@ -123,8 +126,10 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
     });
     let names: Vec<String> = system.gpus.iter().map(|g| g.name.clone()).collect();
     drop(system);
-    // SAFETY: every HSA object was released above.
-    unsafe { hsa_api::hsa_shut_down() };
+    if !args.no_shutdown {
+        // SAFETY: every HSA object was released above.
+        unsafe { hsa_api::hsa_shut_down() };
+    }
     results.into_iter().collect::<Result<(), String>>()?;
     println!(
         "rtl-demo-app{role}: {} dispatches verified ({}) on {} GPU(s) [{}], {} thread(s) x {} queue(s) x {} iteration(s)",

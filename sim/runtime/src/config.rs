@@ -152,6 +152,10 @@ pub const BUILT_IN: &[(&str, &str)] = &[
     ("gfx1100", include_str!("../../configs/gfx1100.json")),
     ("gfx1201", include_str!("../../configs/gfx1201.json")),
     ("gfx942x2", include_str!("../../configs/gfx942x2.json")),
+    (
+        "gfx942-gfx90a",
+        include_str!("../../configs/gfx942-gfx90a.json"),
+    ),
 ];
 
 /// The configuration used when `RTL_SIM_DEVICES` is unset.

@@ -7,6 +7,13 @@
 //! `hsa_queue_create`: queues become intercept queues with a handler that logs the packet count
 //! of every call and passes the packets on unchanged. It exports `HSA_AMD_TOOL_PRIORITY`, so a
 //! preloaded copy is loaded as a tool too.
+//!
+//! With `RTL_SIM_TEST_TOOL_AQLPROFILE=keep` or `delete`, `OnLoad` opens
+//! `libhsa-amd-aqlprofile64.so`, registers a gfx942 agent and creates one v2 packet set (SQ_WAVES)
+//! whose buffers come from `calloc`; every return of a buffer through its `dealloc_cb` is logged
+//! (`dealloc name=<tool> after_unload=<bool>`). With `delete`, `OnUnload` deletes the set and
+//! closes the library, as a tool must; with `keep` it leaves the set alive, as a tool that pools
+//! packet sets and forgets them does, so aqlprofile returns the buffers at process exit.
 
 #[allow(dead_code, unused_imports)]
 #[path = "../../../src/hsa/mod.rs"]
@@ -50,6 +57,124 @@ struct Saved {
 }
 
 static SAVED: OnceLock<Saved> = OnceLock::new();
+
+/// The aqlprofile packet set made by `OnLoad` under `RTL_SIM_TEST_TOOL_AQLPROFILE`.
+struct PacketSet {
+    library: usize,
+    delete: unsafe extern "C" fn(aqlprofile_handle_t),
+    handle: aqlprofile_handle_t,
+}
+
+static PACKET_SET: std::sync::Mutex<Option<PacketSet>> = std::sync::Mutex::new(None);
+static UNLOADED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+unsafe extern "C" fn alloc_cb(
+    ptr: *mut *mut c_void,
+    size: u64,
+    _flags: u32,
+    _userdata: *mut c_void,
+) -> hsa_status_t {
+    // SAFETY: aqlprofile passes a writable pointer slot; calloc of the size it asks for.
+    unsafe { *ptr = libc::calloc(1, size as usize) };
+    HSA_STATUS_SUCCESS
+}
+
+unsafe extern "C" fn dealloc_cb(ptr: *mut c_void, _userdata: *mut c_void) {
+    let _ = std::panic::catch_unwind(|| {
+        let after_unload = UNLOADED.load(std::sync::atomic::Ordering::SeqCst);
+        log(&format!(
+            "dealloc name={} after_unload={after_unload}",
+            own_name()
+        ));
+    });
+    // SAFETY: a buffer from `alloc_cb`, returned once.
+    unsafe { libc::free(ptr) };
+}
+
+unsafe extern "C" fn memcpy_cb(
+    dst: *mut c_void,
+    src: *const c_void,
+    size: usize,
+    _userdata: *mut c_void,
+) -> hsa_status_t {
+    // SAFETY: buffers of at least `size` bytes, as aqlprofile asks.
+    unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, size) };
+    HSA_STATUS_SUCCESS
+}
+
+/// Opens aqlprofile and creates one v2 packet set; returns why not on failure.
+fn create_packet_set() -> Result<PacketSet, String> {
+    // SAFETY: dlopen with a NUL-terminated name.
+    let library = unsafe { libc::dlopen(c"libhsa-amd-aqlprofile64.so".as_ptr(), libc::RTLD_NOW) };
+    if library.is_null() {
+        return Err("cannot open libhsa-amd-aqlprofile64.so".into());
+    }
+    let symbol = |name: &CStr| {
+        // SAFETY: dlsym on a live handle.
+        let p = unsafe { libc::dlsym(library, name.as_ptr()) };
+        (!p.is_null()).then_some(p)
+    };
+    let (Some(register), Some(create), Some(delete)) = (
+        symbol(c"aqlprofile_register_agent"),
+        symbol(c"aqlprofile_pmc_create_packets"),
+        symbol(c"aqlprofile_pmc_delete_packets"),
+    ) else {
+        return Err("aqlprofile lacks the v2 API".into());
+    };
+    // SAFETY: the symbols have the signatures of aqlprofile's v2 header.
+    let (register, create, delete) = unsafe {
+        (
+            std::mem::transmute::<*mut c_void, aqlprofile_register_agent_fn>(register),
+            std::mem::transmute::<*mut c_void, aqlprofile_pmc_create_packets_fn>(create),
+            std::mem::transmute::<*mut c_void, aqlprofile_pmc_delete_packets_fn>(delete),
+        )
+    };
+    let info = aqlprofile_agent_info_t {
+        agent_gfxip: c"gfx942".as_ptr(),
+        xcc_num: 8,
+        se_num: 32,
+        cu_num: 304,
+        shader_arrays_per_se: 1,
+    };
+    let mut agent = aqlprofile_agent_handle_t::default();
+    // SAFETY: valid out-pointer and info.
+    if unsafe { register(&mut agent, &info) } != HSA_STATUS_SUCCESS {
+        return Err("agent registration failed".into());
+    }
+    let waves = aqlprofile_pmc_event_t {
+        block_index: 0,
+        event_id: 4,
+        flags: 0,
+        block_name: 6, // SQ
+    };
+    let profile = aqlprofile_pmc_profile_t {
+        agent,
+        events: &waves,
+        event_count: 1,
+    };
+    let mut handle = aqlprofile_handle_t::default();
+    let mut packets = aqlprofile_pmc_aql_packets_t::default();
+    // SAFETY: valid out-pointers and callbacks of the right signatures.
+    let status = unsafe {
+        create(
+            &mut handle,
+            &mut packets,
+            profile,
+            Some(alloc_cb),
+            Some(dealloc_cb),
+            Some(memcpy_cb),
+            std::ptr::null_mut(),
+        )
+    };
+    if status != HSA_STATUS_SUCCESS {
+        return Err(format!("packet creation failed with 0x{status:x}"));
+    }
+    Ok(PacketSet {
+        library: library as usize,
+        delete,
+        handle,
+    })
+}
 
 fn log(line: &str) {
     if let Ok(path) = std::env::var("RTL_SIM_TEST_TOOL_LOG") {
@@ -213,6 +338,15 @@ pub unsafe extern "C" fn OnLoad(
         if fail.split(',').any(|n| n.trim() == name) {
             return false;
         }
+        if std::env::var("RTL_SIM_TEST_TOOL_AQLPROFILE").is_ok_and(|v| v == "keep" || v == "delete") {
+            match create_packet_set() {
+                Ok(set) => {
+                    log(&format!("aqlprofile name={name} packet set created"));
+                    *PACKET_SET.lock().unwrap_or_else(|p| p.into_inner()) = Some(set);
+                }
+                Err(e) => log(&format!("aqlprofile name={name} {e}")),
+            }
+        }
         if std::env::var("RTL_SIM_TEST_TOOL_INTERCEPT").is_ok_and(|v| v == "1") {
             // SAFETY: reading and patching the live tables, as tools do.
             unsafe {
@@ -239,5 +373,18 @@ pub unsafe extern "C" fn OnLoad(
 /// Tools-library exit point.
 #[no_mangle]
 pub extern "C" fn OnUnload() {
-    let _ = std::panic::catch_unwind(|| log(&format!("OnUnload name={}", own_name())));
+    let _ = std::panic::catch_unwind(|| {
+        let delete = std::env::var("RTL_SIM_TEST_TOOL_AQLPROFILE").is_ok_and(|v| v == "delete");
+        let set = PACKET_SET.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let (true, Some(set)) = (delete, set) {
+            // SAFETY: a live packet handle of the library it came from, deleted once; the
+            // library handle is closed once, after its last use.
+            unsafe {
+                (set.delete)(set.handle);
+                libc::dlclose(set.library as *mut c_void);
+            }
+        }
+        log(&format!("OnUnload name={}", own_name()));
+        UNLOADED.store(true, std::sync::atomic::Ordering::SeqCst);
+    });
 }
