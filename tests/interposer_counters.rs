@@ -101,6 +101,23 @@ fn one_queue_legacy_api_with_read_folded_into_stop() {
     );
 }
 
+/// TA, TD and TCP sit beside each compute unit: AMD's legacy API reports their table count (16)
+/// where the GPU has `ceil(CUs per shader array) + 1` (11 on an MI300X); the interposer programs
+/// the instances the GPU has with either API, and every sample equals ground truth.
+#[test]
+fn both_apis_collect_the_per_cu_texture_blocks_on_the_instances_the_gpu_has() {
+    const TEXTURE: &[&str] = &["TA_TA_BUSY", "TD_TD_BUSY", "TCP_TOTAL_CACHE_ACCESSES"];
+    for api in ["legacy", "v2"] {
+        let dir = scratch(&format!("texture-{api}"));
+        let plan = plan(&dir, "gfx942", &[TEXTURE], KernelFilters::default(), 1);
+        let env = [("RTL_PMC_AQLPROFILE_API", api)];
+        let run = run_demo(&dir, "gfx942", Some(&plan), &env, TEXTURE, &[]);
+        run.assert_success();
+        assert_eq!(run.stderr(), "", "{api}");
+        assert_eq!(assert_matches_truth(&run, &[TEXTURE]), 4, "{api}");
+    }
+}
+
 #[test]
 fn one_queue_rocm60_tables() {
     counted_run("rocm60", &[("RTL_SIM_ROCM", "6.0")]);

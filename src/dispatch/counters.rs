@@ -549,6 +549,20 @@ unsafe impl Send for GpuCounters {}
 // SAFETY: see `Send`.
 unsafe impl Sync for GpuCounters {}
 
+/// The instances of `block` to program, given the `reported` count of aqlprofile's BLOCK_ID
+/// query. AMD's legacy API reports the table count of the gfx9 texture blocks that sit beside
+/// each compute unit (TA, TD, TCP: 16), where its v2 API and rocprofiler-sdk count the instances
+/// a shader array has, `min(16, ceil(CUs per shader array) + 1)`; the samples the counter
+/// catalog expects are those, so the legacy count is capped the same way.
+fn legacy_instances(kind: ApiKind, gpu: &Gpu, block: &str, reported: u32) -> u32 {
+    let per_cu = matches!(block, "TA" | "TD" | "TCP");
+    if kind != ApiKind::Legacy || !per_cu || !gpu.arch.starts_with("gfx9") {
+        return reported;
+    }
+    let arrays = (gpu.se * gpu.sa_per_se).max(1);
+    reported.min(gpu.cu.div_ceil(arrays) + 1)
+}
+
 impl GpuCounters {
     /// Registers `gpu` with aqlprofile and expands `groups` (plan events) to every block
     /// instance. Creates the first packet set of each group to surface errors now.
@@ -591,6 +605,7 @@ impl GpuCounters {
                     Some(&n) => n,
                     None => {
                         let n = counters.instances(&event.block)?;
+                        let n = legacy_instances(counters.aqlprofile.kind(), gpu, &event.block, n);
                         instance_counts.insert(event.block.clone(), n);
                         n
                     }
@@ -618,7 +633,7 @@ impl GpuCounters {
         Ok(counters)
     }
 
-    /// The number of instances of `block` on this GPU.
+    /// The number of instances of `block` on this GPU, as aqlprofile's BLOCK_ID query reports it.
     fn instances(&self, block: &str) -> Result<u32, CounterError> {
         let name = CString::new(block).unwrap_or_default();
         let mut query = hsa_ven_amd_aqlprofile_id_query_t {

@@ -7,7 +7,11 @@
 //!   ordinary per-XCC events in event order, so they and every event after them report other
 //!   samples;
 //! - SX and GDS selects are programmed with a constant 0, whatever event was asked for, so an
-//!   event other than 0 would read event 0's value.
+//!   event other than 0 would read event 0's value;
+//! - SQ's accumulate selects (`SQ_ACCUM_PREV`, `SQ_ACCUM_PREV_HIRES`) integrate whatever counter
+//!   the library placed in the slot before them, which the profile does not choose: asked for as
+//!   counters of their own they read another counter's integral, or nothing in the first slot.
+//!   `accumulate(COUNTER, LOW_RES|HIGH_RES)` asks for the same hardware correctly.
 
 use std::fmt;
 
@@ -18,6 +22,11 @@ pub enum Refusal {
     DecodedOutOfPlace {
         /// The block (`ATC` or `RPB`).
         block: String,
+    },
+    /// An SQ accumulate select, which integrates the counter of the slot before it.
+    AccumulatesPrevious {
+        /// The event asked for.
+        event: u32,
     },
     /// The library programs the block's select with event 0.
     SelectIgnored {
@@ -34,6 +43,10 @@ impl fmt::Display for Refusal {
             Refusal::DecodedOutOfPlace { block } => write!(
                 f,
                 "aqlprofile's v2 API decodes the samples of block {block} out of place on gfx9 GPUs: its values would be those of other counters"
+            ),
+            Refusal::AccumulatesPrevious { event } => write!(
+                f,
+                "SQ event {event} accumulates whatever counter aqlprofile places in the slot before it, which no profile chooses; ask for accumulate(COUNTER, LOW_RES) or accumulate(COUNTER, HIGH_RES) instead"
             ),
             Refusal::SelectIgnored { block, event } => write!(
                 f,
@@ -56,6 +69,10 @@ impl fmt::Display for Refusal {
 /// assert_eq!(refusal("gfx90a", "SX", 0), None);
 /// assert!(refusal("gfx90a", "GDS", 7).is_some());
 /// assert_eq!(refusal("gfx1100", "SX", 7), None);
+/// assert_eq!(
+///     refusal("gfx942", "SQ", 184),
+///     Some(Refusal::AccumulatesPrevious { event: 184 })
+/// );
 /// ```
 pub fn refusal(arch: &str, block: &str, event: u32) -> Option<Refusal> {
     if !arch.starts_with("gfx9") {
@@ -65,11 +82,24 @@ pub fn refusal(arch: &str, block: &str, event: u32) -> Option<Refusal> {
         "ATC" | "RPB" => Some(Refusal::DecodedOutOfPlace {
             block: block.to_string(),
         }),
+        "SQ" | "SQ_CS" if event == 1 || event == accumulate_high_resolution(arch) => {
+            Some(Refusal::AccumulatesPrevious { event })
+        }
         "SX" | "GDS" if event != 0 => Some(Refusal::SelectIgnored {
             block: block.to_string(),
             event,
         }),
         _ => None,
+    }
+}
+
+/// SQ's high-resolution accumulate select on a gfx9 architecture (the low-resolution one is 1).
+fn accumulate_high_resolution(arch: &str) -> u32 {
+    match arch {
+        a if a.starts_with("gfx908") => 158,
+        a if a.starts_with("gfx94") => 184,
+        a if a.starts_with("gfx95") => 200,
+        _ => 185,
     }
 }
 
@@ -79,7 +109,7 @@ mod tests {
     use rtl_pmc_counters::Catalog;
 
     #[test]
-    fn no_built_in_counter_needs_a_refused_event() {
+    fn the_only_built_in_counters_refused_are_the_bare_sq_accumulators() {
         for arch in Catalog::architectures() {
             let catalog = Catalog::builtin(arch).expect("built in");
             for name in catalog.counter_names() {
@@ -87,7 +117,10 @@ mod tests {
                     continue;
                 };
                 for e in events {
-                    assert_eq!(refusal(arch, &e.block, e.event), None, "{arch} {name}");
+                    let refused = refusal(arch, &e.block, e.event);
+                    let accumulator = arch.starts_with("gfx9")
+                        && matches!(name, "SQ_ACCUM_PREV" | "SQ_ACCUM_PREV_HIRES");
+                    assert_eq!(refused.is_some(), accumulator, "{arch} {name}: {refused:?}");
                 }
             }
         }

@@ -565,9 +565,12 @@ impl Plan {
         let programmed = self.programmed();
         let mut s = self.stream();
         s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
-        for p in programmed.iter().filter(|p| p.regs.style == Style::Aid) {
-            let control = self.aid_address(p, p.regs.control);
-            s.predicated(0, |s| s.write_pconfig(control, 0));
+        // AMD's library runs its loop over the AID events twice: each RSLT_CNTL is cleared twice.
+        for _ in 0..2 {
+            for p in programmed.iter().filter(|p| p.regs.style == Style::Aid) {
+                let control = self.aid_address(p, p.regs.control);
+                s.predicated(0, |s| s.write_pconfig(control, 0));
+            }
         }
         if self.cp_controlled(&programmed) {
             s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::STOP);

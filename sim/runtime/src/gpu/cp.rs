@@ -701,7 +701,10 @@ fn check_write(reg: Reg, value: u32, target: &Target) -> Result<(), String> {
                     value & mc::SEL_MASK
                 }
             };
-            if event > block.max_event {
+            // aqlprofile's last event is not a hardware limit: events the counter catalog
+            // defines beyond it are counted.
+            if event > block.max_event && tables().counter_name(arch, &block.name, event).is_none()
+            {
                 return Err(format!(
                     "{} select {event} is beyond the block's last event {}",
                     regs.name, block.max_event

@@ -57,7 +57,12 @@ pub fn ground_truth(
                     block: counter.block.clone(),
                 }
             })?;
-            let values = match class_of(Some(name)) {
+            // Names that alias one hardware event read what the hardware counts: the values of
+            // the event's first name, as the GPU names a programmed event.
+            let hardware = t
+                .counter_name(run.arch, &counter.block, counter.event)
+                .unwrap_or(name);
+            let values = match class_of(Some(hardware)) {
                 Class::Window => {
                     vec![dispatch.cycles; block.layout(&info.geometry).positions()]
                 }
@@ -65,7 +70,7 @@ pub fn ground_truth(
                     &dispatch,
                     &info.geometry,
                     block,
-                    Some(name),
+                    Some(hardware),
                     counter.event,
                     0,
                 ),
