@@ -67,6 +67,70 @@ enum Op {
     },
     /// `INDIRECT_BUFFER`.
     Chain { addr: u64, size: u32 },
+    /// A counter sample as a read takes it, three packets run as one: an optional
+    /// `GRBM_GFX_INDEX` write, then `COPY_DATA`s of the counter's LO to `dst` and HI to `dst + 4`.
+    Sample {
+        grbm: Option<u32>,
+        lo: Reg,
+        dst: u64,
+    },
+}
+
+/// Joins the packets of each counter sample into one [`Op::Sample`]; `op_at` follows. Nothing is
+/// joined across the end of a `PRED_EXEC` span (`ends`). Returns, for each old op, its new index.
+fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
+    let copy = |op: Option<&Op>| match op {
+        Some(Op::Copy {
+            src: Source::Register(reg),
+            dst: Dest::Memory(addr),
+            wide: false,
+        }) => Some((*reg, *addr)),
+        _ => None,
+    };
+    let mut joined = Vec::with_capacity(ops.len());
+    let mut joined_at = Vec::with_capacity(ops.len());
+    let mut remap = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        let grbm = match &ops[i] {
+            Op::Write(
+                Reg {
+                    register: Register::GrbmGfxIndex,
+                    ..
+                },
+                v,
+            ) => Some(*v),
+            _ => None,
+        };
+        let first = i + usize::from(grbm.is_some());
+        let pair = copy(ops.get(first)).zip(copy(ops.get(first + 1)));
+        let inside = (i + 1..first + 2).all(|j| op_at.get(j).is_some_and(|at| !ends.contains(at)));
+        match pair {
+            Some(((lo, a), (hi, b)))
+                if inside
+                    && b == a + 4
+                    && lo.aid == hi.aid
+                    && matches!((lo.register, hi.register),
+                        (Register::Lo(x, k), Register::Hi(y, l)) if (x, k) == (y, l)) =>
+            {
+                for _ in i..first + 2 {
+                    remap.push(joined.len());
+                }
+                joined.push(Op::Sample { grbm, lo, dst: a });
+                joined_at.push(op_at[i]);
+                i = first + 2;
+            }
+            _ => {
+                remap.push(joined.len());
+                joined.push(ops[i].clone());
+                joined_at.push(op_at[i]);
+                i += 1;
+            }
+        }
+    }
+    *ops = joined;
+    *op_at = joined_at;
+    remap
 }
 
 /// The architecture a program runs for, with its blocks looked up once.
@@ -272,7 +336,10 @@ impl Program {
                 }
             }
         }
+        let ends: Vec<usize> = predicates.iter().map(|p| p.1).collect();
+        let remap = join_samples(&mut ops, &mut op_at, &ends);
         for (index, end, at) in predicates {
+            let index = remap[index];
             let covered = op_at[index + 1..].iter().take_while(|&&a| a < end).count();
             if !boundaries.contains(&end) {
                 problems.push((
@@ -366,6 +433,20 @@ impl Program {
                             ),
                             &packet_dwords(&self.dwords, *at),
                         );
+                    }
+                }
+                Op::Sample { grbm, lo, dst } => {
+                    if let Some(v) = grbm {
+                        cache.last = None;
+                        dev.perf.xccs[x].grbm = *v;
+                    }
+                    let hi = next_register(*lo).unwrap_or(*lo);
+                    let low = read(dev, &self.target, x, *lo, now, cache);
+                    let high = read(dev, &self.target, x, hi, now, cache);
+                    // SAFETY: as for COPY_DATA.
+                    unsafe {
+                        store(*dst, u64::from(low), false);
+                        store(dst + 4, u64::from(high), false);
                     }
                 }
                 Op::Chain { addr, size } => {
