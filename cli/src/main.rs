@@ -121,6 +121,9 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
             "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
         ));
     }
+    // Before any directory is made: a typo must not touch earlier results.
+    run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
+        .map_err(|e| CliError::input(e.to_string()))?;
     let options = run::RunOptions {
         app: &args.app,
         continue_on_error: args.continue_on_error,

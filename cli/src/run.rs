@@ -5,6 +5,7 @@
 //! `counter_collection.csv` and `agent_info.csv`. Records go into the profile's database as
 //! they are read; after the last pass the merged files and the summary come from it.
 
+pub mod application;
 mod child;
 mod convert;
 pub mod paths;
