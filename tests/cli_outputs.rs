@@ -107,3 +107,165 @@ fn a_misspelt_application_is_refused_before_anything_is_written() {
         assert!(!dir.join("new").exists(), "{app}");
     }
 }
+
+/// The `rtl-pmc: results in DIR` lines of a run, in order.
+fn result_directories(output: &Output) -> Vec<PathBuf> {
+    stderr(output)
+        .lines()
+        .filter_map(|l| l.strip_prefix("rtl-pmc: results in "))
+        .map(PathBuf::from)
+        .collect()
+}
+
+#[test]
+fn without_d_each_run_writes_a_new_hostname_pid_directory() {
+    let dir = scratch("default");
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let runs: Vec<PathBuf> = (0..2)
+        .map(|_| {
+            let run = rtl_pmc(&dir, &["--pmc", "SQ_WAVES"], &[&demo()]);
+            assert_code(&run, 0);
+            let [out] = &result_directories(&run)[..] else {
+                panic!("{}", stderr(&run));
+            };
+            out.clone()
+        })
+        .collect();
+    assert_ne!(runs[0], runs[1]);
+    for out in &runs {
+        assert_eq!(out.parent(), Some(&*dir.join(hostname.trim())));
+        let pid = out.file_name().unwrap().to_str().unwrap();
+        assert!(pid.parse::<u32>().is_ok(), "{pid}");
+        assert!(out.join("pass_1/counter_collection.csv").is_file());
+        assert!(out.join("results.csv").is_file());
+    }
+    let top: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(top, [hostname.trim()]);
+}
+
+#[test]
+fn a_rerun_into_a_directory_holding_a_profile_is_refused() {
+    let dir = scratch("rerun");
+    let out = dir.join("out");
+    let three = [
+        "--pmc",
+        "SQ_WAVES",
+        "--pmc",
+        "GRBM_COUNT",
+        "--pmc",
+        "TCC_HIT",
+    ];
+    let first = rtl_pmc(&dir, &[&["-d", "out"][..], &three].concat(), &[&demo()]);
+    assert_code(&first, 0);
+    let before = snapshot(&out);
+    assert!(before.contains_key(Path::new("pass_3/counter_collection.csv")));
+    let refused = |found: &str| {
+        format!(
+            "rtl-pmc: output directory {} already holds a profile ({found}); give another with -d (without -d each run gets a new %hostname%/%pid%) or remove it\n",
+            out.display()
+        )
+    };
+    // pass_1 .. pass_3, results.csv and results.db; another output file still meets the passes.
+    for (args, found) in [
+        (
+            &["-d", "out", "--pmc", "SQ_WAVES"][..],
+            "pass_1, pass_2, pass_3, ...",
+        ),
+        (
+            &["-d", "out", "-o", "other", "--pmc", "SQ_WAVES"],
+            "pass_1, pass_2, pass_3",
+        ),
+        (
+            &[&["-d", "out"][..], &three].concat(),
+            "pass_1, pass_2, pass_3, ...",
+        ),
+    ] {
+        let again = rtl_pmc(&dir, args, &[&demo()]);
+        assert_code(&again, 2);
+        assert_eq!(stderr(&again), refused(found), "{args:?}");
+        assert!(again.stdout.is_empty(), "the application ran: {args:?}");
+        assert_eq!(snapshot(&out), before, "{args:?}");
+    }
+    // Merged files of the same name are an earlier profile too.
+    let lone = dir.join("lone");
+    std::fs::create_dir(&lone).unwrap();
+    std::fs::write(lone.join("results.db"), "earlier").unwrap();
+    let again = rtl_pmc(&dir, &["-d", "lone", "--pmc", "SQ_WAVES"], &[&demo()]);
+    assert_code(&again, 2);
+    assert_eq!(
+        stderr(&again),
+        format!(
+            "rtl-pmc: output directory {} already holds a profile (results.db); give another with -d (without -d each run gets a new %hostname%/%pid%) or remove it\n",
+            lone.display()
+        )
+    );
+    assert_eq!(std::fs::read(lone.join("results.db")).unwrap(), b"earlier");
+}
+
+/// rocprofv3's documented multi-job input (using-rocprofv3.rst, "input file"), verbatim;
+/// job 2's counters need two passes on gfx942.
+const V3_YAML: &str = include_str!("../cli/tests/data/rocprofv3-jobs.yaml");
+
+#[test]
+fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
+    let dir = scratch("multi-job");
+    std::fs::write(dir.join("input.yaml"), V3_YAML).unwrap();
+    let plan = rtl_pmc(&dir, &["--plan", "-i", "input.yaml"], &[]);
+    assert_code(&plan, 0);
+    assert_eq!(
+        String::from_utf8_lossy(&plan.stdout),
+        "pass 1: SQ_WAVES GRBM_COUNT GRBM_GUI_ACTIVE\npass 2: FETCH_SIZE\npass 3: WRITE_SIZE\npasses: 3 (lower bound: 3)\n"
+    );
+    let run = rtl_pmc(&dir, &["-d", "prof", "-i", "input.yaml"], &[&demo()]);
+    assert_code(&run, 0);
+    let prof = dir.join("prof");
+    assert_eq!(result_directories(&run), [prof.clone(), prof.clone()]);
+    let files = snapshot(&prof);
+    let names: Vec<String> = files
+        .keys()
+        .map(|p| p.display().to_string())
+        .filter(|p| !p.ends_with(".rtlraw"))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "out.csv",
+            "out.json",
+            "pass_1/agent_info.csv",
+            "pass_1/counter_collection.csv",
+            "pass_1/plan.json",
+            "pass_2/agent_info.csv",
+            "pass_2/counter_collection.csv",
+            "pass_2/plan.json",
+            "pass_3/agent_info.csv",
+            "pass_3/counter_collection.csv",
+            "pass_3/plan.json",
+            "results.csv",
+            "results.db",
+        ]
+    );
+    // Job 1's raw records are still there, with its 4 dispatches of 3 counters.
+    assert!(files
+        .keys()
+        .any(|p| p.starts_with("pass_1") && p.extension().is_some_and(|e| e == "rtlraw")));
+    let collection =
+        String::from_utf8_lossy(&files[Path::new("pass_1/counter_collection.csv")]).into_owned();
+    assert_eq!(collection.lines().count(), 1 + 4 * 3, "{collection}");
+    let results = String::from_utf8_lossy(&files[Path::new("results.csv")]).into_owned();
+    assert_eq!(results.lines().count(), 1 + 4, "{results}");
+    assert!(results
+        .lines()
+        .next()
+        .unwrap()
+        .contains(",SQ_WAVES,GRBM_COUNT,GRBM_GUI_ACTIVE,BeginNs,EndNs"));
+    // Job 2 selects no demo kernel: its own files, with no dispatch.
+    let job2 = String::from_utf8_lossy(&files[Path::new("out.csv")]).into_owned();
+    assert_eq!(job2.lines().count(), 1, "{job2}");
+    let plan2 = String::from_utf8_lossy(&files[Path::new("pass_2/plan.json")]).into_owned();
+    assert!(plan2.contains("FETCH_SIZE"), "{plan2}");
+    let plan3 = String::from_utf8_lossy(&files[Path::new("pass_3/plan.json")]).into_owned();
+    assert!(plan3.contains("WRITE_SIZE"), "{plan3}");
+}

@@ -360,11 +360,25 @@ fn jobs_with_their_own_output_directory_are_profiles_of_their_own() {
         truth: Vec::new(),
     };
     p.assert_code(0);
-    // The job without a directory writes to the working directory.
+    // The job without a directory writes to <hostname>/<pid> under the working directory, as
+    // rocprofv3 does.
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let stderr = p.stderr();
+    let default = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("rtl-pmc: results in "))
+        .map(PathBuf::from)
+        .find(|d| *d != a && *d != b)
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(default.parent(), Some(&*dir.join(hostname.trim())));
+    assert!(default
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.parse::<u32>().is_ok()));
     for (out, passes, counter) in [
         (&a, 2, "SQ_WAVES"),
         (&b, 1, "TCC_HIT"),
-        (&dir, 1, "GRBM_COUNT"),
+        (&default, 1, "GRBM_COUNT"),
     ] {
         let profile = Profile {
             output: p.output.clone(),

@@ -132,6 +132,11 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     };
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();
+    let destinations = profiles
+        .iter()
+        .map(run::destination::Destination::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    run::destination::check_unused(&destinations)?;
     let mut exit = 0;
     for (i, profile) in profiles.iter().enumerate() {
         let code = run::run(profile, &options)?;

@@ -112,6 +112,11 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         },
         message: e.to_string(),
     };
+    let output = std::path::absolute(&args.output_directory).map_err(|e| fail(e.into()))?;
+    crate::run::destination::check_unused(&[crate::run::destination::Destination {
+        directory: output,
+        base: args.output_file.clone(),
+    }])?;
     let (db, mut written) = merge_directories(
         &args.inputs,
         &args.output_directory,

@@ -8,6 +8,7 @@
 pub mod application;
 mod child;
 mod convert;
+pub mod destination;
 pub mod paths;
 mod progress;
 
@@ -215,18 +216,7 @@ impl Iterator for StartMerged {
 /// Runs the application once per run of `plan` and writes the results. Returns the exit code
 /// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
 pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
-    let settings = plan.runs.first().map(|r| &r.settings);
-    let directory = settings
-        .and_then(|s| s.output_directory.clone())
-        .unwrap_or_else(|| PathBuf::from("."));
-    // Absolute, so the application finds it whatever its working directory.
-    let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
-    let directory = std::path::absolute(&directory).map_err(|e| io_error(&directory, e))?;
-    let base = paths::expand_here(
-        settings
-            .and_then(|s| s.output_file.as_deref())
-            .unwrap_or("results"),
-    );
+    let destination::Destination { directory, base } = destination::Destination::of(plan)?;
     let asked: Vec<OutputFormat> = plan
         .runs
         .iter()
@@ -259,10 +249,8 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         }
         let pass = run.number as u32;
         let pass_dir = directory.join(format!("pass_{pass}"));
-        std::fs::create_dir_all(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
-        for old in record_files(&pass_dir) {
-            let _ = std::fs::remove_file(old);
-        }
+        // Never an existing one: its files would mix with this run's.
+        std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
         let run_plan = run.plan_file(&pass_dir);
         let plan_path = pass_dir.join("plan.json");
         run_plan.write(&plan_path).map_err(output_error)?;
