@@ -269,3 +269,94 @@ fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
     let plan3 = String::from_utf8_lossy(&files[Path::new("pass_3/plan.json")]).into_owned();
     assert!(plan3.contains("WRITE_SIZE"), "{plan3}");
 }
+
+/// Runs `rtl-pmc ARGS` in `dir` with nothing else.
+fn rtl_pmc_bare(dir: &Path, args: &[&str]) -> Output {
+    Command::new(artifact("rtl-pmc"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("rtl-pmc starts")
+}
+
+#[test]
+fn contradictory_settings_are_one_message_before_anything_runs() {
+    let dir = scratch("bad-settings");
+    std::fs::write(dir.join("gpus.txt"), "pmc: SQ_WAVES\ngpu: 0 2\n").unwrap();
+    std::fs::write(
+        dir.join("names.yaml"),
+        "jobs:\n  - pmc: [SQ_WAVES]\n    truncate_kernels: true\n    mangled_kernels: true\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("empty.yaml"),
+        "jobs:\n  - pmc: [SQ_WAVES]\n    output_file: \"\"\n",
+    )
+    .unwrap();
+    let demo = demo();
+    let sim2 = ["--sim", "gfx942x2", "-d", "out"];
+    for (args, message) in [
+        (
+            [&sim2[..], &["-i", "gpus.txt", "--", &demo]].concat(),
+            "gpus.txt:1: gpu 2 is not there: the simulated GPUs of --sim gfx942x2 have indices 0-1",
+        ),
+        (
+            [&sim2[..], &["-i", "gpus.txt", "--plan"]].concat(),
+            "gpus.txt:1: gpu 2 is not there: the simulated GPUs of --sim gfx942x2 have indices 0-1",
+        ),
+        (
+            [&sim2[..], &["--arch", "gfx90a", "--pmc", "SQ_WAVES", "--", &demo]].concat(),
+            "--arch gfx90a contradicts the simulated GPUs of --sim gfx942x2: GPU 0 is gfx942; drop --arch or give --arch gfx942",
+        ),
+        (
+            [&sim2[..], &["-o", "", "--pmc", "SQ_WAVES", "--", &demo]].concat(),
+            "-o/--output-file: the output file name is empty",
+        ),
+        (
+            [&sim2[..], &["-o", "a/b", "--pmc", "SQ_WAVES", "--", &demo]].concat(),
+            "-o/--output-file: 'a/b' is a path; give the directory with -d and a file name here",
+        ),
+        (
+            [&sim2[..], &["-i", "empty.yaml", "--", &demo]].concat(),
+            "empty.yaml:3:18: output_file: the output file name is empty",
+        ),
+        (
+            [
+                &sim2[..],
+                &["--truncate-kernels", "--mangled-kernels", "--pmc", "SQ_WAVES", "--", &demo],
+            ]
+            .concat(),
+            "--truncate-kernels and --mangled-kernels contradict each other: a truncated name is a demangled one; give one of them",
+        ),
+        (
+            [&sim2[..], &["-i", "names.yaml", "--", &demo]].concat(),
+            "names.yaml:2:5: truncate_kernels and mangled_kernels contradict each other: a truncated name is a demangled one; give one of them",
+        ),
+    ] {
+        let out = rtl_pmc_bare(&dir, &args);
+        assert_code(&out, 2);
+        assert_eq!(stderr(&out), format!("rtl-pmc: {message}\n"), "{args:?}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert!(!dir.join("out").exists(), "{args:?}");
+    }
+    // Planning for another machine with --arch is not a contradiction.
+    let plan = rtl_pmc_bare(&dir, &["--arch", "gfx90a", "--plan", "-i", "gpus.txt"]);
+    assert_code(&plan, 0);
+}
+
+#[test]
+fn an_output_file_named_with_its_extension_is_not_doubled() {
+    let dir = scratch("o-extension");
+    let run = rtl_pmc(
+        &dir,
+        &["-d", "out", "-o", "run.csv", "--pmc", "SQ_WAVES"],
+        &[&demo()],
+    );
+    assert_code(&run, 0);
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("out"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["pass_1", "run.csv", "run.db"]);
+}

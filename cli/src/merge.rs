@@ -112,18 +112,15 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         },
         message: e.to_string(),
     };
+    let base = rtl_pmc_cli::inputs::output_base(&args.output_file)
+        .map_err(|e| crate::error::CliError::input(format!("merge: -o/--output-file: {e}")))?;
     let output = std::path::absolute(&args.output_directory).map_err(|e| fail(e.into()))?;
     crate::run::destination::check_unused(&[crate::run::destination::Destination {
         directory: output,
-        base: args.output_file.clone(),
+        base: base.clone(),
     }])?;
-    let (db, mut written) = merge_directories(
-        &args.inputs,
-        &args.output_directory,
-        &args.output_file,
-        formats,
-    )
-    .map_err(fail)?;
+    let (db, mut written) =
+        merge_directories(&args.inputs, &args.output_directory, &base, formats).map_err(fail)?;
     let summary = crate::summary::render(&db, &[]).map_err(|e| fail(e.into()))?;
     written.extend(db.commit(formats.rocpd).map_err(|e| fail(e.into()))?);
     eprint!("{summary}");

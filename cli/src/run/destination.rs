@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::error::CliError;
+use crate::inputs::MERGED_EXTENSIONS;
 use crate::planning::ProfilePlan;
 
 use super::paths;
@@ -14,9 +15,6 @@ pub const DEFAULT_DIRECTORY: &str = "%hostname%/%pid%";
 
 /// The base name of the merged files without `-o`.
 pub const DEFAULT_BASE: &str = "results";
-
-/// The extensions of the merged files.
-pub const MERGED_EXTENSIONS: [&str; 4] = ["csv", "db", "json", "pftrace"];
 
 /// Where one profile's files go.
 #[derive(Debug, Clone, PartialEq, Eq)]
