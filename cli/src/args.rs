@@ -92,6 +92,12 @@ pub struct Args {
     #[arg(long, requires = "sim")]
     pub print_env: bool,
 
+    /// How dispatches of different passes are matched: `queue` (process, GPU, queue, kernel and
+    /// its occurrence on the queue, grid and workgroup sizes), `gpu` (any queue of the GPU) or
+    /// `process` (any GPU and queue of the process).
+    #[arg(long, value_name = "RULE", default_value = "queue")]
+    pub pass_match: PassMatch,
+
     /// Keep going with the next pass when the application fails in one.
     #[arg(long)]
     pub continue_on_error: bool,
@@ -131,5 +137,32 @@ impl OutputFormat {
     /// Parses a format name as written in input files (any case).
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         OutputFormat::from_str(name, true).ok()
+    }
+}
+
+/// How dispatches of different passes are matched. Always by process (its rank among the
+/// run's processes, by pid), kernel, grid and workgroup sizes and the kernel's occurrence;
+/// the rule says where the occurrence is counted and what else must agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum PassMatch {
+    /// The same GPU and queue (by its order of creation on the GPU in the process); occurrence
+    /// counted per queue.
+    #[default]
+    Queue,
+    /// The same GPU, any queue; occurrence counted per GPU (work moves between queues).
+    Gpu,
+    /// Any GPU and queue; occurrence counted per process (work moves between GPUs).
+    Process,
+}
+
+impl PassMatch {
+    /// The GPU and queue parts of the match key of a dispatch on GPU `agent`, queue `queue`
+    /// (its creation order): 0 where the rule ignores them.
+    pub fn lane(self, agent: u32, queue: u32) -> (u32, u32) {
+        match self {
+            PassMatch::Queue => (agent, queue),
+            PassMatch::Gpu => (agent, 0),
+            PassMatch::Process => (0, 0),
+        }
     }
 }

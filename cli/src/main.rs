@@ -178,6 +178,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         continue_on_error: args.continue_on_error,
         sim: &sim,
         catalogs: &catalogs,
+        pass_match: args.pass_match,
     };
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();

@@ -24,7 +24,7 @@ use rtl_pmc_counters::{Catalog, Topology};
 use crate::args::OutputFormat;
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{write_merged_files, Formats, OutputError};
+use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
 use crate::output::csv::write_agent_info;
 use crate::output::database::Database;
 use crate::output::model::Agent;
@@ -53,6 +53,8 @@ pub struct RunOptions<'a> {
     pub sim: &'a [(String, String)],
     /// The counter catalogs the plan was made with.
     pub catalogs: &'a [ArchCatalog],
+    /// How dispatches of different passes are matched.
+    pub pass_match: rtl_pmc_cli::args::PassMatch,
 }
 
 fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
@@ -229,6 +231,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
     };
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
+    db.set_pass_match(options.pass_match);
     let (known, topologies) = known_gpus(options.sim);
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
@@ -344,17 +347,9 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         exit = INTERRUPTED_EXIT;
     }
 
-    for m in db.mismatches().map_err(output_error)? {
-        let counts: Vec<String> = m
-            .per_pass
-            .iter()
-            .map(|(pass, n)| format!("pass {pass}: {n}"))
-            .collect();
-        eprintln!(
-            "rtl-pmc: warning: {} was dispatched a different number of times per pass ({}); dispatches beyond the smallest count have counters from some passes only",
-            m.kernel,
-            counts.join(", ")
-        );
+    let unmatched = db.unmatched().map_err(output_error)?;
+    if let Some(warning) = unmatched_warning(&unmatched, options.pass_match) {
+        eprintln!("rtl-pmc: warning: {warning}");
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
     let summary = crate::summary::render(&db, &[]).map_err(output_error)?;

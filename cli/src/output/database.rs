@@ -5,11 +5,13 @@
 //! - `rocpd_string(id, string)`: kernel names;
 //! - `rocpd_info_agent(id, node_id, gpu_index, name, product_name, properties)`;
 //! - `rocpd_info_pmc(id, name, dimensions)`: the counters, in first-seen order;
-//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with the merge key
-//!   `(source, process_order, kernel_id, occurrence)` and `merged_id`;
+//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with its process order, its
+//!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
+//!   `merged_id`;
 //! - `rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
 //!   the total and, for counters with several positions, the per-dimension values as a JSON array;
-//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes.
+//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
+//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -29,6 +31,7 @@ use super::atomic::temporary_path;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
 use super::totals::{Launches, MergedLaunches, Totals};
+use rtl_pmc_cli::args::PassMatch;
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -60,7 +63,7 @@ CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, d
 CREATE TABLE rocpd_kernel_dispatch(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
   pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
-  queue_id INTEGER NOT NULL, queue_index INTEGER NOT NULL,
+  queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL, queue_index INTEGER NOT NULL,
   dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
   kernel_id INTEGER NOT NULL REFERENCES rocpd_string(id), kernel_object INTEGER NOT NULL,
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
@@ -74,9 +77,13 @@ CREATE TABLE rocpd_pmc_event(
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
 CREATE TABLE rtl_merged_dispatch(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
-  kernel_id INTEGER NOT NULL, occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
+  agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+  workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
+  occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
-  UNIQUE(source, process_order, kernel_id, occurrence));
+  UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
+         grid_z, workgroup_x, workgroup_y, workgroup_z));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
@@ -112,17 +119,21 @@ CREATE VIEW pmc_dimension AS
 const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id)
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order)
   VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,
-          ?25,?26,?27,?28,?29,?30)";
+          ?25,?26,?27,?28,?29,?30,?31)";
 
 /// A dispatch joined while it is inserted, with a key no earlier pass had.
-const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order,
-  kernel_id, occurrence, first_dispatch, start_ns, passes) VALUES (?1,?2,?3,?4,?5,?6,?7,1)";
+const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order, agent,
+  queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
+  occurrence, first_dispatch, start_ns, passes)
+  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,1)";
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
-  WHERE source = ?1 AND process_order = ?2 AND kernel_id = ?3 AND occurrence = ?4";
+  WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
+    AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
+    AND workgroup_z = ?11 AND occurrence = ?12";
 
 /// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
 const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
@@ -165,7 +176,7 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
 const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
   k.correlation_id, k.kernel_id, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
-  k.wave_size, k.signal, k.start_ns, k.end_ns";
+  k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order";
 
 /// One kernel's line of the `top` view.
 #[derive(Debug, Clone, PartialEq)]
@@ -197,21 +208,69 @@ pub struct AgentBusy {
     pub busy_percent: f64,
 }
 
-/// A kernel whose dispatch count differs between passes: its dispatches beyond the common
-/// count could not be matched across passes and have counters from some passes only.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mismatch {
-    /// Kernel name.
-    pub kernel: String,
-    /// `(pass, dispatches)` for every pass of the profile.
-    pub per_pass: Vec<(u32, u64)>,
+/// The dispatches that could not be joined in every pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unmatched {
+    /// Merged dispatches (after joining).
+    pub merged: u64,
+    /// Merged dispatches missing from at least one pass.
+    pub incomplete: u64,
+    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
+    pub per_pass: Vec<(u32, u64, u64)>,
+}
+
+/// A dispatch's lane: the run of launches its occurrence is counted in, per input source,
+/// process (pid within a pass, rank across passes), GPU, queue and kernel, the GPU and queue as
+/// the match rule keeps them.
+type Lane = (u32, u32, u32, u32, i64);
+
+/// What must agree for two dispatches of different passes to be one: input source, process
+/// rank, GPU, queue, kernel, grid, workgroup and occurrence in the lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MergeKey {
+    source: u32,
+    order: i64,
+    agent: u32,
+    queue: u32,
+    kernel: i64,
+    grid: [u32; 3],
+    workgroup: [u32; 3],
+    occurrence: i64,
+}
+
+impl MergeKey {
+    /// The key's columns in `rtl_merged_dispatch`'s order: source, process order, GPU, queue,
+    /// kernel, grid, workgroup, occurrence.
+    fn columns(&self) -> [i64; 12] {
+        let [gx, gy, gz] = self.grid.map(i64::from);
+        let [wx, wy, wz] = self.workgroup.map(i64::from);
+        [
+            i64::from(self.source),
+            self.order,
+            i64::from(self.agent),
+            i64::from(self.queue),
+            self.kernel,
+            gx,
+            gy,
+            gz,
+            wx,
+            wy,
+            wz,
+            self.occurrence,
+        ]
+    }
+
+    /// The lane across passes (process by rank), for [`Database::known_launches`].
+    fn lane(&self) -> (u32, i64, u32, u32, i64) {
+        (self.source, self.order, self.agent, self.queue, self.kernel)
+    }
 }
 
 /// The join of the pass being inserted, computed dispatch by dispatch. It equals the join in SQL
-/// (occurrence by dispatch id within process and kernel, process order by pid, merged ids in
-/// start order) while dispatches arrive in start order, each process launches a kernel in
-/// dispatch-id order, and the processes with dispatches are the lowest pids declared; when any
-/// of that fails, [`Database::end_pass`] undoes it and joins the pass in SQL.
+/// (occurrence by dispatch id within the lane, process order by pid, merged ids in start order)
+/// while dispatches arrive in start order, each lane's dispatches come in dispatch-id order,
+/// and the processes with dispatches are the lowest pids declared; when any of that fails,
+/// [`Database::end_pass`] undoes it and joins the pass in SQL.
 #[derive(Debug, Default)]
 struct PassJoin {
     /// The highest merged id before the pass.
@@ -226,8 +285,8 @@ struct PassJoin {
     merged: MergedLaunches,
     /// The declared processes of each source, by pid, and whether each had a dispatch.
     processes: FastMap<u32, Vec<(u32, bool)>>,
-    /// Per (source, pid, kernel): the last dispatch id and the launches so far.
-    launches: FastMap<(u32, u32, i64), (u64, i64)>,
+    /// Per lane (with the pid): the last dispatch id and the launches so far.
+    launches: FastMap<Lane, (u64, i64)>,
     /// The start of the last dispatch.
     last_start: u64,
     /// Whether every dispatch so far was joined.
@@ -235,9 +294,15 @@ struct PassJoin {
 }
 
 impl PassJoin {
-    /// `(process order, occurrence)` of `d` (kernel `kernel_id`), or `None` once the pass can no
+    /// The merge key of `d` (kernel `kernel_id`) under `rule`, or `None` once the pass can no
     /// longer be joined this way.
-    fn key(&mut self, source: u32, d: &Dispatch, kernel_id: i64) -> Option<(i64, i64)> {
+    fn key(
+        &mut self,
+        source: u32,
+        d: &Dispatch,
+        kernel_id: i64,
+        rule: PassMatch,
+    ) -> Option<MergeKey> {
         if !self.exact || d.start_ns < self.last_start {
             self.exact = false;
             return None;
@@ -247,12 +312,25 @@ impl PassJoin {
             pids[i].1 = true;
             Some(i as i64 + 1)
         });
-        let launches = self.launches.entry((source, d.pid, kernel_id)).or_default();
+        let (agent, queue) = rule.lane(d.agent, d.queue_order);
+        let launches = self
+            .launches
+            .entry((source, d.pid, agent, queue, kernel_id))
+            .or_default();
         match order {
             Some(order) if d.dispatch_id >= launches.0 => {
                 *launches = (d.dispatch_id, launches.1 + 1);
                 self.last_start = d.start_ns;
-                Some((order, launches.1))
+                Some(MergeKey {
+                    source,
+                    order,
+                    agent,
+                    queue,
+                    kernel: kernel_id,
+                    grid: d.grid,
+                    workgroup: d.workgroup,
+                    occurrence: launches.1,
+                })
             }
             _ => {
                 self.exact = false;
@@ -261,16 +339,17 @@ impl PassJoin {
         }
     }
 
-    /// Folds the launches of this pass into `known`: per (source, process order, kernel), the
-    /// most launches any pass had.
-    fn record_launches(&self, known: &mut FastMap<(u32, i64, i64), i64>) {
-        for (&(source, pid, kernel), &(_, n)) in &self.launches {
+    /// Folds the launches of this pass into `known`: per lane (process by rank), the most
+    /// launches any pass had.
+    fn record_launches(&self, known: &mut KnownLaunches) {
+        for (&(source, pid, agent, queue, kernel), &(_, n)) in &self.launches {
             let order = self
                 .processes
                 .get(&source)
                 .and_then(|pids| pids.binary_search_by_key(&pid, |&(pid, _)| pid).ok());
             if let Some(order) = order {
-                let most = known.entry((source, order as i64 + 1, kernel)).or_default();
+                let lane = (source, order as i64 + 1, agent, queue, kernel);
+                let most = known.entry(lane).or_default();
                 *most = (*most).max(n);
             }
         }
@@ -285,6 +364,10 @@ impl PassJoin {
     }
 }
 
+/// Per lane across passes (source, process rank, GPU, queue, kernel): the most launches of any
+/// pass so far.
+type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
+
 /// The statements that join a dispatch to its merged dispatch.
 struct MergedStatements<'conn> {
     find: rusqlite::CachedStatement<'conn>,
@@ -292,40 +375,38 @@ struct MergedStatements<'conn> {
 }
 
 impl MergedStatements<'_> {
-    /// The merged dispatch of the key `(source, order, kernel id, occurrence)` of `d` (row
-    /// `row`): an earlier pass's when `known` says one had the key, else a new one.
+    /// The merged dispatch of `key` (of `d`, row `row`): an earlier pass's when one had the key,
+    /// else a new one.
     fn join(
         &mut self,
         join: &mut PassJoin,
-        known: &FastMap<(u32, i64, i64), i64>,
-        (source, order, kernel_id, occurrence): (u32, i64, i64, i64),
+        known: &KnownLaunches,
+        key: MergeKey,
         row: i64,
         d: &Dispatch,
     ) -> rusqlite::Result<i64> {
-        if known
-            .get(&(source, order, kernel_id))
-            .is_some_and(|&n| occurrence <= n)
-        {
-            // Its passes are counted at the end of the pass, in one statement.
-            join.matched += 1;
-            return self
+        use rusqlite::OptionalExtension as _;
+        let columns = key.columns();
+        // Only lanes an earlier pass launched this often can have the key.
+        if known.get(&key.lane()).is_some_and(|&n| key.occurrence <= n) {
+            let found = self
                 .find
-                .query_row(params![source, order, kernel_id, occurrence], |r| r.get(0));
+                .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
+                .optional()?;
+            if let Some(id) = found {
+                // Its passes are counted at the end of the pass, in one statement.
+                join.matched += 1;
+                return Ok(id);
+            }
         }
         let id = join.next_merged;
-        self.insert.execute(params![
-            id,
-            source,
-            order,
-            kernel_id,
-            occurrence,
-            row,
-            d.start_ns as i64
-        ])?;
+        let row_and_start = [row, d.start_ns as i64];
+        let values = std::iter::once(id).chain(columns).chain(row_and_start);
+        self.insert.execute(rusqlite::params_from_iter(values))?;
         join.next_merged += 1;
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
-            .entry((kernel_id, d.agent))
+            .entry((key.kernel, d.agent))
             .and_modify(|l| l.add(&launch))
             .or_insert(launch);
         Ok(id)
@@ -350,9 +431,11 @@ pub struct Database {
     next_row: i64,
     /// The join of the pass being inserted.
     join: PassJoin,
-    /// Per (source, process order, kernel): the most launches of any pass so far, so whether a
-    /// key has a merged dispatch is known without asking.
-    known_launches: FastMap<(u32, i64, i64), i64>,
+    /// The most launches of any pass so far per lane, so that a key no earlier pass can have
+    /// is known without asking.
+    known_launches: KnownLaunches,
+    /// How dispatches of different passes are matched.
+    pass_match: PassMatch,
     /// The figures of the summary.
     totals: Totals,
     /// Whether the database has its bulk page size.
@@ -406,6 +489,7 @@ fn row_dispatch(
     d.signal = u64_at(22)?;
     d.start_ns = u64_at(23)?;
     d.end_ns = u64_at(24)?;
+    d.queue_order = row.get(25)?;
     Ok(())
 }
 
@@ -474,10 +558,16 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: FastMap::default(),
+            pass_match: PassMatch::default(),
             totals: Totals::default(),
             bulk_pages: finished,
             committed: finished,
         }
+    }
+
+    /// Sets how dispatches of the passes inserted from now on are matched (default: by queue).
+    pub fn set_pass_match(&mut self, rule: PassMatch) {
+        self.pass_match = rule;
     }
 
     fn err<T>(&self, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
@@ -684,19 +774,12 @@ impl Database {
         for (source, d) in dispatches {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
-            *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
             let row = self.next_row;
-            let key = self.join.key(source, d, kernel_id);
+            let key = self.join.key(source, d, kernel_id, self.pass_match);
             let merged_id = match key {
-                Some((order, occurrence)) => Some(sql(
+                Some(key) => Some(sql(
                     path,
-                    merged.join(
-                        &mut self.join,
-                        &self.known_launches,
-                        (source, order, kernel_id, occurrence),
-                        row,
-                        d,
-                    ),
+                    merged.join(&mut self.join, &self.known_launches, key, row, d),
                 )?),
                 None => None,
             };
@@ -728,9 +811,10 @@ impl Database {
                 d.signal as i64,
                 d.start_ns as i64,
                 d.end_ns as i64,
-                key.map(|k| k.0),
-                key.map(|k| k.1),
+                key.map(|k| k.order),
+                key.map(|k| k.occurrence),
                 merged_id,
+                d.queue_order,
             ]);
             sql(path, r)?;
             self.next_row += 1;
@@ -773,9 +857,9 @@ impl Database {
         Ok(())
     }
 
-    /// Closes the pass: numbers each process's launches of each kernel and joins them to the
-    /// dispatches of earlier passes by (source, process order, kernel, occurrence). A pass that
-    /// could not be joined while inserted is joined here in SQL.
+    /// Closes the pass: numbers the launches of each lane and joins them to the dispatches of
+    /// earlier passes by the merge key. A pass that could not be joined while inserted is
+    /// joined here in SQL.
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
@@ -839,31 +923,46 @@ impl Database {
             );
             self.err(r)?;
         }
+        // The lane's GPU and queue as the rule keeps them (0 where it ignores them).
+        let (agent, queue) = match self.pass_match {
+            PassMatch::Queue => ("agent", "queue_order"),
+            PassMatch::Gpu => ("agent", "0"),
+            PassMatch::Process => ("0", "0"),
+        };
+        const KEY: &str = "source, process_order, agent, queue_order, kernel_id, occurrence,
+            grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z";
         let statements = [
-            "DROP TABLE IF EXISTS temp.rtl_pass_key",
-            "CREATE TEMP TABLE rtl_pass_key AS
-             SELECT id, source, start_ns,
-                    row_number() OVER (PARTITION BY source, pid, kernel_id
-                                       ORDER BY dispatch_id, id) AS occurrence,
-                    dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order,
-                    kernel_id
-             FROM rocpd_kernel_dispatch WHERE pass = ?1",
+            "DROP TABLE IF EXISTS temp.rtl_pass_key".to_string(),
+            format!(
+                "CREATE TEMP TABLE rtl_pass_key AS
+                 SELECT id, source, start_ns, {agent} AS agent, {queue} AS queue_order, kernel_id,
+                        grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
+                        row_number() OVER (PARTITION BY source, pid, {agent}, {queue}, kernel_id
+                                           ORDER BY dispatch_id, id) AS occurrence,
+                        dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
+                 FROM rocpd_kernel_dispatch WHERE pass = ?1"
+            ),
             // New keys become merged dispatches in start order; known ones count one more pass.
-            "INSERT INTO rtl_merged_dispatch(source, process_order, kernel_id,
-               occurrence, first_dispatch, start_ns, passes)
-             SELECT source, process_order, kernel_id, occurrence, id, start_ns, 1
-             FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
-             ON CONFLICT(source, process_order, kernel_id, occurrence)
-             DO UPDATE SET passes = passes + 1",
+            format!(
+                "INSERT INTO rtl_merged_dispatch({KEY}, first_dispatch, start_ns, passes)
+                 SELECT {KEY}, id, start_ns, 1
+                 FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
+                 ON CONFLICT({KEY}) DO UPDATE SET passes = passes + 1"
+            ),
             "UPDATE rocpd_kernel_dispatch AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
              FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
                ON m.source = p.source AND m.process_order = p.process_order
+              AND m.agent = p.agent AND m.queue_order = p.queue_order
               AND m.kernel_id = p.kernel_id AND m.occurrence = p.occurrence
-             WHERE k.id = p.id",
-            "DROP TABLE temp.rtl_pass_key",
+              AND m.grid_x = p.grid_x AND m.grid_y = p.grid_y AND m.grid_z = p.grid_z
+              AND m.workgroup_x = p.workgroup_x AND m.workgroup_y = p.workgroup_y
+              AND m.workgroup_z = p.workgroup_z
+             WHERE k.id = p.id"
+                .to_string(),
+            "DROP TABLE temp.rtl_pass_key".to_string(),
         ];
-        for statement in statements {
+        for statement in &statements {
             let r = match statement.contains("?1") {
                 true => self.conn.execute(statement, [pass]),
                 false => self.conn.execute(statement, []),
@@ -871,11 +970,15 @@ impl Database {
             self.err(r)?;
         }
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT source, process_order, kernel_id, max(occurrence) FROM rtl_merged_dispatch
-             GROUP BY source, process_order, kernel_id",
+            "SELECT source, process_order, agent, queue_order, kernel_id, max(occurrence)
+             FROM rtl_merged_dispatch GROUP BY source, process_order, agent, queue_order, kernel_id",
         ))?;
-        let rows =
-            self.err(stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?))))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+                r.get(5)?,
+            ))
+        }))?;
         self.known_launches = self.err(rows.collect())?;
         Ok(())
     }
@@ -1138,41 +1241,45 @@ impl Database {
             .collect())
     }
 
-    /// Kernels whose dispatch count differs between passes, over the dispatches inserted
-    /// through this handle.
-    pub fn mismatches(&self) -> Result<Vec<Mismatch>, DatabaseError> {
+    /// The dispatches not joined in every pass of the database: merged dispatches that lack a
+    /// pass, and per pass how many of its dispatches are in them.
+    pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
         let passes = self.passes()?;
-        let names = self.kernel_names();
-        let mut kernels: Vec<(&str, i64)> = self
-            .totals
-            .dispatches
-            .keys()
-            .map(|&(id, _)| (names.get(&id).copied().unwrap_or_default(), id))
-            .collect();
-        kernels.sort_unstable();
-        kernels.dedup();
-        Ok(kernels
-            .into_iter()
-            .filter_map(|(kernel, id)| {
-                let per_pass: Vec<(u32, u64)> = passes
+        let all = passes.len() as i64;
+        let r = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(passes < ?1), 0) FROM rtl_merged_dispatch",
+            [all],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        );
+        let (merged, incomplete) = self.err(r)?;
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT k.pass, count(*), coalesce(sum(m.passes < ?1), 0)
+             FROM rocpd_kernel_dispatch k JOIN rtl_merged_dispatch m ON m.id = k.merged_id
+             GROUP BY k.pass",
+        ))?;
+        let rows = self.err(stmt.query_map([all], |r| {
+            Ok((
+                r.get::<_, u32>(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+            ))
+        }))?;
+        let counted: Vec<(u32, u64, u64)> = self.err(rows.collect())?;
+        let per_pass = passes
+            .iter()
+            .map(|&p| {
+                counted
                     .iter()
-                    .map(|&p| {
-                        (
-                            p,
-                            self.totals.dispatches.get(&(id, p)).copied().unwrap_or(0),
-                        )
-                    })
-                    .collect();
-                let first = per_pass.first().map(|p| p.1);
-                per_pass
-                    .iter()
-                    .any(|p| Some(p.1) != first)
-                    .then(|| Mismatch {
-                        kernel: kernel.to_string(),
-                        per_pass,
-                    })
+                    .find(|c| c.0 == p)
+                    .copied()
+                    .unwrap_or((p, 0, 0))
             })
-            .collect())
+            .collect();
+        Ok(Unmatched {
+            merged: merged as u64,
+            incomplete: incomplete as u64,
+            per_pass,
+        })
     }
 
     /// Finishes the database: with `keep`, renames it to its final name and returns that; else

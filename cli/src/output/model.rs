@@ -52,6 +52,8 @@ pub struct Dispatch {
     pub agent: u32,
     /// Queue id.
     pub queue_id: u64,
+    /// The queue's order of creation on its GPU in its process, from 1 (0 when unknown).
+    pub queue_order: u32,
     /// Packet index in the application's queue.
     pub queue_index: u64,
     /// Process-wide dispatch id, from 1.

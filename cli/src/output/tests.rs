@@ -65,6 +65,7 @@ fn dispatch(pid: u32, n: u64, kernel: &str, start: u64, counters: Vec<Counter>) 
         tid: pid + 1,
         agent: 2,
         queue_id: 1,
+        queue_order: 1,
         queue_index: 4 * n,
         dispatch_id: n,
         correlation_id: n,
@@ -198,12 +199,14 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
             {"name": "GRBM_COUNT", "value": 3000.0, "dimensions": "DIMENSION_NONE", "values": [3000.0]},
         ])
     );
+    // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
-        db.mismatches().unwrap(),
-        vec![super::database::Mismatch {
-            kernel: "vmul".into(),
-            per_pass: vec![(1, 1), (2, 2)]
-        }]
+        db.unmatched().unwrap(),
+        super::database::Unmatched {
+            merged: 5,
+            incomplete: 1,
+            per_pass: vec![(1, 4, 0), (2, 5, 1)]
+        }
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -449,7 +452,10 @@ fn interleaved_pass(pass: u32, per_process: u64, extra: u64) -> Vec<Dispatch> {
                 counter(&format!("P{pass}_A"), &[value, value + 0.5]),
                 counter(&format!("P{pass}_B"), &[value * 3.0]),
             ];
-            all.push(dispatch(pid, n, kernel, start, counters));
+            // Two queues, taken in turn: each kernel's launches are counted per queue.
+            let mut d = dispatch(pid, n, kernel, start, counters);
+            d.queue_order = 1 + (n % 2) as u32;
+            all.push(d);
         }
     }
     all.sort_by_key(|d| d.start_ns);
@@ -470,7 +476,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     }
     contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
     contents.push(crate::summary::render(&db, &[]).unwrap());
-    contents.push(format!("{:?}", db.mismatches().unwrap()));
+    contents.push(format!("{:?}", db.unmatched().unwrap()));
     // What the summary gathered while inserting is what the database's views say.
     let top = db.top(usize::MAX).unwrap();
     let busy = db.busy().unwrap();
@@ -566,16 +572,16 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         .map(|d| d.kernel.as_str())
         .collect();
     extra.sort_unstable();
-    let mismatches: Vec<super::database::Mismatch> = extra
-        .into_iter()
-        .map(|kernel| super::database::Mismatch {
-            kernel: kernel.to_string(),
-            per_pass: vec![(1, launches(0, kernel)), (2, launches(1, kernel))],
-        })
-        .collect();
-    assert_ne!(mismatches[0].kernel, mismatches[1].kernel);
-    assert_eq!(mismatches[0].per_pass[1].1, mismatches[0].per_pass[0].1 + 1);
-    assert_eq!(expected[4], format!("{mismatches:?}"));
+    assert_ne!(extra[0], extra[1]);
+    for kernel in extra {
+        assert_eq!(launches(1, kernel), launches(0, kernel) + 1);
+    }
+    let unmatched = super::database::Unmatched {
+        merged: 3 * per_process + 2,
+        incomplete: 2,
+        per_pass: vec![(1, 3 * per_process, 0), (2, 3 * per_process + 2, 2)],
+    };
+    assert_eq!(expected[4], format!("{unmatched:?}"));
     assert_eq!(
         expected[2].lines().count(),
         1 + 3 * per_process as usize + 2

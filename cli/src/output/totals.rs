@@ -67,15 +67,13 @@ impl Launches {
 /// Merged dispatches by (kernel id, GPU node id).
 pub type MergedLaunches = FastMap<(i64, u32), Launches>;
 
-/// Everything the summary and the launch-count check need, by database ids.
+/// Everything the summary needs, by database ids.
 #[derive(Debug, Default)]
 pub struct Totals {
     /// Per (kernel id, counter id): the sum of the values of every pass.
     pub counters: FastMap<(i64, i64), CompensatedSum>,
     /// The merged dispatches, by kernel and GPU.
     pub merged: MergedLaunches,
-    /// Per (kernel id, pass): dispatches.
-    pub dispatches: FastMap<(i64, u32), u64>,
 }
 
 impl Totals {

@@ -164,6 +164,7 @@ impl<'a> Converter<'a> {
             tid: record.tid,
             agent: record.agent,
             queue_id: record.queue,
+            queue_order: record.queue_order,
             queue_index: record.queue_index,
             dispatch_id: record.dispatch,
             correlation_id: record.correlation,
