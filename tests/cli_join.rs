@@ -259,3 +259,102 @@ fn dispatches_a_crash_cut_short_stay_unmatched_and_are_reported() {
     let (merged, _) = joined_exactly("crash", &["SQ_WAVES", "GRBM_COUNT"], &["--crash"], 139);
     assert!(merged >= 2 * 2 * 4, "{merged}");
 }
+
+#[test]
+fn a_counter_collected_in_two_passes_is_reported_once() {
+    // SQ_WAVES is both a --pmc group and in the input file's line: passes 2 and 3 collect it.
+    let dir = scratch("twice");
+    std::fs::write(dir.join("input.txt"), "pmc: SQ_WAVES TCC_HIT\n").unwrap();
+    let counters = ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"];
+    let args = [
+        "-i",
+        "input.txt",
+        "--pmc",
+        "GRBM_COUNT",
+        "--pmc",
+        "SQ_WAVES",
+        "--output-format",
+        "csv,json,rocpd",
+    ];
+    let (output, truth) = profile(&dir, &args, &[], &counters);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    let out = dir.join("out");
+    let passes: Vec<BTreeMap<Key, Record>> = (1..=3).map(|p| pass_records(&out, p)).collect();
+    assert!(passes.iter().all(|p| p.len() == 64));
+    assert!(passes.iter().all(|p| p.keys().eq(passes[0].keys())));
+    // Each counter from the first pass that collected it.
+    let from = [(0, "GRBM_COUNT"), (1, "SQ_WAVES"), (2, "TCC_HIT")];
+
+    let text = std::fs::read_to_string(out.join("results.csv")).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    assert_eq!(
+        header[header.len() - 5..],
+        ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT", "BeginNs", "EndNs"]
+    );
+    let mut per_kernel: BTreeMap<(String, &str), u64> = BTreeMap::new();
+    let mut rows = 0;
+    for line in lines {
+        let row: Vec<&str> = line.split(',').collect();
+        let field = |i: usize| row[i].parse::<u64>().unwrap();
+        let (begin, end) = (field(row.len() - 2), field(row.len() - 1));
+        let key = passes[0]
+            .iter()
+            .find(|(_, r)| r.start == begin && r.end == end && u64::from(r.agent) == field(2))
+            .map(|(k, _)| k)
+            .unwrap_or_else(|| panic!("{line}"));
+        for (i, (pass, counter)) in from.iter().enumerate() {
+            let expected = truth_of(&truth, &passes[*pass][key], counter);
+            assert_eq!(
+                row[row.len() - 5 + i],
+                expected.to_string(),
+                "{counter} {key:?}"
+            );
+            *per_kernel.entry((key.3.clone(), counter)).or_default() += expected;
+        }
+        rows += 1;
+    }
+    assert_eq!(rows, 64);
+
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let dispatches = json["rtl-pmc"]["dispatches"].as_array().unwrap();
+    assert_eq!(dispatches.len(), 64);
+    for d in dispatches {
+        let names: Vec<&str> = d["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.iter().filter(|n| **n == "SQ_WAVES").count(), 1, "{d}");
+        assert_eq!(names.len(), 3, "{d}");
+    }
+
+    // The view and the summary add each dispatch's value once.
+    let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT kernel, counter, dispatches, total FROM kernel_counters")
+        .unwrap();
+    let view: Vec<(String, String, i64, f64)> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(view.len(), 4 * 3);
+    for (kernel, counter, dispatches, total) in &view {
+        assert_eq!(*dispatches, 16, "{kernel} {counter}");
+        assert_eq!(
+            *total,
+            per_kernel[&(kernel.clone(), counter.as_str())] as f64,
+            "{kernel} {counter}"
+        );
+    }
+    let vadd_waves = per_kernel[&("vadd".to_string(), "SQ_WAVES")];
+    assert_eq!(vadd_waves, 16 * 64);
+    assert!(
+        stderr.contains(&format!("SQ_WAVES={vadd_waves}")),
+        "{stderr}"
+    );
+}

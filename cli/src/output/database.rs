@@ -74,7 +74,8 @@ CREATE TABLE rocpd_kernel_dispatch(
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
 CREATE TABLE rocpd_pmc_event(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
-  dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
+  dimension_values TEXT, reported INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
 CREATE TABLE rtl_merged_dispatch(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
   agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
@@ -108,12 +109,13 @@ CREATE VIEW kernel_counters AS
   SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total
   FROM rocpd_pmc_event v JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
   JOIN rocpd_string s ON s.id = k.kernel_id JOIN rocpd_info_pmc p ON p.id = v.pmc_id
-  GROUP BY s.string, p.id ORDER BY s.string, p.id;
+  WHERE v.reported GROUP BY s.string, p.id ORDER BY s.string, p.id;
 CREATE VIEW pmc_dimension AS
   SELECT v.dispatch_id, p.name AS counter, p.dimensions, CAST(j.key AS INTEGER) AS position,
          j.value AS value
   FROM rocpd_pmc_event v JOIN rocpd_info_pmc p ON p.id = v.pmc_id,
-       json_each(coalesce(v.dimension_values, json_array(v.value))) j;
+       json_each(coalesce(v.dimension_values, json_array(v.value))) j
+  WHERE v.reported;
 ";
 
 const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(id, pass, source, pid, tid,
@@ -436,6 +438,11 @@ pub struct Database {
     known_launches: KnownLaunches,
     /// How dispatches of different passes are matched.
     pass_match: PassMatch,
+    /// The counters of the passes before the one being inserted, by id: a value of one of them
+    /// may repeat one an earlier pass reported for the same dispatch.
+    collected_before: FastMap<i64, ()>,
+    /// The counters of the pass being inserted, by id.
+    collected: FastMap<i64, ()>,
     /// The figures of the summary.
     totals: Totals,
     /// Whether the database has its bulk page size.
@@ -559,6 +566,8 @@ impl Database {
             join: PassJoin::default(),
             known_launches: FastMap::default(),
             pass_match: PassMatch::default(),
+            collected_before: FastMap::default(),
+            collected: FastMap::default(),
             totals: Totals::default(),
             bulk_pages: finished,
             committed: finished,
@@ -820,11 +829,16 @@ impl Database {
             self.next_row += 1;
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
-                self.totals
-                    .counters
-                    .entry((kernel_id, pmc))
-                    .or_default()
-                    .add(c.total);
+                self.collected.insert(pmc, ());
+                // A counter an earlier pass collected is summed once the pass is joined and
+                // its repeats are known.
+                if !self.collected_before.contains_key(&pmc) {
+                    self.totals
+                        .counters
+                        .entry((kernel_id, pmc))
+                        .or_default()
+                        .add(c.total);
+                }
                 let from = json.len();
                 let range = push_dimension_json(json, &c.values).then_some(from..json.len());
                 rows.push((row, pmc, c.total, range));
@@ -879,6 +893,7 @@ impl Database {
             let merged = self.merged_since(join.merged_before)?;
             self.totals.add_merged(&merged);
         }
+        self.report_once(pass)?;
         let r = self.conn.execute(
             "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
             params![pass, exit_status],
@@ -888,6 +903,53 @@ impl Database {
             self.err(self.conn.execute_batch("COMMIT"))?;
             self.in_transaction = false;
         }
+        Ok(())
+    }
+
+    /// Reports each counter of each merged dispatch once: a value `pass` collected for a
+    /// dispatch that an earlier pass already has a value of that counter for is kept, but marked
+    /// not reported (the earliest pass's value is the one every output shows); the pass's other
+    /// values of counters an earlier pass collected go into the summary's totals.
+    fn report_once(&mut self, pass: u32) -> Result<(), DatabaseError> {
+        let collected = std::mem::take(&mut self.collected);
+        let repeated = collected
+            .keys()
+            .any(|pmc| self.collected_before.contains_key(pmc));
+        if repeated {
+            let r = self.conn.execute(
+                "UPDATE rocpd_pmc_event AS v SET reported = 0
+                 FROM rocpd_kernel_dispatch k
+                 WHERE k.id = v.dispatch_id AND k.pass = ?1 AND EXISTS (
+                   SELECT 1 FROM rocpd_kernel_dispatch e JOIN rocpd_pmc_event ev
+                     ON ev.dispatch_id = e.id AND ev.pmc_id = v.pmc_id
+                   WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
+                [pass],
+            );
+            self.err(r)?;
+            let mut stmt = self.err(self.conn.prepare(
+                "SELECT k.kernel_id, v.pmc_id, v.value
+                 FROM rocpd_kernel_dispatch k JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+                 WHERE k.pass = ?1 AND v.reported ORDER BY k.id, v.pmc_id",
+            ))?;
+            let rows = self.err(stmt.query_map([pass], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            }))?;
+            for row in rows {
+                let (kernel, pmc, value) = self.err(row)?;
+                if self.collected_before.contains_key(&pmc) {
+                    self.totals
+                        .counters
+                        .entry((kernel, pmc))
+                        .or_default()
+                        .add(value);
+                }
+            }
+        }
+        self.collected_before.extend(collected);
         Ok(())
     }
 
@@ -1079,7 +1141,7 @@ impl Database {
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
              CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
-             ORDER BY m.start_ns, m.id"
+             WHERE v.reported ORDER BY m.start_ns, m.id"
         );
         self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
     }

@@ -697,3 +697,162 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every value of a counter collected in two passes (GRBM_COUNT) appears once, from the first
+/// pass: in results.csv, results.json, the summary and every view, whether the second pass was
+/// joined while inserted or in SQL.
+#[test]
+fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
+    let mut outputs = Vec::new();
+    for (name, reversed) in [("twice-fast", false), ("twice-sql", true)] {
+        let dir = temp_dir(name);
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        let counters = |pairs: &[(&str, f64)]| -> Vec<Counter> {
+            pairs.iter().map(|(n, v)| counter(n, &[*v, *v])).collect()
+        };
+        let passes = [
+            [
+                dispatch(
+                    100,
+                    1,
+                    "vadd",
+                    1000,
+                    counters(&[("SQ_WAVES", 8.0), ("GRBM_COUNT", 100.0)]),
+                ),
+                dispatch(
+                    100,
+                    2,
+                    "vmul",
+                    2000,
+                    counters(&[("SQ_WAVES", 16.0), ("GRBM_COUNT", 200.0)]),
+                ),
+                dispatch(
+                    100,
+                    3,
+                    "vadd",
+                    3000,
+                    counters(&[("SQ_WAVES", 8.0), ("GRBM_COUNT", 100.0)]),
+                ),
+            ],
+            [
+                dispatch(
+                    200,
+                    1,
+                    "vadd",
+                    11000,
+                    counters(&[("GRBM_COUNT", 111.0), ("TCC_HIT", 5.0)]),
+                ),
+                dispatch(
+                    200,
+                    2,
+                    "vmul",
+                    12000,
+                    counters(&[("GRBM_COUNT", 222.0), ("TCC_HIT", 6.0)]),
+                ),
+                dispatch(
+                    200,
+                    3,
+                    "vadd",
+                    13000,
+                    counters(&[("GRBM_COUNT", 111.0), ("TCC_HIT", 5.0)]),
+                ),
+            ],
+        ];
+        for (pass, dispatches) in (1..).zip(&passes) {
+            db.begin_pass(pass, "").unwrap();
+            let mut order: Vec<&Dispatch> = dispatches.iter().collect();
+            if reversed {
+                order.reverse();
+            }
+            for d in order {
+                db.insert_many(pass, &mut [(0, d.clone())]).unwrap();
+            }
+            db.end_pass(pass, Some(0)).unwrap();
+        }
+        let formats = Formats {
+            json: true,
+            ..Formats::default()
+        };
+        write_merged_files(&db, &dir, "results", formats).unwrap();
+        let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+        let values: Vec<String> = csv
+            .lines()
+            .map(|l| {
+                let fields: Vec<&str> = l.split(',').collect();
+                fields[fields.len() - 5..fields.len() - 2].join(",")
+            })
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "SQ_WAVES,GRBM_COUNT,TCC_HIT",
+                "16,200,10",
+                "32,400,12",
+                "16,200,10"
+            ]
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
+                .unwrap();
+        for (d, grbm) in json["rtl-pmc"]["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip([200.0, 400.0, 200.0])
+        {
+            let counters = d["counters"].as_array().unwrap();
+            let names: Vec<&str> = counters
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["SQ_WAVES", "GRBM_COUNT", "TCC_HIT"]);
+            assert_eq!(counters[1]["value"], grbm);
+        }
+        let kernel_counters = db.kernel_counters("vadd").unwrap();
+        assert_eq!(
+            kernel_counters,
+            [
+                ("SQ_WAVES".to_string(), 32.0),
+                ("GRBM_COUNT".to_string(), 400.0),
+                ("TCC_HIT".to_string(), 20.0)
+            ]
+        );
+        let summary = crate::summary::render(&db, &[]).unwrap();
+        assert!(summary.contains("GRBM_COUNT=400"), "{summary}");
+        let path = db.commit(true).unwrap().unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let view: Vec<(String, String, f64)> = rows3(
+            &conn,
+            "SELECT kernel, counter, total FROM kernel_counters WHERE kernel = 'vadd'",
+        );
+        let from_totals: Vec<(String, String, f64)> = kernel_counters
+            .into_iter()
+            .map(|(c, v)| ("vadd".to_string(), c, v))
+            .collect();
+        assert_eq!(view, from_totals);
+        let dimensions: Vec<(String, i64, f64)> = rows3(
+            &conn,
+            "SELECT counter, count(*), sum(value) FROM pmc_dimension GROUP BY counter ORDER BY counter",
+        );
+        assert_eq!(
+            dimensions,
+            [
+                ("GRBM_COUNT".to_string(), 6, 800.0),
+                ("SQ_WAVES".to_string(), 6, 64.0),
+                ("TCC_HIT".to_string(), 6, 32.0)
+            ]
+        );
+        // The second pass's own values stay in the database, marked as repeats.
+        let repeats: Vec<(i64, i64, f64)> = rows3(
+            &conn,
+            "SELECT k.pass, count(*), sum(v.value) FROM rocpd_pmc_event v
+             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+             WHERE NOT v.reported GROUP BY k.pass",
+        );
+        assert_eq!(repeats, [(2, 3, 888.0)]);
+        outputs.push((csv, summary));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert_eq!(outputs[0], outputs[1]);
+}
