@@ -792,3 +792,56 @@ fn sim_runs_the_passes_on_the_simulated_gpu_with_a_relative_output_directory() {
     let row: Vec<&str> = agents.lines().nth(1).unwrap().split(',').collect();
     assert_eq!((row[0], row[4], row[12]), ("1", "1216", "8"), "{agents}");
 }
+
+#[test]
+fn the_summary_recomputes_derived_counters_from_summed_inputs() {
+    let inputs = ["SQ_ACTIVE_INST_VALU", "GRBM_GUI_ACTIVE"];
+    let p = profile(
+        "ratio",
+        &["--pmc", "ValuPipeIssueUtil"],
+        &["--iterations", "2"],
+        &inputs,
+    );
+    p.assert_code(0);
+    let conn = rusqlite::Connection::open(p.out.join("results.db")).unwrap();
+    let stderr = p.stderr();
+    for kernel in ["vadd", "saxpy", "fill", "increment"] {
+        let lines: Vec<&serde_json::Value> =
+            p.truth.iter().filter(|t| t["kernel"] == kernel).collect();
+        assert_eq!(lines.len(), 2);
+        // 100 * reduce(SQ_ACTIVE_INST_VALU, sum) / (reduce(GRBM_GUI_ACTIVE, max) * CU_NUM),
+        // over the sums of both dispatches' inputs; CU_NUM is 304 on the simulated MI300X.
+        let valu: u64 = lines.iter().map(|t| truth_total(t, inputs[0])).sum();
+        let active: u64 = lines
+            .iter()
+            .map(|t| {
+                let samples = t["counters"][inputs[1]].as_array().unwrap();
+                samples.iter().map(|v| v.as_u64().unwrap()).max().unwrap()
+            })
+            .sum();
+        let expected = 100.0 * valu as f64 / (active as f64 * 304.0);
+        let (value, total, unit): (f64, f64, String) = conn
+            .query_row(
+                "SELECT value, total, unit FROM kernel_counters WHERE kernel = ?1",
+                [kernel],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert!(
+            (value - expected).abs() <= expected * 1e-12,
+            "{kernel}: {value} vs {expected}"
+        );
+        assert_eq!(unit, "percent");
+        // Summing the per-dispatch percentages would double it.
+        assert!(
+            (total - 2.0 * expected).abs() <= expected * 1e-9,
+            "{kernel}: {total}"
+        );
+        let shown = format!("{expected:.*}", (3.0 - expected.log10().floor()) as usize);
+        let shown = shown.trim_end_matches('0').trim_end_matches('.');
+        assert!(
+            stderr.contains(&format!("    ValuPipeIssueUtil={shown}%\n")),
+            "{kernel}: {shown}\n{stderr}"
+        );
+    }
+}

@@ -144,7 +144,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_merged_files(&db, &dir, "results", Formats::default())?;
     steps.push(("merged results.csv", rows, took(&started)));
     let started = now();
-    let summary = summary::render(&db, &[])?;
+    let summary = summary::render(&db, &[], 10)?;
     steps.push(("summary", rows, took(&started)));
     let started = now();
     db.commit(true)?;

@@ -98,6 +98,10 @@ pub struct Args {
     #[arg(long, value_name = "RULE", default_value = "queue")]
     pub pass_match: PassMatch,
 
+    /// How many kernels the summary lists (by total time).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub summary_top: usize,
+
     /// Keep going with the next pass when the application fails in one.
     #[arg(long)]
     pub continue_on_error: bool,

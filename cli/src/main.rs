@@ -179,6 +179,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         sim: &sim,
         catalogs: &catalogs,
         pass_match: args.pass_match,
+        summary_top: args.summary_top,
     };
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();

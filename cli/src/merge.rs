@@ -78,6 +78,12 @@ pub fn merge_directories(
             &db.agents()?,
         )?);
     }
+    for source in &sources {
+        for derived in source.kernel_derived()? {
+            db.add_kernel_derived(&derived)?;
+        }
+        db.set_counter_units(&source.counter_units()?)?;
+    }
     written.extend(write_merged_files(&db, output, base, formats)?);
     Ok((db, written))
 }
@@ -122,6 +128,9 @@ struct MergeArgs {
     /// Result formats to write.
     #[arg(long, value_name = "FORMAT", value_delimiter = ',', num_args = 1..)]
     output_format: Vec<crate::args::OutputFormat>,
+    /// How many kernels the summary lists (by total time).
+    #[arg(long, value_name = "N", default_value_t = crate::summary::TOP_KERNELS)]
+    summary_top: usize,
     /// How dispatches of different passes are matched (see rtl-pmc --help).
     #[arg(long, value_name = "RULE", default_value = "queue")]
     pass_match: PassMatch,
@@ -162,7 +171,7 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     if let Some(warning) = unmatched_warning(&unmatched, args.pass_match) {
         eprintln!("rtl-pmc: warning: {warning}");
     }
-    let summary = crate::summary::render(&db, &[]).map_err(|e| fail(e.into()))?;
+    let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?;
     written.extend(db.commit(formats.rocpd).map_err(|e| fail(e.into()))?);
     eprint!("{summary}");
     for file in &written {

@@ -55,6 +55,8 @@ pub struct RunOptions<'a> {
     pub catalogs: &'a [ArchCatalog],
     /// How dispatches of different passes are matched.
     pub pass_match: rtl_pmc_cli::args::PassMatch,
+    /// How many kernels the summary lists.
+    pub summary_top: usize,
 }
 
 fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
@@ -268,6 +270,17 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                 names
             });
         db.declare_counters(&counters).map_err(output_error)?;
+        let units: Vec<(String, String)> = counters
+            .iter()
+            .filter_map(|name| {
+                let unit = options
+                    .catalogs
+                    .iter()
+                    .find_map(|c| c.catalog.counter(name)?.unit.clone())?;
+                Some((name.clone(), unit))
+            })
+            .collect();
+        db.set_counter_units(&units).map_err(output_error)?;
         let label = counters.join(" ");
 
         let mut command = Command::new(program);
@@ -320,6 +333,9 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                 db.add_agent(&agent).map_err(output_error)?;
             }
         }
+        for derived in converter.derived_per_kernel(pass) {
+            db.add_kernel_derived(&derived).map_err(output_error)?;
+        }
         for warning in &converter.warnings {
             eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
         }
@@ -352,7 +368,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         eprintln!("rtl-pmc: warning: {warning}");
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
-    let summary = crate::summary::render(&db, &[]).map_err(output_error)?;
+    let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
     let db_path = db.commit(formats.rocpd).map_err(output_error)?;
     written.extend(merged);
     written.extend(db_path);

@@ -30,7 +30,7 @@ use rusqlite::{params, Connection};
 use super::atomic::temporary_path;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::totals::{Launches, MergedLaunches, Totals};
+use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 use rtl_pmc_cli::args::PassMatch;
 
 /// Why the database could not be written or read.
@@ -59,7 +59,11 @@ CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
 CREATE TABLE rocpd_info_agent(
   id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL UNIQUE, gpu_index INTEGER NOT NULL,
   name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL);
-CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL);
+CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL,
+  unit TEXT NOT NULL DEFAULT '');
+CREATE TABLE rtl_kernel_derived(
+  pass INTEGER NOT NULL, kernel_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL,
+  value REAL NOT NULL, dispatches INTEGER NOT NULL);
 CREATE TABLE rocpd_kernel_dispatch(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
   pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
@@ -105,8 +109,17 @@ CREATE VIEW busy AS
          100.0 * sum(d.duration_ns) / max(max(d.end_ns) - min(d.start_ns), 1) AS busy_percent
   FROM dispatches d LEFT JOIN rocpd_info_agent a ON a.node_id = d.agent
   GROUP BY d.agent ORDER BY d.agent;
+CREATE VIEW kernel_derived AS
+  SELECT d.kernel_id, d.pmc_id, sum(d.value * d.dispatches) / sum(d.dispatches) AS value
+  FROM rtl_kernel_derived d
+  WHERE d.pass = (SELECT min(e.pass) FROM rtl_kernel_derived e
+                  WHERE e.kernel_id = d.kernel_id AND e.pmc_id = d.pmc_id)
+  GROUP BY d.kernel_id, d.pmc_id;
 CREATE VIEW kernel_counters AS
-  SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total
+  SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total,
+         coalesce((SELECT d.value FROM kernel_derived d
+                   WHERE d.kernel_id = k.kernel_id AND d.pmc_id = p.id), sum(v.value)) AS value,
+         p.unit AS unit
   FROM rocpd_pmc_event v JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
   JOIN rocpd_string s ON s.id = k.kernel_id JOIN rocpd_info_pmc p ON p.id = v.pmc_id
   WHERE v.reported GROUP BY s.string, p.id ORDER BY s.string, p.id;
@@ -193,6 +206,33 @@ pub struct KernelTime {
     pub average_ns: f64,
     /// Share of all kernel time, percent.
     pub percent: f64,
+}
+
+/// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
+/// the kernel's dispatches (see [`Database::add_kernel_derived`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelDerived {
+    /// The pass.
+    pub pass: u32,
+    /// Kernel name.
+    pub kernel: String,
+    /// Counter name.
+    pub counter: String,
+    /// The value.
+    pub value: f64,
+    /// The dispatches whose inputs were summed.
+    pub dispatches: u64,
+}
+
+/// One counter of one kernel in the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCounter {
+    /// Counter name.
+    pub name: String,
+    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
+    pub value: f64,
+    /// Its unit as the catalog gives it, empty for none.
+    pub unit: String,
 }
 
 /// One GPU's line of the `busy` view.
@@ -443,6 +483,9 @@ pub struct Database {
     collected_before: FastMap<i64, ()>,
     /// The counters of the pass being inserted, by id.
     collected: FastMap<i64, ()>,
+    /// Per GPU, its timeline in the pass being inserted and the idle gaps counted so far;
+    /// `None` once a dispatch came out of start order (the pass's gaps are then counted in SQL).
+    timelines: Option<FastMap<u32, (Timeline, IdleGaps)>>,
     /// The figures of the summary.
     totals: Totals,
     /// Whether the database has its bulk page size.
@@ -568,6 +611,7 @@ impl Database {
             pass_match: PassMatch::default(),
             collected_before: FastMap::default(),
             collected: FastMap::default(),
+            timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
             committed: finished,
@@ -784,6 +828,12 @@ impl Database {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
+            if let Some(timelines) = &mut self.timelines {
+                let (timeline, gaps) = timelines.entry(d.agent).or_default();
+                if !timeline.add(d.start_ns, d.end_ns, gaps) {
+                    self.timelines = None;
+                }
+            }
             let key = self.join.key(source, d, kernel_id, self.pass_match);
             let merged_id = match key {
                 Some(key) => Some(sql(
@@ -894,6 +944,7 @@ impl Database {
             self.totals.add_merged(&merged);
         }
         self.report_once(pass)?;
+        self.count_gaps(pass)?;
         let r = self.conn.execute(
             "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
             params![pass, exit_status],
@@ -951,6 +1002,50 @@ impl Database {
         }
         self.collected_before.extend(collected);
         Ok(())
+    }
+
+    /// Adds the idle gaps of `pass`'s GPUs to the totals: as counted while the dispatches were
+    /// inserted, or, when they came out of start order, from the database.
+    fn count_gaps(&mut self, pass: u32) -> Result<(), DatabaseError> {
+        let timelines = self.timelines.replace(FastMap::default());
+        let counted: Vec<(u32, IdleGaps)> = match timelines {
+            Some(timelines) => timelines
+                .into_iter()
+                .map(|(agent, (_, gaps))| (agent, gaps))
+                .collect(),
+            None => {
+                let mut stmt = self.err(self.conn.prepare(
+                    "SELECT agent, start_ns - max(end_ns) OVER (PARTITION BY agent
+                       ORDER BY start_ns, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                     FROM rocpd_kernel_dispatch WHERE pass = ?1",
+                ))?;
+                let rows = self.err(stmt.query_map([pass], |r| {
+                    Ok((r.get::<_, u32>(0)?, r.get::<_, Option<i64>>(1)?))
+                }))?;
+                let mut by_agent: FastMap<u32, IdleGaps> = FastMap::default();
+                for row in rows {
+                    let (agent, gap) = self.err(row)?;
+                    let gaps = by_agent.entry(agent).or_default();
+                    if let Some(gap) = gap.filter(|&g| g > 0) {
+                        gaps.add(gap as u64);
+                    }
+                }
+                by_agent.into_iter().collect()
+            }
+        };
+        for (agent, gaps) in counted {
+            self.totals.gaps.entry(agent).or_default().merge(&gaps);
+        }
+        Ok(())
+    }
+
+    /// The idle gaps between the dispatches of each GPU, by node id (each pass's timeline on
+    /// its own, the passes' gaps added).
+    pub fn idle_gaps(&self) -> Vec<(u32, IdleGaps)> {
+        let mut gaps: Vec<(u32, IdleGaps)> =
+            self.totals.gaps.iter().map(|(&a, &g)| (a, g)).collect();
+        gaps.sort_by_key(|g| g.0);
+        gaps
     }
 
     /// The merged dispatches with ids above `id`, by kernel and GPU.
@@ -1279,10 +1374,11 @@ impl Database {
         Ok(busy)
     }
 
-    /// The counter totals of `kernel` over all its dispatches of every pass, in counter order
-    /// (what the `kernel_counters` view answers), over the dispatches inserted through this
-    /// handle.
-    pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<(String, f64)>, DatabaseError> {
+    /// The counters of `kernel` in counter order (what the `kernel_counters` view's `value` and
+    /// `unit` answer), over the dispatches inserted through this handle: a derived counter
+    /// recomputed from its inputs summed over the kernel's dispatches (see
+    /// [`Database::add_kernel_derived`]), any other the sum of its reported values.
+    pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<KernelCounter>, DatabaseError> {
         let Some(&kernel) = self.strings.get(kernel) else {
             return Ok(Vec::new());
         };
@@ -1291,16 +1387,110 @@ impl Database {
             .counters
             .iter()
             .filter(|((k, _), _)| *k == kernel)
-            .map(|(&(_, pmc), sum)| (pmc, sum.value()))
+            .map(|(&(_, pmc), sum)| {
+                let value = match self.totals.derived.get(&(kernel, pmc)) {
+                    Some(&(_, weighted, dispatches)) => weighted / dispatches.max(1) as f64,
+                    None => sum.value(),
+                };
+                (pmc, value)
+            })
             .collect();
         totals.sort_by_key(|t| t.0);
+        let units = self.counter_units()?;
         Ok(totals
             .into_iter()
-            .map(|(pmc, total)| {
-                let name = self.pmcs.iter().find(|(_, &id)| id == pmc);
-                (name.map(|n| n.0.clone()).unwrap_or_default(), total)
+            .map(|(pmc, value)| {
+                let name = self
+                    .pmcs
+                    .iter()
+                    .find(|(_, &id)| id == pmc)
+                    .map(|n| n.0.clone())
+                    .unwrap_or_default();
+                let unit = units
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|u| u.1.clone())
+                    .unwrap_or_default();
+                KernelCounter { name, value, unit }
             })
             .collect())
+    }
+
+    /// Records the per-kernel value of a derived counter in a pass, recomputed from its inputs
+    /// summed over the kernel's dispatches (on GPUs of one topology): a ratio of sums, never a
+    /// sum of ratios. The summary and the `kernel_counters` view take each kernel's from the
+    /// earliest pass that has one; values of one pass for several topologies (or, with
+    /// `rtl-pmc merge`, several runs) are weighed by their dispatches.
+    pub fn add_kernel_derived(&mut self, derived: &KernelDerived) -> Result<(), DatabaseError> {
+        let KernelDerived {
+            pass,
+            ref kernel,
+            ref counter,
+            value,
+            dispatches,
+        } = *derived;
+        let kernel_id = self.string_id(kernel)?;
+        let pmc = self.counter_id(&Counter {
+            name: counter.to_string(),
+            ..Counter::default()
+        })?;
+        let r = self.conn.execute(
+            "INSERT INTO rtl_kernel_derived(pass, kernel_id, pmc_id, value, dispatches)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![pass, kernel_id, pmc, value, dispatches as i64],
+        );
+        self.err(r)?;
+        let entry = self
+            .totals
+            .derived
+            .entry((kernel_id, pmc))
+            .or_insert((pass, 0.0, 0));
+        if entry.0 == pass {
+            entry.1 += value * dispatches as f64;
+            entry.2 += dispatches;
+        }
+        Ok(())
+    }
+
+    /// Every per-kernel derived value recorded.
+    pub fn kernel_derived(&self) -> Result<Vec<KernelDerived>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT d.pass, s.string, p.name, d.value, d.dispatches FROM rtl_kernel_derived d
+             JOIN rocpd_string s ON s.id = d.kernel_id JOIN rocpd_info_pmc p ON p.id = d.pmc_id
+             ORDER BY d.rowid",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok(KernelDerived {
+                pass: r.get(0)?,
+                kernel: r.get(1)?,
+                counter: r.get(2)?,
+                value: r.get(3)?,
+                dispatches: r.get::<_, i64>(4)? as u64,
+            })
+        }))?;
+        self.err(rows.collect())
+    }
+
+    /// Records the unit of each named counter (`percent`, `cycles`, ...; empty for none).
+    pub fn set_counter_units(&mut self, units: &[(String, String)]) -> Result<(), DatabaseError> {
+        for (name, unit) in units {
+            let r = self.conn.execute(
+                "UPDATE rocpd_info_pmc SET unit = ?2 WHERE name = ?1",
+                params![name, unit],
+            );
+            self.err(r)?;
+        }
+        Ok(())
+    }
+
+    /// The unit of every counter with one, by name.
+    pub fn counter_units(&self) -> Result<Vec<(String, String)>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT name, unit FROM rocpd_info_pmc WHERE unit != '' ORDER BY id"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
     }
 
     /// The dispatches not joined in every pass of the database: merged dispatches that lack a

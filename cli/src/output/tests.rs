@@ -8,6 +8,11 @@ use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
 use crate::merge::{write_merged_files, Formats, OutputError};
 
+/// The names and values of a kernel's counters.
+fn named_values(counters: Vec<super::database::KernelCounter>) -> Vec<(String, f64)> {
+    counters.into_iter().map(|c| (c.name, c.value)).collect()
+}
+
 /// The three-column rows of `query`.
 fn rows3<A, B, C>(conn: &rusqlite::Connection, query: &str) -> Vec<(A, B, C)>
 where
@@ -246,7 +251,7 @@ fn database_views_answer_top_and_busy() {
         }]
     );
     assert_eq!(
-        db.kernel_counters("vadd").unwrap(),
+        named_values(db.kernel_counters("vadd").unwrap()),
         vec![("SQ_WAVES".into(), 36.0), ("GRBM_COUNT".into(), 9000.0)]
     );
     let path = db.commit(true).unwrap().unwrap();
@@ -308,19 +313,44 @@ fn an_uncommitted_database_leaves_nothing() {
 fn summary_lists_kernels_gpus_and_counters() {
     let dir = temp_dir("summary");
     let db = two_passes(&dir);
-    let text = crate::summary::render(&db, &[dir.join("results.csv")]).unwrap();
+    let text = crate::summary::render(&db, &[dir.join("results.csv")], 10).unwrap();
+    let gaps = [
+        "  idle gaps between its dispatches: 7",
+        "        < 10 us          7  ##############################",
+        "       10-20 us          0",
+        "       20-50 us          0",
+        "      50-100 us          0",
+        "    100 us-1 ms          0",
+        "        1-10 ms          0",
+        "      10-100 ms          0",
+        "      >= 100 ms          0\n",
+    ]
+    .join("\n");
     let expected = format!(
         "\
 rtl-pmc: top kernels by total time
   Kernel     Calls         Total       Average       %
   vmul           2       2.00 us       1.00 us    69.0
-    SQ_WAVES=32  GRBM_COUNT=18100
+    SQ_WAVES=32  GRBM_COUNT=18,100
   vadd           3        900 ns        300 ns    31.0
-    SQ_WAVES=36  GRBM_COUNT=9000
+    SQ_WAVES=36  GRBM_COUNT=9,000
 rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
-rtl-pmc: wrote {}
+{gaps}rtl-pmc: wrote {}
 ",
         dir.join("results.csv").display()
+    );
+    assert_eq!(text, expected);
+    // A shorter list says what it leaves out.
+    let text = crate::summary::render(&db, &[], 1).unwrap();
+    let expected = format!(
+        "\
+rtl-pmc: top kernels by total time
+  Kernel     Calls         Total       Average       %
+  vmul           2       2.00 us       1.00 us    69.0
+    SQ_WAVES=32  GRBM_COUNT=18,100
+  ... 1 more kernels (900 ns, 31.0% of the time) not listed; --summary-top 2 lists them all
+rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
+{gaps}"
     );
     assert_eq!(text, expected);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -475,7 +505,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         contents.push(std::fs::read_to_string(path).unwrap());
     }
     contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
-    contents.push(crate::summary::render(&db, &[]).unwrap());
+    contents.push(crate::summary::render(&db, &[], 10).unwrap());
     contents.push(format!("{:?}", db.unmatched().unwrap()));
     // What the summary gathered while inserting is what the database's views say.
     let top = db.top(usize::MAX).unwrap();
@@ -484,7 +514,9 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         .iter()
         .flat_map(|k| {
             let counters = db.kernel_counters(&k.kernel).unwrap();
-            counters.into_iter().map(|(c, v)| (k.kernel.clone(), c, v))
+            counters
+                .into_iter()
+                .map(|c| (k.kernel.clone(), c.name, c.value))
         })
         .collect();
     let db = db.commit(true).unwrap().unwrap();
@@ -504,7 +536,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         .collect();
     assert_eq!(busy, view_busy);
     let mut view_counters: Vec<(String, String, f64)> =
-        rows3(&conn, "SELECT kernel, counter, total FROM kernel_counters");
+        rows3(&conn, "SELECT kernel, counter, value FROM kernel_counters");
     let mut counters = counters;
     counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
     view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -809,7 +841,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             assert_eq!(names, ["SQ_WAVES", "GRBM_COUNT", "TCC_HIT"]);
             assert_eq!(counters[1]["value"], grbm);
         }
-        let kernel_counters = db.kernel_counters("vadd").unwrap();
+        let kernel_counters = named_values(db.kernel_counters("vadd").unwrap());
         assert_eq!(
             kernel_counters,
             [
@@ -818,7 +850,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
                 ("TCC_HIT".to_string(), 20.0)
             ]
         );
-        let summary = crate::summary::render(&db, &[]).unwrap();
+        let summary = crate::summary::render(&db, &[], 10).unwrap();
         assert!(summary.contains("GRBM_COUNT=400"), "{summary}");
         let path = db.commit(true).unwrap().unwrap();
         let conn = rusqlite::Connection::open(path).unwrap();
