@@ -174,7 +174,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     line("total", rows, total);
     println!("  peak RSS: {:.1} MiB", peak_rss_mib());
     assert_eq!(unmatched, 0);
-    assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1);
+    // Header, 4 kernels with their counters, the GPU and its 9-line idle-gap histogram.
+    assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1 + 9);
     std::fs::remove_dir_all(&dir)?;
     Ok(())
 }

@@ -48,11 +48,13 @@ pub struct Args {
     #[arg(long, value_name = "RANGES")]
     pub kernel_iteration_range: Option<String>,
 
-    /// Directory the results are written to (default: the current directory).
+    /// Directory the results are written to (default: %hostname%/%pid% under the current
+    /// directory, new for every run; an existing profile there is never overwritten).
     #[arg(short = 'd', long, value_name = "DIR")]
     pub output_directory: Option<PathBuf>,
 
-    /// Base name of the result files.
+    /// Base name of the merged result files (default: results); a file name, a trailing .csv,
+    /// .db, .json or .pftrace dropped.
     #[arg(short = 'o', long, value_name = "NAME")]
     pub output_file: Option<String>,
 
