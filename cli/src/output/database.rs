@@ -828,6 +828,7 @@ impl Database {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
+            *self.totals.pass_dispatches.entry(pass).or_default() += 1;
             if let Some(timelines) = &mut self.timelines {
                 let (timeline, gaps) = timelines.entry(d.agent).or_default();
                 if !timeline.add(d.start_ns, d.end_ns, gaps) {
@@ -1493,8 +1494,9 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// The dispatches not joined in every pass of the database: merged dispatches that lack a
-    /// pass, and per pass how many of its dispatches are in them.
+    /// The dispatches not joined in every pass, over the dispatches inserted through this
+    /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
+    /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
         let passes = self.passes()?;
         let all = passes.len() as i64;
@@ -1504,27 +1506,22 @@ impl Database {
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
         );
         let (merged, incomplete) = self.err(r)?;
+        // Only the dispatches of incomplete merged dispatches are read, through the index.
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT k.pass, count(*), coalesce(sum(m.passes < ?1), 0)
-             FROM rocpd_kernel_dispatch k JOIN rtl_merged_dispatch m ON m.id = k.merged_id
-             GROUP BY k.pass",
+            "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
+             CROSS JOIN rocpd_kernel_dispatch k ON k.merged_id = m.id
+             WHERE m.passes < ?1 GROUP BY k.pass",
         ))?;
         let rows = self.err(stmt.query_map([all], |r| {
-            Ok((
-                r.get::<_, u32>(0)?,
-                r.get::<_, i64>(1)? as u64,
-                r.get::<_, i64>(2)? as u64,
-            ))
+            Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
         }))?;
-        let counted: Vec<(u32, u64, u64)> = self.err(rows.collect())?;
+        let alone: Vec<(u32, u64)> = self.err(rows.collect())?;
         let per_pass = passes
             .iter()
             .map(|&p| {
-                counted
-                    .iter()
-                    .find(|c| c.0 == p)
-                    .copied()
-                    .unwrap_or((p, 0, 0))
+                let dispatches = self.totals.pass_dispatches.get(&p).copied().unwrap_or(0);
+                let alone = alone.iter().find(|c| c.0 == p).map_or(0, |c| c.1);
+                (p, dispatches, alone)
             })
             .collect();
         Ok(Unmatched {

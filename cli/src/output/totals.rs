@@ -140,6 +140,8 @@ pub struct Totals {
     pub counters: FastMap<(i64, i64), CompensatedSum>,
     /// The merged dispatches, by kernel and GPU.
     pub merged: MergedLaunches,
+    /// Per pass, its dispatches.
+    pub pass_dispatches: FastMap<u32, u64>,
     /// Per GPU node id, the idle gaps between its dispatches, each pass's timeline on its own.
     pub gaps: FastMap<u32, IdleGaps>,
     /// Per (kernel id, counter id) of a derived counter: its value recomputed from the inputs
