@@ -131,18 +131,7 @@ fn run_rtl_pmc(
 }
 
 fn read_truth(path: &std::path::Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| l.ends_with('}'))
-        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
-        .inspect(|v: &serde_json::Value| {
-            assert!(
-                v.get("problem").is_none(),
-                "the simulated GPU met a packet it does not model: {v}"
-            )
-        })
-        .collect()
+    sim_support::read_ground_truth(path)
 }
 
 fn column(header: &[String], name: &str) -> usize {
@@ -366,11 +355,25 @@ fn jobs_with_their_own_output_directory_are_profiles_of_their_own() {
         truth: Vec::new(),
     };
     p.assert_code(0);
-    // The job without a directory writes to the working directory.
+    // The job without a directory writes to <hostname>/<pid> under the working directory, as
+    // rocprofv3 does.
+    let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let stderr = p.stderr();
+    let default = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("rtl-pmc: results in "))
+        .map(PathBuf::from)
+        .find(|d| *d != a && *d != b)
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(default.parent(), Some(&*dir.join(hostname.trim())));
+    assert!(default
+        .file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.parse::<u32>().is_ok()));
     for (out, passes, counter) in [
         (&a, 2, "SQ_WAVES"),
         (&b, 1, "TCC_HIT"),
-        (&dir, 1, "GRBM_COUNT"),
+        (&default, 1, "GRBM_COUNT"),
     ] {
         let profile = Profile {
             output: p.output.clone(),
@@ -783,4 +786,57 @@ fn sim_runs_the_passes_on_the_simulated_gpu_with_a_relative_output_directory() {
     let agents = p.file("pass_1/agent_info.csv");
     let row: Vec<&str> = agents.lines().nth(1).unwrap().split(',').collect();
     assert_eq!((row[0], row[4], row[12]), ("1", "1216", "8"), "{agents}");
+}
+
+#[test]
+fn the_summary_recomputes_derived_counters_from_summed_inputs() {
+    let inputs = ["SQ_ACTIVE_INST_VALU", "GRBM_GUI_ACTIVE"];
+    let p = profile(
+        "ratio",
+        &["--pmc", "ValuPipeIssueUtil"],
+        &["--iterations", "2"],
+        &inputs,
+    );
+    p.assert_code(0);
+    let conn = rusqlite::Connection::open(p.out.join("results.db")).unwrap();
+    let stderr = p.stderr();
+    for kernel in ["vadd", "saxpy", "fill", "increment"] {
+        let lines: Vec<&serde_json::Value> =
+            p.truth.iter().filter(|t| t["kernel"] == kernel).collect();
+        assert_eq!(lines.len(), 2);
+        // 100 * reduce(SQ_ACTIVE_INST_VALU, sum) / (reduce(GRBM_GUI_ACTIVE, max) * CU_NUM),
+        // over the sums of both dispatches' inputs; CU_NUM is 304 on the simulated MI300X.
+        let valu: u64 = lines.iter().map(|t| truth_total(t, inputs[0])).sum();
+        let active: u64 = lines
+            .iter()
+            .map(|t| {
+                let samples = t["counters"][inputs[1]].as_array().unwrap();
+                samples.iter().map(|v| v.as_u64().unwrap()).max().unwrap()
+            })
+            .sum();
+        let expected = 100.0 * valu as f64 / (active as f64 * 304.0);
+        let (value, total, unit): (f64, f64, String) = conn
+            .query_row(
+                "SELECT value, total, unit FROM kernel_counters WHERE kernel = ?1",
+                [kernel],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        assert!(
+            (value - expected).abs() <= expected * 1e-12,
+            "{kernel}: {value} vs {expected}"
+        );
+        assert_eq!(unit, "percent");
+        // Summing the per-dispatch percentages would double it.
+        assert!(
+            (total - 2.0 * expected).abs() <= expected * 1e-9,
+            "{kernel}: {total}"
+        );
+        let shown = format!("{expected:.*}", (3.0 - expected.log10().floor()) as usize);
+        let shown = shown.trim_end_matches('0').trim_end_matches('.');
+        assert!(
+            stderr.contains(&format!("    ValuPipeIssueUtil={shown}%\n")),
+            "{kernel}: {shown}\n{stderr}"
+        );
+    }
 }

@@ -46,18 +46,9 @@ fn demo_with_truth(config: &str, args: &[&str]) -> (Output, Vec<serde_json::Valu
         .output()
         .expect("rtl-demo-app starts");
     assert_ok(&out);
-    let lines = std::fs::read_to_string(&truth).expect("the ground-truth file was written");
+    assert!(truth.exists(), "the ground-truth file was written");
+    let records = sim_support::read_ground_truth(&truth);
     std::fs::remove_file(&truth).unwrap();
-    let records = lines
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .inspect(|v: &serde_json::Value| {
-            assert!(
-                v.get("problem").is_none(),
-                "the simulated GPU met a packet it does not model: {v}"
-            )
-        })
-        .collect();
     (out, records)
 }
 

@@ -75,17 +75,7 @@ fn profile(name: &str, args: &[&str], files: &[(&str, &str)]) -> Profile {
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","))
         .output()
         .expect("rtl-pmc starts");
-    let truth = std::fs::read_to_string(&truth)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
-        .inspect(|v: &serde_json::Value| {
-            assert!(
-                v.get("problem").is_none(),
-                "the simulated GPU met a packet it does not model: {v}"
-            )
-        })
-        .collect();
+    let truth = sim_support::read_ground_truth(&truth);
     let p = Profile { output, out, truth };
     assert_eq!(
         p.output.status.code(),

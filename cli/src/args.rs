@@ -48,11 +48,13 @@ pub struct Args {
     #[arg(long, value_name = "RANGES")]
     pub kernel_iteration_range: Option<String>,
 
-    /// Directory the results are written to (default: the current directory).
+    /// Directory the results are written to (default: %hostname%/%pid% under the current
+    /// directory, new for every run; an existing profile there is never overwritten).
     #[arg(short = 'd', long, value_name = "DIR")]
     pub output_directory: Option<PathBuf>,
 
-    /// Base name of the result files.
+    /// Base name of the merged result files (default: results); a file name, a trailing .csv,
+    /// .db, .json or .pftrace dropped.
     #[arg(short = 'o', long, value_name = "NAME")]
     pub output_file: Option<String>,
 
@@ -91,6 +93,16 @@ pub struct Args {
     /// With --sim: print the environment that runs any program on the simulated GPU.
     #[arg(long, requires = "sim")]
     pub print_env: bool,
+
+    /// How dispatches of different passes are matched: `queue` (process, GPU, queue, kernel and
+    /// its occurrence on the queue, grid and workgroup sizes), `gpu` (any queue of the GPU) or
+    /// `process` (any GPU and queue of the process).
+    #[arg(long, value_name = "RULE", default_value = "queue")]
+    pub pass_match: PassMatch,
+
+    /// How many kernels the summary lists (by total time).
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub summary_top: usize,
 
     /// Keep going with the next pass when the application fails in one.
     #[arg(long)]
@@ -131,5 +143,32 @@ impl OutputFormat {
     /// Parses a format name as written in input files (any case).
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         OutputFormat::from_str(name, true).ok()
+    }
+}
+
+/// How dispatches of different passes are matched. Always by process (its rank among the
+/// run's processes, by pid), kernel, grid and workgroup sizes and the kernel's occurrence;
+/// the rule says where the occurrence is counted and what else must agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum PassMatch {
+    /// The same GPU and queue (by its order of creation on the GPU in the process); occurrence
+    /// counted per queue.
+    #[default]
+    Queue,
+    /// The same GPU, any queue; occurrence counted per GPU (work moves between queues).
+    Gpu,
+    /// Any GPU and queue; occurrence counted per process (work moves between GPUs).
+    Process,
+}
+
+impl PassMatch {
+    /// The GPU and queue parts of the match key of a dispatch on GPU `agent`, queue `queue`
+    /// (its creation order): 0 where the rule ignores them.
+    pub fn lane(self, agent: u32, queue: u32) -> (u32, u32) {
+        match self {
+            PassMatch::Queue => (agent, queue),
+            PassMatch::Gpu => (agent, 0),
+            PassMatch::Process => (0, 0),
+        }
     }
 }

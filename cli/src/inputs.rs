@@ -89,8 +89,49 @@ fn column(line: &str, offset: usize) -> usize {
     line[..offset].chars().count() + 1
 }
 
+/// The extensions of the merged result files, which `-o` may repeat.
+pub const MERGED_EXTENSIONS: [&str; 4] = ["csv", "db", "json", "pftrace"];
+
+/// The base name of the merged files from `-o` / `output_file`: a file name, without one of
+/// [`MERGED_EXTENSIONS`] (`-o name.csv` writes `name.csv`, not `name.csv.csv`).
+pub fn output_base(name: &str) -> Result<String, String> {
+    if name.trim().is_empty() {
+        return Err("the output file name is empty".into());
+    }
+    if name.contains('/') {
+        return Err(format!(
+            "'{name}' is a path; give the directory with -d and a file name here"
+        ));
+    }
+    let base = match name.rsplit_once('.') {
+        Some((stem, extension)) if !stem.is_empty() && MERGED_EXTENSIONS.contains(&extension) => {
+            stem
+        }
+        _ => name,
+    };
+    Ok(base.to_string())
+}
+
+/// The error of asking for truncated and mangled kernel names at once, at `at`.
+fn contradicting_names(at: &str) -> CliError {
+    CliError::input(format!(
+        "{at} contradict each other: a truncated name is a demangled one; give one of them"
+    ))
+}
+
 /// The settings given on the command line, checked.
 fn cli_settings(args: &Args) -> Result<Settings, CliError> {
+    if args.truncate_kernels && args.mangled_kernels {
+        return Err(contradicting_names(
+            "--truncate-kernels and --mangled-kernels",
+        ));
+    }
+    let output_file = match &args.output_file {
+        Some(name) => {
+            Some(output_base(name).map_err(|e| CliError::input(format!("-o/--output-file: {e}")))?)
+        }
+        None => None,
+    };
     let regex = |flag: &str, value: &Option<String>| -> Result<Option<String>, CliError> {
         if let Some(pattern) = value {
             check_regex(pattern).map_err(|e| CliError::input(format!("{flag}: {e}")))?;
@@ -113,7 +154,7 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
             ..KernelFilters::default()
         },
         output_directory: args.output_directory.clone(),
-        output_file: args.output_file.clone(),
+        output_file,
         output_format,
         truncate_kernels: args.truncate_kernels,
         mangled_kernels: args.mangled_kernels,
@@ -509,10 +550,12 @@ fn job_from_spec(
     }
     if let Some(file) = spec.output_file {
         let where_ = at(file.referenced.line(), file.referenced.column());
-        if cli.output_file.as_ref().is_some_and(|c| *c != file.value) {
+        let base = output_base(&file.value)
+            .map_err(|e| CliError::input(format!("{where_}: output_file: {e}")))?;
+        if cli.output_file.as_ref().is_some_and(|c| *c != base) {
             return Err(conflict("output_file", "--output-file", &where_));
         }
-        settings.output_file = Some(file.value);
+        settings.output_file = Some(base);
     }
     if let Some(v) = spec.output_format {
         let where_ = at(v.referenced.line(), v.referenced.column());
@@ -535,6 +578,11 @@ fn job_from_spec(
     }
     settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
     settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
+    if settings.truncate_kernels && settings.mangled_kernels {
+        return Err(contradicting_names(&format!(
+            "{job_at}: truncate_kernels and mangled_kernels"
+        )));
+    }
     Ok(Job {
         label,
         collection,
@@ -545,6 +593,23 @@ fn job_from_spec(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn output_bases_drop_a_merged_extension_and_refuse_paths_and_nothing() {
+        assert_eq!(output_base("run.csv"), Ok("run".into()));
+        assert_eq!(output_base("run.v2.db"), Ok("run.v2".into()));
+        assert_eq!(output_base("run.txt"), Ok("run.txt".into()));
+        assert_eq!(output_base(".csv"), Ok(".csv".into()));
+        assert_eq!(output_base("%hostname%"), Ok("%hostname%".into()));
+        assert_eq!(
+            output_base(" "),
+            Err("the output file name is empty".into())
+        );
+        assert_eq!(
+            output_base("a/b"),
+            Err("'a/b' is a path; give the directory with -d and a file name here".into())
+        );
+    }
 
     use rtl_pmc::passes::plan_file::{DispatchRange, IterationRange};
 
@@ -572,8 +637,17 @@ mod tests {
     truncate_kernels: true
     mangled_kernels: false
 ";
+        // Mangled names on the command line contradict job 2's truncated ones.
         let cli = Settings {
             mangled_kernels: true,
+            ..Settings::default()
+        };
+        assert_eq!(
+            parse_jobs(Path::new("in.yaml"), text, &cli).unwrap_err().message,
+            "in.yaml:3:5: truncate_kernels and mangled_kernels contradict each other: a truncated name is a demangled one; give one of them"
+        );
+        let cli = Settings {
+            output_format: vec![OutputFormat::Csv, OutputFormat::Json],
             ..Settings::default()
         };
         let jobs = parse_jobs(Path::new("in.yaml"), text, &cli).unwrap();
@@ -600,7 +674,7 @@ mod tests {
                 output_file: Some("out".into()),
                 output_format: vec![OutputFormat::Csv, OutputFormat::Json],
                 truncate_kernels: true,
-                mangled_kernels: true,
+                mangled_kernels: false,
             }
         );
     }

@@ -80,6 +80,54 @@ fn architectures(args: &Args, sim: &[(String, String)]) -> Result<Vec<String>, C
     Ok(archs)
 }
 
+/// Refuses `--arch` for another architecture than the GPUs the application will run on, and
+/// GPU selections (`gpu:`) of GPUs that are not there. Checked whenever the GPUs are known: a
+/// run, `--sim`, or a plan without `--arch`; `--plan --arch` plans for a machine elsewhere.
+fn check_against_gpus(
+    args: &Args,
+    sim: &[(String, String)],
+    jobs: &[inputs::Job],
+) -> Result<(), CliError> {
+    if args.arch.is_some() && args.sim.is_none() && args.plan {
+        return Ok(());
+    }
+    let (dir, found) = detect_gpus(sim)?;
+    if found.is_empty() {
+        return Ok(());
+    }
+    let origin = match &args.sim {
+        Some(spec) => format!("the simulated GPUs of --sim {spec}"),
+        None => format!("the GPUs found in {dir}"),
+    };
+    if let Some(arch) = &args.arch {
+        if let Some((index, gpu)) = found.iter().enumerate().find(|(_, g)| g.arch != *arch) {
+            return Err(CliError::input(format!(
+                "--arch {arch} contradicts {origin}: GPU {index} is {}; drop --arch or give --arch {}",
+                gpu.arch, gpu.arch
+            )));
+        }
+    }
+    for job in jobs {
+        if let Some(gpu) = job
+            .settings
+            .filters
+            .gpus
+            .iter()
+            .find(|&&g| g as usize >= found.len())
+        {
+            let indices = match found.len() {
+                1 => "index 0".to_string(),
+                n => format!("indices 0-{}", n - 1),
+            };
+            return Err(CliError::input(format!(
+                "{}: gpu {gpu} is not there: {origin} have {indices}",
+                job.label
+            )));
+        }
+    }
+    Ok(())
+}
+
 fn run_cli(args: &Args) -> Result<i32, CliError> {
     let sim = sim_exports(args)?;
     if args.print_env {
@@ -100,6 +148,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
             "nothing to collect: give --pmc COUNTER... or -i FILE",
         ));
     }
+    check_against_gpus(args, &sim, &jobs)?;
     let catalogs = architectures(args, &sim)?
         .iter()
         .map(|arch| ArchCatalog::load(arch, &args.extra_counters))
@@ -121,14 +170,24 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
             "no application given: put it after --, e.g. rtl-pmc --pmc SQ_WAVES -- ./app",
         ));
     }
+    // Before any directory is made: a typo must not touch earlier results.
+    run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
+        .map_err(|e| CliError::input(e.to_string()))?;
     let options = run::RunOptions {
         app: &args.app,
         continue_on_error: args.continue_on_error,
         sim: &sim,
         catalogs: &catalogs,
+        pass_match: args.pass_match,
+        summary_top: args.summary_top,
     };
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();
+    let destinations = profiles
+        .iter()
+        .map(run::destination::Destination::of)
+        .collect::<Result<Vec<_>, _>>()?;
+    run::destination::check_unused(&destinations)?;
     let mut exit = 0;
     for (i, profile) in profiles.iter().enumerate() {
         let code = run::run(profile, &options)?;

@@ -5,7 +5,9 @@
 use std::path::{Path, PathBuf};
 
 use crate::output::csv::write_agent_info;
-use crate::output::database::Database;
+use rtl_pmc_cli::args::PassMatch;
+
+use crate::output::database::{Database, Unmatched};
 pub use crate::output::files::{write_merged_files, Formats, OutputError};
 use crate::output::pass::{write_pass, PassSpec};
 
@@ -17,6 +19,7 @@ pub fn merge_directories(
     output: &Path,
     base: &str,
     formats: Formats,
+    pass_match: PassMatch,
 ) -> Result<(Database, Vec<PathBuf>), OutputError> {
     let sources = inputs
         .iter()
@@ -33,6 +36,7 @@ pub fn merge_directories(
         .collect::<Result<Vec<_>, _>>()?;
     std::fs::create_dir_all(output).map_err(|e| crate::output::atomic::named(output, e))?;
     let mut db = Database::create(&output.join(format!("{base}.db")))?;
+    db.set_pass_match(pass_match);
     let mut passes: Vec<u32> = Vec::new();
     for source in &sources {
         for agent in source.agents()? {
@@ -74,8 +78,38 @@ pub fn merge_directories(
             &db.agents()?,
         )?);
     }
+    for source in &sources {
+        for derived in source.kernel_derived()? {
+            db.add_kernel_derived(&derived)?;
+        }
+        db.set_counter_units(&source.counter_units()?)?;
+    }
     written.extend(write_merged_files(&db, output, base, formats)?);
     Ok((db, written))
+}
+
+/// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
+/// the likely cause.
+pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<String> {
+    if unmatched.incomplete == 0 {
+        return None;
+    }
+    let per_pass: Vec<String> = unmatched
+        .per_pass
+        .iter()
+        .map(|(pass, all, alone)| format!("pass {pass}: {alone} of {all}"))
+        .collect();
+    let cause = match rule {
+        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
+        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
+        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
+    };
+    Some(format!(
+        "{} of {} dispatches were not matched in every pass ({}); their counters from the passes that miss them are empty (None). Likely cause: {cause}",
+        unmatched.incomplete,
+        unmatched.merged,
+        per_pass.join(", ")
+    ))
 }
 
 /// `rtl-pmc merge`: combines the result directories of several runs (one per rank or host).
@@ -94,6 +128,12 @@ struct MergeArgs {
     /// Result formats to write.
     #[arg(long, value_name = "FORMAT", value_delimiter = ',', num_args = 1..)]
     output_format: Vec<crate::args::OutputFormat>,
+    /// How many kernels the summary lists (by total time).
+    #[arg(long, value_name = "N", default_value_t = crate::summary::TOP_KERNELS)]
+    summary_top: usize,
+    /// How dispatches of different passes are matched (see rtl-pmc --help).
+    #[arg(long, value_name = "RULE", default_value = "queue")]
+    pass_match: PassMatch,
     /// The result directories to combine.
     #[arg(required = true, value_name = "DIR")]
     inputs: Vec<PathBuf>,
@@ -112,14 +152,26 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         },
         message: e.to_string(),
     };
+    let base = rtl_pmc_cli::inputs::output_base(&args.output_file)
+        .map_err(|e| crate::error::CliError::input(format!("merge: -o/--output-file: {e}")))?;
+    let output = std::path::absolute(&args.output_directory).map_err(|e| fail(e.into()))?;
+    crate::run::destination::check_unused(&[crate::run::destination::Destination {
+        directory: output,
+        base: base.clone(),
+    }])?;
     let (db, mut written) = merge_directories(
         &args.inputs,
         &args.output_directory,
-        &args.output_file,
+        &base,
         formats,
+        args.pass_match,
     )
     .map_err(fail)?;
-    let summary = crate::summary::render(&db, &[]).map_err(|e| fail(e.into()))?;
+    let unmatched = db.unmatched().map_err(|e| fail(e.into()))?;
+    if let Some(warning) = unmatched_warning(&unmatched, args.pass_match) {
+        eprintln!("rtl-pmc: warning: {warning}");
+    }
+    let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?;
     written.extend(db.commit(formats.rocpd).map_err(|e| fail(e.into()))?);
     eprint!("{summary}");
     for file in &written {

@@ -347,9 +347,11 @@ pub fn plan_profile(
 
 impl ProfilePlan {
     /// The runs grouped by where their results go (the job's output directory and file), in
-    /// order of first appearance: each group is a profile of its own, with its own `pass_N`
-    /// directories numbered from 1 and its own merged results, as rocprofv3 gives each job its
-    /// own output. A plan whose runs all write to one place is returned whole.
+    /// order of first appearance: each group is a profile of its own, with its own merged
+    /// results, as rocprofv3 gives each job its own output. Runs are numbered from 1 per output
+    /// directory, so profiles that share a directory (and differ in their output file) have
+    /// `pass_N` directories of their own. A plan whose runs all write to one place is returned
+    /// whole.
     pub fn by_output(&self) -> Vec<ProfilePlan> {
         let mut profiles: Vec<ProfilePlan> = Vec::new();
         let destination = |run: &Run| {
@@ -358,7 +360,21 @@ impl ProfilePlan {
                 run.settings.output_file.clone(),
             )
         };
+        // Pass directories are numbered per output directory, so jobs that share one and
+        // differ only in their output file keep every pass.
+        let mut per_directory: Vec<(Option<std::path::PathBuf>, usize)> = Vec::new();
         for run in &self.runs {
+            let directory = &run.settings.output_directory;
+            let number = match per_directory.iter_mut().find(|(d, _)| d == directory) {
+                Some((_, n)) => {
+                    *n += 1;
+                    *n
+                }
+                None => {
+                    per_directory.push((directory.clone(), 1));
+                    1
+                }
+            };
             let at = profiles
                 .iter()
                 .position(|p| destination(&p.runs[0]) == destination(run));
@@ -373,7 +389,7 @@ impl ProfilePlan {
                 }
             };
             profile.runs.push(Run {
-                number: profile.runs.len() + 1,
+                number,
                 ..run.clone()
             });
         }
@@ -516,7 +532,7 @@ mod tests {
             ),
             job(&["TCC_HIT"], Some("a")),
         ];
-        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        let plan = plan_profile(jobs.clone(), &[catalog], &PlanOptions::default()).unwrap();
         assert_eq!(plan.by_output(), {
             let mut whole = plan.clone();
             whole.runs.clear();
@@ -534,6 +550,19 @@ mod tests {
             ..plan.clone()
         };
         assert_eq!(one.by_output(), vec![one.clone()]);
+
+        // Another output file in the same directory: a profile of its own, numbered on.
+        let mut named = jobs[2].clone();
+        named.settings.output_file = Some("other".into());
+        let jobs = vec![jobs[0].clone(), named];
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        let profiles = plan.by_output();
+        let numbers: Vec<Vec<usize>> = profiles
+            .iter()
+            .map(|p| p.runs.iter().map(|r| r.number).collect())
+            .collect();
+        assert_eq!(numbers, [[1], [2]]);
     }
 
     #[test]

@@ -6,8 +6,10 @@
 //! they are read; after the last pass the merged files and the summary come from it. Counters
 //! that read 0 in every dispatch of a pass where they cannot ([`zeros`]) are reported once.
 
+pub mod application;
 mod child;
 mod convert;
+pub mod destination;
 pub mod paths;
 mod progress;
 pub mod zeros;
@@ -24,7 +26,7 @@ use rtl_pmc_counters::{Catalog, Topology};
 use crate::args::OutputFormat;
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{write_merged_files, Formats, OutputError};
+use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
 use crate::output::csv::write_agent_info;
 use crate::output::database::Database;
 use crate::output::model::Agent;
@@ -53,6 +55,10 @@ pub struct RunOptions<'a> {
     pub sim: &'a [(String, String)],
     /// The counter catalogs the plan was made with.
     pub catalogs: &'a [ArchCatalog],
+    /// How dispatches of different passes are matched.
+    pub pass_match: rtl_pmc_cli::args::PassMatch,
+    /// How many kernels the summary lists.
+    pub summary_top: usize,
 }
 
 fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
@@ -216,18 +222,7 @@ impl Iterator for StartMerged {
 /// Runs the application once per run of `plan` and writes the results. Returns the exit code
 /// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
 pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
-    let settings = plan.runs.first().map(|r| &r.settings);
-    let directory = settings
-        .and_then(|s| s.output_directory.clone())
-        .unwrap_or_else(|| PathBuf::from("."));
-    // Absolute, so the application finds it whatever its working directory.
-    let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
-    let directory = std::path::absolute(&directory).map_err(|e| io_error(&directory, e))?;
-    let base = paths::expand_here(
-        settings
-            .and_then(|s| s.output_file.as_deref())
-            .unwrap_or("results"),
-    );
+    let destination::Destination { directory, base } = destination::Destination::of(plan)?;
     let asked: Vec<OutputFormat> = plan
         .runs
         .iter()
@@ -240,6 +235,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
     };
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
+    db.set_pass_match(options.pass_match);
     let (known, topologies) = known_gpus(options.sim);
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
@@ -261,10 +257,8 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         }
         let pass = run.number as u32;
         let pass_dir = directory.join(format!("pass_{pass}"));
-        std::fs::create_dir_all(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
-        for old in record_files(&pass_dir) {
-            let _ = std::fs::remove_file(old);
-        }
+        // Never an existing one: its files would mix with this run's.
+        std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
         let run_plan = run.plan_file(&pass_dir);
         let plan_path = pass_dir.join("plan.json");
         run_plan.write(&plan_path).map_err(output_error)?;
@@ -279,6 +273,17 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                 names
             });
         db.declare_counters(&counters).map_err(output_error)?;
+        let units: Vec<(String, String)> = counters
+            .iter()
+            .filter_map(|name| {
+                let unit = options
+                    .catalogs
+                    .iter()
+                    .find_map(|c| c.catalog.counter(name)?.unit.clone())?;
+                Some((name.clone(), unit))
+            })
+            .collect();
+        db.set_counter_units(&units).map_err(output_error)?;
         let label = counters.join(" ");
 
         let mut command = Command::new(program);
@@ -335,6 +340,9 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                 db.add_agent(&agent).map_err(output_error)?;
             }
         }
+        for derived in converter.derived_per_kernel(pass) {
+            db.add_kernel_derived(&derived).map_err(output_error)?;
+        }
         for warning in &converter.warnings {
             eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
         }
@@ -362,23 +370,15 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         exit = INTERRUPTED_EXIT;
     }
 
-    for m in db.mismatches().map_err(output_error)? {
-        let counts: Vec<String> = m
-            .per_pass
-            .iter()
-            .map(|(pass, n)| format!("pass {pass}: {n}"))
-            .collect();
-        eprintln!(
-            "rtl-pmc: warning: {} was dispatched a different number of times per pass ({}); dispatches beyond the smallest count have counters from some passes only",
-            m.kernel,
-            counts.join(", ")
-        );
+    let unmatched = db.unmatched().map_err(output_error)?;
+    if let Some(warning) = unmatched_warning(&unmatched, options.pass_match) {
+        eprintln!("rtl-pmc: warning: {warning}");
     }
     if let Some(warning) = zeros.warning() {
         eprintln!("rtl-pmc: warning: {warning}");
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
-    let summary = crate::summary::render(&db, &[]).map_err(output_error)?;
+    let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
     let db_path = db.commit(formats.rocpd).map_err(output_error)?;
     written.extend(merged);
     written.extend(db_path);

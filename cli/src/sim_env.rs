@@ -85,7 +85,9 @@ pub fn exports(spec: &str) -> Result<Vec<(String, String)>, String> {
     ])
 }
 
-/// Creates `dir/lib` (symlinks to the libraries in `exe_dir`) and `dir/kfd`.
+/// Creates `dir/lib` (symlinks to the libraries in `exe_dir`) and `dir/kfd`. Another rtl-pmc
+/// may be reading them: each file is replaced whole by a rename, and a topology identical to
+/// the one there is not rewritten.
 fn prepare(dir: &Path, exe_dir: &Path, config: &DeviceConfig) -> Result<PathBuf, String> {
     let lib = dir.join("lib");
     std::fs::create_dir_all(&lib).map_err(|e| format!("cannot create {}: {e}", lib.display()))?;
@@ -98,23 +100,72 @@ fn prepare(dir: &Path, exe_dir: &Path, config: &DeviceConfig) -> Result<PathBuf,
             ));
         }
         let link = lib.join(name);
-        let _ = std::fs::remove_file(&link);
-        std::os::unix::fs::symlink(&target, &link).map_err(|e| {
-            format!(
-                "cannot link {} to {}: {e}",
-                link.display(),
-                target.display()
-            )
-        })?;
+        let staged = staging(&link);
+        let _ = std::fs::remove_file(&staged);
+        std::os::unix::fs::symlink(&target, &staged)
+            .and_then(|()| std::fs::rename(&staged, &link))
+            .map_err(|e| {
+                format!(
+                    "cannot link {} to {}: {e}",
+                    link.display(),
+                    target.display()
+                )
+            })?;
     }
     let kfd = dir.join("kfd");
-    config
-        .write_kfd_topology(&kfd)
+    write_topology(&kfd, config)
         .map_err(|e| format!("cannot write the KFD topology under {}: {e}", kfd.display()))?;
     let ids = dir.join("amdgpu.ids");
-    std::fs::write(&ids, amdgpu_ids(config))
+    let staged = staging(&ids);
+    std::fs::write(&staged, amdgpu_ids(config))
+        .and_then(|()| std::fs::rename(&staged, &ids))
         .map_err(|e| format!("cannot write {}: {e}", ids.display()))?;
     Ok(dir.to_path_buf())
+}
+
+/// This process's staging name for `path`.
+fn staging(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".partial-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Writes `config`'s KFD topology at `kfd` unless the same one is there; a different one is
+/// written aside and renamed into place, so a reader sees the old or the new one, whole.
+fn write_topology(kfd: &Path, config: &DeviceConfig) -> std::io::Result<()> {
+    let staged = staging(kfd);
+    let _ = std::fs::remove_dir_all(&staged);
+    config.write_kfd_topology(&staged)?;
+    if files(&staged)? == files(kfd).unwrap_or_default() {
+        return std::fs::remove_dir_all(&staged);
+    }
+    let old = staging(&kfd.with_file_name("kfd.old"));
+    let _ = std::fs::rename(kfd, &old);
+    let placed = std::fs::rename(&staged, kfd);
+    let _ = std::fs::remove_dir_all(&old);
+    if placed.is_err() {
+        // Another process put its own in place first.
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    Ok(())
+}
+
+/// Every file under `dir` with its contents, by path relative to `dir`.
+fn files(dir: &Path) -> std::io::Result<std::collections::BTreeMap<PathBuf, Vec<u8>>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(at) = todo.pop() {
+        for entry in std::fs::read_dir(&at)? {
+            let path = entry?.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap_or(&path).to_path_buf();
+                found.insert(relative, std::fs::read(&path)?);
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// libdrm's table of marketing names (`amdgpu.ids` format) for the configuration's GPUs.
@@ -179,6 +230,34 @@ mod tests {
             amdgpu_ids(&config),
             "# Marketing names of the simulated GPUs\n1.0.0\n74A1,\t00,\tAMD Instinct MI300X\n"
         );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn topologies_are_replaced_whole_and_kept_when_unchanged() {
+        let dir = std::env::temp_dir().join(format!("rtl-sim-swap-test-{}", std::process::id()));
+        let kfd = dir.join("kfd");
+        let two = DeviceConfig::load("gfx942x2").expect("built in");
+        let one = DeviceConfig::load("gfx90a").expect("built in");
+        write_topology(&kfd, &two).unwrap();
+        let first = files(&kfd).unwrap();
+        let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&p.metadata().unwrap());
+        let before = inode(&kfd.join("nodes/2/properties"));
+        write_topology(&kfd, &two).unwrap();
+        assert_eq!(files(&kfd).unwrap(), first);
+        // Unchanged: the very same files, which a reader may hold open.
+        assert_eq!(inode(&kfd.join("nodes/2/properties")), before);
+        write_topology(&kfd, &one).unwrap();
+        assert!(!kfd.join("nodes/2").exists());
+        assert_eq!(
+            std::fs::read_to_string(kfd.join("nodes/1/name")).unwrap(),
+            "gfx90a\n"
+        );
+        let names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        assert_eq!(names, ["kfd"]);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -121,18 +121,8 @@ const V3_JSON: &str = r#"{
 }
 "#;
 
-const V3_YAML: &str = r#"jobs:
-  - pmc: ["SQ_WAVES", "GRBM_COUNT", "GRBM_GUI_ACTIVE"]
-  - pmc: ["FETCH_SIZE", "WRITE_SIZE"]
-    kernel_include_regex: ".*_kernel"
-    kernel_exclude_regex: "multiply"
-    kernel_iteration_range: "[1-2],[3-4]"
-    output_file: "out"
-    output_format:
-      - "csv"
-      - "json"
-    truncate_kernels: true
-"#;
+/// rocprofv3's documented two-job input, verbatim (also run end to end by `tests/cli_outputs.rs`).
+const V3_YAML: &str = include_str!("data/rocprofv3-jobs.yaml");
 
 const V3_GROUPS_YAML: &str = r#"jobs:
   - pmc_groups: [["SQ_WAVES", "GRBM_COUNT"], ["GRBM_GUI_ACTIVE"]]

@@ -77,8 +77,9 @@ fn flagged() -> Settings {
         output_directory: Some(PathBuf::from("results")),
         output_file: Some("out".into()),
         output_format: vec![OutputFormat::Csv],
+        // Not mangled as well: the two contradict each other.
         truncate_kernels: true,
-        mangled_kernels: true,
+        mangled_kernels: false,
     }
 }
 

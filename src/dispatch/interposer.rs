@@ -47,12 +47,16 @@ struct Session {
     counters: HashMap<u64, Arc<GpuCounters>>,
     chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>>,
     dispatch_ids: AtomicU64,
+    /// Per GPU agent handle, the queues created on it so far.
+    queues_created: Mutex<HashMap<u64, u32>>,
 }
 
 /// One intercepted queue; the handler's user data.
 struct QueueState {
     gpu: Gpu,
     queue_id: u64,
+    /// Its place among the queues created on its GPU, from 1.
+    order: u32,
     key: usize,
 }
 
@@ -176,6 +180,7 @@ impl Interposer {
                 counters,
                 chains,
                 dispatch_ids: AtomicU64::new(1),
+                queues_created: Mutex::new(HashMap::new()),
             }
         })
     }
@@ -364,6 +369,7 @@ impl Interposer {
             gpu_index: queue.gpu.index,
             arch: queue.gpu.arch.clone(),
             queue: queue.queue_id,
+            queue_order: queue.order,
             queue_index,
             dispatch,
             correlation: dispatch,
@@ -565,7 +571,17 @@ unsafe extern "C" fn queue_create(
         }
         // SAFETY: the queue was just created.
         let created = unsafe { *queue };
+        let order = {
+            let mut created_on = session
+                .queues_created
+                .lock()
+                .unwrap_or_else(|p| p.into_inner());
+            let count = created_on.entry(agent.handle).or_default();
+            *count += 1;
+            *count
+        };
         let state = Box::new(QueueState {
+            order,
             gpu,
             // SAFETY: a live queue.
             queue_id: unsafe { (*created).id },

@@ -52,6 +52,11 @@ pub struct Record {
     pub arch: String,
     /// The queue's id (`hsa_queue_t::id`).
     pub queue: u64,
+    /// The queue's place among the queues the process created on this GPU, from 1 (0 when
+    /// unknown): the same queue of the next run of the application has the same place when
+    /// queues are created in the same order, whatever their ids.
+    #[serde(default)]
+    pub queue_order: u32,
     /// The packet's index in the application's queue (rocprof's `queue-index`).
     pub queue_index: u64,
     /// Process-wide dispatch id, from 1, over every kernel dispatch the interposer saw.
@@ -377,6 +382,7 @@ mod tests {
             gpu_index: 1,
             arch: "gfx942".into(),
             queue: 7,
+            queue_order: 2,
             queue_index: n + 3,
             dispatch: n,
             correlation: n,
@@ -431,6 +437,24 @@ mod tests {
         raw.write_all(b"{\"pid\":42,\"tid\"").unwrap();
         let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
         assert_eq!(read_back, vec![sample(1), timing_only]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn records_without_a_queue_order_read_as_unknown() {
+        let path = temp("no-queue-order");
+        let mut line = serde_json::to_value(sample(1)).unwrap();
+        line.as_object_mut().unwrap().remove("queue_order");
+        let header = format!("{{\"format\":\"{FORMAT}\",\"version\":{VERSION}}}");
+        std::fs::write(&path, format!("{header}\n{line}\n")).unwrap();
+        let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(
+            records,
+            [Record {
+                queue_order: 0,
+                ..sample(1)
+            }]
+        );
         std::fs::remove_file(&path).unwrap();
     }
 

@@ -176,20 +176,7 @@ pub fn records(dir: &Path) -> Vec<Record> {
 /// The ground-truth lines of a run. A `problem` line (a packet the simulated GPU does not model)
 /// fails the test.
 pub fn ground_truth(path: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
-        .inspect(assert_no_problem)
-        .collect()
-}
-
-/// Fails on a ground-truth `problem` line: the simulated GPU met a packet it does not model.
-pub fn assert_no_problem(line: &serde_json::Value) {
-    assert!(
-        line.get("problem").is_none(),
-        "the simulated GPU met a packet it does not model: {line}"
-    );
+    sim_support::read_ground_truth(path)
 }
 
 /// Asserts that every ground-truth dispatch has exactly one record with the same agent, kernel

@@ -73,3 +73,23 @@ fn parse_export(line: &str) -> Option<(String, String)> {
 pub fn fixture(target: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("sim/fixtures/kernels-{target}.co"))
 }
+
+/// The ground-truth lines (`RTL_SIM_GROUND_TRUTH`) at `path`, none when there is no file.
+pub fn read_ground_truth(path: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        // A process killed while writing leaves a torn last line.
+        .filter(|l| l.ends_with('}'))
+        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .inspect(assert_no_problem)
+        .collect()
+}
+
+/// Fails on a ground-truth `problem` line: the simulated GPU met a packet it does not model.
+pub fn assert_no_problem(line: &serde_json::Value) {
+    assert!(
+        line.get("problem").is_none(),
+        "the simulated GPU met a packet it does not model: {line}"
+    );
+}

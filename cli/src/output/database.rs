@@ -5,11 +5,13 @@
 //! - `rocpd_string(id, string)`: kernel names;
 //! - `rocpd_info_agent(id, node_id, gpu_index, name, product_name, properties)`;
 //! - `rocpd_info_pmc(id, name, dimensions)`: the counters, in first-seen order;
-//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with the merge key
-//!   `(source, process_order, kernel_id, occurrence)` and `merged_id`;
+//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with its process order, its
+//!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
+//!   `merged_id`;
 //! - `rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
 //!   the total and, for counters with several positions, the per-dimension values as a JSON array;
-//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes.
+//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
+//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -28,7 +30,8 @@ use rusqlite::{params, Connection};
 use super::atomic::temporary_path;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::totals::{Launches, MergedLaunches, Totals};
+use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
+use rtl_pmc_cli::args::PassMatch;
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -56,11 +59,15 @@ CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
 CREATE TABLE rocpd_info_agent(
   id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL UNIQUE, gpu_index INTEGER NOT NULL,
   name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL);
-CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL);
+CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL,
+  unit TEXT NOT NULL DEFAULT '');
+CREATE TABLE rtl_kernel_derived(
+  pass INTEGER NOT NULL, kernel_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL,
+  value REAL NOT NULL, dispatches INTEGER NOT NULL);
 CREATE TABLE rocpd_kernel_dispatch(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
   pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
-  queue_id INTEGER NOT NULL, queue_index INTEGER NOT NULL,
+  queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL, queue_index INTEGER NOT NULL,
   dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
   kernel_id INTEGER NOT NULL REFERENCES rocpd_string(id), kernel_object INTEGER NOT NULL,
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
@@ -71,12 +78,17 @@ CREATE TABLE rocpd_kernel_dispatch(
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
 CREATE TABLE rocpd_pmc_event(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
-  dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
+  dimension_values TEXT, reported INTEGER NOT NULL DEFAULT 1,
+  PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
 CREATE TABLE rtl_merged_dispatch(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
-  kernel_id INTEGER NOT NULL, occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
+  agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+  workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
+  occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
-  UNIQUE(source, process_order, kernel_id, occurrence));
+  UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
+         grid_z, workgroup_x, workgroup_y, workgroup_z));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
@@ -97,32 +109,46 @@ CREATE VIEW busy AS
          100.0 * sum(d.duration_ns) / max(max(d.end_ns) - min(d.start_ns), 1) AS busy_percent
   FROM dispatches d LEFT JOIN rocpd_info_agent a ON a.node_id = d.agent
   GROUP BY d.agent ORDER BY d.agent;
+CREATE VIEW kernel_derived AS
+  SELECT d.kernel_id, d.pmc_id, sum(d.value * d.dispatches) / sum(d.dispatches) AS value
+  FROM rtl_kernel_derived d
+  WHERE d.pass = (SELECT min(e.pass) FROM rtl_kernel_derived e
+                  WHERE e.kernel_id = d.kernel_id AND e.pmc_id = d.pmc_id)
+  GROUP BY d.kernel_id, d.pmc_id;
 CREATE VIEW kernel_counters AS
-  SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total
+  SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total,
+         coalesce((SELECT d.value FROM kernel_derived d
+                   WHERE d.kernel_id = k.kernel_id AND d.pmc_id = p.id), sum(v.value)) AS value,
+         p.unit AS unit
   FROM rocpd_pmc_event v JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
   JOIN rocpd_string s ON s.id = k.kernel_id JOIN rocpd_info_pmc p ON p.id = v.pmc_id
-  GROUP BY s.string, p.id ORDER BY s.string, p.id;
+  WHERE v.reported GROUP BY s.string, p.id ORDER BY s.string, p.id;
 CREATE VIEW pmc_dimension AS
   SELECT v.dispatch_id, p.name AS counter, p.dimensions, CAST(j.key AS INTEGER) AS position,
          j.value AS value
   FROM rocpd_pmc_event v JOIN rocpd_info_pmc p ON p.id = v.pmc_id,
-       json_each(coalesce(v.dimension_values, json_array(v.value))) j;
+       json_each(coalesce(v.dimension_values, json_array(v.value))) j
+  WHERE v.reported;
 ";
 
 const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id)
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order)
   VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,
-          ?25,?26,?27,?28,?29,?30)";
+          ?25,?26,?27,?28,?29,?30,?31)";
 
 /// A dispatch joined while it is inserted, with a key no earlier pass had.
-const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order,
-  kernel_id, occurrence, first_dispatch, start_ns, passes) VALUES (?1,?2,?3,?4,?5,?6,?7,1)";
+const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order, agent,
+  queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
+  occurrence, first_dispatch, start_ns, passes)
+  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,1)";
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
-  WHERE source = ?1 AND process_order = ?2 AND kernel_id = ?3 AND occurrence = ?4";
+  WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
+    AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
+    AND workgroup_z = ?11 AND occurrence = ?12";
 
 /// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
 const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
@@ -165,7 +191,7 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
 const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
   k.correlation_id, k.kernel_id, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
-  k.wave_size, k.signal, k.start_ns, k.end_ns";
+  k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order";
 
 /// One kernel's line of the `top` view.
 #[derive(Debug, Clone, PartialEq)]
@@ -180,6 +206,33 @@ pub struct KernelTime {
     pub average_ns: f64,
     /// Share of all kernel time, percent.
     pub percent: f64,
+}
+
+/// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
+/// the kernel's dispatches (see [`Database::add_kernel_derived`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelDerived {
+    /// The pass.
+    pub pass: u32,
+    /// Kernel name.
+    pub kernel: String,
+    /// Counter name.
+    pub counter: String,
+    /// The value.
+    pub value: f64,
+    /// The dispatches whose inputs were summed.
+    pub dispatches: u64,
+}
+
+/// One counter of one kernel in the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCounter {
+    /// Counter name.
+    pub name: String,
+    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
+    pub value: f64,
+    /// Its unit as the catalog gives it, empty for none.
+    pub unit: String,
 }
 
 /// One GPU's line of the `busy` view.
@@ -197,21 +250,69 @@ pub struct AgentBusy {
     pub busy_percent: f64,
 }
 
-/// A kernel whose dispatch count differs between passes: its dispatches beyond the common
-/// count could not be matched across passes and have counters from some passes only.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mismatch {
-    /// Kernel name.
-    pub kernel: String,
-    /// `(pass, dispatches)` for every pass of the profile.
-    pub per_pass: Vec<(u32, u64)>,
+/// The dispatches that could not be joined in every pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unmatched {
+    /// Merged dispatches (after joining).
+    pub merged: u64,
+    /// Merged dispatches missing from at least one pass.
+    pub incomplete: u64,
+    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
+    pub per_pass: Vec<(u32, u64, u64)>,
+}
+
+/// A dispatch's lane: the run of launches its occurrence is counted in, per input source,
+/// process (pid within a pass, rank across passes), GPU, queue and kernel, the GPU and queue as
+/// the match rule keeps them.
+type Lane = (u32, u32, u32, u32, i64);
+
+/// What must agree for two dispatches of different passes to be one: input source, process
+/// rank, GPU, queue, kernel, grid, workgroup and occurrence in the lane.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct MergeKey {
+    source: u32,
+    order: i64,
+    agent: u32,
+    queue: u32,
+    kernel: i64,
+    grid: [u32; 3],
+    workgroup: [u32; 3],
+    occurrence: i64,
+}
+
+impl MergeKey {
+    /// The key's columns in `rtl_merged_dispatch`'s order: source, process order, GPU, queue,
+    /// kernel, grid, workgroup, occurrence.
+    fn columns(&self) -> [i64; 12] {
+        let [gx, gy, gz] = self.grid.map(i64::from);
+        let [wx, wy, wz] = self.workgroup.map(i64::from);
+        [
+            i64::from(self.source),
+            self.order,
+            i64::from(self.agent),
+            i64::from(self.queue),
+            self.kernel,
+            gx,
+            gy,
+            gz,
+            wx,
+            wy,
+            wz,
+            self.occurrence,
+        ]
+    }
+
+    /// The lane across passes (process by rank), for [`Database::known_launches`].
+    fn lane(&self) -> (u32, i64, u32, u32, i64) {
+        (self.source, self.order, self.agent, self.queue, self.kernel)
+    }
 }
 
 /// The join of the pass being inserted, computed dispatch by dispatch. It equals the join in SQL
-/// (occurrence by dispatch id within process and kernel, process order by pid, merged ids in
-/// start order) while dispatches arrive in start order, each process launches a kernel in
-/// dispatch-id order, and the processes with dispatches are the lowest pids declared; when any
-/// of that fails, [`Database::end_pass`] undoes it and joins the pass in SQL.
+/// (occurrence by dispatch id within the lane, process order by pid, merged ids in start order)
+/// while dispatches arrive in start order, each lane's dispatches come in dispatch-id order,
+/// and the processes with dispatches are the lowest pids declared; when any of that fails,
+/// [`Database::end_pass`] undoes it and joins the pass in SQL.
 #[derive(Debug, Default)]
 struct PassJoin {
     /// The highest merged id before the pass.
@@ -226,8 +327,8 @@ struct PassJoin {
     merged: MergedLaunches,
     /// The declared processes of each source, by pid, and whether each had a dispatch.
     processes: FastMap<u32, Vec<(u32, bool)>>,
-    /// Per (source, pid, kernel): the last dispatch id and the launches so far.
-    launches: FastMap<(u32, u32, i64), (u64, i64)>,
+    /// Per lane (with the pid): the last dispatch id and the launches so far.
+    launches: FastMap<Lane, (u64, i64)>,
     /// The start of the last dispatch.
     last_start: u64,
     /// Whether every dispatch so far was joined.
@@ -235,9 +336,15 @@ struct PassJoin {
 }
 
 impl PassJoin {
-    /// `(process order, occurrence)` of `d` (kernel `kernel_id`), or `None` once the pass can no
+    /// The merge key of `d` (kernel `kernel_id`) under `rule`, or `None` once the pass can no
     /// longer be joined this way.
-    fn key(&mut self, source: u32, d: &Dispatch, kernel_id: i64) -> Option<(i64, i64)> {
+    fn key(
+        &mut self,
+        source: u32,
+        d: &Dispatch,
+        kernel_id: i64,
+        rule: PassMatch,
+    ) -> Option<MergeKey> {
         if !self.exact || d.start_ns < self.last_start {
             self.exact = false;
             return None;
@@ -247,12 +354,25 @@ impl PassJoin {
             pids[i].1 = true;
             Some(i as i64 + 1)
         });
-        let launches = self.launches.entry((source, d.pid, kernel_id)).or_default();
+        let (agent, queue) = rule.lane(d.agent, d.queue_order);
+        let launches = self
+            .launches
+            .entry((source, d.pid, agent, queue, kernel_id))
+            .or_default();
         match order {
             Some(order) if d.dispatch_id >= launches.0 => {
                 *launches = (d.dispatch_id, launches.1 + 1);
                 self.last_start = d.start_ns;
-                Some((order, launches.1))
+                Some(MergeKey {
+                    source,
+                    order,
+                    agent,
+                    queue,
+                    kernel: kernel_id,
+                    grid: d.grid,
+                    workgroup: d.workgroup,
+                    occurrence: launches.1,
+                })
             }
             _ => {
                 self.exact = false;
@@ -261,16 +381,17 @@ impl PassJoin {
         }
     }
 
-    /// Folds the launches of this pass into `known`: per (source, process order, kernel), the
-    /// most launches any pass had.
-    fn record_launches(&self, known: &mut FastMap<(u32, i64, i64), i64>) {
-        for (&(source, pid, kernel), &(_, n)) in &self.launches {
+    /// Folds the launches of this pass into `known`: per lane (process by rank), the most
+    /// launches any pass had.
+    fn record_launches(&self, known: &mut KnownLaunches) {
+        for (&(source, pid, agent, queue, kernel), &(_, n)) in &self.launches {
             let order = self
                 .processes
                 .get(&source)
                 .and_then(|pids| pids.binary_search_by_key(&pid, |&(pid, _)| pid).ok());
             if let Some(order) = order {
-                let most = known.entry((source, order as i64 + 1, kernel)).or_default();
+                let lane = (source, order as i64 + 1, agent, queue, kernel);
+                let most = known.entry(lane).or_default();
                 *most = (*most).max(n);
             }
         }
@@ -285,6 +406,10 @@ impl PassJoin {
     }
 }
 
+/// Per lane across passes (source, process rank, GPU, queue, kernel): the most launches of any
+/// pass so far.
+type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
+
 /// The statements that join a dispatch to its merged dispatch.
 struct MergedStatements<'conn> {
     find: rusqlite::CachedStatement<'conn>,
@@ -292,40 +417,38 @@ struct MergedStatements<'conn> {
 }
 
 impl MergedStatements<'_> {
-    /// The merged dispatch of the key `(source, order, kernel id, occurrence)` of `d` (row
-    /// `row`): an earlier pass's when `known` says one had the key, else a new one.
+    /// The merged dispatch of `key` (of `d`, row `row`): an earlier pass's when one had the key,
+    /// else a new one.
     fn join(
         &mut self,
         join: &mut PassJoin,
-        known: &FastMap<(u32, i64, i64), i64>,
-        (source, order, kernel_id, occurrence): (u32, i64, i64, i64),
+        known: &KnownLaunches,
+        key: MergeKey,
         row: i64,
         d: &Dispatch,
     ) -> rusqlite::Result<i64> {
-        if known
-            .get(&(source, order, kernel_id))
-            .is_some_and(|&n| occurrence <= n)
-        {
-            // Its passes are counted at the end of the pass, in one statement.
-            join.matched += 1;
-            return self
+        use rusqlite::OptionalExtension as _;
+        let columns = key.columns();
+        // Only lanes an earlier pass launched this often can have the key.
+        if known.get(&key.lane()).is_some_and(|&n| key.occurrence <= n) {
+            let found = self
                 .find
-                .query_row(params![source, order, kernel_id, occurrence], |r| r.get(0));
+                .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
+                .optional()?;
+            if let Some(id) = found {
+                // Its passes are counted at the end of the pass, in one statement.
+                join.matched += 1;
+                return Ok(id);
+            }
         }
         let id = join.next_merged;
-        self.insert.execute(params![
-            id,
-            source,
-            order,
-            kernel_id,
-            occurrence,
-            row,
-            d.start_ns as i64
-        ])?;
+        let row_and_start = [row, d.start_ns as i64];
+        let values = std::iter::once(id).chain(columns).chain(row_and_start);
+        self.insert.execute(rusqlite::params_from_iter(values))?;
         join.next_merged += 1;
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
-            .entry((kernel_id, d.agent))
+            .entry((key.kernel, d.agent))
             .and_modify(|l| l.add(&launch))
             .or_insert(launch);
         Ok(id)
@@ -350,9 +473,19 @@ pub struct Database {
     next_row: i64,
     /// The join of the pass being inserted.
     join: PassJoin,
-    /// Per (source, process order, kernel): the most launches of any pass so far, so whether a
-    /// key has a merged dispatch is known without asking.
-    known_launches: FastMap<(u32, i64, i64), i64>,
+    /// The most launches of any pass so far per lane, so that a key no earlier pass can have
+    /// is known without asking.
+    known_launches: KnownLaunches,
+    /// How dispatches of different passes are matched.
+    pass_match: PassMatch,
+    /// The counters of the passes before the one being inserted, by id: a value of one of them
+    /// may repeat one an earlier pass reported for the same dispatch.
+    collected_before: FastMap<i64, ()>,
+    /// The counters of the pass being inserted, by id.
+    collected: FastMap<i64, ()>,
+    /// Per GPU, its timeline in the pass being inserted and the idle gaps counted so far;
+    /// `None` once a dispatch came out of start order (the pass's gaps are then counted in SQL).
+    timelines: Option<FastMap<u32, (Timeline, IdleGaps)>>,
     /// The figures of the summary.
     totals: Totals,
     /// Whether the database has its bulk page size.
@@ -406,6 +539,7 @@ fn row_dispatch(
     d.signal = u64_at(22)?;
     d.start_ns = u64_at(23)?;
     d.end_ns = u64_at(24)?;
+    d.queue_order = row.get(25)?;
     Ok(())
 }
 
@@ -474,10 +608,19 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: FastMap::default(),
+            pass_match: PassMatch::default(),
+            collected_before: FastMap::default(),
+            collected: FastMap::default(),
+            timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
             committed: finished,
         }
+    }
+
+    /// Sets how dispatches of the passes inserted from now on are matched (default: by queue).
+    pub fn set_pass_match(&mut self, rule: PassMatch) {
+        self.pass_match = rule;
     }
 
     fn err<T>(&self, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
@@ -684,19 +827,19 @@ impl Database {
         for (source, d) in dispatches {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
-            *self.totals.dispatches.entry((kernel_id, pass)).or_default() += 1;
             let row = self.next_row;
-            let key = self.join.key(source, d, kernel_id);
+            *self.totals.pass_dispatches.entry(pass).or_default() += 1;
+            if let Some(timelines) = &mut self.timelines {
+                let (timeline, gaps) = timelines.entry(d.agent).or_default();
+                if !timeline.add(d.start_ns, d.end_ns, gaps) {
+                    self.timelines = None;
+                }
+            }
+            let key = self.join.key(source, d, kernel_id, self.pass_match);
             let merged_id = match key {
-                Some((order, occurrence)) => Some(sql(
+                Some(key) => Some(sql(
                     path,
-                    merged.join(
-                        &mut self.join,
-                        &self.known_launches,
-                        (source, order, kernel_id, occurrence),
-                        row,
-                        d,
-                    ),
+                    merged.join(&mut self.join, &self.known_launches, key, row, d),
                 )?),
                 None => None,
             };
@@ -728,19 +871,25 @@ impl Database {
                 d.signal as i64,
                 d.start_ns as i64,
                 d.end_ns as i64,
-                key.map(|k| k.0),
-                key.map(|k| k.1),
+                key.map(|k| k.order),
+                key.map(|k| k.occurrence),
                 merged_id,
+                d.queue_order,
             ]);
             sql(path, r)?;
             self.next_row += 1;
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
-                self.totals
-                    .counters
-                    .entry((kernel_id, pmc))
-                    .or_default()
-                    .add(c.total);
+                self.collected.insert(pmc, ());
+                // A counter an earlier pass collected is summed once the pass is joined and
+                // its repeats are known.
+                if !self.collected_before.contains_key(&pmc) {
+                    self.totals
+                        .counters
+                        .entry((kernel_id, pmc))
+                        .or_default()
+                        .add(c.total);
+                }
                 let from = json.len();
                 let range = push_dimension_json(json, &c.values).then_some(from..json.len());
                 rows.push((row, pmc, c.total, range));
@@ -773,9 +922,9 @@ impl Database {
         Ok(())
     }
 
-    /// Closes the pass: numbers each process's launches of each kernel and joins them to the
-    /// dispatches of earlier passes by (source, process order, kernel, occurrence). A pass that
-    /// could not be joined while inserted is joined here in SQL.
+    /// Closes the pass: numbers the launches of each lane and joins them to the dispatches of
+    /// earlier passes by the merge key. A pass that could not be joined while inserted is
+    /// joined here in SQL.
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
@@ -795,6 +944,8 @@ impl Database {
             let merged = self.merged_since(join.merged_before)?;
             self.totals.add_merged(&merged);
         }
+        self.report_once(pass)?;
+        self.count_gaps(pass)?;
         let r = self.conn.execute(
             "UPDATE rtl_pass SET exit_status = ?2 WHERE id = ?1",
             params![pass, exit_status],
@@ -805,6 +956,97 @@ impl Database {
             self.in_transaction = false;
         }
         Ok(())
+    }
+
+    /// Reports each counter of each merged dispatch once: a value `pass` collected for a
+    /// dispatch that an earlier pass already has a value of that counter for is kept, but marked
+    /// not reported (the earliest pass's value is the one every output shows); the pass's other
+    /// values of counters an earlier pass collected go into the summary's totals.
+    fn report_once(&mut self, pass: u32) -> Result<(), DatabaseError> {
+        let collected = std::mem::take(&mut self.collected);
+        let repeated = collected
+            .keys()
+            .any(|pmc| self.collected_before.contains_key(pmc));
+        if repeated {
+            let r = self.conn.execute(
+                "UPDATE rocpd_pmc_event AS v SET reported = 0
+                 FROM rocpd_kernel_dispatch k
+                 WHERE k.id = v.dispatch_id AND k.pass = ?1 AND EXISTS (
+                   SELECT 1 FROM rocpd_kernel_dispatch e JOIN rocpd_pmc_event ev
+                     ON ev.dispatch_id = e.id AND ev.pmc_id = v.pmc_id
+                   WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
+                [pass],
+            );
+            self.err(r)?;
+            let mut stmt = self.err(self.conn.prepare(
+                "SELECT k.kernel_id, v.pmc_id, v.value
+                 FROM rocpd_kernel_dispatch k JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+                 WHERE k.pass = ?1 AND v.reported ORDER BY k.id, v.pmc_id",
+            ))?;
+            let rows = self.err(stmt.query_map([pass], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, f64>(2)?,
+                ))
+            }))?;
+            for row in rows {
+                let (kernel, pmc, value) = self.err(row)?;
+                if self.collected_before.contains_key(&pmc) {
+                    self.totals
+                        .counters
+                        .entry((kernel, pmc))
+                        .or_default()
+                        .add(value);
+                }
+            }
+        }
+        self.collected_before.extend(collected);
+        Ok(())
+    }
+
+    /// Adds the idle gaps of `pass`'s GPUs to the totals: as counted while the dispatches were
+    /// inserted, or, when they came out of start order, from the database.
+    fn count_gaps(&mut self, pass: u32) -> Result<(), DatabaseError> {
+        let timelines = self.timelines.replace(FastMap::default());
+        let counted: Vec<(u32, IdleGaps)> = match timelines {
+            Some(timelines) => timelines
+                .into_iter()
+                .map(|(agent, (_, gaps))| (agent, gaps))
+                .collect(),
+            None => {
+                let mut stmt = self.err(self.conn.prepare(
+                    "SELECT agent, start_ns - max(end_ns) OVER (PARTITION BY agent
+                       ORDER BY start_ns, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
+                     FROM rocpd_kernel_dispatch WHERE pass = ?1",
+                ))?;
+                let rows = self.err(stmt.query_map([pass], |r| {
+                    Ok((r.get::<_, u32>(0)?, r.get::<_, Option<i64>>(1)?))
+                }))?;
+                let mut by_agent: FastMap<u32, IdleGaps> = FastMap::default();
+                for row in rows {
+                    let (agent, gap) = self.err(row)?;
+                    let gaps = by_agent.entry(agent).or_default();
+                    if let Some(gap) = gap.filter(|&g| g > 0) {
+                        gaps.add(gap as u64);
+                    }
+                }
+                by_agent.into_iter().collect()
+            }
+        };
+        for (agent, gaps) in counted {
+            self.totals.gaps.entry(agent).or_default().merge(&gaps);
+        }
+        Ok(())
+    }
+
+    /// The idle gaps between the dispatches of each GPU, by node id (each pass's timeline on
+    /// its own, the passes' gaps added).
+    pub fn idle_gaps(&self) -> Vec<(u32, IdleGaps)> {
+        let mut gaps: Vec<(u32, IdleGaps)> =
+            self.totals.gaps.iter().map(|(&a, &g)| (a, g)).collect();
+        gaps.sort_by_key(|g| g.0);
+        gaps
     }
 
     /// The merged dispatches with ids above `id`, by kernel and GPU.
@@ -839,31 +1081,46 @@ impl Database {
             );
             self.err(r)?;
         }
+        // The lane's GPU and queue as the rule keeps them (0 where it ignores them).
+        let (agent, queue) = match self.pass_match {
+            PassMatch::Queue => ("agent", "queue_order"),
+            PassMatch::Gpu => ("agent", "0"),
+            PassMatch::Process => ("0", "0"),
+        };
+        const KEY: &str = "source, process_order, agent, queue_order, kernel_id, occurrence,
+            grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z";
         let statements = [
-            "DROP TABLE IF EXISTS temp.rtl_pass_key",
-            "CREATE TEMP TABLE rtl_pass_key AS
-             SELECT id, source, start_ns,
-                    row_number() OVER (PARTITION BY source, pid, kernel_id
-                                       ORDER BY dispatch_id, id) AS occurrence,
-                    dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order,
-                    kernel_id
-             FROM rocpd_kernel_dispatch WHERE pass = ?1",
+            "DROP TABLE IF EXISTS temp.rtl_pass_key".to_string(),
+            format!(
+                "CREATE TEMP TABLE rtl_pass_key AS
+                 SELECT id, source, start_ns, {agent} AS agent, {queue} AS queue_order, kernel_id,
+                        grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
+                        row_number() OVER (PARTITION BY source, pid, {agent}, {queue}, kernel_id
+                                           ORDER BY dispatch_id, id) AS occurrence,
+                        dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
+                 FROM rocpd_kernel_dispatch WHERE pass = ?1"
+            ),
             // New keys become merged dispatches in start order; known ones count one more pass.
-            "INSERT INTO rtl_merged_dispatch(source, process_order, kernel_id,
-               occurrence, first_dispatch, start_ns, passes)
-             SELECT source, process_order, kernel_id, occurrence, id, start_ns, 1
-             FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
-             ON CONFLICT(source, process_order, kernel_id, occurrence)
-             DO UPDATE SET passes = passes + 1",
+            format!(
+                "INSERT INTO rtl_merged_dispatch({KEY}, first_dispatch, start_ns, passes)
+                 SELECT {KEY}, id, start_ns, 1
+                 FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
+                 ON CONFLICT({KEY}) DO UPDATE SET passes = passes + 1"
+            ),
             "UPDATE rocpd_kernel_dispatch AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
              FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
                ON m.source = p.source AND m.process_order = p.process_order
+              AND m.agent = p.agent AND m.queue_order = p.queue_order
               AND m.kernel_id = p.kernel_id AND m.occurrence = p.occurrence
-             WHERE k.id = p.id",
-            "DROP TABLE temp.rtl_pass_key",
+              AND m.grid_x = p.grid_x AND m.grid_y = p.grid_y AND m.grid_z = p.grid_z
+              AND m.workgroup_x = p.workgroup_x AND m.workgroup_y = p.workgroup_y
+              AND m.workgroup_z = p.workgroup_z
+             WHERE k.id = p.id"
+                .to_string(),
+            "DROP TABLE temp.rtl_pass_key".to_string(),
         ];
-        for statement in statements {
+        for statement in &statements {
             let r = match statement.contains("?1") {
                 true => self.conn.execute(statement, [pass]),
                 false => self.conn.execute(statement, []),
@@ -871,11 +1128,15 @@ impl Database {
             self.err(r)?;
         }
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT source, process_order, kernel_id, max(occurrence) FROM rtl_merged_dispatch
-             GROUP BY source, process_order, kernel_id",
+            "SELECT source, process_order, agent, queue_order, kernel_id, max(occurrence)
+             FROM rtl_merged_dispatch GROUP BY source, process_order, agent, queue_order, kernel_id",
         ))?;
-        let rows =
-            self.err(stmt.query_map([], |r| Ok(((r.get(0)?, r.get(1)?, r.get(2)?), r.get(3)?))))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok((
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?),
+                r.get(5)?,
+            ))
+        }))?;
         self.known_launches = self.err(rows.collect())?;
         Ok(())
     }
@@ -976,7 +1237,7 @@ impl Database {
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
              CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
-             ORDER BY m.start_ns, m.id"
+             WHERE v.reported ORDER BY m.start_ns, m.id"
         );
         self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
     }
@@ -1114,10 +1375,11 @@ impl Database {
         Ok(busy)
     }
 
-    /// The counter totals of `kernel` over all its dispatches of every pass, in counter order
-    /// (what the `kernel_counters` view answers), over the dispatches inserted through this
-    /// handle.
-    pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<(String, f64)>, DatabaseError> {
+    /// The counters of `kernel` in counter order (what the `kernel_counters` view's `value` and
+    /// `unit` answer), over the dispatches inserted through this handle: a derived counter
+    /// recomputed from its inputs summed over the kernel's dispatches (see
+    /// [`Database::add_kernel_derived`]), any other the sum of its reported values.
+    pub fn kernel_counters(&self, kernel: &str) -> Result<Vec<KernelCounter>, DatabaseError> {
         let Some(&kernel) = self.strings.get(kernel) else {
             return Ok(Vec::new());
         };
@@ -1126,53 +1388,147 @@ impl Database {
             .counters
             .iter()
             .filter(|((k, _), _)| *k == kernel)
-            .map(|(&(_, pmc), sum)| (pmc, sum.value()))
+            .map(|(&(_, pmc), sum)| {
+                let value = match self.totals.derived.get(&(kernel, pmc)) {
+                    Some(&(_, weighted, dispatches)) => weighted / dispatches.max(1) as f64,
+                    None => sum.value(),
+                };
+                (pmc, value)
+            })
             .collect();
         totals.sort_by_key(|t| t.0);
+        let units = self.counter_units()?;
         Ok(totals
             .into_iter()
-            .map(|(pmc, total)| {
-                let name = self.pmcs.iter().find(|(_, &id)| id == pmc);
-                (name.map(|n| n.0.clone()).unwrap_or_default(), total)
+            .map(|(pmc, value)| {
+                let name = self
+                    .pmcs
+                    .iter()
+                    .find(|(_, &id)| id == pmc)
+                    .map(|n| n.0.clone())
+                    .unwrap_or_default();
+                let unit = units
+                    .iter()
+                    .find(|(n, _)| *n == name)
+                    .map(|u| u.1.clone())
+                    .unwrap_or_default();
+                KernelCounter { name, value, unit }
             })
             .collect())
     }
 
-    /// Kernels whose dispatch count differs between passes, over the dispatches inserted
-    /// through this handle.
-    pub fn mismatches(&self) -> Result<Vec<Mismatch>, DatabaseError> {
-        let passes = self.passes()?;
-        let names = self.kernel_names();
-        let mut kernels: Vec<(&str, i64)> = self
+    /// Records the per-kernel value of a derived counter in a pass, recomputed from its inputs
+    /// summed over the kernel's dispatches (on GPUs of one topology): a ratio of sums, never a
+    /// sum of ratios. The summary and the `kernel_counters` view take each kernel's from the
+    /// earliest pass that has one; values of one pass for several topologies (or, with
+    /// `rtl-pmc merge`, several runs) are weighed by their dispatches.
+    pub fn add_kernel_derived(&mut self, derived: &KernelDerived) -> Result<(), DatabaseError> {
+        let KernelDerived {
+            pass,
+            ref kernel,
+            ref counter,
+            value,
+            dispatches,
+        } = *derived;
+        let kernel_id = self.string_id(kernel)?;
+        let pmc = self.counter_id(&Counter {
+            name: counter.to_string(),
+            ..Counter::default()
+        })?;
+        let r = self.conn.execute(
+            "INSERT INTO rtl_kernel_derived(pass, kernel_id, pmc_id, value, dispatches)
+             VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![pass, kernel_id, pmc, value, dispatches as i64],
+        );
+        self.err(r)?;
+        let entry = self
             .totals
-            .dispatches
-            .keys()
-            .map(|&(id, _)| (names.get(&id).copied().unwrap_or_default(), id))
-            .collect();
-        kernels.sort_unstable();
-        kernels.dedup();
-        Ok(kernels
-            .into_iter()
-            .filter_map(|(kernel, id)| {
-                let per_pass: Vec<(u32, u64)> = passes
-                    .iter()
-                    .map(|&p| {
-                        (
-                            p,
-                            self.totals.dispatches.get(&(id, p)).copied().unwrap_or(0),
-                        )
-                    })
-                    .collect();
-                let first = per_pass.first().map(|p| p.1);
-                per_pass
-                    .iter()
-                    .any(|p| Some(p.1) != first)
-                    .then(|| Mismatch {
-                        kernel: kernel.to_string(),
-                        per_pass,
-                    })
+            .derived
+            .entry((kernel_id, pmc))
+            .or_insert((pass, 0.0, 0));
+        if entry.0 == pass {
+            entry.1 += value * dispatches as f64;
+            entry.2 += dispatches;
+        }
+        Ok(())
+    }
+
+    /// Every per-kernel derived value recorded.
+    pub fn kernel_derived(&self) -> Result<Vec<KernelDerived>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT d.pass, s.string, p.name, d.value, d.dispatches FROM rtl_kernel_derived d
+             JOIN rocpd_string s ON s.id = d.kernel_id JOIN rocpd_info_pmc p ON p.id = d.pmc_id
+             ORDER BY d.rowid",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok(KernelDerived {
+                pass: r.get(0)?,
+                kernel: r.get(1)?,
+                counter: r.get(2)?,
+                value: r.get(3)?,
+                dispatches: r.get::<_, i64>(4)? as u64,
             })
-            .collect())
+        }))?;
+        self.err(rows.collect())
+    }
+
+    /// Records the unit of each named counter (`percent`, `cycles`, ...; empty for none).
+    pub fn set_counter_units(&mut self, units: &[(String, String)]) -> Result<(), DatabaseError> {
+        for (name, unit) in units {
+            let r = self.conn.execute(
+                "UPDATE rocpd_info_pmc SET unit = ?2 WHERE name = ?1",
+                params![name, unit],
+            );
+            self.err(r)?;
+        }
+        Ok(())
+    }
+
+    /// The unit of every counter with one, by name.
+    pub fn counter_units(&self) -> Result<Vec<(String, String)>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT name, unit FROM rocpd_info_pmc WHERE unit != '' ORDER BY id"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        self.err(rows.collect())
+    }
+
+    /// The dispatches not joined in every pass, over the dispatches inserted through this
+    /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
+    /// in them.
+    pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
+        let passes = self.passes()?;
+        let all = passes.len() as i64;
+        let r = self.conn.query_row(
+            "SELECT count(*), coalesce(sum(passes < ?1), 0) FROM rtl_merged_dispatch",
+            [all],
+            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+        );
+        let (merged, incomplete) = self.err(r)?;
+        // Only the dispatches of incomplete merged dispatches are read, through the index.
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
+             CROSS JOIN rocpd_kernel_dispatch k ON k.merged_id = m.id
+             WHERE m.passes < ?1 GROUP BY k.pass",
+        ))?;
+        let rows = self.err(stmt.query_map([all], |r| {
+            Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
+        }))?;
+        let alone: Vec<(u32, u64)> = self.err(rows.collect())?;
+        let per_pass = passes
+            .iter()
+            .map(|&p| {
+                let dispatches = self.totals.pass_dispatches.get(&p).copied().unwrap_or(0);
+                let alone = alone.iter().find(|c| c.0 == p).map_or(0, |c| c.1);
+                (p, dispatches, alone)
+            })
+            .collect();
+        Ok(Unmatched {
+            merged: merged as u64,
+            incomplete: incomplete as u64,
+            per_pass,
+        })
     }
 
     /// Finishes the database: with `keep`, renames it to its final name and returns that; else

@@ -52,6 +52,8 @@ pub struct Dispatch {
     pub agent: u32,
     /// Queue id.
     pub queue_id: u64,
+    /// The queue's order of creation on its GPU in its process, from 1 (0 when unknown).
+    pub queue_order: u32,
     /// Packet index in the application's queue.
     pub queue_index: u64,
     /// Process-wide dispatch id, from 1.
@@ -106,7 +108,8 @@ impl Dispatch {
 }
 
 /// A counter value as text: integers without a fraction, other values in Rust's shortest
-/// round-trip form.
+/// round-trip form (what [`push_value`] appends).
+#[cfg(test)]
 pub fn format_value(value: f64) -> String {
     let mut text = String::new();
     push_value(&mut text, value);
@@ -121,7 +124,8 @@ fn exact_integer(value: f64) -> bool {
         && !(value == 0.0 && value.is_sign_negative())
 }
 
-/// Appends [`format_value`]`(value)` to `text` without allocating.
+/// Appends a counter value to `text` without allocating: integers without a fraction, other
+/// values in Rust's shortest round-trip form.
 pub fn push_value(text: &mut String, value: f64) {
     use std::fmt::Write as _;
     if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {

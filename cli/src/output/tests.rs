@@ -8,6 +8,11 @@ use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
 use crate::merge::{write_merged_files, Formats, OutputError};
 
+/// The names and values of a kernel's counters.
+fn named_values(counters: Vec<super::database::KernelCounter>) -> Vec<(String, f64)> {
+    counters.into_iter().map(|c| (c.name, c.value)).collect()
+}
+
 /// The three-column rows of `query`.
 fn rows3<A, B, C>(conn: &rusqlite::Connection, query: &str) -> Vec<(A, B, C)>
 where
@@ -65,6 +70,7 @@ fn dispatch(pid: u32, n: u64, kernel: &str, start: u64, counters: Vec<Counter>) 
         tid: pid + 1,
         agent: 2,
         queue_id: 1,
+        queue_order: 1,
         queue_index: 4 * n,
         dispatch_id: n,
         correlation_id: n,
@@ -198,12 +204,14 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
             {"name": "GRBM_COUNT", "value": 3000.0, "dimensions": "DIMENSION_NONE", "values": [3000.0]},
         ])
     );
+    // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
-        db.mismatches().unwrap(),
-        vec![super::database::Mismatch {
-            kernel: "vmul".into(),
-            per_pass: vec![(1, 1), (2, 2)]
-        }]
+        db.unmatched().unwrap(),
+        super::database::Unmatched {
+            merged: 5,
+            incomplete: 1,
+            per_pass: vec![(1, 4, 0), (2, 5, 1)]
+        }
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -243,7 +251,7 @@ fn database_views_answer_top_and_busy() {
         }]
     );
     assert_eq!(
-        db.kernel_counters("vadd").unwrap(),
+        named_values(db.kernel_counters("vadd").unwrap()),
         vec![("SQ_WAVES".into(), 36.0), ("GRBM_COUNT".into(), 9000.0)]
     );
     let path = db.commit(true).unwrap().unwrap();
@@ -305,19 +313,44 @@ fn an_uncommitted_database_leaves_nothing() {
 fn summary_lists_kernels_gpus_and_counters() {
     let dir = temp_dir("summary");
     let db = two_passes(&dir);
-    let text = crate::summary::render(&db, &[dir.join("results.csv")]).unwrap();
+    let text = crate::summary::render(&db, &[dir.join("results.csv")], 10).unwrap();
+    let gaps = [
+        "  idle gaps between its dispatches: 7",
+        "        < 10 us          7  ##############################",
+        "       10-20 us          0",
+        "       20-50 us          0",
+        "      50-100 us          0",
+        "    100 us-1 ms          0",
+        "        1-10 ms          0",
+        "      10-100 ms          0",
+        "      >= 100 ms          0\n",
+    ]
+    .join("\n");
     let expected = format!(
         "\
 rtl-pmc: top kernels by total time
   Kernel     Calls         Total       Average       %
   vmul           2       2.00 us       1.00 us    69.0
-    SQ_WAVES=32  GRBM_COUNT=18100
+    SQ_WAVES=32  GRBM_COUNT=18,100
   vadd           3        900 ns        300 ns    31.0
-    SQ_WAVES=36  GRBM_COUNT=9000
+    SQ_WAVES=36  GRBM_COUNT=9,000
 rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
-rtl-pmc: wrote {}
+{gaps}rtl-pmc: wrote {}
 ",
         dir.join("results.csv").display()
+    );
+    assert_eq!(text, expected);
+    // A shorter list says what it leaves out.
+    let text = crate::summary::render(&db, &[], 1).unwrap();
+    let expected = format!(
+        "\
+rtl-pmc: top kernels by total time
+  Kernel     Calls         Total       Average       %
+  vmul           2       2.00 us       1.00 us    69.0
+    SQ_WAVES=32  GRBM_COUNT=18,100
+  ... 1 more kernels (900 ns, 31.0% of the time) not listed; --summary-top 2 lists them all
+rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
+{gaps}"
     );
     assert_eq!(text, expected);
     std::fs::remove_dir_all(&dir).unwrap();
@@ -449,7 +482,10 @@ fn interleaved_pass(pass: u32, per_process: u64, extra: u64) -> Vec<Dispatch> {
                 counter(&format!("P{pass}_A"), &[value, value + 0.5]),
                 counter(&format!("P{pass}_B"), &[value * 3.0]),
             ];
-            all.push(dispatch(pid, n, kernel, start, counters));
+            // Two queues, taken in turn: each kernel's launches are counted per queue.
+            let mut d = dispatch(pid, n, kernel, start, counters);
+            d.queue_order = 1 + (n % 2) as u32;
+            all.push(d);
         }
     }
     all.sort_by_key(|d| d.start_ns);
@@ -469,8 +505,8 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         contents.push(std::fs::read_to_string(path).unwrap());
     }
     contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
-    contents.push(crate::summary::render(&db, &[]).unwrap());
-    contents.push(format!("{:?}", db.mismatches().unwrap()));
+    contents.push(crate::summary::render(&db, &[], 10).unwrap());
+    contents.push(format!("{:?}", db.unmatched().unwrap()));
     // What the summary gathered while inserting is what the database's views say.
     let top = db.top(usize::MAX).unwrap();
     let busy = db.busy().unwrap();
@@ -478,7 +514,9 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         .iter()
         .flat_map(|k| {
             let counters = db.kernel_counters(&k.kernel).unwrap();
-            counters.into_iter().map(|(c, v)| (k.kernel.clone(), c, v))
+            counters
+                .into_iter()
+                .map(|c| (k.kernel.clone(), c.name, c.value))
         })
         .collect();
     let db = db.commit(true).unwrap().unwrap();
@@ -498,7 +536,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         .collect();
     assert_eq!(busy, view_busy);
     let mut view_counters: Vec<(String, String, f64)> =
-        rows3(&conn, "SELECT kernel, counter, total FROM kernel_counters");
+        rows3(&conn, "SELECT kernel, counter, value FROM kernel_counters");
     let mut counters = counters;
     counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
     view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -566,16 +604,16 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         .map(|d| d.kernel.as_str())
         .collect();
     extra.sort_unstable();
-    let mismatches: Vec<super::database::Mismatch> = extra
-        .into_iter()
-        .map(|kernel| super::database::Mismatch {
-            kernel: kernel.to_string(),
-            per_pass: vec![(1, launches(0, kernel)), (2, launches(1, kernel))],
-        })
-        .collect();
-    assert_ne!(mismatches[0].kernel, mismatches[1].kernel);
-    assert_eq!(mismatches[0].per_pass[1].1, mismatches[0].per_pass[0].1 + 1);
-    assert_eq!(expected[4], format!("{mismatches:?}"));
+    assert_ne!(extra[0], extra[1]);
+    for kernel in extra {
+        assert_eq!(launches(1, kernel), launches(0, kernel) + 1);
+    }
+    let unmatched = super::database::Unmatched {
+        merged: 3 * per_process + 2,
+        incomplete: 2,
+        per_pass: vec![(1, 3 * per_process, 0), (2, 3 * per_process + 2, 2)],
+    };
+    assert_eq!(expected[4], format!("{unmatched:?}"));
     assert_eq!(
         expected[2].lines().count(),
         1 + 3 * per_process as usize + 2
@@ -690,4 +728,163 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     );
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Every value of a counter collected in two passes (GRBM_COUNT) appears once, from the first
+/// pass: in results.csv, results.json, the summary and every view, whether the second pass was
+/// joined while inserted or in SQL.
+#[test]
+fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
+    let mut outputs = Vec::new();
+    for (name, reversed) in [("twice-fast", false), ("twice-sql", true)] {
+        let dir = temp_dir(name);
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        let counters = |pairs: &[(&str, f64)]| -> Vec<Counter> {
+            pairs.iter().map(|(n, v)| counter(n, &[*v, *v])).collect()
+        };
+        let passes = [
+            [
+                dispatch(
+                    100,
+                    1,
+                    "vadd",
+                    1000,
+                    counters(&[("SQ_WAVES", 8.0), ("GRBM_COUNT", 100.0)]),
+                ),
+                dispatch(
+                    100,
+                    2,
+                    "vmul",
+                    2000,
+                    counters(&[("SQ_WAVES", 16.0), ("GRBM_COUNT", 200.0)]),
+                ),
+                dispatch(
+                    100,
+                    3,
+                    "vadd",
+                    3000,
+                    counters(&[("SQ_WAVES", 8.0), ("GRBM_COUNT", 100.0)]),
+                ),
+            ],
+            [
+                dispatch(
+                    200,
+                    1,
+                    "vadd",
+                    11000,
+                    counters(&[("GRBM_COUNT", 111.0), ("TCC_HIT", 5.0)]),
+                ),
+                dispatch(
+                    200,
+                    2,
+                    "vmul",
+                    12000,
+                    counters(&[("GRBM_COUNT", 222.0), ("TCC_HIT", 6.0)]),
+                ),
+                dispatch(
+                    200,
+                    3,
+                    "vadd",
+                    13000,
+                    counters(&[("GRBM_COUNT", 111.0), ("TCC_HIT", 5.0)]),
+                ),
+            ],
+        ];
+        for (pass, dispatches) in (1..).zip(&passes) {
+            db.begin_pass(pass, "").unwrap();
+            let mut order: Vec<&Dispatch> = dispatches.iter().collect();
+            if reversed {
+                order.reverse();
+            }
+            for d in order {
+                db.insert_many(pass, &mut [(0, d.clone())]).unwrap();
+            }
+            db.end_pass(pass, Some(0)).unwrap();
+        }
+        let formats = Formats {
+            json: true,
+            ..Formats::default()
+        };
+        write_merged_files(&db, &dir, "results", formats).unwrap();
+        let csv = std::fs::read_to_string(dir.join("results.csv")).unwrap();
+        let values: Vec<String> = csv
+            .lines()
+            .map(|l| {
+                let fields: Vec<&str> = l.split(',').collect();
+                fields[fields.len() - 5..fields.len() - 2].join(",")
+            })
+            .collect();
+        assert_eq!(
+            values,
+            [
+                "SQ_WAVES,GRBM_COUNT,TCC_HIT",
+                "16,200,10",
+                "32,400,12",
+                "16,200,10"
+            ]
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
+                .unwrap();
+        for (d, grbm) in json["rtl-pmc"]["dispatches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip([200.0, 400.0, 200.0])
+        {
+            let counters = d["counters"].as_array().unwrap();
+            let names: Vec<&str> = counters
+                .iter()
+                .map(|c| c["name"].as_str().unwrap())
+                .collect();
+            assert_eq!(names, ["SQ_WAVES", "GRBM_COUNT", "TCC_HIT"]);
+            assert_eq!(counters[1]["value"], grbm);
+        }
+        let kernel_counters = named_values(db.kernel_counters("vadd").unwrap());
+        assert_eq!(
+            kernel_counters,
+            [
+                ("SQ_WAVES".to_string(), 32.0),
+                ("GRBM_COUNT".to_string(), 400.0),
+                ("TCC_HIT".to_string(), 20.0)
+            ]
+        );
+        let summary = crate::summary::render(&db, &[], 10).unwrap();
+        assert!(summary.contains("GRBM_COUNT=400"), "{summary}");
+        let path = db.commit(true).unwrap().unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let view: Vec<(String, String, f64)> = rows3(
+            &conn,
+            "SELECT kernel, counter, total FROM kernel_counters WHERE kernel = 'vadd'",
+        );
+        let from_totals: Vec<(String, String, f64)> = kernel_counters
+            .into_iter()
+            .map(|(c, v)| ("vadd".to_string(), c, v))
+            .collect();
+        assert_eq!(view, from_totals);
+        let dimensions: Vec<(String, i64, f64)> = rows3(
+            &conn,
+            "SELECT counter, count(*), sum(value) FROM pmc_dimension GROUP BY counter ORDER BY counter",
+        );
+        assert_eq!(
+            dimensions,
+            [
+                ("GRBM_COUNT".to_string(), 6, 800.0),
+                ("SQ_WAVES".to_string(), 6, 64.0),
+                ("TCC_HIT".to_string(), 6, 32.0)
+            ]
+        );
+        // The second pass's own values stay in the database, marked as repeats.
+        let repeats: Vec<(i64, i64, f64)> = rows3(
+            &conn,
+            "SELECT k.pass, count(*), sum(v.value) FROM rocpd_pmc_event v
+             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+             WHERE NOT v.reported GROUP BY k.pass",
+        );
+        assert_eq!(repeats, [(2, 3, 888.0)]);
+        outputs.push((csv, summary));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+    assert_eq!(outputs[0], outputs[1]);
 }

@@ -64,18 +64,91 @@ impl Launches {
     }
 }
 
+/// The upper bounds of the idle-gap buckets, ns; the last bucket holds every longer gap.
+pub const GAP_BOUNDS_NS: [u64; 7] = [
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The idle gaps between the dispatches of one GPU, counted per bucket of [`GAP_BOUNDS_NS`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleGaps {
+    /// Gaps per bucket, shortest first.
+    pub counts: [u64; 8],
+}
+
+impl IdleGaps {
+    /// Counts one gap of `ns`.
+    pub fn add(&mut self, ns: u64) {
+        let bucket = GAP_BOUNDS_NS
+            .iter()
+            .position(|&bound| ns < bound)
+            .unwrap_or(GAP_BOUNDS_NS.len());
+        self.counts[bucket] += 1;
+    }
+
+    /// Both sets of gaps together.
+    pub fn merge(&mut self, other: &IdleGaps) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// One GPU's timeline in the pass being inserted, while its dispatches arrive in start order:
+/// an idle gap is the time from the latest end so far to the next start, when positive.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Timeline {
+    last_start: u64,
+    last_end: u64,
+    started: bool,
+}
+
+impl Timeline {
+    /// Adds a dispatch from `start` to `end`, counting the gap before it into `gaps`; false
+    /// (counting nothing) when it starts before the previous one.
+    pub fn add(&mut self, start: u64, end: u64, gaps: &mut IdleGaps) -> bool {
+        if self.started && start < self.last_start {
+            return false;
+        }
+        if self.started && start > self.last_end {
+            gaps.add(start - self.last_end);
+        }
+        self.last_end = if self.started {
+            self.last_end.max(end)
+        } else {
+            end
+        };
+        self.last_start = start;
+        self.started = true;
+        true
+    }
+}
+
 /// Merged dispatches by (kernel id, GPU node id).
 pub type MergedLaunches = FastMap<(i64, u32), Launches>;
 
-/// Everything the summary and the launch-count check need, by database ids.
+/// Everything the summary needs, by database ids.
 #[derive(Debug, Default)]
 pub struct Totals {
     /// Per (kernel id, counter id): the sum of the values of every pass.
     pub counters: FastMap<(i64, i64), CompensatedSum>,
     /// The merged dispatches, by kernel and GPU.
     pub merged: MergedLaunches,
-    /// Per (kernel id, pass): dispatches.
-    pub dispatches: FastMap<(i64, u32), u64>,
+    /// Per pass, its dispatches.
+    pub pass_dispatches: FastMap<u32, u64>,
+    /// Per GPU node id, the idle gaps between its dispatches, each pass's timeline on its own.
+    pub gaps: FastMap<u32, IdleGaps>,
+    /// Per (kernel id, counter id) of a derived counter: its value recomputed from the inputs
+    /// summed over the kernel's dispatches, from the earliest pass that has one, as
+    /// `(pass, value × dispatches summed, dispatches)` (several GPU topologies weigh in by
+    /// their dispatches).
+    pub derived: FastMap<(i64, i64), (u32, f64, u64)>,
 }
 
 impl Totals {
@@ -115,6 +188,29 @@ fn fold<'a, K: std::hash::Hash + Eq>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn idle_gaps_fall_in_their_buckets_and_overlaps_are_no_gap() {
+        let mut gaps = IdleGaps::default();
+        let mut timeline = Timeline::default();
+        // 0-100, gap 9999 -> 10099-20000 (overlapped by 15000-30000), gap 10 us, gap 2 ms.
+        for (start, end) in [
+            (0, 100),
+            (10_099, 20_000),
+            (15_000, 30_000),
+            (40_000, 41_000),
+            (2_041_000, 2_042_000),
+        ] {
+            assert!(timeline.add(start, end, &mut gaps));
+        }
+        assert_eq!(gaps.counts, [1, 1, 0, 0, 0, 1, 0, 0]);
+        assert!(!timeline.add(1, 2, &mut gaps));
+        let mut more = IdleGaps::default();
+        more.add(100_000_000);
+        more.add(99_999_999);
+        gaps.merge(&more);
+        assert_eq!(gaps.counts, [1, 1, 0, 0, 0, 1, 1, 1]);
+    }
 
     #[test]
     fn compensated_sums_keep_what_plain_sums_lose() {

@@ -5,8 +5,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use rtl_pmc::dispatch::records::Record;
 use rtl_pmc::passes::plan_file::{PlanEvent, RunPlan};
-use rtl_pmc_counters::{Catalog, CounterSet, Topology};
+use rtl_pmc_counters::{Catalog, CounterKind, CounterSet, Topology};
 
+use crate::output::database::KernelDerived;
 use crate::output::model::{Agent, Counter, Dispatch};
 
 /// A counter set resolved for one GPU and event group, with the position in the records of
@@ -14,7 +15,26 @@ use crate::output::model::{Agent, Counter, Dispatch};
 struct Resolved {
     set: CounterSet,
     record_index: Vec<usize>,
+    /// The index in [`Converter::sums`] of the GPUs of this architecture and sample counts
+    /// collecting this group.
+    sums: usize,
 }
+
+/// The samples of one event group summed per kernel over the dispatches of GPUs that share an
+/// architecture and sample counts, so derived counters can be recomputed per kernel from
+/// summed inputs.
+struct Sums {
+    /// A GPU and group whose resolved counter set evaluates these sums.
+    agent: u32,
+    group: u32,
+    /// The architecture, group and per-event sample counts the sums are for.
+    signature: (String, u32, Vec<usize>),
+    /// Per kernel: the summed samples of each event and the dispatches summed.
+    kernels: HashMap<String, KernelSums>,
+}
+
+/// The samples of each event summed over a kernel's dispatches, and how many were summed.
+type KernelSums = (Vec<Vec<u64>>, u64);
 
 /// Evaluates records of one run: resolves each (GPU, event group) once and remembers the GPUs
 /// it saw.
@@ -23,6 +43,7 @@ pub struct Converter<'a> {
     catalogs: &'a [&'a Catalog],
     topologies: &'a HashMap<u32, Topology>,
     resolved: HashMap<(u32, u32), Result<Resolved, String>>,
+    sums: Vec<Sums>,
     /// GPUs seen in records: node id → (index, gfx name).
     pub agents: BTreeMap<u32, (u32, String)>,
     /// Problems found, each reported once.
@@ -46,12 +67,13 @@ impl<'a> Converter<'a> {
             catalogs,
             topologies,
             resolved: HashMap::new(),
+            sums: Vec::new(),
             agents: BTreeMap::new(),
             warnings: Vec::new(),
         }
     }
 
-    fn resolve(&self, arch: &str, node: u32, group: u32) -> Result<Resolved, String> {
+    fn resolve(&mut self, arch: &str, node: u32, group: u32) -> Result<Resolved, String> {
         let agent_plan = self
             .plan
             .agents
@@ -97,7 +119,28 @@ impl<'a> Converter<'a> {
                     })
             })
             .collect::<Result<Vec<_>, _>>()?;
-        Ok(Resolved { set, record_index })
+        let signature = (
+            arch.to_string(),
+            group,
+            set.events().iter().map(|e| e.sample_count()).collect(),
+        );
+        let sums = match self.sums.iter().position(|s| s.signature == signature) {
+            Some(at) => at,
+            None => {
+                self.sums.push(Sums {
+                    agent: node,
+                    group,
+                    signature,
+                    kernels: HashMap::new(),
+                });
+                self.sums.len() - 1
+            }
+        };
+        Ok(Resolved {
+            set,
+            record_index,
+            sums,
+        })
     }
 
     fn counters(&mut self, record: &Record) -> Vec<Counter> {
@@ -127,6 +170,21 @@ impl<'a> Converter<'a> {
                     .map(Vec::as_slice)
             })
             .collect();
+        if let Some(samples) = &samples {
+            let sums = &mut self.sums[resolved.sums].kernels;
+            if !sums.contains_key(&record.kernel) {
+                let zero = samples.iter().map(|s| vec![0; s.len()]).collect();
+                sums.insert(record.kernel.clone(), (zero, 0));
+            }
+            if let Some((summed, dispatches)) = sums.get_mut(&record.kernel) {
+                for (sum, sample) in summed.iter_mut().zip(samples) {
+                    for (s, v) in sum.iter_mut().zip(*sample) {
+                        *s = s.saturating_add(*v);
+                    }
+                }
+                *dispatches += 1;
+            }
+        }
         let evaluated = samples
             .ok_or_else(|| {
                 format!(
@@ -154,6 +212,43 @@ impl<'a> Converter<'a> {
         }
     }
 
+    /// Per kernel, each derived counter of the run (pass `pass`) recomputed from its inputs
+    /// summed over the kernel's dispatches (a ratio of sums, where per-dispatch values would be
+    /// summed or averaged): one per kernel, counter and set of GPUs sharing a topology.
+    pub fn derived_per_kernel(&self, pass: u32) -> Vec<KernelDerived> {
+        let mut out = Vec::new();
+        for sums in &self.sums {
+            let Some(Ok(resolved)) = self.resolved.get(&(sums.agent, sums.group)) else {
+                continue;
+            };
+            let Some(catalog) = self.catalogs.iter().find(|c| c.arch() == sums.signature.0) else {
+                continue;
+            };
+            let mut kernels: Vec<(&String, &KernelSums)> = sums.kernels.iter().collect();
+            kernels.sort_by(|a, b| a.0.cmp(b.0));
+            for (kernel, (summed, dispatches)) in kernels {
+                let Ok(values) = resolved.set.evaluate(summed) else {
+                    continue;
+                };
+                for v in values {
+                    let derived = catalog
+                        .counter(&v.name)
+                        .is_some_and(|c| matches!(c.kind, CounterKind::Derived { .. }));
+                    if derived {
+                        out.push(KernelDerived {
+                            pass,
+                            kernel: kernel.clone(),
+                            counter: v.name,
+                            value: v.total,
+                            dispatches: *dispatches,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+
     /// The dispatch of `record`, with its counters evaluated.
     pub fn convert(&mut self, record: &Record) -> Dispatch {
         self.agents
@@ -164,6 +259,7 @@ impl<'a> Converter<'a> {
             tid: record.tid,
             agent: record.agent,
             queue_id: record.queue,
+            queue_order: record.queue_order,
             queue_index: record.queue_index,
             dispatch_id: record.dispatch,
             correlation_id: record.correlation,

@@ -1,0 +1,154 @@
+//! Where a profile writes, and the refusal to write where an earlier profile lies: a profile
+//! never deletes, rewrites or mixes with another's files.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::CliError;
+use crate::inputs::MERGED_EXTENSIONS;
+use crate::planning::ProfilePlan;
+
+use super::paths;
+
+/// The output directory without `-d`: like rocprofv3's `%hostname%/%pid%`, under the current
+/// directory, so every run gets a new one.
+pub const DEFAULT_DIRECTORY: &str = "%hostname%/%pid%";
+
+/// The base name of the merged files without `-o`.
+pub const DEFAULT_BASE: &str = "results";
+
+/// Where one profile's files go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Destination {
+    /// The output directory, absolute (the application may change its working directory).
+    pub directory: PathBuf,
+    /// The base name of the merged files.
+    pub base: String,
+}
+
+impl Destination {
+    /// The destination of `plan`'s runs (they share it).
+    pub fn of(plan: &ProfilePlan) -> Result<Destination, CliError> {
+        let settings = plan.runs.first().map(|r| &r.settings);
+        let directory = settings
+            .and_then(|s| s.output_directory.clone())
+            .unwrap_or_else(|| PathBuf::from(DEFAULT_DIRECTORY));
+        let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
+        let directory = std::path::absolute(&directory).map_err(|e| CliError {
+            message: format!("{}: {e}", directory.display()),
+            exit_code: 1,
+        })?;
+        let base = paths::expand_here(
+            settings
+                .and_then(|s| s.output_file.as_deref())
+                .unwrap_or(DEFAULT_BASE),
+        );
+        Ok(Destination { directory, base })
+    }
+}
+
+/// What in `directory` shows an earlier profile: `pass_N` entries and merged files of any of
+/// `bases`, by name, sorted.
+fn earlier_profile(directory: &Path, bases: &[&str]) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(directory) else {
+        return Vec::new();
+    };
+    let mut found: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|name| {
+            let pass = name
+                .strip_prefix("pass_")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let merged = name.rsplit_once('.').is_some_and(|(stem, extension)| {
+                bases.contains(&stem) && MERGED_EXTENSIONS.contains(&extension)
+            });
+            pass || merged
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// Refuses destinations that hold an earlier profile (a `pass_N` entry, or a merged file of a
+/// profile about to be written there) or that are not directories; checked for every profile
+/// before the application first runs.
+pub fn check_unused(destinations: &[Destination]) -> Result<(), CliError> {
+    for (i, d) in destinations.iter().enumerate() {
+        if destinations[..i].iter().any(|e| e.directory == d.directory) {
+            continue;
+        }
+        if d.directory.exists() && !d.directory.is_dir() {
+            return Err(CliError::input(format!(
+                "output directory {} is not a directory",
+                d.directory.display()
+            )));
+        }
+        let bases: Vec<&str> = destinations
+            .iter()
+            .filter(|e| e.directory == d.directory)
+            .map(|e| e.base.as_str())
+            .collect();
+        let found = earlier_profile(&d.directory, &bases);
+        if found.is_empty() {
+            continue;
+        }
+        let mut shown: Vec<String> = found.iter().take(3).cloned().collect();
+        if found.len() > 3 {
+            shown.push("...".into());
+        }
+        return Err(CliError::input(format!(
+            "output directory {} already holds a profile ({}); give another with -d (without -d each run gets a new {DEFAULT_DIRECTORY}) or remove it",
+            d.directory.display(),
+            shown.join(", ")
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn directories_with_an_earlier_profile_are_refused() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-destination-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("notes.csv"), "").unwrap();
+        std::fs::write(dir.join("pass_x"), "").unwrap();
+        let at = |base: &str| Destination {
+            directory: dir.clone(),
+            base: base.into(),
+        };
+        // Other files do not count.
+        assert_eq!(check_unused(&[at("results"), at("other")]), Ok(()));
+        std::fs::write(dir.join("other.db"), "").unwrap();
+        assert_eq!(check_unused(&[at("results")]), Ok(()));
+        let refused = check_unused(&[at("results"), at("other")]).unwrap_err();
+        assert_eq!(refused.exit_code, 2);
+        assert_eq!(
+            refused.message,
+            format!(
+                "output directory {} already holds a profile (other.db); give another with -d (without -d each run gets a new %hostname%/%pid%) or remove it",
+                dir.display()
+            )
+        );
+        for pass in ["pass_1", "pass_2", "pass_3", "pass_10"] {
+            std::fs::create_dir(dir.join(pass)).unwrap();
+        }
+        assert!(check_unused(&[at("results")])
+            .unwrap_err()
+            .message
+            .contains("(pass_1, pass_10, pass_2, ...)"));
+        let file = dir.join("notes.csv");
+        let not_a_directory = check_unused(&[Destination {
+            directory: file.clone(),
+            base: "results".into(),
+        }]);
+        assert_eq!(
+            not_a_directory.unwrap_err().message,
+            format!("output directory {} is not a directory", file.display())
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
