@@ -148,6 +148,11 @@ impl Device {
     }
 }
 
+/// Compute units of device `index`.
+pub fn cu_count(index: usize) -> Option<u32> {
+    devices().get(index).map(|d| d.cu_count)
+}
+
 /// Wakes the thread of device `index` (a doorbell was rung).
 pub fn wake(index: usize) {
     if let Some(d) = devices().get(index) {
