@@ -9,9 +9,9 @@
 //! alone is never enough. Each kernel then does here what its device-library body does, for
 //! every work-item of the grid, with `get_global_id` including the hidden global offsets.
 //!
-//! Two kernels are recognised but not computed: `__amd_rocclr_streamOpsWait` (a queue waiting
-//! on memory, which the device model does not stall for) and `__amd_rocclr_gwsInit` (the
-//! global wave sync unit, which it does not have).
+//! `__amd_rocclr_gwsInit` is recognised but not computed (the simulated GPU has no global wave
+//! sync unit), and `__amd_rocclr_streamOpsWait` is computed only when its condition already holds
+//! at launch (the device model does not hold a queue until memory changes).
 
 use super::elf::CodeObject;
 use super::metadata::KernelMeta;
@@ -33,7 +33,7 @@ pub enum Blit {
     CopyBufferRectAligned,
     /// `__amd_rocclr_streamOpsWrite`: `hipStreamWriteValue32/64`.
     StreamOpsWrite,
-    /// `__amd_rocclr_streamOpsWait`: `hipStreamWaitValue32/64` (not computed).
+    /// `__amd_rocclr_streamOpsWait`: `hipStreamWaitValue32/64` (computed if already met).
     StreamOpsWait,
     /// `__amd_rocclr_gwsInit` (not computed).
     GwsInit,
@@ -371,7 +371,37 @@ pub fn run_blit(blit: Blit, launch: &BlitLaunch) -> bool {
             }
             true
         }
-        Blit::StreamOpsWait | Blit::GwsInit => false,
+        Blit::StreamOpsWait => wait_already_met(launch),
+        Blit::GwsInit => false,
+    }
+}
+
+/// `__amd_rocclr_streamOpsWait` spins until the word at `ptrInt` (32 bits) or `ptrUlong` (64)
+/// meets its condition. Met at launch, the kernel does nothing more and is computed; otherwise
+/// it is not, since the simulated device does not hold a queue on memory.
+fn wait_already_met(launch: &BlitLaunch) -> bool {
+    let (ptr_int, ptr_ulong) = (launch.u64_at(0), launch.u64_at(8));
+    let (value, flags, mask) = (launch.u64_at(16), launch.u64_at(24), launch.u64_at(32));
+    let (current, value, mask) = if ptr_int != 0 {
+        // SAFETY: see `run_blit`'s doc; the word is 4-byte aligned as on a GPU.
+        let word = unsafe { std::ptr::read_volatile(ptr_int as *const u32) };
+        (u64::from(word), value & 0xffff_ffff, mask & 0xffff_ffff)
+    } else if ptr_ulong != 0 {
+        // SAFETY: as above, 8-byte aligned.
+        (
+            unsafe { std::ptr::read_volatile(ptr_ulong as *const u64) },
+            value,
+            mask,
+        )
+    } else {
+        return false;
+    };
+    match flags {
+        0 => current & mask >= value,
+        1 => current & mask == value,
+        2 => current & mask & value != 0,
+        3 => (current | value) & mask != mask,
+        _ => true,
     }
 }
 
@@ -659,7 +689,7 @@ mod tests {
     }
 
     #[test]
-    fn stream_writes_are_computed_waits_and_gws_are_not() {
+    fn stream_writes_are_computed_waits_when_met_and_gws_never() {
         let mut value = [0u32];
         let fields = [(0, ptr(&mut value)), (16, word(0x1_0000_0042))];
         assert!(run(Blit::StreamOpsWrite, &fields, [1, 1, 1], 0));
@@ -668,8 +698,32 @@ mod tests {
         let fields = [(8, ptr(&mut wide)), (16, word(0x1_0000_0042))];
         assert!(run(Blit::StreamOpsWrite, &fields, [1, 1, 1], 0));
         assert_eq!(wide, [0x1_0000_0042]);
-        let fields = [(0, ptr(&mut value)), (16, word(0x42))];
-        assert!(!run(Blit::StreamOpsWait, &fields, [1, 1, 1], 0));
+        // Waits: >=, ==, any bit of value, not every bit of mask; met or not at launch.
+        let wait = |value: u64, flags: u64, mask: u64, flag: &mut [u32; 1]| {
+            let fields = [
+                (0, ptr(flag)),
+                (16, value.to_le_bytes().to_vec()),
+                (24, flags.to_le_bytes().to_vec()),
+                (32, mask.to_le_bytes().to_vec()),
+            ];
+            run(Blit::StreamOpsWait, &fields, [1, 1, 1], 0)
+        };
+        let mut flag = [0x42u32];
+        assert!(wait(0x42, 0, u64::MAX, &mut flag));
+        assert!(!wait(0x43, 0, u64::MAX, &mut flag));
+        assert!(wait(0x40, 1, 0xf0, &mut flag), "0x42 & 0xf0 == 0x40");
+        assert!(!wait(0x42, 1, 0xf0, &mut flag));
+        assert!(wait(0x2, 2, u64::MAX, &mut flag));
+        assert!(!wait(0x4, 2, u64::MAX, &mut flag));
+        assert!(wait(0, 3, 0x43, &mut flag), "bit 0 of the mask is clear");
+        assert!(!wait(0x1, 3, 0x43, &mut flag));
+        let mut wide = [0x1_0000_0000u64];
+        let fields = [
+            (8, ptr(&mut wide)),
+            (16, word(0x1_0000_0000)),
+            (32, word(u64::MAX)),
+        ];
+        assert!(run(Blit::StreamOpsWait, &fields, [1, 1, 1], 0), "64-bit >=");
         assert!(!run(Blit::GwsInit, &[], [1, 1, 1], 0));
     }
 }
