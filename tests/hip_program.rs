@@ -1,5 +1,6 @@
-//! A real HIP program on the simulated GPU: `tests/hip/streams.hip`, built by Debian's `hipcc`
-//! for gfx90a and linked against its HIP 5.2 runtime, profiled by `rtl-pmc --sim gfx90a` in two
+//! A real HIP program on the simulated GPU: `tests/hip/streams.hip` (three streams, one with a
+//! priority, events, 1D and 2D memsets and copies, two kernels), built by Debian's `hipcc` for
+//! gfx90a and linked against its HIP 5.2 runtime, profiled by `rtl-pmc --sim gfx90a` in two
 //! passes. Every dispatch, the program's kernels and HIP's blit kernels alike, is recorded once
 //! per pass with its ground-truth counter values; memsets and copies (blit kernels) are correct;
 //! kernels the simulator does not compute say so in the ground truth and leave their output
@@ -19,13 +20,15 @@ const PASSES: [&[&str]; 2] = [&["SQ_WAVES", "GRBM_COUNT"], &["SQ_INSTS_VALU"]];
 
 /// The program's dispatches in submission order (streams may start them in another order): its
 /// own kernels and HIP's blits, with whether the simulator computes them.
-const DISPATCHES: [(&str, bool); 8] = [
+const DISPATCHES: [(&str, bool); 10] = [
     ("__amd_rocclr_fillBufferAligned", true), // hipMemset
     ("__amd_rocclr_fillBufferAligned", true), // hipMemsetAsync
     ("__amd_rocclr_fillBufferAligned", true), // hipMemsetD32Async
     ("_Z5scalePjjj", false),
     ("__amd_rocclr_copyBuffer", true), // device to device, word offset
     ("__amd_rocclr_copyBuffer", true), // device to device, 101 bytes at an odd offset
+    ("__amd_rocclr_fillBufferAligned2D", true), // hipMemset2DAsync
+    ("__amd_rocclr_copyBufferRectAligned", true), // hipMemcpy2DAsync device to device
     ("__amd_rocclr_fillBufferAligned", true), // hipMemsetAsync
     ("vadd", false),
 ];

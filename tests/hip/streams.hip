@@ -1,7 +1,8 @@
-// A small HIP program for the simulated GPU (tests/hip_program.rs): three streams, events,
-// hipMemset, hipMemcpyAsync in every direction, device-to-device copies and two kernels. It checks
-// what every GPU must produce, memsets and copies, and prints what the kernels left; it exits
-// with the status given as its argument when every check passes, 1 otherwise.
+// A small HIP program for the simulated GPU (tests/hip_program.rs): three streams (one with a
+// priority), events, hipMemset, hipMemcpyAsync in every direction, device-to-device copies (also
+// 2D) and two kernels. It checks what every GPU must produce, memsets and copies, and prints
+// what the kernels left; it exits with the status given as its argument when every check
+// passes, 1 otherwise.
 #include <hip/hip_runtime.h>
 
 #include <cstdio>
@@ -43,8 +44,13 @@ int main(int argc, char **argv) {
   const unsigned n = 4096, bytes = n * sizeof(unsigned);
   const unsigned blocks = (n + 255) / 256;
 
+  // Stream 2 with the highest priority (a hint).
   hipStream_t streams[3];
-  for (auto &s : streams) CHECK(hipStreamCreate(&s));
+  int least = 0, greatest = 0;
+  CHECK(hipDeviceGetStreamPriorityRange(&least, &greatest));
+  CHECK(hipStreamCreate(&streams[0]));
+  CHECK(hipStreamCreate(&streams[1]));
+  CHECK(hipStreamCreateWithPriority(&streams[2], hipStreamDefault, greatest));
   hipEvent_t start, copied, done;
   CHECK(hipEventCreate(&start));
   CHECK(hipEventCreate(&copied));
@@ -103,6 +109,23 @@ int main(int argc, char **argv) {
   bool scaled = true;
   for (unsigned i = 0; i < n; ++i) scaled &= out_x[i] == 3 * in[i];
   std::printf("scale: %s\n", scaled ? "computed" : "not computed");
+
+  // 2D between device buffers: 8 rows of 200 bytes of y (pitch 256) set to 0x33, 8 rows of 100
+  // bytes of x (pitch 256) copied into z (pitch 128); the rest of each row keeps its bytes.
+  CHECK(hipMemset2DAsync(y, 256, 0x33, 200, 8, streams[2]));
+  CHECK(hipMemcpy2DAsync(z, 128, x, 256, 100, 8, hipMemcpyDeviceToDevice, streams[2]));
+  CHECK(hipStreamSynchronize(streams[2]));
+  std::vector<unsigned char> y2(bytes), z2(bytes);
+  CHECK(hipMemcpy(y2.data(), y, bytes, hipMemcpyDeviceToHost));
+  CHECK(hipMemcpy(z2.data(), z, bytes, hipMemcpyDeviceToHost));
+  std::memset(want.data(), 0, bytes);
+  std::memcpy(want.data(), out_y, bytes);
+  for (unsigned row = 0; row < 8; ++row) std::memset(want.data() + 256 * row, 0x33, 200);
+  expect(std::memcmp(y2.data(), want.data(), bytes) == 0, "hipMemset2DAsync");
+  std::memcpy(want.data(), out_z, bytes);
+  for (unsigned row = 0; row < 8; ++row)
+    std::memcpy(want.data() + 128 * row, reinterpret_cast<unsigned char *>(out_x) + 256 * row, 100);
+  expect(std::memcmp(z2.data(), want.data(), bytes) == 0, "hipMemcpy2DAsync device to device");
 
   // vadd: subtracts on a GPU; must never add.
   std::vector<float> a(n), b(n), c(n);
