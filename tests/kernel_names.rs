@@ -8,10 +8,10 @@
 mod sim_support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use sim_support::{artifact, sim_env};
+use sim_support::{artifact, read_table, sim_env, total};
 
 /// The kernel symbols (without `.kd`) the demo dispatches with `--kernel vadd --cpp`, in order,
 /// as the ground truth names them.
@@ -139,23 +139,6 @@ impl Profile {
     }
 }
 
-fn read_table(path: &Path) -> Vec<HashMap<String, String>> {
-    let mut reader =
-        csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let header = reader.headers().expect("a header").clone();
-    reader
-        .records()
-        .map(|r| {
-            let r = r.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-            header
-                .iter()
-                .zip(&r)
-                .map(|(h, v)| (h.to_string(), v.to_string()))
-                .collect()
-        })
-        .collect()
-}
-
 fn column<'a>(rows: &'a [HashMap<String, String>], name: &str) -> Vec<&'a str> {
     rows.iter().map(|r| r[name].as_str()).collect()
 }
@@ -168,16 +151,6 @@ fn display<'a>(names: &[&'a str; 4], t: &serde_json::Value) -> &'a str {
         .position(|s| *s == symbol)
         .unwrap_or_else(|| panic!("the demo ran an unexpected kernel {symbol}"));
     names[at]
-}
-
-/// Sum of the ground-truth samples of `counter` in dispatch `t`.
-fn total(t: &serde_json::Value, counter: &str) -> u64 {
-    t["counters"][counter]
-        .as_array()
-        .unwrap_or_else(|| panic!("no ground truth for {counter} in {t}"))
-        .iter()
-        .map(|v| v.as_u64().expect("a count"))
-        .sum()
 }
 
 /// Every dispatch of the two iterations, as indices into [`SYMBOLS`].

@@ -7,7 +7,8 @@
 // Each test binary uses a different part of this module.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// `target/<profile>`, where the workspace's binaries and libraries are.
@@ -92,4 +93,32 @@ pub fn assert_no_problem(line: &serde_json::Value) {
         line.get("problem").is_none(),
         "the simulated GPU met a packet it does not model: {line}"
     );
+}
+
+/// The rows of a CSV file with a header, each by column name.
+pub fn read_table(path: &Path) -> Vec<HashMap<String, String>> {
+    let mut reader =
+        csv::Reader::from_path(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let header = reader.headers().expect("a header").clone();
+    reader
+        .records()
+        .map(|r| {
+            let r = r.unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            header
+                .iter()
+                .zip(&r)
+                .map(|(h, v)| (h.to_string(), v.to_string()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Sum of the ground-truth samples of `counter` in ground-truth dispatch `t`.
+pub fn total(t: &serde_json::Value, counter: &str) -> u64 {
+    t["counters"][counter]
+        .as_array()
+        .unwrap_or_else(|| panic!("no ground truth for {counter} in {t}"))
+        .iter()
+        .map(|v| v.as_u64().expect("a count"))
+        .sum()
 }

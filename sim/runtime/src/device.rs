@@ -148,6 +148,11 @@ impl Device {
     }
 }
 
+/// Compute units of device `index`.
+pub fn cu_count(index: usize) -> Option<u32> {
+    devices().get(index).map(|d| d.cu_count)
+}
+
 /// Wakes the thread of device `index` (a doorbell was rung).
 pub fn wake(index: usize) {
     if let Some(d) = devices().get(index) {
@@ -365,7 +370,7 @@ impl DeviceState {
             .map(|k| k.meta.wavefront_size)
             .filter(|&w| w > 0)
             .unwrap_or(device.wave_size);
-        if let Some(k) = &kernel {
+        let computed = kernel.as_ref().is_some_and(|k| {
             run_on_host(&KernelLaunch {
                 kernarg: p.kernarg_address as *const u8,
                 grid,
@@ -373,8 +378,8 @@ impl DeviceState {
                 group_segment_size: p.group_segment_size,
                 private_segment_size: p.private_segment_size,
                 kernel: k,
-            });
-        }
+            })
+        });
         let unknown;
         let name = match &kernel {
             Some(k) => k.name.as_str(),
@@ -397,6 +402,7 @@ impl DeviceState {
             wave_size,
             start_ns: start,
             end_ns: end,
+            computed,
         });
         self.dispatches += 1;
         self.order += 1;

@@ -4,6 +4,7 @@
 
 pub(crate) use crate::api::unsupported::*;
 
+pub(crate) use crate::copies::{hsa_amd_memory_async_copy, hsa_amd_memory_async_copy_rect};
 pub(crate) use crate::executable::{
     hsa_code_object_deserialize, hsa_code_object_destroy, hsa_code_object_get_info,
     hsa_code_object_get_symbol, hsa_code_object_get_symbol_from_name,
@@ -21,7 +22,8 @@ pub(crate) use crate::executable::{
 };
 pub(crate) use crate::intercept::hsa_amd_queue_intercept_register;
 pub(crate) use crate::queues::{
-    hsa_amd_profiling_set_profiler_enabled, hsa_amd_queue_intercept_create,
+    hsa_amd_profiling_set_profiler_enabled, hsa_amd_queue_cu_set_mask,
+    hsa_amd_queue_intercept_create, hsa_amd_queue_set_priority,
     hsa_amd_runtime_queue_create_register, hsa_queue_add_write_index_relaxed,
     hsa_queue_add_write_index_scacq_screl, hsa_queue_add_write_index_scacquire,
     hsa_queue_add_write_index_screlease, hsa_queue_cas_write_index_relaxed,
@@ -55,10 +57,10 @@ pub(crate) use crate::system::{
     hsa_agent_iterate_caches, hsa_agent_iterate_isas, hsa_agent_iterate_regions,
     hsa_agent_major_extension_supported, hsa_amd_agent_iterate_memory_pools,
     hsa_amd_agent_memory_pool_get_info, hsa_amd_agents_allow_access, hsa_amd_coherency_get_type,
-    hsa_amd_coherency_set_type, hsa_amd_memory_async_copy, hsa_amd_memory_fill,
-    hsa_amd_memory_lock, hsa_amd_memory_lock_to_pool, hsa_amd_memory_pool_allocate,
-    hsa_amd_memory_pool_free, hsa_amd_memory_pool_get_info, hsa_amd_memory_unlock,
-    hsa_amd_pointer_info, hsa_amd_pointer_info_set_userdata, hsa_amd_profiling_async_copy_enable,
+    hsa_amd_coherency_set_type, hsa_amd_memory_fill, hsa_amd_memory_lock,
+    hsa_amd_memory_lock_to_pool, hsa_amd_memory_pool_allocate, hsa_amd_memory_pool_free,
+    hsa_amd_memory_pool_get_info, hsa_amd_memory_unlock, hsa_amd_pointer_info,
+    hsa_amd_pointer_info_set_userdata, hsa_amd_profiling_async_copy_enable,
     hsa_amd_profiling_convert_tick_to_system_domain, hsa_amd_profiling_get_async_copy_time,
     hsa_amd_profiling_get_dispatch_time, hsa_extension_get_name, hsa_init, hsa_isa_compatible,
     hsa_isa_from_name, hsa_isa_get_exception_policies, hsa_isa_get_info, hsa_isa_get_info_alt,

@@ -433,3 +433,60 @@ pub(crate) unsafe extern "C" fn hsa_amd_runtime_queue_create_register(
         HSA_STATUS_ERROR_INVALID_ARGUMENT
     }
 }
+
+/// `hsa_amd_queue_priority_t`: low, normal, high.
+const HSA_AMD_QUEUE_PRIORITY_HIGH: u32 = 2;
+
+/// `hsa_amd_queue_set_priority`: validated as ROCr validates it, then, as in ROCr, a hint to the
+/// hardware's arbitration between queues; the simulated device starts every queue's packets as
+/// soon as they may run, so it changes nothing.
+pub(crate) unsafe extern "C" fn hsa_amd_queue_set_priority(
+    queue: *mut hsa_queue_t,
+    priority: u32,
+) -> hsa_status_t {
+    guard(HSA_STATUS_ERROR, || {
+        if lookup(queue).is_none() {
+            return HSA_STATUS_ERROR_INVALID_QUEUE;
+        }
+        if priority > HSA_AMD_QUEUE_PRIORITY_HIGH {
+            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+        }
+        HSA_STATUS_SUCCESS
+    })
+}
+
+/// `hsa_amd_queue_cu_set_mask`: malformed masks are refused as ROCr refuses them (a count not a
+/// multiple of 32, no mask with a count). A mask that leaves every compute unit of the device on,
+/// or no mask (the default), succeeds. A mask that turns compute units off fails with
+/// `HSA_STATUS_ERROR`: the simulated device always spreads work over all its compute units, and
+/// timing or counting a masked queue as if it were not would be wrong without saying so.
+pub(crate) unsafe extern "C" fn hsa_amd_queue_cu_set_mask(
+    queue: *const hsa_queue_t,
+    num_cu_mask_count: u32,
+    cu_mask: *const u32,
+) -> hsa_status_t {
+    guard(HSA_STATUS_ERROR, || {
+        let Some(q) = lookup(queue) else {
+            return HSA_STATUS_ERROR_INVALID_QUEUE;
+        };
+        if !num_cu_mask_count.is_multiple_of(32) || (num_cu_mask_count > 0 && cu_mask.is_null()) {
+            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+        }
+        if num_cu_mask_count == 0 {
+            return HSA_STATUS_SUCCESS;
+        }
+        // SAFETY: non-null, `num_cu_mask_count` bits in 32-bit words, as the API requires.
+        let words = unsafe { std::slice::from_raw_parts(cu_mask, num_cu_mask_count as usize / 32) };
+        let cus = device::cu_count(q.device).unwrap_or(0) as usize;
+        let on = |cu: usize| {
+            words
+                .get(cu / 32)
+                .is_some_and(|w| w & (1 << (cu % 32)) != 0)
+        };
+        if (0..cus).all(on) {
+            HSA_STATUS_SUCCESS
+        } else {
+            HSA_STATUS_ERROR
+        }
+    })
+}

@@ -30,7 +30,7 @@ pub struct System {
 static SYSTEM: OnceLock<Result<System, String>> = OnceLock::new();
 static INITIALIZED: AtomicBool = AtomicBool::new(false);
 static REFS: Mutex<u32> = Mutex::new(0);
-static ASYNC_COPY_PROFILING: AtomicBool = AtomicBool::new(false);
+pub(crate) static ASYNC_COPY_PROFILING: AtomicBool = AtomicBool::new(false);
 
 fn system() -> Result<&'static System, &'static str> {
     SYSTEM
@@ -251,7 +251,7 @@ pub(crate) unsafe extern "C" fn hsa_system_get_info(
             HSA_SYSTEM_INFO_MACHINE_MODEL => put(value, HSA_MACHINE_MODEL_LARGE),
             HSA_SYSTEM_INFO_EXTENSIONS => put(value, extension_bits()),
             HSA_AMD_SYSTEM_INFO_BUILD_VERSION => put(value, build_version()),
-            HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED => put(value, true),
+            HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED => put(value, false),
             HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT
             | HSA_AMD_SYSTEM_INFO_MWAITX_ENABLED
             | HSA_AMD_SYSTEM_INFO_DMABUF_SUPPORTED
@@ -1088,85 +1088,6 @@ pub(crate) unsafe extern "C" fn hsa_amd_memory_fill(
         }
         // SAFETY: the caller passes `count` writable dwords.
         unsafe { std::slice::from_raw_parts_mut(ptr as *mut u32, count) }.fill(value);
-        HSA_STATUS_SUCCESS
-    })
-}
-
-/// A copy waiting for its dependencies.
-struct AsyncCopy {
-    dst: usize,
-    src: usize,
-    size: usize,
-    deps: Vec<hsa_signal_t>,
-    completion: hsa_signal_t,
-}
-
-impl AsyncCopy {
-    fn run(self) {
-        for dep in &self.deps {
-            // SAFETY: dependency signals are live until the copy starts.
-            if let Some(s) = unsafe { signals::signal(*dep) } {
-                s.wait(HSA_SIGNAL_CONDITION_EQ, 0, u64::MAX);
-            }
-        }
-        let start = now_ns();
-        // SAFETY: the application passes `size` valid bytes at both addresses.
-        unsafe { std::ptr::copy(self.src as *const u8, self.dst as *mut u8, self.size) };
-        let end = now_ns().max(start + 1);
-        // SAFETY: the completion signal is live.
-        unsafe {
-            signals::complete(
-                self.completion,
-                start,
-                end,
-                ASYNC_COPY_PROFILING.load(SeqCst),
-            )
-        };
-    }
-}
-
-/// `hsa_amd_memory_async_copy`: copies once the dependencies are 0, then decrements the
-/// completion signal.
-pub(crate) unsafe extern "C" fn hsa_amd_memory_async_copy(
-    dst: *mut c_void,
-    _dst_agent: hsa_agent_t,
-    src: *const c_void,
-    _src_agent: hsa_agent_t,
-    size: usize,
-    num_dep_signals: u32,
-    dep_signals: *const hsa_signal_t,
-    completion_signal: hsa_signal_t,
-) -> hsa_status_t {
-    guard(HSA_STATUS_ERROR, || {
-        if dst.is_null() || src.is_null() || (num_dep_signals > 0 && dep_signals.is_null()) {
-            return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-        }
-        let deps = if num_dep_signals == 0 {
-            Vec::new()
-        } else {
-            // SAFETY: `num_dep_signals` signals from the caller.
-            unsafe { std::slice::from_raw_parts(dep_signals, num_dep_signals as usize) }.to_vec()
-        };
-        // SAFETY: the application passes live signals.
-        let ready = deps
-            .iter()
-            .all(|d| unsafe { signals::signal(*d) }.is_none_or(|s| s.load() == 0));
-        let copy = AsyncCopy {
-            dst: dst as usize,
-            src: src as usize,
-            size,
-            deps,
-            completion: completion_signal,
-        };
-        if ready {
-            copy.run();
-        } else if std::thread::Builder::new()
-            .name("rtl-sim-copy".into())
-            .spawn(move || copy.run())
-            .is_err()
-        {
-            return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-        }
         HSA_STATUS_SUCCESS
     })
 }

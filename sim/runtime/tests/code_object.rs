@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use hsa_runtime64::code_object::{
     image_containing, isa_compatible, kernel_by_object, run_on_host, CodeObject, CodeObjectError,
-    KernelLaunch, LoadedImage, LoadedKernel,
+    HostKernel, KernelLaunch, LoadedImage, LoadedKernel,
 };
 use serde_json::Value;
 
@@ -359,4 +359,47 @@ fn host_refuses_unknown_kernels_and_layouts() {
     };
     assert!(!launch_as("not_a_fixture"));
     assert!(!launch_as("fill"), "vadd's argument layout is not fill's");
+}
+
+#[test]
+fn fixture_kernels_run_only_from_the_fixture_code_objects() {
+    // The same vadd (name, symbol and argument layout) in a code object that differs from the
+    // fixture by one trailing byte: the simulator cannot know what its code does.
+    let (co, _) = fixture("gfx942");
+    let mut bytes = co.bytes.clone();
+    bytes.push(0);
+    let other = LoadedImage::load(Arc::new(CodeObject::parse(bytes).unwrap())).unwrap();
+    let fixture = LoadedImage::load(Arc::new(co)).unwrap();
+    let vadd = |image: &LoadedImage| {
+        let kernel = image.kernels().iter().find(|k| k.name == "vadd").unwrap();
+        (**kernel).clone()
+    };
+    assert_eq!(vadd(&fixture).host, Some(HostKernel::Fixture));
+    assert_eq!(vadd(&other).host, None);
+    assert_eq!(vadd(&other).meta, vadd(&fixture).meta);
+
+    let (a, b) = ([1.0f32, 2.0], [10.0f32, 20.0]);
+    let mut c = [0.0f32; 2];
+    let mut kernarg = [0u8; 64];
+    for (i, ptr) in [a.as_ptr() as u64, b.as_ptr() as u64, c.as_mut_ptr() as u64]
+        .into_iter()
+        .enumerate()
+    {
+        kernarg[8 * i..][..8].copy_from_slice(&ptr.to_le_bytes());
+    }
+    kernarg[24..28].copy_from_slice(&2u32.to_le_bytes());
+    let launch = |kernel: &LoadedKernel| {
+        run_on_host(&KernelLaunch {
+            kernarg: kernarg.as_ptr(),
+            grid: [2, 1, 1],
+            workgroup: [64, 1, 1],
+            group_segment_size: 0,
+            private_segment_size: 0,
+            kernel,
+        })
+    };
+    assert!(!launch(&vadd(&other)), "not a fixture: not computed");
+    assert_eq!(c, [0.0, 0.0]);
+    assert!(launch(&vadd(&fixture)));
+    assert_eq!(c, [11.0, 22.0]);
 }

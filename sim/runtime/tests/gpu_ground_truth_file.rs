@@ -26,6 +26,7 @@ fn every_dispatch_appends_one_line_with_the_named_counters() {
         wave_size: 64,
         start_ns: 1_000,
         end_ns: 2_000,
+        computed: false,
     };
     gpu::kernel_started(&k);
     k.dispatch_index = 1;
@@ -39,8 +40,8 @@ fn every_dispatch_appends_one_line_with_the_named_counters() {
     assert_eq!(
         text,
         format!(
-            "{{\"pid\":{pid},\"agent\":2,\"queue\":11,\"kernel\":\"_Z6kernelPf\",\"dispatch\":0,\"start\":1000,\"end\":2000,\"counters\":{{\"GRBM_COUNT\":[1700],\"SQ_WAVES\":[2,2,1,1,1,1,1,1]}}}}\n\
-             {{\"pid\":{pid},\"agent\":2,\"queue\":11,\"kernel\":\"_Z6kernelPf\",\"dispatch\":1,\"start\":3000,\"end\":3500,\"counters\":{{\"GRBM_COUNT\":[850],\"SQ_WAVES\":[2,2,1,1,1,1,1,1]}}}}\n"
+            "{{\"pid\":{pid},\"agent\":2,\"queue\":11,\"kernel\":\"_Z6kernelPf\",\"dispatch\":0,\"start\":1000,\"end\":2000,\"computed\":false,\"counters\":{{\"GRBM_COUNT\":[1700],\"SQ_WAVES\":[2,2,1,1,1,1,1,1]}}}}\n\
+             {{\"pid\":{pid},\"agent\":2,\"queue\":11,\"kernel\":\"_Z6kernelPf\",\"dispatch\":1,\"start\":3000,\"end\":3500,\"computed\":false,\"counters\":{{\"GRBM_COUNT\":[850],\"SQ_WAVES\":[2,2,1,1,1,1,1,1]}}}}\n"
         )
     );
 }

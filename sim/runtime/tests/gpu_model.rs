@@ -26,6 +26,7 @@ fn run(
         wave_size: 64,
         start_ns: start,
         end_ns: end,
+        computed: false,
     }
 }
 
@@ -119,12 +120,13 @@ fn unrelated_counters_are_not_accidentally_equal() {
 fn ground_truth_line_has_exactly_the_contract_keys() {
     let mut k = run(103, "gfx90a", "fill", 1024, 5_000, 6_000);
     k.group_segment_size = 0;
+    k.computed = true;
     let line = hsa_runtime64::gpu::truth_line(&k, &["SQ_WAVES", "NOT_A_COUNTER"]);
     let pid = std::process::id();
     assert_eq!(
         line,
         format!(
-            "{{\"pid\":{pid},\"agent\":1,\"queue\":7,\"kernel\":\"fill\",\"dispatch\":3,\"start\":5000,\"end\":6000,\"counters\":{{\"SQ_WAVES\":[4,4,4,4,0,0,0,0]}}}}\n"
+            "{{\"pid\":{pid},\"agent\":1,\"queue\":7,\"kernel\":\"fill\",\"dispatch\":3,\"start\":5000,\"end\":6000,\"computed\":true,\"counters\":{{\"SQ_WAVES\":[4,4,4,4,0,0,0,0]}}}}\n"
         )
     );
     let parsed: serde_json::Value = serde_json::from_str(&line).expect("JSON");

@@ -147,6 +147,7 @@ fn run_of(kernel: &'static str, grid: u32, queue: u64, t: Time) -> KernelRun<'st
         wave_size: 64,
         start_ns: t.start,
         end_ns: t.end,
+        computed: false,
     }
 }
 

@@ -24,6 +24,7 @@ fn kernel(device: u32, arch: &'static str, start: u64, end: u64) -> KernelRun<'s
         wave_size: 64,
         start_ns: start,
         end_ns: end,
+        computed: false,
     }
 }
 

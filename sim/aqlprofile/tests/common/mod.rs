@@ -400,6 +400,7 @@ pub fn run(
         wave_size: 64,
         start_ns: start,
         end_ns: end,
+        computed: false,
     }
 }
 

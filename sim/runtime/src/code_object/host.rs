@@ -1,13 +1,55 @@
-//! The reference kernels of `sim/fixtures/kernels.cl` and `kernels.hip`, executed on host memory.
+//! Kernels the simulated GPU executes on host memory: the reference kernels of
+//! `sim/fixtures/kernels.cl` and `kernels.hip`, and HIP's blit kernels ([`super::blit`]).
 //!
 //! The simulated GPU shares the host's address space, so a dispatch's kernarg segment and the
-//! buffers it points to are host memory. Each kernel here does what its OpenCL source does, for
-//! every work-item of the grid's x dimension (the fixtures index by x only), reading its arguments
-//! at the offsets the metadata's `.args` give. Kernels are known by symbol name, which for the C++
-//! kernels is the mangled one.
+//! buffers it points to are host memory. Which kernels run is decided when a code object is
+//! loaded, by the code object's identity, never by a kernel name alone: a fixture kernel runs only
+//! from a code object that is byte for byte one of the fixture files built into the runtime, and
+//! a blit kernel only from a code object whose metadata is that of HIP's blit code object. Each
+//! fixture kernel does what its source does, for every work-item of the grid's x dimension (the
+//! fixtures index by x only), reading its arguments at the offsets the metadata's `.args` give;
+//! within a fixture, kernels are known by symbol name (the mangled one for the C++ kernels).
 
+use super::blit::{blit_of, is_blit_code_object, run_blit, Blit, BlitLaunch};
+use super::elf::CodeObject;
 use super::image::LoadedKernel;
 use super::metadata::KernelArg;
+
+/// The fixture code objects, as committed (`sim/fixtures/regenerate.sh` rebuilds them
+/// byte for byte).
+const FIXTURES: [&[u8]; 5] = [
+    include_bytes!("../../../fixtures/kernels-gfx90a.co"),
+    include_bytes!("../../../fixtures/kernels-gfx942.co"),
+    include_bytes!("../../../fixtures/kernels-gfx950.co"),
+    include_bytes!("../../../fixtures/kernels-gfx1100.co"),
+    include_bytes!("../../../fixtures/kernels-gfx1201.co"),
+];
+
+/// How the simulated GPU computes a kernel on the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostKernel {
+    /// A kernel of a fixture code object, run by its symbol name if its arguments have the
+    /// fixture's layout.
+    Fixture,
+    /// A kernel of HIP's blit code object.
+    Blit(Blit),
+}
+
+/// The host implementation of each kernel of `code_object`, in metadata order (`None` for a
+/// kernel the simulated GPU only times and counts).
+pub fn host_kernels(code_object: &CodeObject) -> Vec<Option<HostKernel>> {
+    let kernels = &code_object.kernels;
+    if FIXTURES.contains(&code_object.bytes.as_slice()) {
+        vec![Some(HostKernel::Fixture); kernels.len()]
+    } else if is_blit_code_object(code_object) {
+        kernels
+            .iter()
+            .map(|meta| blit_of(meta).map(HostKernel::Blit))
+            .collect()
+    } else {
+        vec![None; kernels.len()]
+    }
+}
 
 /// One kernel dispatch to execute on the host.
 #[derive(Debug, Clone, Copy)]
@@ -26,9 +68,11 @@ pub struct KernelLaunch<'a> {
     pub kernel: &'a LoadedKernel,
 }
 
-/// Executes a reference kernel (vadd, saxpy, fill, increment, lds_reverse, scratchy, copy, empty,
-/// and the C++ `scale<float>`, `scale<unsigned int>` and `demo::twice`) on host memory; false if the kernel has no host implementation or its arguments do not have the
-/// layout of the fixture kernel of that name.
+/// Executes a kernel on host memory: a fixture kernel (vadd, saxpy, fill, increment,
+/// lds_reverse, scratchy, copy, empty, and the C++ `scale<float>`, `scale<unsigned int>` and
+/// `demo::twice`) or a HIP blit kernel. False if the kernel was not computed: its code object
+/// is neither a fixture nor HIP's blit code object, its arguments do not have the layout of the
+/// fixture kernel of that name, or it is a blit the simulator does not compute.
 ///
 /// The dispatch's memory is the application's, as on a GPU: pointers in the kernarg segment must
 /// be valid for the elements the grid touches.
@@ -36,6 +80,22 @@ pub fn run_on_host(launch: &KernelLaunch) -> bool {
     if launch.kernarg.is_null() && !launch.kernel.meta.args.is_empty() {
         return false;
     }
+    match launch.kernel.host {
+        Some(HostKernel::Fixture) => run_fixture(launch),
+        Some(HostKernel::Blit(blit)) => run_blit(
+            blit,
+            &BlitLaunch {
+                kernarg: launch.kernarg,
+                meta: &launch.kernel.meta,
+                grid: launch.grid,
+            },
+        ),
+        None => false,
+    }
+}
+
+/// Executes a fixture kernel by its symbol name.
+fn run_fixture(launch: &KernelLaunch) -> bool {
     let args = Kernargs {
         base: launch.kernarg,
         layout: launch.kernel.meta.explicit_args().collect(),

@@ -10,6 +10,7 @@ use std::ptr::NonNull;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use super::elf::{CodeObject, SymbolClass};
+use super::host::{host_kernels, HostKernel};
 use super::metadata::KernelMeta;
 use super::CodeObjectError;
 
@@ -29,6 +30,9 @@ pub struct LoadedKernel {
     pub processor: String,
     /// What the metadata note says about the kernel.
     pub meta: KernelMeta,
+    /// How the simulated GPU computes it on the host, decided by its code object's identity
+    /// (`None`: timed and counted, not computed).
+    pub host: Option<HostKernel>,
 }
 
 /// A code object's segments in host memory, with its kernels registered for
@@ -151,10 +155,12 @@ impl LoadedImage {
 
     fn make_kernels(&self) -> Vec<Arc<LoadedKernel>> {
         let code_object = &self.code_object;
+        let hosts = host_kernels(code_object);
         code_object
             .kernels
             .iter()
-            .filter_map(|meta| {
+            .zip(hosts)
+            .filter_map(|(meta, host)| {
                 let symbol = code_object
                     .symbol(&meta.symbol)
                     .filter(|s| s.class == SymbolClass::KernelDescriptor)?;
@@ -165,6 +171,7 @@ impl LoadedImage {
                     kernel_object: self.address_of(symbol.address),
                     processor: code_object.processor.clone(),
                     meta: meta.clone(),
+                    host,
                 }))
             })
             .collect()

@@ -67,6 +67,9 @@ pub struct KernelMeta {
     /// indirect calls).
     #[serde(rename = ".uses_dynamic_stack", default)]
     pub uses_dynamic_stack: bool,
+    /// `.language`: the source language (`OpenCL C`; HIP's own code objects leave it out).
+    #[serde(rename = ".language", default)]
+    pub language: Option<String>,
     /// `.args`: the kernel arguments, explicit and hidden, in kernarg-segment order.
     #[serde(rename = ".args", default)]
     pub args: Vec<KernelArg>,

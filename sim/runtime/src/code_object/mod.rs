@@ -1,16 +1,19 @@
 //! AMDGPU code objects: parsing the ELF and its metadata note, loading images into host memory,
-//! the process-wide kernel registry, and the reference kernels that run on the host.
+//! the process-wide kernel registry, and the kernels that run on the host (the fixtures'
+//! reference kernels and HIP's blit kernels).
 
+mod blit;
 mod elf;
 mod host;
 mod image;
 mod metadata;
 
+pub use blit::Blit;
 pub use elf::{
     isa_compatible, processor_of, CodeObject, ElfSymbol, Segment, SymbolClass,
     KERNEL_DESCRIPTOR_SIZE,
 };
-pub use host::{run_on_host, KernelLaunch};
+pub use host::{host_kernels, run_on_host, HostKernel, KernelLaunch};
 pub use image::{image_containing, kernel_by_object, LoadedImage, LoadedKernel};
 pub use metadata::{KernelArg, KernelMeta, Metadata};
 

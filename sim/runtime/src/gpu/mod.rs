@@ -62,6 +62,9 @@ pub struct KernelRun<'a> {
     pub start_ns: u64,
     /// Simulated end time (ns).
     pub end_ns: u64,
+    /// Whether the simulated GPU computed the kernel's results on host memory (a fixture or
+    /// HIP blit kernel) or only timed and counted it.
+    pub computed: bool,
 }
 
 /// What the counter model needs to know about a device beyond its architecture.

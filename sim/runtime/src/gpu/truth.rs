@@ -122,7 +122,7 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
         })
         .collect();
     format!(
-        "{{\"pid\":{},\"agent\":{},\"queue\":{},\"kernel\":{},\"dispatch\":{},\"start\":{},\"end\":{},\"counters\":{{{}}}}}\n",
+        "{{\"pid\":{},\"agent\":{},\"queue\":{},\"kernel\":{},\"dispatch\":{},\"start\":{},\"end\":{},\"computed\":{},\"counters\":{{{}}}}}\n",
         std::process::id(),
         run.agent_node_id,
         run.queue_id,
@@ -130,6 +130,7 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
         run.dispatch_index,
         run.start_ns,
         run.end_ns,
+        run.computed,
         counters.join(",")
     )
 }

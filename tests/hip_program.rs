@@ -1,0 +1,180 @@
+//! A real HIP program on the simulated GPU: `tests/hip/streams.hip` (three streams, one with a
+//! priority, events, 1D and 2D memsets and copies, two kernels), built by Debian's `hipcc` for
+//! gfx90a and linked against its HIP 5.2 runtime, profiled by `rtl-pmc --sim gfx90a` in two
+//! passes. Every dispatch, the program's kernels and HIP's blit kernels alike, is recorded once
+//! per pass with its ground-truth counter values; memsets and copies (blit kernels) are correct;
+//! kernels the simulator does not compute say so in the ground truth and leave their output
+//! untouched; the program's exit status is rtl-pmc's.
+
+#[path = "sim_support/mod.rs"]
+mod sim_support;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sim_support::{artifact, read_table, sim_env, total};
+
+/// The counters of each pass.
+const PASSES: [&[&str]; 2] = [&["SQ_WAVES", "GRBM_COUNT"], &["SQ_INSTS_VALU"]];
+
+/// The program's dispatches in submission order (streams may start them in another order): its
+/// own kernels and HIP's blits, with whether the simulator computes them.
+const DISPATCHES: [(&str, bool); 10] = [
+    ("__amd_rocclr_fillBufferAligned", true), // hipMemset
+    ("__amd_rocclr_fillBufferAligned", true), // hipMemsetAsync
+    ("__amd_rocclr_fillBufferAligned", true), // hipMemsetD32Async
+    ("_Z5scalePjjj", false),
+    ("__amd_rocclr_copyBuffer", true), // device to device, word offset
+    ("__amd_rocclr_copyBuffer", true), // device to device, 101 bytes at an odd offset
+    ("__amd_rocclr_fillBufferAligned2D", true), // hipMemset2DAsync
+    ("__amd_rocclr_copyBufferRectAligned", true), // hipMemcpy2DAsync device to device
+    ("__amd_rocclr_fillBufferAligned", true), // hipMemsetAsync
+    ("vadd", false),
+];
+
+/// The exit status the program is asked to return.
+const STATUS: i32 = 3;
+
+/// Builds the program with hipcc, or `None` when hipcc is not installed.
+fn build(dir: &Path) -> Option<PathBuf> {
+    if Command::new("hipcc").arg("--version").output().is_err() {
+        return None;
+    }
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hip/streams.hip");
+    let exe = dir.join("streams");
+    let out = Command::new("hipcc")
+        .args(["--offload-arch=gfx90a", "-O2", "-o"])
+        .arg(&exe)
+        .arg(&source)
+        .output()
+        .expect("hipcc runs");
+    assert!(
+        out.status.success(),
+        "hipcc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(exe)
+}
+
+/// The one ground-truth dispatch of `truth` that ran from `start` to `end`.
+fn truth_at<'a>(truth: &[&'a serde_json::Value], start: &str, end: &str) -> &'a serde_json::Value {
+    let time = |text: &str| -> u64 { text.parse().expect("a timestamp") };
+    let found: Vec<_> = truth
+        .iter()
+        .filter(|t| t["start"] == time(start) && t["end"] == time(end))
+        .collect();
+    assert_eq!(
+        found.len(),
+        1,
+        "dispatches from {start} to {end}: {found:?}"
+    );
+    found[0]
+}
+
+#[test]
+fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hip-program");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    let Some(exe) = build(&dir) else {
+        eprintln!("skipped: hipcc is not installed (bash .ci/setup installs Debian's HIP 5.2)");
+        return;
+    };
+    let (out, truth_file) = (dir.join("out"), dir.join("truth.jsonl"));
+    let mut command = Command::new(artifact("rtl-pmc"));
+    // A non-zero exit status stops after the first pass without --continue-on-error.
+    command
+        .args(["--sim", "gfx90a", "--continue-on-error", "-d"])
+        .arg(&out);
+    for counters in PASSES {
+        command.arg("--pmc").args(counters);
+    }
+    let output = command
+        .arg("--")
+        .arg(&exe)
+        .arg(STATUS.to_string())
+        .envs(sim_env("gfx90a"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", PASSES.concat().join(","))
+        .output()
+        .expect("rtl-pmc starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(STATUS),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // Each pass: memsets and copies right, neither kernel computed (vadd never adds).
+    let per_pass = "scale: not computed\nvadd: not computed\nchecks passed\n";
+    assert_eq!(stdout, per_pass.repeat(2), "stderr:\n{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+
+    let truth: Vec<serde_json::Value> = std::fs::read_to_string(&truth_file)
+        .expect("ground truth written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .collect();
+    assert!(
+        truth.iter().all(|t| t.get("problem").is_none()),
+        "the simulated GPU met a packet it does not model: {truth:?}"
+    );
+    let mut pids: Vec<&serde_json::Value> = truth.iter().map(|t| &t["pid"]).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 2, "one process per pass");
+
+    for (pass, counters) in PASSES.iter().enumerate() {
+        let runs: Vec<&serde_json::Value> =
+            truth.iter().filter(|t| &t["pid"] == pids[pass]).collect();
+        let mut kernels: Vec<(&str, bool)> = runs
+            .iter()
+            .map(|t| (t["kernel"].as_str().unwrap(), t["computed"] == true))
+            .collect();
+        let mut expected = DISPATCHES.to_vec();
+        kernels.sort();
+        expected.sort();
+        assert_eq!(kernels, expected, "pass {}", pass + 1);
+
+        // counter_collection.csv: one row per dispatch and counter, each its ground truth, and
+        // every dispatch of the pass there once.
+        let rows = read_table(&out.join(format!("pass_{}/counter_collection.csv", pass + 1)));
+        assert_eq!(rows.len(), DISPATCHES.len() * counters.len());
+        let mut seen = Vec::new();
+        for row in &rows {
+            let t = truth_at(&runs, &row["Start_Timestamp"], &row["End_Timestamp"]);
+            assert!(counters.contains(&row["Counter_Name"].as_str()), "{row:?}");
+            let value = format!("{}.000000", total(t, &row["Counter_Name"]));
+            assert_eq!(row["Counter_Value"], value, "{row:?}");
+            seen.push((t["dispatch"].as_u64().unwrap(), row["Counter_Name"].clone()));
+        }
+        seen.sort();
+        seen.dedup();
+        assert_eq!(seen.len(), rows.len(), "a dispatch recorded twice");
+    }
+
+    // results.csv: the passes joined, one row per dispatch, the first pass's counters at its
+    // times and the second's from the same launch of that kernel in the second run.
+    let results = read_table(&out.join("results.csv"));
+    assert_eq!(results.len(), DISPATCHES.len());
+    let first: Vec<&serde_json::Value> = truth.iter().filter(|t| &t["pid"] == pids[0]).collect();
+    let second: Vec<&serde_json::Value> = truth.iter().filter(|t| &t["pid"] == pids[1]).collect();
+    let mut occurrences: HashMap<&str, usize> = HashMap::new();
+    for row in &results {
+        let t = truth_at(&first, &row["BeginNs"], &row["EndNs"]);
+        let kernel = t["kernel"].as_str().unwrap();
+        let occurrence = occurrences.entry(kernel).or_default();
+        let again = second
+            .iter()
+            .filter(|s| s["kernel"] == kernel)
+            .nth(*occurrence)
+            .expect("the second run made the same launch");
+        *occurrence += 1;
+        for counter in PASSES[0] {
+            assert_eq!(row[*counter], total(t, counter).to_string(), "{row:?}");
+        }
+        for counter in PASSES[1] {
+            assert_eq!(row[*counter], total(again, counter).to_string(), "{row:?}");
+        }
+    }
+}
