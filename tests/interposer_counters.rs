@@ -118,6 +118,32 @@ fn both_apis_collect_the_per_cu_texture_blocks_on_the_instances_the_gpu_has() {
     }
 }
 
+/// A dispatch the filters leave out is not kept out of the counting windows of the others: with
+/// several queues on the GPU that is said once; with one queue (each queue runs in order) it
+/// cannot happen and nothing is said.
+#[test]
+fn filters_on_several_queues_warn_that_unselected_dispatches_may_overlap() {
+    const GROUP: &[&str] = &["SQ_WAVES"];
+    let filters = KernelFilters {
+        include_regex: Some("^vadd$".into()),
+        ..KernelFilters::default()
+    };
+    for (queues, warned) in [("1", false), ("2", true)] {
+        let dir = scratch(&format!("unselected-{queues}"));
+        let plan = plan(&dir, "gfx942", &[GROUP], filters.clone(), 1);
+        let args = ["--queues", queues, "--iterations", "2"];
+        let run = run_demo(&dir, "gfx942", Some(&plan), &[], GROUP, &args);
+        run.assert_success();
+        let expected = if warned {
+            "rtl-pmc: kernel filters leave dispatches unprofiled on GPU 0 (gfx942), which runs 2 queues: those dispatches are not kept out of the counting windows, so a selected dispatch they overlap counts their work too (select every dispatch, or use one queue, for exact values)\n"
+        } else {
+            ""
+        };
+        assert_eq!(run.stderr(), expected, "{queues} queue(s)");
+        assert!(run.records.iter().all(|r| r.kernel == "vadd"));
+    }
+}
+
 #[test]
 fn one_queue_rocm60_tables() {
     counted_run("rocm60", &[("RTL_SIM_ROCM", "6.0")]);

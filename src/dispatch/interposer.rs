@@ -274,6 +274,28 @@ impl Interposer {
         kernel_resources(&descriptor, arch).unwrap_or_default()
     }
 
+    /// Warns, once, that a dispatch left out by the kernel filters runs unprofiled on a GPU that
+    /// collects counters from several queues: it is not kept out of the counting windows of the
+    /// selected dispatches, and device-wide counters of one that it overlaps include its work.
+    fn warn_unselected_overlap(&self, session: &Session, queue: &QueueState) {
+        let queues = session
+            .queues_created
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&queue.gpu.agent.handle)
+            .copied()
+            .unwrap_or(0);
+        if queues > 1 {
+            warn_once(
+                "unselected-overlap",
+                &format!(
+                    "kernel filters leave dispatches unprofiled on GPU {} ({}), which runs {queues} queues: those dispatches are not kept out of the counting windows, so a selected dispatch they overlap counts their work too (select every dispatch, or use one queue, for exact values)",
+                    queue.gpu.index, queue.gpu.arch
+                ),
+            );
+        }
+    }
+
     /// Decides for one kernel dispatch; the wrapping and its pending completion when selected.
     fn prepare(
         &'static self,
@@ -303,6 +325,9 @@ impl Interposer {
             queue.gpu.node_id,
             groups,
         ) else {
+            if counters.is_some() {
+                self.warn_unselected_overlap(session, queue);
+            }
             return None;
         };
         let Some(kernel_signal) = session.signals.take() else {
