@@ -23,11 +23,11 @@ use rtl_pmc::dispatch::records::{self, Record, RecordError};
 use rtl_pmc::passes::plan_file::PLAN_ENV;
 use rtl_pmc_counters::{Catalog, Topology};
 
-use crate::args::OutputFormat;
+use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
-use crate::output::csv::write_agent_info;
+use crate::output::csv::{write_agent_info, write_kernel_stats};
 use crate::output::database::Database;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, PassSpec};
@@ -41,6 +41,9 @@ pub const TOOLS_LIB_ENV: &str = "HSA_TOOLS_LIB";
 pub const LIBRARY_ENV: &str = "RTL_PMC_LIBRARY";
 /// The tools library's file name.
 pub const LIBRARY_NAME: &str = "librtl_pmc.so";
+
+/// The dynamic loader's list of libraries loaded first (`--preload` goes before it).
+pub const PRELOAD_ENV: &str = "LD_PRELOAD";
 
 /// Exit code when a profile is interrupted with Ctrl-C.
 pub const INTERRUPTED_EXIT: i32 = 130;
@@ -59,6 +62,17 @@ pub struct RunOptions<'a> {
     pub pass_match: rtl_pmc_cli::args::PassMatch,
     /// How many kernels the summary lists.
     pub summary_top: usize,
+    /// What is told on stderr.
+    pub log_level: LogLevel,
+}
+
+impl RunOptions<'_> {
+    /// Prints `warning` unless the log level hides warnings.
+    fn warn(&self, warning: impl std::fmt::Display) {
+        if self.log_level.warnings() {
+            eprintln!("rtl-pmc: warning: {warning}");
+        }
+    }
 }
 
 fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
@@ -222,7 +236,9 @@ impl Iterator for StartMerged {
 /// Runs the application once per run of `plan` and writes the results. Returns the exit code
 /// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
 pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
-    let destination::Destination { directory, base } = destination::Destination::of(plan)?;
+    let destination::Destination { directory, base } =
+        destination::Destination::of(plan, options.app)?;
+    let launched = std::time::SystemTime::now();
     let asked: Vec<OutputFormat> = plan
         .runs
         .iter()
@@ -286,13 +302,37 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         db.set_counter_units(&units).map_err(output_error)?;
         let label = counters.join(" ");
 
+        let mut added: Vec<(String, String)> = options.sim.to_vec();
+        added.push((TOOLS_LIB_ENV.into(), tools_lib.clone()));
+        added.push((PLAN_ENV.into(), plan_path.display().to_string()));
+        added.extend(
+            run.name_environment()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        if !run.settings.preload.is_empty() {
+            let earlier = added
+                .iter()
+                .find(|(k, _)| k == PRELOAD_ENV)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(PRELOAD_ENV).ok())
+                .filter(|v| !v.trim().is_empty());
+            let mut libraries = run.settings.preload.join(":");
+            if let Some(earlier) = earlier {
+                libraries = format!("{libraries}:{earlier}");
+            }
+            added.retain(|(k, _)| k != PRELOAD_ENV);
+            added.push((PRELOAD_ENV.into(), libraries));
+        }
+        if options.log_level.shows_environment() {
+            for (name, value) in &added {
+                eprintln!("rtl-pmc: pass {pass}: {name}={value}");
+            }
+        }
         let mut command = Command::new(program);
         command
             .args(arguments)
-            .envs(options.sim.iter().map(|(k, v)| (k, v)))
-            .env(TOOLS_LIB_ENV, &tools_lib)
-            .env(PLAN_ENV, &plan_path)
-            .envs(run.name_environment());
+            .envs(added.iter().map(|(k, v)| (k, v)));
         let started = Instant::now();
         progress.start(pass, &label);
         let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
@@ -327,7 +367,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
                     }
-                    Err(e) => eprintln!("rtl-pmc: warning: {e}"),
+                    Err(e) => options.warn(e),
                 }
             }
             Ok::<_, OutputError>(())
@@ -344,7 +384,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
             db.add_kernel_derived(&derived).map_err(output_error)?;
         }
         for warning in &converter.warnings {
-            eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
+            options.warn(format_args!("pass {pass}: {warning}"));
         }
         let agents = db.agents().map_err(output_error)?;
         written.push(
@@ -372,17 +412,41 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
 
     let unmatched = db.unmatched().map_err(output_error)?;
     if let Some(warning) = unmatched_warning(&unmatched, options.pass_match) {
-        eprintln!("rtl-pmc: warning: {warning}");
+        options.warn(warning);
     }
     if let Some(warning) = zeros.warning() {
-        eprintln!("rtl-pmc: warning: {warning}");
+        options.warn(warning);
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
     let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    let any =
+        |on: fn(&rtl_pmc_cli::inputs::Settings) -> bool| plan.runs.iter().any(|r| on(&r.settings));
+    if any(|s| s.stats) {
+        let stats = db.kernel_stats().map_err(output_error)?;
+        let path = directory.join(format!("{base}_kernel_stats.csv"));
+        written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
+    }
     let db_path = db.commit(formats.rocpd).map_err(output_error)?;
     written.extend(merged);
     written.extend(db_path);
-    eprint!("{summary}");
+    if any(|s| s.output_config) {
+        let path = directory.join(format!("{base}_config.json"));
+        written.push(write_config(&path, plan, options.app, launched)?);
+    }
+    let summary_file = plan
+        .runs
+        .iter()
+        .find_map(|r| r.settings.summary_output_file.as_deref());
+    match summary_file {
+        Some(f) if f.eq_ignore_ascii_case("stdout") => print!("{summary}"),
+        None => eprint!("{summary}"),
+        Some(f) if f.eq_ignore_ascii_case("stderr") => eprint!("{summary}"),
+        Some(f) => {
+            let path = directory.join(format!("{base}_{f}.txt"));
+            std::fs::write(&path, &summary).map_err(|e| io_error(&path, e))?;
+            written.push(path);
+        }
+    }
     eprintln!("rtl-pmc: results in {}", directory.display());
     for file in written
         .iter()
@@ -391,4 +455,64 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         eprintln!("rtl-pmc:   {}", file.display());
     }
     Ok(exit)
+}
+
+/// Writes `<base>_config.json` (`--output-config`): rocprofv3's layout, a `metadata` object with
+/// the pid, launch and end times (ns since the epoch), the command and, as `config`, each run's
+/// counters and settings.
+fn write_config(
+    path: &Path,
+    plan: &ProfilePlan,
+    app: &[String],
+    launched: std::time::SystemTime,
+) -> Result<PathBuf, CliError> {
+    let ns = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    let runs: Vec<serde_json::Value> = plan
+        .runs
+        .iter()
+        .map(|run| {
+            let s = &run.settings;
+            let counters: Vec<&String> = run
+                .agents
+                .iter()
+                .flat_map(|a| a.groups.iter().flat_map(|g| g.counters.iter()))
+                .collect();
+            serde_json::json!({
+                "pass": run.number,
+                "pmc": counters,
+                "kernel_include_regex": s.filters.include_regex,
+                "kernel_exclude_regex": s.filters.exclude_regex,
+                "kernel_iteration_range": s.filters.iterations.iter()
+                    .map(|r| format!("[{}-{}]", r.first, r.last)).collect::<Vec<_>>(),
+                "output_directory": s.output_directory,
+                "output_file": s.output_file,
+                "output_format": s.output_format.iter()
+                    .map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
+                "truncate_kernels": s.truncate_kernels,
+                "mangled_kernels": s.mangled_kernels,
+                "summary": s.summary,
+                "summary_output_file": s.summary_output_file,
+                "stats": s.stats,
+                "log_level": s.log_level.map(|l| format!("{l:?}").to_lowercase()),
+                "preload": s.preload,
+            })
+        })
+        .collect();
+    let config = serde_json::json!({
+        "rocprofiler-sdk-tool": [{
+            "metadata": {
+                "pid": std::process::id(),
+                "init_time": ns(launched),
+                "fini_time": ns(std::time::SystemTime::now()),
+                "command": app,
+                "config": { "runs": runs },
+            }
+        }]
+    });
+    let text = serde_json::to_string_pretty(&config).map_err(output_error)? + "\n";
+    std::fs::write(path, text).map_err(|e| io_error(path, e))?;
+    Ok(path.to_path_buf())
 }

@@ -1,10 +1,11 @@
-//! The CSV files: rocprofv3's `counter_collection.csv` and `agent_info.csv`, rocprof v1's
-//! `results.csv`.
+//! The CSV files: rocprofv3's `counter_collection.csv`, `agent_info.csv` and
+//! `kernel_stats.csv`, rocprof v1's `results.csv`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::AtomicFile;
+use super::database::KernelStats;
 use super::model::{
     push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
 };
@@ -243,6 +244,62 @@ pub fn write_agent_info(path: &Path, agents: &[Agent]) -> io::Result<PathBuf> {
         out.write_record(&row).map_err(csv_error)?;
     }
     commit(out)
+}
+
+/// rocprofv3's `kernel_stats.csv` columns, in its order.
+pub const KERNEL_STATS_COLUMNS: [&str; 8] = [
+    "Name",
+    "Calls",
+    "TotalDurationNs",
+    "AverageNs",
+    "Percentage",
+    "MinNs",
+    "MaxNs",
+    "StdDev",
+];
+
+/// A fraction as rocprofv3's CSV files print one: six decimals from 1 up, else scientific with
+/// eight decimals and a signed exponent of at least two digits (`5.00000000e-01`).
+pub fn rocprofv3_float(value: f64) -> String {
+    if value.abs() >= 1.0 || !value.is_finite() {
+        return format!("{value:.6}");
+    }
+    let text = format!("{value:.8e}");
+    let Some((mantissa, exponent)) = text.split_once('e') else {
+        return text;
+    };
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', exponent),
+    };
+    format!("{mantissa}e{sign}{digits:0>2}")
+}
+
+/// Writes `kernel_stats.csv`: one row per kernel, in the order given.
+pub fn write_kernel_stats(path: &Path, stats: &[KernelStats]) -> io::Result<PathBuf> {
+    let mut out = AtomicFile::create(path)?;
+    let mut text = String::new();
+    let header: Vec<String> = KERNEL_STATS_COLUMNS
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect();
+    text.push_str(&header.join(","));
+    text.push('\n');
+    for s in stats {
+        push_quoted(&mut text, &s.kernel);
+        text.push_str(&format!(
+            ",{},{},{},{},{},{},{}\n",
+            s.calls,
+            s.total_ns,
+            rocprofv3_float(s.average_ns),
+            rocprofv3_float(s.percent),
+            s.min_ns,
+            s.max_ns,
+            rocprofv3_float(s.stddev_ns)
+        ));
+    }
+    out.write_all(text.as_bytes())?;
+    out.commit()
 }
 
 /// Streams rocprof v1's `results.csv`: one row per dispatch with every counter as a column.
