@@ -6,14 +6,25 @@ use clap::builder::BoolishValueParser;
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 const EXAMPLES: &str = "\
+Commands:
+  rtl-pmc merge [-d DIR] [-o NAME] [-f FORMAT...] [--pass-match RULE] DIR...
+                          combine the output directories of several runs (one per rank or host)
+  rtl-pmc help [merge]    this help, or merge's
+
 Examples:
-  rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app           one pass
-  rtl-pmc --pmc SQ_WAVES --pmc GRBM_GUI_ACTIVE -- ./app two groups, two passes
-  rtl-pmc -i input.txt -- ./app                        one pass per `pmc:` line
-  rtl-pmc -i input.yaml -- ./app                       rocprofv3 jobs, or pmc_groups
-  rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy
+  rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app              # one group, one pass
+  rtl-pmc --pmc SQ_WAVES --pmc TCC_HIT,TCC_MISS -- ./app  # each --pmc is its own group
+  rtl-pmc -i input.txt -- ./app                           # rocprof: one group per `pmc:` line
+  rtl-pmc -i input.yaml -- ./app                          # rocprofv3 jobs, or pmc_groups (one run)
+  rtl-pmc -E extra_counters.yaml --pmc MY_METRIC -- ./app # extra counter definitions
+  rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS
   rtl-pmc --list-avail --arch gfx90a
-  rtl-pmc --sim gfx942 --print-env";
+  rtl-pmc --sim gfx942 --pmc SQ_WAVES -- ./app            # on the simulated GPU
+  rtl-pmc -d 'prof/%hostname%-%rank%' --pmc SQ_WAVES -- ./app
+  rtl-pmc merge -d all prof/0 prof/1
+  eval \"$(rtl-pmc --sim gfx942 --print-env)\"
+
+rocprofv3's tracing, PC sampling and thread trace options are refused, each saying why.";
 
 /// Per-dispatch hardware counters for AMD GPUs, the way rocprof and rocprofv3 --pmc collect
 /// them: counter groups that do not fit the hardware are split into the fewest passes that keep

@@ -116,6 +116,7 @@ pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<Strin
 #[derive(Debug, clap::Parser)]
 #[command(
     name = "rtl-pmc merge",
+    bin_name = "rtl-pmc merge",
     about = "Combine the result directories of several runs (one per rank or host) into one"
 )]
 struct MergeArgs {

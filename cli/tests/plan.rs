@@ -176,13 +176,13 @@ fn pmc_groups_on_the_command_line() {
 #[test]
 fn help_plan_example() {
     let help = rtl_pmc(&["--help"]).stdout;
-    let example = "rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy";
+    let example = "rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS";
     assert!(help.contains(example), "{help}");
     let args: Vec<&str> = example.split(' ').skip(1).collect();
     assert_plan(
         &rtl_pmc(&args),
-        "pass 1: FETCH_SIZE VALUBusy\npass 2: WRITE_SIZE\npasses: 2 (lower bound: 2)\n",
-        &format!("rtl-pmc: gfx942: --pmc group 1 {FETCH_WRITE_NOTE}\n"),
+        "pass 1: FETCH_SIZE TCC_HIT\npass 2: WRITE_SIZE TCC_MISS\npasses: 2 (lower bound: 2)\n",
+        "rtl-pmc: gfx942: --pmc group 1 does not fit one pass (TCC needs 7 counters (4 per pass)); split into 2 passes\n",
     );
 }
 
@@ -887,4 +887,79 @@ fn list_avail_without_arch_lists_the_gpus_found() {
     let sim = rtl_pmc(&["--list-avail", "--sim", "gfx942"]);
     assert_eq!(sim.code, 0, "{}", sim.stderr);
     assert!(sim.stdout.starts_with("GPU:0\nName:gfx942\n"));
+}
+
+#[test]
+fn help_lists_every_flag_and_the_merge_command() {
+    let long = rtl_pmc(&["--help"]);
+    assert_eq!(long.code, 0);
+    assert_eq!(rtl_pmc(&["help"]).stdout, long.stdout);
+    for flag in [
+        "--pmc",
+        "--input",
+        "--extra-counters",
+        "--kernel-include-regex",
+        "--kernel-exclude-regex",
+        "--kernel-iteration-range",
+        "--output-directory",
+        "--output-file",
+        "--output-format",
+        "--truncate-kernels",
+        "--mangled-kernels",
+        "--summary",
+        "--summary-output-file",
+        "--stats",
+        "--output-config",
+        "--log-level",
+        "--preload",
+        "--strict-passes",
+        "--plan",
+        "--arch",
+        "--list-avail",
+        "--sim",
+        "--print-env",
+        "--pass-match",
+        "--summary-top",
+        "--continue-on-error",
+        "-L,",
+        "-T,",
+        "-M,",
+        "-S,",
+        "-f,",
+        "-d,",
+        "-o,",
+        "-i,",
+        "-E,",
+        "rtl-pmc merge",
+        "rtl-pmc help",
+    ] {
+        assert!(long.stdout.contains(flag), "{flag} missing from --help");
+    }
+    // Every example of the README's usage block, as written there.
+    let readme = include_str!("../../README.md");
+    let usage = readme
+        .split("## Usage\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README has a usage block");
+    assert!(usage.lines().count() >= 10);
+    for line in usage.lines() {
+        assert!(
+            long.stdout.contains(&format!("  {line}\n")),
+            "README example '{line}' missing from --help"
+        );
+    }
+    let merge = rtl_pmc(&["help", "merge"]);
+    assert_eq!(merge.code, 0);
+    assert!(
+        merge
+            .stdout
+            .contains("Usage: rtl-pmc merge [OPTIONS] <DIR>..."),
+        "{}",
+        merge.stdout
+    );
+    assert_error(
+        &rtl_pmc(&["help", "plan"]),
+        "help: no help on 'plan'; try rtl-pmc help or rtl-pmc help merge",
+    );
 }
