@@ -785,7 +785,11 @@ fn sim_runs_the_passes_on_the_simulated_gpu_with_a_relative_output_directory() {
     // The simulated GPU's topology describes the agent.
     let agents = p.file("pass_1/agent_info.csv");
     let row: Vec<&str> = agents.lines().nth(1).unwrap().split(',').collect();
-    assert_eq!((row[0], row[4], row[12]), ("1", "1216", "8"), "{agents}");
+    assert_eq!(
+        (row[0], row[4], row[12], row[13]),
+        ("1", "1216", "8", "304"),
+        "{agents}"
+    );
 }
 
 #[test]

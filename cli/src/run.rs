@@ -146,10 +146,16 @@ fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) 
             properties: topology
                 .as_ref()
                 .map(|t| {
-                    t.properties()
+                    let mut properties: Vec<(String, u64)> = t
+                        .properties()
                         .iter()
                         .map(|(k, v)| (k.clone(), *v))
-                        .collect()
+                        .collect();
+                    // KFD does not give the CU count; rocprofv3 reports the active CUs.
+                    if t.property("cu_count").is_none() {
+                        properties.push(("cu_count".into(), t.cu_count()));
+                    }
+                    properties
                 })
                 .unwrap_or_default(),
         });
