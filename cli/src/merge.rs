@@ -73,8 +73,10 @@ pub fn merge_directories(
             Ok::<_, OutputError>(())
         })?;
         written.extend(pass_written.csv);
+        // The runs' CPUs are in their own agent_info.csv; a merge keeps the GPUs it joins.
         written.push(write_agent_info(
             &pass_dir.join("agent_info.csv"),
+            &[],
             &db.agents()?,
         )?);
     }

@@ -123,16 +123,41 @@ pub fn library_path() -> Result<PathBuf, CliError> {
     Ok(path)
 }
 
-/// The GPUs of the topology the application will see, as agents and engine topologies.
-fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) {
+/// What the agents of the topology the application will see are.
+struct KnownAgents {
+    /// The GPUs.
+    gpus: Vec<Agent>,
+    /// The GPUs' engine topologies, by node id.
+    topologies: HashMap<u32, Topology>,
+    /// The CPUs, named by `/proc/cpuinfo`.
+    cpus: Vec<Agent>,
+}
+
+/// This machine's CPU model name and family from `/proc/cpuinfo`, if it says.
+fn cpu_model() -> (String, Option<u64>) {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    (
+        field("model name").unwrap_or_default(),
+        field("cpu family").and_then(|f| f.parse().ok()),
+    )
+}
+
+/// The GPUs and CPUs of the topology the application will see.
+fn known_agents(sim: &[(String, String)]) -> KnownAgents {
     let setting = |variable: &str| {
         sim.iter()
             .find(|(name, _)| name == variable)
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(variable).ok())
     };
-    let dir = setting(gpus::TOPOLOGY_ENV);
-    let found: Vec<Gpu> = gpus::detect(&gpus::topology_dir(dir.as_deref())).unwrap_or_default();
+    let dir = gpus::topology_dir(setting(gpus::TOPOLOGY_ENV).as_deref());
+    let found: Vec<Gpu> = gpus::detect(&dir).unwrap_or_default();
     let products = gpus::product_names(&found, setting(gpus::AMDGPU_IDS_ENV).as_deref());
     let mut agents = Vec::new();
     let mut topologies = HashMap::new();
@@ -155,6 +180,9 @@ fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) 
                     if t.property("cu_count").is_none() {
                         properties.push(("cu_count".into(), t.cu_count()));
                     }
+                    if let Some(id) = gpus::gpu_id(&dir, gpu.node) {
+                        properties.push(("gpu_id".into(), id));
+                    }
                     properties
                 })
                 .unwrap_or_default(),
@@ -163,7 +191,28 @@ fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) 
             topologies.insert(gpu.node, t);
         }
     }
-    (agents, topologies)
+    let (model, family) = cpu_model();
+    let cpus = gpus::detect_cpus(&dir)
+        .into_iter()
+        .map(|cpu| {
+            let mut properties = cpu.properties;
+            if let Some(family) = family {
+                properties.push(("family_id".into(), family));
+            }
+            Agent {
+                node_id: cpu.node,
+                gpu_index: 0,
+                name: model.clone(),
+                product_name: model.clone(),
+                properties,
+            }
+        })
+        .collect();
+    KnownAgents {
+        gpus: agents,
+        topologies,
+        cpus,
+    }
 }
 
 /// The raw record files of a pass directory, by pid.
@@ -258,7 +307,11 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
     db.set_pass_match(options.pass_match);
-    let (known, topologies) = known_gpus(options.sim);
+    let KnownAgents {
+        gpus: known,
+        topologies,
+        cpus,
+    } = known_agents(options.sim);
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
     }
@@ -394,7 +447,8 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         }
         let agents = db.agents().map_err(output_error)?;
         written.push(
-            write_agent_info(&pass_dir.join("agent_info.csv"), &agents).map_err(output_error)?,
+            write_agent_info(&pass_dir.join("agent_info.csv"), &cpus, &agents)
+                .map_err(output_error)?,
         );
         progress.finish(pass, started.elapsed(), code, dispatches);
         if code != 0 {
