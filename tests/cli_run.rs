@@ -209,14 +209,14 @@ fn one_pmc_group_is_one_pass_with_ground_truth_values() {
         format!("{}.000000", truth_total(first, "SQ_WAVES"))
     );
     assert_eq!(fields[17], first["start"].to_string());
+    // rocprofv3's 53 columns: the simulated topology's CPU node, then its GPU.
     let agents = p.file("pass_1/agent_info.csv");
-    assert_eq!(agents.lines().count(), 2, "{agents}");
+    let lines: Vec<&str> = agents.lines().collect();
+    assert_eq!(lines.len(), 3, "{agents}");
+    assert_eq!(lines[0].split(',').count(), 53, "{agents}");
+    assert!(lines[1].starts_with("0,0,\"CPU\",64,"), "{agents}");
     assert!(
-        agents
-            .lines()
-            .nth(1)
-            .unwrap()
-            .ends_with("\"gfx942\",\"AMD Instinct MI300X\""),
+        lines[2].ends_with("\"gfx942\",\"AMD\",\"AMD Instinct MI300X\",\"\""),
         "{agents}"
     );
     assert!(
@@ -784,8 +784,12 @@ fn sim_runs_the_passes_on_the_simulated_gpu_with_a_relative_output_directory() {
     }
     // The simulated GPU's topology describes the agent.
     let agents = p.file("pass_1/agent_info.csv");
-    let row: Vec<&str> = agents.lines().nth(1).unwrap().split(',').collect();
-    assert_eq!((row[0], row[4], row[12]), ("1", "1216", "8"), "{agents}");
+    let row: Vec<&str> = agents.lines().nth(2).unwrap().split(',').collect();
+    assert_eq!(
+        (row[0], row[4], row[12], row[13]),
+        ("1", "1216", "8", "304"),
+        "{agents}"
+    );
 }
 
 #[test]

@@ -2,17 +2,29 @@
 
 use std::path::PathBuf;
 
+use clap::builder::BoolishValueParser;
 use clap::{ArgAction, CommandFactory, FromArgMatches, Parser, ValueEnum};
 
 const EXAMPLES: &str = "\
+Commands:
+  rtl-pmc merge [-d DIR] [-o NAME] [-f FORMAT...] [--pass-match RULE] DIR...
+                          combine the output directories of several runs (one per rank or host)
+  rtl-pmc help [merge]    this help, or merge's
+
 Examples:
-  rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app           one pass
-  rtl-pmc --pmc SQ_WAVES --pmc GRBM_GUI_ACTIVE -- ./app two groups, two passes
-  rtl-pmc -i input.txt -- ./app                        one pass per `pmc:` line
-  rtl-pmc -i input.yaml -- ./app                       rocprofv3 jobs, or pmc_groups
-  rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy
+  rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app              # one group, one pass
+  rtl-pmc --pmc SQ_WAVES --pmc TCC_HIT,TCC_MISS -- ./app  # each --pmc is its own group
+  rtl-pmc -i input.txt -- ./app                           # rocprof: one group per `pmc:` line
+  rtl-pmc -i input.yaml -- ./app                          # rocprofv3 jobs, or pmc_groups (one run)
+  rtl-pmc -E extra_counters.yaml --pmc MY_METRIC -- ./app # extra counter definitions
+  rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS
   rtl-pmc --list-avail --arch gfx90a
-  rtl-pmc --sim gfx942 --print-env";
+  rtl-pmc --sim gfx942 --pmc SQ_WAVES -- ./app            # on the simulated GPU
+  rtl-pmc -d 'prof/%hostname%-%rank%' --pmc SQ_WAVES -- ./app
+  rtl-pmc merge -d all prof/0 prof/1
+  eval \"$(rtl-pmc --sim gfx942 --print-env)\"
+
+rocprofv3's tracing, PC sampling and thread trace options are refused, each saying why.";
 
 /// Per-dispatch hardware counters for AMD GPUs, the way rocprof and rocprofv3 --pmc collect
 /// them: counter groups that do not fit the hardware are split into the fewest passes that keep
@@ -58,17 +70,50 @@ pub struct Args {
     #[arg(short = 'o', long, value_name = "NAME")]
     pub output_file: Option<String>,
 
-    /// Result formats to write.
-    #[arg(long, value_name = "FORMAT", value_delimiter = ',', num_args = 1..)]
-    pub output_format: Vec<OutputFormat>,
+    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// separate them).
+    #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
+    pub output_format: Vec<String>,
 
     /// Shorten kernel names to their base name.
-    #[arg(long)]
+    #[arg(short = 'T', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub truncate_kernels: bool,
 
     /// Keep kernel names mangled.
-    #[arg(long)]
+    #[arg(short = 'M', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub mangled_kernels: bool,
+
+    /// Print the summary (it is printed anyway; kept for rocprofv3 command lines).
+    #[arg(short = 'S', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub summary: bool,
+
+    /// Where the summary goes: stdout, stderr (the default), or any other name F for the file
+    /// <output directory>/<output file>_F.txt.
+    #[arg(long, value_name = "F")]
+    pub summary_output_file: Option<String>,
+
+    /// Also write <output file>_kernel_stats.csv: per kernel its calls and total, average,
+    /// minimum, maximum and standard deviation of the duration, and its share of the total.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub stats: bool,
+
+    /// Also write <output file>_config.json: the command and the settings of the profile.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub output_config: bool,
+
+    /// fatal or error: no warnings; warning (the default); info or trace: also the plan and
+    /// the environment given to the application; env: the environment; config: the plan.
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+
+    /// Libraries to load into the application first (put before its LD_PRELOAD).
+    #[arg(long, value_name = "LIB", num_args = 1..)]
+    pub preload: Vec<String>,
 
     /// Refuse to split a group that does not fit one pass; print the proposed split instead.
     #[arg(long)]
@@ -82,8 +127,10 @@ pub struct Args {
     #[arg(long, value_name = "gfxNNN")]
     pub arch: Option<String>,
 
-    /// List the counters available on each GPU (or on --arch).
-    #[arg(long)]
+    /// List the counters available on each GPU found (the simulated ones with --sim), or on
+    /// --arch; then profile the application if one is given.
+    #[arg(short = 'L', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub list_avail: bool,
 
     /// Run on the simulated ROCm: an architecture, a built-in configuration or a config file.
@@ -143,6 +190,48 @@ impl OutputFormat {
     /// Parses a format name as written in input files (any case).
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         OutputFormat::from_str(name, true).ok()
+    }
+}
+
+/// How much rtl-pmc tells on stderr (`--log-level`, `log_level`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, ValueEnum)]
+pub enum LogLevel {
+    /// Errors only.
+    Fatal,
+    /// Errors only.
+    Error,
+    /// Errors and warnings.
+    #[default]
+    Warning,
+    /// Also the plan and the environment given to the application.
+    Info,
+    /// As info.
+    Trace,
+    /// Also the environment given to the application.
+    Env,
+    /// Also the plan.
+    Config,
+}
+
+impl LogLevel {
+    /// Parses a level as written in input files (any case).
+    pub fn from_name(name: &str) -> Option<LogLevel> {
+        LogLevel::from_str(name.trim(), true).ok()
+    }
+
+    /// Whether warnings are printed.
+    pub fn warnings(self) -> bool {
+        self > LogLevel::Error
+    }
+
+    /// Whether the plan is printed before the application runs.
+    pub fn shows_plan(self) -> bool {
+        matches!(self, LogLevel::Info | LogLevel::Trace | LogLevel::Config)
+    }
+
+    /// Whether the environment given to the application is printed.
+    pub fn shows_environment(self) -> bool {
+        matches!(self, LogLevel::Info | LogLevel::Trace | LogLevel::Env)
     }
 }
 

@@ -115,12 +115,10 @@ pub fn topology_dir(override_dir: Option<&str>) -> PathBuf {
     }
 }
 
-/// The GPU nodes (those with `simd_count > 0`) of the topology under `dir`, by node number. A
-/// missing directory means no GPU.
-pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {
-    let nodes_dir = dir.join("nodes");
-    let Ok(entries) = std::fs::read_dir(&nodes_dir) else {
-        return Ok(Vec::new());
+/// The nodes of the topology under `dir`: number and `properties` path, by number.
+fn nodes(dir: &Path) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(dir.join("nodes")) else {
+        return Vec::new();
     };
     let mut nodes: Vec<(u32, PathBuf)> = entries
         .filter_map(Result::ok)
@@ -130,6 +128,54 @@ pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {
         })
         .collect();
     nodes.sort();
+    nodes
+}
+
+/// A CPU node of the KFD topology.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cpu {
+    /// KFD node number.
+    pub node: u32,
+    /// The node's numeric properties, in file order.
+    pub properties: Vec<(String, u64)>,
+}
+
+/// The CPU nodes (those with `cpu_cores_count > 0` and no SIMDs) of the topology under `dir`,
+/// by node number; unreadable nodes are left out.
+pub fn detect_cpus(dir: &Path) -> Vec<Cpu> {
+    nodes(dir)
+        .into_iter()
+        .filter_map(|(node, path)| {
+            let text = std::fs::read_to_string(path).ok()?;
+            let cpu = property(&text, "simd_count").unwrap_or(0) == 0
+                && property(&text, "cpu_cores_count").unwrap_or(0) > 0;
+            cpu.then(|| Cpu {
+                node,
+                properties: text
+                    .lines()
+                    .filter_map(|line| {
+                        let mut parts = line.split_whitespace();
+                        Some((parts.next()?.to_string(), parts.next()?.parse().ok()?))
+                    })
+                    .collect(),
+            })
+        })
+        .collect()
+}
+
+/// The KFD `gpu_id` of node `node` under `dir`, if it has one.
+pub fn gpu_id(dir: &Path, node: u32) -> Option<u64> {
+    std::fs::read_to_string(dir.join("nodes").join(node.to_string()).join("gpu_id"))
+        .ok()?
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The GPU nodes (those with `simd_count > 0`) of the topology under `dir`, by node number. A
+/// missing directory means no GPU.
+pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {
+    let nodes = nodes(dir);
     let mut gpus = Vec::new();
     for (node, path) in nodes {
         let Ok(text) = std::fs::read_to_string(&path) else {

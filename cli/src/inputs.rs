@@ -8,7 +8,7 @@ use rtl_pmc::passes::plan_file::KernelFilters;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::args::{Args, OutputFormat};
+use crate::args::{Args, LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::filters::{check_regex, parse_dispatch_range, parse_iteration_range};
 
@@ -50,6 +50,20 @@ pub struct Settings {
     pub truncate_kernels: bool,
     /// `--mangled-kernels` / `mangled_kernels`.
     pub mangled_kernels: bool,
+    /// `--summary` / `summary`.
+    pub summary: bool,
+    /// `--summary-output-file` / `summary_output_file`.
+    pub summary_output_file: Option<String>,
+    /// `--stats` / `stats`.
+    pub stats: bool,
+    /// `--output-config` / `output_config`.
+    pub output_config: bool,
+    /// `--log-level` / `log_level`.
+    pub log_level: Option<LogLevel>,
+    /// `--list-avail` / `list_avail`.
+    pub list_avail: bool,
+    /// `--preload` / `preload`: libraries put before the application's `LD_PRELOAD`.
+    pub preload: Vec<String>,
 }
 
 /// One user group: a `--pmc`, a `pmc:` line or a YAML/JSON job.
@@ -112,6 +126,34 @@ pub fn output_base(name: &str) -> Result<String, String> {
     Ok(base.to_string())
 }
 
+/// The formats named by `entries` (any case, separated by spaces or commas), sorted and
+/// distinct; the error names the first unknown one.
+pub fn parse_formats<'a>(
+    entries: impl IntoIterator<Item = &'a str>,
+) -> Result<Vec<OutputFormat>, String> {
+    let mut formats = Vec::new();
+    for entry in entries {
+        for (_, name) in split_names(entry) {
+            let format = OutputFormat::from_name(name).ok_or_else(|| {
+                if name.eq_ignore_ascii_case("otf2") {
+                    format!("'{name}' is a rocprofv3 format rtl-pmc does not write; use pftrace for a timeline")
+                } else {
+                    format!("unknown output format '{name}' (expected csv, json, rocpd or pftrace)")
+                }
+            })?;
+            formats.push(format);
+        }
+    }
+    formats.sort();
+    formats.dedup();
+    Ok(formats)
+}
+
+/// The message for log level `name` that is none.
+fn unknown_level(name: &str) -> String {
+    format!("unknown level '{name}' (expected fatal, error, warning, info, trace, env or config)")
+}
+
 /// The error of asking for truncated and mangled kernel names at once, at `at`.
 fn contradicting_names(at: &str) -> CliError {
     CliError::input(format!(
@@ -143,9 +185,17 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
             .map_err(|e| CliError::input(format!("--kernel-iteration-range: {e}")))?,
         None => Vec::new(),
     };
-    let mut output_format = args.output_format.clone();
-    output_format.sort();
-    output_format.dedup();
+    let output_format = parse_formats(args.output_format.iter().map(String::as_str))
+        .map_err(|e| CliError::input(format!("-f/--output-format: {e}")))?;
+    if args
+        .summary_output_file
+        .as_deref()
+        .is_some_and(|f| f.trim().is_empty() || f.contains('/'))
+    {
+        return Err(CliError::input(
+            "--summary-output-file: give stdout, stderr or a file name without a directory (the file goes to the output directory)",
+        ));
+    }
     Ok(Settings {
         filters: KernelFilters {
             include_regex: regex("--kernel-include-regex", &args.kernel_include_regex)?,
@@ -158,6 +208,20 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
         output_format,
         truncate_kernels: args.truncate_kernels,
         mangled_kernels: args.mangled_kernels,
+        summary: args.summary,
+        summary_output_file: args.summary_output_file.clone(),
+        stats: args.stats,
+        output_config: args.output_config,
+        log_level: match &args.log_level {
+            Some(name) => {
+                Some(LogLevel::from_name(name).ok_or_else(|| {
+                    CliError::input(format!("--log-level: {}", unknown_level(name)))
+                })?)
+            }
+            None => None,
+        },
+        list_avail: args.list_avail,
+        preload: args.preload.clone(),
     })
 }
 
@@ -388,6 +452,20 @@ struct JobSpec {
     truncate_kernels: Option<bool>,
     #[serde(default)]
     mangled_kernels: Option<bool>,
+    #[serde(default)]
+    summary: Option<bool>,
+    #[serde(default)]
+    summary_output_file: Option<Spanned<String>>,
+    #[serde(default)]
+    stats: Option<bool>,
+    #[serde(default)]
+    output_config: Option<bool>,
+    #[serde(default)]
+    log_level: Option<Spanned<String>>,
+    #[serde(default)]
+    list_avail: Option<bool>,
+    #[serde(default)]
+    preload: Option<Spanned<OneOrMany>>,
 }
 
 /// Parses rocprofv3's `jobs:` schema (YAML, or JSON, which YAML reads as well).
@@ -397,6 +475,11 @@ fn parse_jobs(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliEr
         let message = e.without_snippet().to_string();
         let message = message.lines().next().unwrap_or("").to_string();
         let message = strip_location(&message);
+        let message = message
+            .strip_prefix("unknown field `")
+            .and_then(|rest| rest.split_once('`'))
+            .and_then(|(key, _)| crate::unsupported::refused_key(key))
+            .unwrap_or(message);
         match e.location() {
             Some(l) => CliError::input(format!("{shown}:{}:{}: {message}", l.line(), l.column())),
             None => CliError::input(format!("{shown}: {message}")),
@@ -559,23 +642,65 @@ fn job_from_spec(
     }
     if let Some(v) = spec.output_format {
         let where_ = at(v.referenced.line(), v.referenced.column());
-        let mut formats = Vec::new();
-        for entry in v.value.into_vec() {
-            for (_, name) in split_names(&entry) {
-                formats.push(OutputFormat::from_name(name).ok_or_else(|| {
-                    CliError::input(format!(
-                        "{where_}: unknown output format '{name}' (expected csv, json, rocpd or pftrace)"
-                    ))
-                })?);
-            }
-        }
-        formats.sort();
-        formats.dedup();
+        let entries = v.value.into_vec();
+        let formats = parse_formats(entries.iter().map(String::as_str))
+            .map_err(|e| CliError::input(format!("{where_}: {e}")))?;
         if !cli.output_format.is_empty() && cli.output_format != formats {
             return Err(conflict("output_format", "--output-format", &where_));
         }
         settings.output_format = formats;
     }
+    if let Some(v) = spec.summary_output_file {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        if v.value.trim().is_empty() || v.value.contains('/') {
+            return Err(CliError::input(format!(
+                "{where_}: summary_output_file: give stdout, stderr or a file name without a directory"
+            )));
+        }
+        if cli
+            .summary_output_file
+            .as_ref()
+            .is_some_and(|c| *c != v.value)
+        {
+            return Err(conflict(
+                "summary_output_file",
+                "--summary-output-file",
+                &where_,
+            ));
+        }
+        settings.summary_output_file = Some(v.value);
+    }
+    if let Some(v) = spec.log_level {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let level = LogLevel::from_name(&v.value).ok_or_else(|| {
+            CliError::input(format!("{where_}: log_level: {}", unknown_level(&v.value)))
+        })?;
+        if cli.log_level.is_some_and(|c| c != level) {
+            return Err(conflict("log_level", "--log-level", &where_));
+        }
+        settings.log_level = Some(level);
+    }
+    if let Some(v) = spec.preload {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let libraries: Vec<String> = v
+            .value
+            .into_vec()
+            .iter()
+            .flat_map(|entry| {
+                split_names(entry)
+                    .map(|(_, n)| n.to_string())
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        if !cli.preload.is_empty() && cli.preload != libraries {
+            return Err(conflict("preload", "--preload", &where_));
+        }
+        settings.preload = libraries;
+    }
+    settings.summary |= spec.summary.unwrap_or(false);
+    settings.stats |= spec.stats.unwrap_or(false);
+    settings.output_config |= spec.output_config.unwrap_or(false);
+    settings.list_avail |= spec.list_avail.unwrap_or(false);
     settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
     settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
     if settings.truncate_kernels && settings.mangled_kernels {
@@ -675,6 +800,7 @@ mod tests {
                 output_format: vec![OutputFormat::Csv, OutputFormat::Json],
                 truncate_kernels: true,
                 mangled_kernels: false,
+                ..Settings::default()
             }
         );
     }

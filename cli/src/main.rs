@@ -17,7 +17,7 @@ mod summary;
 use std::process::ExitCode;
 
 use rtl_pmc::passes::PlanOptions;
-use rtl_pmc_cli::{args, error, inputs};
+use rtl_pmc_cli::{args, error, inputs, unsupported};
 
 use crate::args::Args;
 use crate::error::CliError;
@@ -26,10 +26,13 @@ use crate::planning::{plan_profile, ArchCatalog};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let result = if argv.get(1).map(String::as_str) == Some("merge") {
-        merge::main(&argv[1..])
-    } else {
-        run_cli(&Args::parse_command_line())
+    let result = match argv.get(1).map(String::as_str) {
+        Some("merge") => merge::main(&argv[1..]),
+        Some("help") => help(&argv[2..]),
+        _ => match unsupported::refused_in(argv.get(1..).unwrap_or_default()) {
+            Some(message) => Err(CliError::input(message)),
+            None => run_cli(&Args::parse_command_line()),
+        },
     };
     match result {
         Ok(code) => ExitCode::from(code.clamp(0, 255) as u8),
@@ -139,7 +142,10 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         return Ok(0);
     }
     if args.list_avail {
-        return list_avail(args, &sim);
+        list_avail(args, &sim)?;
+        if args.app.is_empty() {
+            return Ok(0);
+        }
     }
 
     let jobs = inputs::collect_jobs(args)?;
@@ -149,6 +155,11 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         ));
     }
     check_against_gpus(args, &sim, &jobs)?;
+    let list_for_jobs = !args.list_avail && jobs.iter().any(|j| j.settings.list_avail);
+    let log_level = jobs
+        .iter()
+        .find_map(|j| j.settings.log_level)
+        .unwrap_or_default();
     let catalogs = architectures(args, &sim)?
         .iter()
         .map(|arch| ArchCatalog::load(arch, &args.extra_counters))
@@ -160,6 +171,9 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     let plan = plan_profile(jobs, &catalogs, &options)?;
     for note in &plan.notes {
         eprintln!("rtl-pmc: {note}");
+    }
+    if list_for_jobs {
+        list_avail(args, &sim)?;
     }
     if args.plan {
         write_stdout(&plan.render());
@@ -173,6 +187,9 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     // Before any directory is made: a typo must not touch earlier results.
     run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
         .map_err(|e| CliError::input(e.to_string()))?;
+    if log_level.shows_plan() && !args.plan {
+        eprint!("{}", plan.render());
+    }
     let options = run::RunOptions {
         app: &args.app,
         continue_on_error: args.continue_on_error,
@@ -180,12 +197,13 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         catalogs: &catalogs,
         pass_match: args.pass_match,
         summary_top: args.summary_top,
+        log_level,
     };
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();
     let destinations = profiles
         .iter()
-        .map(run::destination::Destination::of)
+        .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
     run::destination::check_unused(&destinations)?;
     let mut exit = 0;
@@ -210,7 +228,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     Ok(exit)
 }
 
-fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
+fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<(), CliError> {
     let text = if let Some(arch) = &args.arch {
         let catalog = ArchCatalog::load(arch, &args.extra_counters)?;
         avail::render(&[avail::Target {
@@ -242,7 +260,22 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<i32, CliError> {
         avail::render(&targets)
     };
     write_stdout(&text);
-    Ok(0)
+    Ok(())
+}
+
+/// `rtl-pmc help [merge]`: the help of the command or of `merge`.
+fn help(topic: &[String]) -> Result<i32, CliError> {
+    use clap::CommandFactory;
+    match topic.first().map(String::as_str) {
+        None => {
+            write_stdout(&Args::command().render_long_help().to_string());
+            Ok(0)
+        }
+        Some("merge") => merge::main(&["merge".to_string(), "--help".to_string()]),
+        Some(other) => Err(CliError::input(format!(
+            "help: no help on '{other}'; try rtl-pmc help or rtl-pmc help merge"
+        ))),
+    }
 }
 
 /// Prints to stdout; a reader that went away early (`| head`) is not an error.

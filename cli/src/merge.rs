@@ -73,8 +73,10 @@ pub fn merge_directories(
             Ok::<_, OutputError>(())
         })?;
         written.extend(pass_written.csv);
+        // The runs' CPUs are in their own agent_info.csv; a merge keeps the GPUs it joins.
         written.push(write_agent_info(
             &pass_dir.join("agent_info.csv"),
+            &[],
             &db.agents()?,
         )?);
     }
@@ -116,6 +118,7 @@ pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<Strin
 #[derive(Debug, clap::Parser)]
 #[command(
     name = "rtl-pmc merge",
+    bin_name = "rtl-pmc merge",
     about = "Combine the result directories of several runs (one per rank or host) into one"
 )]
 struct MergeArgs {
@@ -125,9 +128,10 @@ struct MergeArgs {
     /// Base name of the result files (as given to the runs with -o).
     #[arg(short = 'o', long, value_name = "NAME", default_value = "results")]
     output_file: String,
-    /// Result formats to write.
-    #[arg(long, value_name = "FORMAT", value_delimiter = ',', num_args = 1..)]
-    output_format: Vec<crate::args::OutputFormat>,
+    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// separate them).
+    #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
+    output_format: Vec<String>,
     /// How many kernels the summary lists (by total time).
     #[arg(long, value_name = "N", default_value_t = crate::summary::TOP_KERNELS)]
     summary_top: usize,
@@ -143,7 +147,11 @@ struct MergeArgs {
 pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     use clap::Parser as _;
     let args = MergeArgs::parse_from(argv);
-    let formats = crate::run::formats(&args.output_format);
+    let asked = rtl_pmc_cli::inputs::parse_formats(args.output_format.iter().map(String::as_str))
+        .map_err(|e| {
+        crate::error::CliError::input(format!("merge: -f/--output-format: {e}"))
+    })?;
+    let formats = crate::run::formats(&asked);
     let fail = |e: OutputError| crate::error::CliError {
         exit_code: if matches!(e, OutputError::Input(_)) {
             2

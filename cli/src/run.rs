@@ -23,11 +23,11 @@ use rtl_pmc::dispatch::records::{self, Record, RecordError};
 use rtl_pmc::passes::plan_file::PLAN_ENV;
 use rtl_pmc_counters::{Catalog, Topology};
 
-use crate::args::OutputFormat;
+use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
-use crate::output::csv::write_agent_info;
+use crate::output::csv::{write_agent_info, write_kernel_stats};
 use crate::output::database::Database;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, PassSpec};
@@ -41,6 +41,9 @@ pub const TOOLS_LIB_ENV: &str = "HSA_TOOLS_LIB";
 pub const LIBRARY_ENV: &str = "RTL_PMC_LIBRARY";
 /// The tools library's file name.
 pub const LIBRARY_NAME: &str = "librtl_pmc.so";
+
+/// The dynamic loader's list of libraries loaded first (`--preload` goes before it).
+pub const PRELOAD_ENV: &str = "LD_PRELOAD";
 
 /// Exit code when a profile is interrupted with Ctrl-C.
 pub const INTERRUPTED_EXIT: i32 = 130;
@@ -59,6 +62,17 @@ pub struct RunOptions<'a> {
     pub pass_match: rtl_pmc_cli::args::PassMatch,
     /// How many kernels the summary lists.
     pub summary_top: usize,
+    /// What is told on stderr.
+    pub log_level: LogLevel,
+}
+
+impl RunOptions<'_> {
+    /// Prints `warning` unless the log level hides warnings.
+    fn warn(&self, warning: impl std::fmt::Display) {
+        if self.log_level.warnings() {
+            eprintln!("rtl-pmc: warning: {warning}");
+        }
+    }
 }
 
 fn io_error(what: &Path, e: impl std::fmt::Display) -> CliError {
@@ -109,16 +123,41 @@ pub fn library_path() -> Result<PathBuf, CliError> {
     Ok(path)
 }
 
-/// The GPUs of the topology the application will see, as agents and engine topologies.
-fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) {
+/// What the agents of the topology the application will see are.
+struct KnownAgents {
+    /// The GPUs.
+    gpus: Vec<Agent>,
+    /// The GPUs' engine topologies, by node id.
+    topologies: HashMap<u32, Topology>,
+    /// The CPUs, named by `/proc/cpuinfo`.
+    cpus: Vec<Agent>,
+}
+
+/// This machine's CPU model name and family from `/proc/cpuinfo`, if it says.
+fn cpu_model() -> (String, Option<u64>) {
+    let text = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key.trim() == name).then(|| value.trim().to_string())
+        })
+    };
+    (
+        field("model name").unwrap_or_default(),
+        field("cpu family").and_then(|f| f.parse().ok()),
+    )
+}
+
+/// The GPUs and CPUs of the topology the application will see.
+fn known_agents(sim: &[(String, String)]) -> KnownAgents {
     let setting = |variable: &str| {
         sim.iter()
             .find(|(name, _)| name == variable)
             .map(|(_, v)| v.clone())
             .or_else(|| std::env::var(variable).ok())
     };
-    let dir = setting(gpus::TOPOLOGY_ENV);
-    let found: Vec<Gpu> = gpus::detect(&gpus::topology_dir(dir.as_deref())).unwrap_or_default();
+    let dir = gpus::topology_dir(setting(gpus::TOPOLOGY_ENV).as_deref());
+    let found: Vec<Gpu> = gpus::detect(&dir).unwrap_or_default();
     let products = gpus::product_names(&found, setting(gpus::AMDGPU_IDS_ENV).as_deref());
     let mut agents = Vec::new();
     let mut topologies = HashMap::new();
@@ -132,10 +171,19 @@ fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) 
             properties: topology
                 .as_ref()
                 .map(|t| {
-                    t.properties()
+                    let mut properties: Vec<(String, u64)> = t
+                        .properties()
                         .iter()
                         .map(|(k, v)| (k.clone(), *v))
-                        .collect()
+                        .collect();
+                    // KFD does not give the CU count; rocprofv3 reports the active CUs.
+                    if t.property("cu_count").is_none() {
+                        properties.push(("cu_count".into(), t.cu_count()));
+                    }
+                    if let Some(id) = gpus::gpu_id(&dir, gpu.node) {
+                        properties.push(("gpu_id".into(), id));
+                    }
+                    properties
                 })
                 .unwrap_or_default(),
         });
@@ -143,7 +191,28 @@ fn known_gpus(sim: &[(String, String)]) -> (Vec<Agent>, HashMap<u32, Topology>) 
             topologies.insert(gpu.node, t);
         }
     }
-    (agents, topologies)
+    let (model, family) = cpu_model();
+    let cpus = gpus::detect_cpus(&dir)
+        .into_iter()
+        .map(|cpu| {
+            let mut properties = cpu.properties;
+            if let Some(family) = family {
+                properties.push(("family_id".into(), family));
+            }
+            Agent {
+                node_id: cpu.node,
+                gpu_index: 0,
+                name: model.clone(),
+                product_name: model.clone(),
+                properties,
+            }
+        })
+        .collect();
+    KnownAgents {
+        gpus: agents,
+        topologies,
+        cpus,
+    }
 }
 
 /// The raw record files of a pass directory, by pid.
@@ -222,7 +291,9 @@ impl Iterator for StartMerged {
 /// Runs the application once per run of `plan` and writes the results. Returns the exit code
 /// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
 pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
-    let destination::Destination { directory, base } = destination::Destination::of(plan)?;
+    let destination::Destination { directory, base } =
+        destination::Destination::of(plan, options.app)?;
+    let launched = std::time::SystemTime::now();
     let asked: Vec<OutputFormat> = plan
         .runs
         .iter()
@@ -236,7 +307,11 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
     db.set_pass_match(options.pass_match);
-    let (known, topologies) = known_gpus(options.sim);
+    let KnownAgents {
+        gpus: known,
+        topologies,
+        cpus,
+    } = known_agents(options.sim);
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
     }
@@ -286,13 +361,37 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         db.set_counter_units(&units).map_err(output_error)?;
         let label = counters.join(" ");
 
+        let mut added: Vec<(String, String)> = options.sim.to_vec();
+        added.push((TOOLS_LIB_ENV.into(), tools_lib.clone()));
+        added.push((PLAN_ENV.into(), plan_path.display().to_string()));
+        added.extend(
+            run.name_environment()
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string())),
+        );
+        if !run.settings.preload.is_empty() {
+            let earlier = added
+                .iter()
+                .find(|(k, _)| k == PRELOAD_ENV)
+                .map(|(_, v)| v.clone())
+                .or_else(|| std::env::var(PRELOAD_ENV).ok())
+                .filter(|v| !v.trim().is_empty());
+            let mut libraries = run.settings.preload.join(":");
+            if let Some(earlier) = earlier {
+                libraries = format!("{libraries}:{earlier}");
+            }
+            added.retain(|(k, _)| k != PRELOAD_ENV);
+            added.push((PRELOAD_ENV.into(), libraries));
+        }
+        if options.log_level.shows_environment() {
+            for (name, value) in &added {
+                eprintln!("rtl-pmc: pass {pass}: {name}={value}");
+            }
+        }
         let mut command = Command::new(program);
         command
             .args(arguments)
-            .envs(options.sim.iter().map(|(k, v)| (k, v)))
-            .env(TOOLS_LIB_ENV, &tools_lib)
-            .env(PLAN_ENV, &plan_path)
-            .envs(run.name_environment());
+            .envs(added.iter().map(|(k, v)| (k, v)));
         let started = Instant::now();
         progress.start(pass, &label);
         let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
@@ -327,7 +426,7 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
                     }
-                    Err(e) => eprintln!("rtl-pmc: warning: {e}"),
+                    Err(e) => options.warn(e),
                 }
             }
             Ok::<_, OutputError>(())
@@ -344,11 +443,12 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
             db.add_kernel_derived(&derived).map_err(output_error)?;
         }
         for warning in &converter.warnings {
-            eprintln!("rtl-pmc: warning: pass {pass}: {warning}");
+            options.warn(format_args!("pass {pass}: {warning}"));
         }
         let agents = db.agents().map_err(output_error)?;
         written.push(
-            write_agent_info(&pass_dir.join("agent_info.csv"), &agents).map_err(output_error)?,
+            write_agent_info(&pass_dir.join("agent_info.csv"), &cpus, &agents)
+                .map_err(output_error)?,
         );
         progress.finish(pass, started.elapsed(), code, dispatches);
         if code != 0 {
@@ -372,17 +472,41 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
 
     let unmatched = db.unmatched().map_err(output_error)?;
     if let Some(warning) = unmatched_warning(&unmatched, options.pass_match) {
-        eprintln!("rtl-pmc: warning: {warning}");
+        options.warn(warning);
     }
     if let Some(warning) = zeros.warning() {
-        eprintln!("rtl-pmc: warning: {warning}");
+        options.warn(warning);
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
     let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    let any =
+        |on: fn(&rtl_pmc_cli::inputs::Settings) -> bool| plan.runs.iter().any(|r| on(&r.settings));
+    if any(|s| s.stats) {
+        let stats = db.kernel_stats().map_err(output_error)?;
+        let path = directory.join(format!("{base}_kernel_stats.csv"));
+        written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
+    }
     let db_path = db.commit(formats.rocpd).map_err(output_error)?;
     written.extend(merged);
     written.extend(db_path);
-    eprint!("{summary}");
+    if any(|s| s.output_config) {
+        let path = directory.join(format!("{base}_config.json"));
+        written.push(write_config(&path, plan, options.app, launched)?);
+    }
+    let summary_file = plan
+        .runs
+        .iter()
+        .find_map(|r| r.settings.summary_output_file.as_deref());
+    match summary_file {
+        Some(f) if f.eq_ignore_ascii_case("stdout") => print!("{summary}"),
+        None => eprint!("{summary}"),
+        Some(f) if f.eq_ignore_ascii_case("stderr") => eprint!("{summary}"),
+        Some(f) => {
+            let path = directory.join(format!("{base}_{f}.txt"));
+            std::fs::write(&path, &summary).map_err(|e| io_error(&path, e))?;
+            written.push(path);
+        }
+    }
     eprintln!("rtl-pmc: results in {}", directory.display());
     for file in written
         .iter()
@@ -391,4 +515,64 @@ pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError
         eprintln!("rtl-pmc:   {}", file.display());
     }
     Ok(exit)
+}
+
+/// Writes `<base>_config.json` (`--output-config`): rocprofv3's layout, a `metadata` object with
+/// the pid, launch and end times (ns since the epoch), the command and, as `config`, each run's
+/// counters and settings.
+fn write_config(
+    path: &Path,
+    plan: &ProfilePlan,
+    app: &[String],
+    launched: std::time::SystemTime,
+) -> Result<PathBuf, CliError> {
+    let ns = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64)
+    };
+    let runs: Vec<serde_json::Value> = plan
+        .runs
+        .iter()
+        .map(|run| {
+            let s = &run.settings;
+            let counters: Vec<&String> = run
+                .agents
+                .iter()
+                .flat_map(|a| a.groups.iter().flat_map(|g| g.counters.iter()))
+                .collect();
+            serde_json::json!({
+                "pass": run.number,
+                "pmc": counters,
+                "kernel_include_regex": s.filters.include_regex,
+                "kernel_exclude_regex": s.filters.exclude_regex,
+                "kernel_iteration_range": s.filters.iterations.iter()
+                    .map(|r| format!("[{}-{}]", r.first, r.last)).collect::<Vec<_>>(),
+                "output_directory": s.output_directory,
+                "output_file": s.output_file,
+                "output_format": s.output_format.iter()
+                    .map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
+                "truncate_kernels": s.truncate_kernels,
+                "mangled_kernels": s.mangled_kernels,
+                "summary": s.summary,
+                "summary_output_file": s.summary_output_file,
+                "stats": s.stats,
+                "log_level": s.log_level.map(|l| format!("{l:?}").to_lowercase()),
+                "preload": s.preload,
+            })
+        })
+        .collect();
+    let config = serde_json::json!({
+        "rocprofiler-sdk-tool": [{
+            "metadata": {
+                "pid": std::process::id(),
+                "init_time": ns(launched),
+                "fini_time": ns(std::time::SystemTime::now()),
+                "command": app,
+                "config": { "runs": runs },
+            }
+        }]
+    });
+    let text = serde_json::to_string_pretty(&config).map_err(output_error)? + "\n";
+    std::fs::write(path, text).map_err(|e| io_error(path, e))?;
+    Ok(path.to_path_buf())
 }

@@ -176,13 +176,13 @@ fn pmc_groups_on_the_command_line() {
 #[test]
 fn help_plan_example() {
     let help = rtl_pmc(&["--help"]).stdout;
-    let example = "rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE VALUBusy";
+    let example = "rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS";
     assert!(help.contains(example), "{help}");
     let args: Vec<&str> = example.split(' ').skip(1).collect();
     assert_plan(
         &rtl_pmc(&args),
-        "pass 1: FETCH_SIZE VALUBusy\npass 2: WRITE_SIZE\npasses: 2 (lower bound: 2)\n",
-        &format!("rtl-pmc: gfx942: --pmc group 1 {FETCH_WRITE_NOTE}\n"),
+        "pass 1: FETCH_SIZE TCC_HIT\npass 2: WRITE_SIZE TCC_MISS\npasses: 2 (lower bound: 2)\n",
+        "rtl-pmc: gfx942: --pmc group 1 does not fit one pass (TCC needs 7 counters (4 per pass)); split into 2 passes\n",
     );
 }
 
@@ -602,7 +602,8 @@ fn malformed_files() {
             "{yaml}:3:5: unknown field `kernel_regex`, expected one of pmc, pmc_groups, \
              pmc_group_interval, kernel_include_regex, kernel_exclude_regex, \
              kernel_iteration_range, output_directory, output_file, output_format, \
-             truncate_kernels, mangled_kernels"
+             truncate_kernels, mangled_kernels, summary, summary_output_file, stats, output_config, \
+             log_level, list_avail, preload"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
@@ -748,4 +749,217 @@ fn list_avail_for_an_architecture() {
     let head: Vec<&str> = out.stdout.lines().take(2).collect();
     assert_eq!(head, vec!["GPU:0", "Name:gfx942"]);
     assert!(out.stdout.contains("Counter_Name        :\tSQ_WAVES\n"));
+}
+
+/// Asserts that `--arch gfx942 --pmc SQ_WAVES ARGS -- touch ran` exits 2 with exactly the
+/// message of each case, without running the application.
+fn assert_refused_before_running(s: &Scratch, cases: Vec<(Vec<&str>, String)>) {
+    let marker = s.0.join("ran");
+    for (args, message) in cases {
+        let mut argv = vec!["--arch", "gfx942", "--pmc", "SQ_WAVES"];
+        argv.extend(args);
+        argv.extend(["--", "touch", marker.to_str().unwrap()]);
+        assert_error(&rtl_pmc_in(&s.0, None, &argv), &message);
+        assert!(!marker.exists());
+    }
+}
+
+#[test]
+fn rocprofv3_options_rtl_pmc_does_not_take_are_refused_before_the_application() {
+    let s = Scratch::new("refused");
+    let yaml = s.file(
+        "trace.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    hip_trace: true\n",
+    );
+    let tracing = "is rocprofv3 API and activity tracing, which rtl-pmc does not do (it collects hardware counters per dispatch, each with its start and end time); trace with rocprofv3";
+    let cases = vec![
+        (vec!["--hip-trace"], format!("--hip-trace {tracing}")),
+        (vec!["-s"], format!("-s/--sys-trace {tracing}")),
+        (
+            vec!["--kernel-trace"],
+            "--kernel-trace is rocprofv3 kernel tracing, which rtl-pmc does not do on its own: every profile it writes has each counted dispatch's start and end time; trace kernels without counters with rocprofv3".into(),
+        ),
+        (
+            vec!["--pc-sampling-unit=time"],
+            "--pc-sampling-unit is rocprofv3 PC sampling, which rtl-pmc does not do; sample with rocprofv3".into(),
+        ),
+        (
+            vec!["--perfetto-buffer-size", "4096"],
+            "--perfetto-buffer-size configures rocprofv3's Perfetto backend, which rtl-pmc does not use (it writes results.pftrace itself after the run); drop it".into(),
+        ),
+        (
+            vec!["-u", "msec"],
+            "-u/--summary-units shapes rocprofv3's per-domain tracing summary; rtl-pmc's summary has one domain, kernel dispatches in nanoseconds, with --summary-top N for its length; drop it".into(),
+        ),
+        (
+            vec!["-i", yaml.as_str()],
+            format!("{yaml}:3:5: hip_trace {tracing}"),
+        ),
+    ];
+    assert_refused_before_running(&s, cases);
+}
+
+#[test]
+fn rocprofv3_settings_are_checked_before_the_application() {
+    let s = Scratch::new("settings");
+    let level = s.file(
+        "level.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    log_level: loud\n",
+    );
+    let summary = s.file(
+        "summary.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    summary_output_file: a/b\n",
+    );
+    let cases = vec![
+        (
+            vec!["-f", "otf2"],
+            "-f/--output-format: 'otf2' is a rocprofv3 format rtl-pmc does not write; use pftrace for a timeline".to_string(),
+        ),
+        (
+            vec!["--output-format", "csv, xml"],
+            "-f/--output-format: unknown output format 'xml' (expected csv, json, rocpd or pftrace)".into(),
+        ),
+        (
+            vec!["--log-level", "loud"],
+            "--log-level: unknown level 'loud' (expected fatal, error, warning, info, trace, env or config)".into(),
+        ),
+        (
+            vec!["-i", level.as_str()],
+            format!("{level}:3:16: log_level: unknown level 'loud' (expected fatal, error, warning, info, trace, env or config)"),
+        ),
+        (
+            vec!["--summary-output-file", "a/b"],
+            "--summary-output-file: give stdout, stderr or a file name without a directory (the file goes to the output directory)".into(),
+        ),
+        (
+            vec!["-i", summary.as_str()],
+            format!("{summary}:3:26: summary_output_file: give stdout, stderr or a file name without a directory"),
+        ),
+        (
+            vec!["--log-level", "info", "-i", level.as_str()],
+            format!("{level}:3:16: log_level: unknown level 'loud' (expected fatal, error, warning, info, trace, env or config)"),
+        ),
+    ];
+    assert_refused_before_running(&s, cases);
+}
+
+#[test]
+fn rocprofv3_job_keys_and_format_spellings_are_taken() {
+    let s = Scratch::new("keys");
+    let yaml = s.file(
+        "keys.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    list_avail: true\n    log_level: INFO\n    \
+         preload: [libm.so.6]\n    stats: true\n    summary: true\n    \
+         summary_output_file: stdout\n    output_config: true\n    output_format: \"CSV, json\"\n",
+    );
+    let listing = rtl_pmc(&["-L", "--arch", "gfx942"]).stdout;
+    assert!(listing.starts_with("GPU:0\nName:gfx942\n"));
+    let out = rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &yaml]);
+    let plan = "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\n";
+    assert_plan(&out, &format!("{listing}{plan}"), "");
+    for formats in [
+        vec!["-f", "CSV, json", "PFTRACE"],
+        vec!["--output-format", "csv,Json"],
+    ] {
+        let mut argv = vec!["--plan", "--arch", "gfx942", "--pmc", "SQ_WAVES"];
+        argv.extend(formats);
+        assert_plan(&rtl_pmc(&argv), plan, "");
+    }
+    // The job's formats are the command line's, spelt otherwise.
+    let out = rtl_pmc(&[
+        "--plan", "--arch", "gfx942", "-f", "json", "csv", "-i", &yaml,
+    ]);
+    assert_plan(&out, &format!("{listing}{plan}"), "");
+}
+
+#[test]
+fn list_avail_without_arch_lists_the_gpus_found() {
+    let s = Scratch::new("found");
+    let topology = s.topology(&[90402, 90010]);
+    let out = rtl_pmc_in(&s.0, Some(&topology), &["-L"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let heads: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with("GPU:") || l.starts_with("Name:"))
+        .collect();
+    assert_eq!(heads, ["GPU:0", "Name:gfx942", "GPU:1", "Name:gfx90a"]);
+    let sim = rtl_pmc(&["--list-avail", "--sim", "gfx942"]);
+    assert_eq!(sim.code, 0, "{}", sim.stderr);
+    assert!(sim.stdout.starts_with("GPU:0\nName:gfx942\n"));
+}
+
+#[test]
+fn help_lists_every_flag_and_the_merge_command() {
+    let long = rtl_pmc(&["--help"]);
+    assert_eq!(long.code, 0);
+    assert_eq!(rtl_pmc(&["help"]).stdout, long.stdout);
+    for flag in [
+        "--pmc",
+        "--input",
+        "--extra-counters",
+        "--kernel-include-regex",
+        "--kernel-exclude-regex",
+        "--kernel-iteration-range",
+        "--output-directory",
+        "--output-file",
+        "--output-format",
+        "--truncate-kernels",
+        "--mangled-kernels",
+        "--summary",
+        "--summary-output-file",
+        "--stats",
+        "--output-config",
+        "--log-level",
+        "--preload",
+        "--strict-passes",
+        "--plan",
+        "--arch",
+        "--list-avail",
+        "--sim",
+        "--print-env",
+        "--pass-match",
+        "--summary-top",
+        "--continue-on-error",
+        "-L,",
+        "-T,",
+        "-M,",
+        "-S,",
+        "-f,",
+        "-d,",
+        "-o,",
+        "-i,",
+        "-E,",
+        "rtl-pmc merge",
+        "rtl-pmc help",
+    ] {
+        assert!(long.stdout.contains(flag), "{flag} missing from --help");
+    }
+    // Every example of the README's usage block, as written there.
+    let readme = include_str!("../../README.md");
+    let usage = readme
+        .split("## Usage\n\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("README has a usage block");
+    assert!(usage.lines().count() >= 10);
+    for line in usage.lines() {
+        assert!(
+            long.stdout.contains(&format!("  {line}\n")),
+            "README example '{line}' missing from --help"
+        );
+    }
+    let merge = rtl_pmc(&["help", "merge"]);
+    assert_eq!(merge.code, 0);
+    assert!(
+        merge
+            .stdout
+            .contains("Usage: rtl-pmc merge [OPTIONS] <DIR>..."),
+        "{}",
+        merge.stdout
+    );
+    assert_error(
+        &rtl_pmc(&["help", "plan"]),
+        "help: no help on 'plan'; try rtl-pmc help or rtl-pmc help merge",
+    );
 }

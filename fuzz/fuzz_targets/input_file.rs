@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use rtl_pmc::dispatch::selection::Selector;
 use rtl_pmc::passes::plan_file::{IterationRange, KernelFilters};
-use rtl_pmc_cli::args::OutputFormat;
+use rtl_pmc_cli::args::{LogLevel, OutputFormat};
 use rtl_pmc_cli::error::{CliError, INPUT_ERROR};
 use rtl_pmc_cli::inputs::{parse_input, Collection, CounterName, Job, Settings};
 
@@ -80,6 +80,13 @@ fn flagged() -> Settings {
         // Not mangled as well: the two contradict each other.
         truncate_kernels: true,
         mangled_kernels: false,
+        summary: true,
+        summary_output_file: Some("summary".into()),
+        stats: true,
+        output_config: true,
+        log_level: Some(LogLevel::Info),
+        list_avail: true,
+        preload: vec!["libfirst.so".into()],
     }
 }
 
@@ -221,6 +228,19 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
             "--mangled-kernels",
             kept(&cli.mangled_kernels, &settings.mangled_kernels),
         ),
+        ("--summary", kept(&cli.summary, &settings.summary)),
+        (
+            "--summary-output-file",
+            kept(&cli.summary_output_file, &settings.summary_output_file),
+        ),
+        ("--stats", kept(&cli.stats, &settings.stats)),
+        (
+            "--output-config",
+            kept(&cli.output_config, &settings.output_config),
+        ),
+        ("--log-level", kept(&cli.log_level, &settings.log_level)),
+        ("--list-avail", kept(&cli.list_avail, &settings.list_avail)),
+        ("--preload", kept(&cli.preload, &settings.preload)),
     ];
     for (what, kept) in kept {
         assert!(

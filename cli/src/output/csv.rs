@@ -1,10 +1,11 @@
-//! The CSV files: rocprofv3's `counter_collection.csv` and `agent_info.csv`, rocprof v1's
-//! `results.csv`.
+//! The CSV files: rocprofv3's `counter_collection.csv`, `agent_info.csv` and
+//! `kernel_stats.csv`, rocprof v1's `results.csv`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::atomic::AtomicFile;
+use super::database::KernelStats;
 use super::model::{
     push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
 };
@@ -32,9 +33,9 @@ pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
     "End_Timestamp",
 ];
 
-/// Columns of `agent_info.csv`: `(column, KFD property)`; entries without a property are
-/// filled from the agent itself.
-pub const AGENT_INFO_COLUMNS: [(&str, &str); 34] = [
+/// rocprofv3's `agent_info.csv` columns, in its order: `(column, KFD property)`; entries
+/// without a property are filled from the agent itself (see [`agent_info_value`]).
+pub const AGENT_INFO_COLUMNS: [(&str, &str); 53] = [
     ("Node_Id", ""),
     ("Logical_Node_Id", ""),
     ("Agent_Type", ""),
@@ -67,9 +68,65 @@ pub const AGENT_INFO_COLUMNS: [(&str, &str); 34] = [
     ("Num_Cp_Queues", "num_cp_queues"),
     ("Max_Engine_Clk_Ccompute", "max_engine_clk_ccompute"),
     ("Max_Engine_Clk_Fcompute", "max_engine_clk_fcompute"),
+    ("Sdma_Fw_Version", "sdma_fw_version"),
+    ("Fw_Version", "fw_version"),
+    ("Capability", "capability"),
+    ("Cu_Per_Engine", ""),
+    ("Max_Waves_Per_Cu", ""),
+    ("Family_Id", "family_id"),
+    ("Workgroup_Max_Size", ""),
+    ("Grid_Max_Size", ""),
+    ("Local_Mem_Size", "local_mem_size"),
+    ("Hive_Id", "hive_id"),
+    ("Gpu_Id", "gpu_id"),
+    ("Workgroup_Max_Dim_X", ""),
+    ("Workgroup_Max_Dim_Y", ""),
+    ("Workgroup_Max_Dim_Z", ""),
+    ("Grid_Max_Dim_X", ""),
+    ("Grid_Max_Dim_Y", ""),
+    ("Grid_Max_Dim_Z", ""),
     ("Name", ""),
+    ("Vendor_Name", ""),
     ("Product_Name", ""),
+    ("Model_Name", ""),
 ];
+
+/// The largest work-group of an AMD GPU, in work-items, also per dimension.
+const WORKGROUP_MAX: u64 = 1024;
+/// The largest grid of an AMD GPU, in work-items, also per dimension.
+const GRID_MAX: u64 = u32::MAX as u64;
+
+/// The value of `column` (with KFD `property`) for `agent`, a CPU when `cpu`.
+fn agent_info_value(column: &str, property: &str, agent: &Agent, cpu: bool) -> String {
+    let p = |name: &str| agent.property(name);
+    let gpu_only = |value: u64| if cpu { 0 } else { value };
+    match column {
+        "Node_Id" | "Logical_Node_Id" => agent.node_id.to_string(),
+        "Agent_Type" => if cpu { "CPU" } else { "GPU" }.to_string(),
+        // A CPU counts its cores as compute units, in one "XCC".
+        "Cu_Count" if cpu => p("cpu_cores_count").to_string(),
+        "Num_Xcc" if cpu => p("num_xcc").max(1).to_string(),
+        "Cu_Per_Engine" => {
+            let engines = p("array_count")
+                .checked_div(p("simd_arrays_per_engine"))
+                .unwrap_or(0);
+            p("cu_count").checked_div(engines).unwrap_or(0).to_string()
+        }
+        "Max_Waves_Per_Cu" => (p("simd_per_cu") * p("max_waves_per_simd")).to_string(),
+        "Workgroup_Max_Size"
+        | "Workgroup_Max_Dim_X"
+        | "Workgroup_Max_Dim_Y"
+        | "Workgroup_Max_Dim_Z" => gpu_only(WORKGROUP_MAX).to_string(),
+        "Grid_Max_Size" | "Grid_Max_Dim_X" | "Grid_Max_Dim_Y" | "Grid_Max_Dim_Z" => {
+            gpu_only(GRID_MAX).to_string()
+        }
+        "Name" => agent.name.clone(),
+        "Vendor_Name" => if cpu { "CPU" } else { "AMD" }.to_string(),
+        "Product_Name" => agent.product_name.clone(),
+        "Model_Name" => String::new(),
+        _ => p(property).to_string(),
+    }
+}
 
 /// The fixed leading columns of rocprof v1's `results.csv`, before the counters.
 pub const RESULTS_LEADING_COLUMNS: [&str; 17] = [
@@ -224,25 +281,81 @@ impl CounterCollectionWriter {
     }
 }
 
-/// Writes `agent_info.csv`, one row per agent.
-pub fn write_agent_info(path: &Path, agents: &[Agent]) -> io::Result<PathBuf> {
+/// Writes `agent_info.csv`: a row per CPU, then per GPU, by node id.
+pub fn write_agent_info(path: &Path, cpus: &[Agent], gpus: &[Agent]) -> io::Result<PathBuf> {
     let mut out = quoted_writer(AtomicFile::create(path)?);
     out.write_record(AGENT_INFO_COLUMNS.iter().map(|(c, _)| *c))
         .map_err(csv_error)?;
-    for agent in agents {
+    let mut agents: Vec<(&Agent, bool)> = cpus
+        .iter()
+        .map(|a| (a, true))
+        .chain(gpus.iter().map(|a| (a, false)))
+        .collect();
+    agents.sort_by_key(|(a, _)| a.node_id);
+    for (agent, cpu) in agents {
         let row: Vec<String> = AGENT_INFO_COLUMNS
             .iter()
-            .map(|&(column, property)| match column {
-                "Node_Id" | "Logical_Node_Id" => agent.node_id.to_string(),
-                "Agent_Type" => "GPU".to_string(),
-                "Name" => agent.name.clone(),
-                "Product_Name" => agent.product_name.clone(),
-                _ => agent.property(property).to_string(),
-            })
+            .map(|&(column, property)| agent_info_value(column, property, agent, cpu))
             .collect();
         out.write_record(&row).map_err(csv_error)?;
     }
     commit(out)
+}
+
+/// rocprofv3's `kernel_stats.csv` columns, in its order.
+pub const KERNEL_STATS_COLUMNS: [&str; 8] = [
+    "Name",
+    "Calls",
+    "TotalDurationNs",
+    "AverageNs",
+    "Percentage",
+    "MinNs",
+    "MaxNs",
+    "StdDev",
+];
+
+/// A fraction as rocprofv3's CSV files print one: six decimals from 1 up, else scientific with
+/// eight decimals and a signed exponent of at least two digits (`5.00000000e-01`).
+pub fn rocprofv3_float(value: f64) -> String {
+    if value.abs() >= 1.0 || !value.is_finite() {
+        return format!("{value:.6}");
+    }
+    let text = format!("{value:.8e}");
+    let Some((mantissa, exponent)) = text.split_once('e') else {
+        return text;
+    };
+    let (sign, digits) = match exponent.strip_prefix('-') {
+        Some(digits) => ('-', digits),
+        None => ('+', exponent),
+    };
+    format!("{mantissa}e{sign}{digits:0>2}")
+}
+
+/// Writes `kernel_stats.csv`: one row per kernel, in the order given.
+pub fn write_kernel_stats(path: &Path, stats: &[KernelStats]) -> io::Result<PathBuf> {
+    let mut out = AtomicFile::create(path)?;
+    let mut text = String::new();
+    let header: Vec<String> = KERNEL_STATS_COLUMNS
+        .iter()
+        .map(|c| format!("\"{c}\""))
+        .collect();
+    text.push_str(&header.join(","));
+    text.push('\n');
+    for s in stats {
+        push_quoted(&mut text, &s.kernel);
+        text.push_str(&format!(
+            ",{},{},{},{},{},{},{}\n",
+            s.calls,
+            s.total_ns,
+            rocprofv3_float(s.average_ns),
+            rocprofv3_float(s.percent),
+            s.min_ns,
+            s.max_ns,
+            rocprofv3_float(s.stddev_ns)
+        ));
+    }
+    out.write_all(text.as_bytes())?;
+    out.commit()
 }
 
 /// Streams rocprof v1's `results.csv`: one row per dispatch with every counter as a column.

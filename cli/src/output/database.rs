@@ -208,6 +208,27 @@ pub struct KernelTime {
     pub percent: f64,
 }
 
+/// One kernel's durations over its merged dispatches (`--stats`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelStats {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total duration, ns.
+    pub total_ns: u64,
+    /// Average duration, ns.
+    pub average_ns: f64,
+    /// Share of all kernels' total duration, percent.
+    pub percent: f64,
+    /// Shortest duration, ns.
+    pub min_ns: u64,
+    /// Longest duration, ns.
+    pub max_ns: u64,
+    /// Population standard deviation of the duration, ns.
+    pub stddev_ns: f64,
+}
+
 /// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
 /// the kernel's dispatches (see [`Database::add_kernel_derived`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -1148,6 +1169,56 @@ impl Database {
         ))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
+    }
+
+    /// Duration statistics per kernel over the merged dispatches, by total duration (longest
+    /// first), then name.
+    pub fn kernel_stats(&self) -> Result<Vec<KernelStats>, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT kernel, duration_ns FROM dispatches ORDER BY kernel"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+        }))?;
+        let mut by_kernel: Vec<(String, Vec<u64>)> = Vec::new();
+        for row in rows {
+            let (kernel, duration) = self.err(row)?;
+            match by_kernel.last_mut() {
+                Some((last, durations)) if *last == kernel => durations.push(duration),
+                _ => by_kernel.push((kernel, vec![duration])),
+            }
+        }
+        let all: u64 = by_kernel.iter().flat_map(|(_, d)| d).sum();
+        let mut stats: Vec<KernelStats> = by_kernel
+            .into_iter()
+            .map(|(kernel, durations)| {
+                let calls = durations.len() as u64;
+                let total_ns: u64 = durations.iter().sum();
+                let average_ns = total_ns as f64 / calls as f64;
+                let variance = durations
+                    .iter()
+                    .map(|&d| (d as f64 - average_ns).powi(2))
+                    .sum::<f64>()
+                    / calls as f64;
+                KernelStats {
+                    kernel,
+                    calls,
+                    total_ns,
+                    average_ns,
+                    percent: 100.0 * total_ns as f64 / all.max(1) as f64,
+                    min_ns: durations.iter().copied().min().unwrap_or(0),
+                    max_ns: durations.iter().copied().max().unwrap_or(0),
+                    stddev_ns: variance.sqrt(),
+                }
+            })
+            .collect();
+        stats.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.kernel.cmp(&b.kernel))
+        });
+        Ok(stats)
     }
 
     /// The passes recorded, in order.

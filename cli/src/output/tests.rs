@@ -132,10 +132,26 @@ fn pass_files_are_rocprofv3_shaped() {
     let path = dir.join("counter_collection.csv");
     assert_eq!(write_counter_collection(&db, 1, &path).unwrap(), path);
     let path = dir.join("agent_info.csv");
-    assert_eq!(
-        write_agent_info(&path, &db.agents().unwrap()).unwrap(),
-        path
-    );
+    let mut gpus = db.agents().unwrap();
+    gpus[0].properties.extend([
+        ("array_count".into(), 32),
+        ("simd_arrays_per_engine".into(), 1),
+        ("simd_per_cu".into(), 4),
+        ("max_waves_per_simd".into(), 8),
+        ("gpu_id".into(), 4242),
+    ]);
+    let cpu = Agent {
+        node_id: 0,
+        gpu_index: 0,
+        name: "AMD EPYC".into(),
+        product_name: "AMD EPYC".into(),
+        properties: vec![
+            ("cpu_cores_count".into(), 64),
+            ("max_engine_clk_ccompute".into(), 3700),
+            ("family_id".into(), 25),
+        ],
+    };
+    assert_eq!(write_agent_info(&path, &[cpu], &gpus).unwrap(), path);
     let expected = "\
 \"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"
 1,1,\"Agent 2\",1,100,101,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",16.000000,1000,1300
@@ -147,16 +163,10 @@ fn pass_files_are_rocprofv3_shaped() {
         std::fs::read_to_string(dir.join("counter_collection.csv")).unwrap(),
         expected
     );
-    let agents = std::fs::read_to_string(dir.join("agent_info.csv")).unwrap();
-    let lines: Vec<&str> = agents.lines().collect();
-    assert_eq!(lines.len(), 2);
-    assert!(lines[0].starts_with(
-        "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Cpu_Cores_Count\",\"Simd_Count\","
-    ));
-    assert!(lines[0].ends_with(",\"Name\",\"Product_Name\""));
+    // rocprofv3's 53 columns; the CPU first (node 0), its cores as CUs in one XCC.
     assert_eq!(
-        lines[1],
-        "2,2,\"GPU\",0,1216,0,0,0,0,0,0,64,8,304,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,\"gfx942\",\"MI300X\""
+        std::fs::read_to_string(dir.join("agent_info.csv")).unwrap(),
+        "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Cpu_Cores_Count\",\"Simd_Count\",\"Cpu_Core_Id_Base\",\"Simd_Id_Base\",\"Max_Waves_Per_Simd\",\"Lds_Size_In_Kb\",\"Gds_Size_In_Kb\",\"Num_Gws\",\"Wave_Front_Size\",\"Num_Xcc\",\"Cu_Count\",\"Array_Count\",\"Num_Shader_Banks\",\"Simd_Arrays_Per_Engine\",\"Cu_Per_Simd_Array\",\"Simd_Per_Cu\",\"Max_Slots_Scratch_Cu\",\"Gfx_Target_Version\",\"Vendor_Id\",\"Device_Id\",\"Location_Id\",\"Domain\",\"Drm_Render_Minor\",\"Num_Sdma_Engines\",\"Num_Sdma_Xgmi_Engines\",\"Num_Sdma_Queues_Per_Engine\",\"Num_Cp_Queues\",\"Max_Engine_Clk_Ccompute\",\"Max_Engine_Clk_Fcompute\",\"Sdma_Fw_Version\",\"Fw_Version\",\"Capability\",\"Cu_Per_Engine\",\"Max_Waves_Per_Cu\",\"Family_Id\",\"Workgroup_Max_Size\",\"Grid_Max_Size\",\"Local_Mem_Size\",\"Hive_Id\",\"Gpu_Id\",\"Workgroup_Max_Dim_X\",\"Workgroup_Max_Dim_Y\",\"Workgroup_Max_Dim_Z\",\"Grid_Max_Dim_X\",\"Grid_Max_Dim_Y\",\"Grid_Max_Dim_Z\",\"Name\",\"Vendor_Name\",\"Product_Name\",\"Model_Name\"\n0,0,\"CPU\",64,0,0,0,0,0,0,0,0,1,64,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,3700,0,0,0,0,0,0,25,0,0,0,0,0,0,0,0,0,0,0,\"AMD EPYC\",\"CPU\",\"AMD EPYC\",\"\"\n2,2,\"GPU\",0,1216,0,0,8,0,0,0,64,8,304,32,0,1,0,4,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,9,32,0,1024,4294967295,0,0,4242,1024,1024,1024,4294967295,4294967295,4294967295,\"gfx942\",\"AMD\",\"MI300X\",\"\"\n"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

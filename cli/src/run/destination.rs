@@ -26,22 +26,26 @@ pub struct Destination {
 }
 
 impl Destination {
-    /// The destination of `plan`'s runs (they share it).
-    pub fn of(plan: &ProfilePlan) -> Result<Destination, CliError> {
+    /// The destination of `plan`'s runs (they share it), for application `app`.
+    pub fn of(plan: &ProfilePlan, app: &[String]) -> Result<Destination, CliError> {
         let settings = plan.runs.first().map(|r| &r.settings);
         let directory = settings
             .and_then(|s| s.output_directory.clone())
             .unwrap_or_else(|| PathBuf::from(DEFAULT_DIRECTORY));
-        let directory = PathBuf::from(paths::expand_here(&directory.display().to_string()));
+        let directory = PathBuf::from(paths::expand_here(&directory.display().to_string(), app));
         let directory = std::path::absolute(&directory).map_err(|e| CliError {
             message: format!("{}: {e}", directory.display()),
             exit_code: 1,
         })?;
-        let base = paths::expand_here(
-            settings
-                .and_then(|s| s.output_file.as_deref())
-                .unwrap_or(DEFAULT_BASE),
-        );
+        let template = settings
+            .and_then(|s| s.output_file.as_deref())
+            .unwrap_or(DEFAULT_BASE);
+        let base = paths::expand_here(template, app);
+        if base.contains('/') || base.trim().is_empty() {
+            return Err(CliError::input(format!(
+                "-o/--output-file: '{template}' expands to '{base}', not a file name; give the directory with -d"
+            )));
+        }
         Ok(Destination { directory, base })
     }
 }
