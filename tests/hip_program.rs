@@ -4,13 +4,14 @@
 //! passes. Every dispatch, the program's kernels and HIP's blit kernels alike, is recorded once
 //! per pass with its ground-truth counter values; memsets and copies (blit kernels) are correct;
 //! kernels the simulator does not compute say so in the ground truth and leave their output
-//! untouched; the program's exit status is rtl-pmc's.
+//! untouched; the program's exit status is rtl-pmc's. And `tests/hip/ipc.hip`: device memory
+//! passed to a child process with `hipIpcGetMemHandle`, written there and read back by the parent.
 
 #[path = "sim_support/mod.rs"]
 mod sim_support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use sim_support::{artifact, read_table, sim_env, total};
@@ -36,13 +37,18 @@ const DISPATCHES: [(&str, bool); 10] = [
 /// The exit status the program is asked to return.
 const STATUS: i32 = 3;
 
-/// Builds the program with hipcc, or `None` when hipcc is not installed.
-fn build(dir: &Path) -> Option<PathBuf> {
+/// Builds `tests/hip/<name>.hip` with hipcc into a fresh scratch directory `scratch`: (the
+/// directory, the program), or `None`, saying so, when hipcc is not installed.
+fn build(scratch: &str, name: &str) -> Option<(PathBuf, PathBuf)> {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(scratch);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
     if Command::new("hipcc").arg("--version").output().is_err() {
+        eprintln!("skipped: hipcc is not installed (bash .ci/setup installs Debian's HIP 5.2)");
         return None;
     }
-    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/hip/streams.hip");
-    let exe = dir.join("streams");
+    let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(format!("tests/hip/{name}.hip"));
+    let exe = dir.join(name);
     let out = Command::new("hipcc")
         .args(["--offload-arch=gfx90a", "-O2", "-o"])
         .arg(&exe)
@@ -54,7 +60,7 @@ fn build(dir: &Path) -> Option<PathBuf> {
         "hipcc failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    Some(exe)
+    Some((dir, exe))
 }
 
 /// The one ground-truth dispatch of `truth` that ran from `start` to `end`.
@@ -74,11 +80,7 @@ fn truth_at<'a>(truth: &[&'a serde_json::Value], start: &str, end: &str) -> &'a 
 
 #[test]
 fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("hip-program");
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).expect("scratch directory");
-    let Some(exe) = build(&dir) else {
-        eprintln!("skipped: hipcc is not installed (bash .ci/setup installs Debian's HIP 5.2)");
+    let Some((dir, exe)) = build("hip-program", "streams") else {
         return;
     };
     let (out, truth_file) = (dir.join("out"), dir.join("truth.jsonl"));
@@ -177,4 +179,34 @@ fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
             assert_eq!(row[*counter], total(again, counter).to_string(), "{row:?}");
         }
     }
+}
+
+#[test]
+fn an_ipc_handle_shares_device_memory_with_a_child_process() {
+    let Some((dir, exe)) = build("hip-ipc", "ipc") else {
+        return;
+    };
+    let out = dir.join("out");
+    let output = Command::new(artifact("rtl-pmc"))
+        .args(["--sim", "gfx90a", "--pmc", "SQ_WAVES", "-d"])
+        .arg(&out)
+        .arg("--")
+        .arg(&exe)
+        .envs(sim_env("gfx90a"))
+        .output()
+        .expect("rtl-pmc starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    assert_eq!(
+        stdout, "child: done\nparent: the child's data arrived\n",
+        "stderr:\n{stderr}"
+    );
+    // The child's memset through the imported memory is a profiled blit kernel.
+    let rows = read_table(&out.join("pass_1/counter_collection.csv"));
+    let kernels: Vec<&str> = rows.iter().map(|r| r["Kernel_Name"].as_str()).collect();
+    assert_eq!(kernels, ["__amd_rocclr_fillBufferAligned"]);
 }

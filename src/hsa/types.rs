@@ -593,6 +593,8 @@ pub const HSA_EXT_POINTER_TYPE_UNKNOWN: u32 = 0;
 pub const HSA_EXT_POINTER_TYPE_HSA: u32 = 1;
 /// Host memory locked with `hsa_amd_memory_lock`.
 pub const HSA_EXT_POINTER_TYPE_LOCKED: u32 = 2;
+/// Memory of another allocation imported with `hsa_amd_ipc_memory_attach`.
+pub const HSA_EXT_POINTER_TYPE_IPC: u32 = 4;
 
 /// `hsa_amd_pointer_info_t`: what `hsa_amd_pointer_info` reports about an address.
 #[repr(C)]

@@ -21,6 +21,9 @@ pub(crate) use crate::executable::{
     hsa_executable_symbol_get_info, hsa_executable_validate, hsa_executable_validate_alt,
 };
 pub(crate) use crate::intercept::hsa_amd_queue_intercept_register;
+pub(crate) use crate::ipc::{
+    hsa_amd_ipc_memory_attach, hsa_amd_ipc_memory_create, hsa_amd_ipc_memory_detach,
+};
 pub(crate) use crate::queues::{
     hsa_amd_profiling_set_profiler_enabled, hsa_amd_queue_cu_set_mask,
     hsa_amd_queue_intercept_create, hsa_amd_queue_set_priority,

@@ -23,6 +23,7 @@ mod executable;
 pub mod ffi;
 pub mod gpu;
 pub mod intercept;
+mod ipc;
 pub mod queues;
 pub mod settings;
 pub mod signals;

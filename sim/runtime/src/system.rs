@@ -55,7 +55,7 @@ pub fn agent_handle(index: usize) -> hsa_agent_t {
     }
 }
 
-fn agent_index(agent: hsa_agent_t) -> Option<usize> {
+pub(crate) fn agent_index(agent: hsa_agent_t) -> Option<usize> {
     let index = agent.handle.checked_sub(AGENT_BASE)? as usize;
     (index <= gpus().len()).then_some(index)
 }
@@ -638,7 +638,7 @@ pub(crate) unsafe extern "C" fn hsa_agent_iterate_caches(
 
 /// A memory region / pool of an agent.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Memory {
+pub(crate) enum Memory {
     /// Host memory, fine grained, kernel arguments.
     SystemFine,
     /// Host memory, coarse grained.
@@ -871,40 +871,78 @@ pub(crate) unsafe extern "C" fn hsa_amd_agent_memory_pool_get_info(
 
 /// A live allocation.
 #[derive(Clone, Copy)]
-struct Allocation {
-    size: usize,
-    owner: usize,
-    memory: Memory,
+pub(crate) struct Allocation {
+    pub(crate) size: usize,
+    pub(crate) owner: usize,
+    pub(crate) memory: Memory,
     user_data: usize,
+    pub(crate) backing: Backing,
+}
+
+/// Where an allocation's bytes live.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Backing {
+    /// `posix_memalign`.
+    Heap,
+    /// A memfd of this process mapped shared (device memory, which other processes may import
+    /// with an IPC handle); the fd stays open until the allocation is freed.
+    Shared { fd: i32, check: u64 },
+    /// Another allocation's memfd mapped by `hsa_amd_ipc_memory_attach`.
+    Attached,
 }
 
 /// Live allocations by address.
 static ALLOCATIONS: Mutex<BTreeMap<usize, Allocation>> = Mutex::new(BTreeMap::new());
 
-fn allocations() -> std::sync::MutexGuard<'static, BTreeMap<usize, Allocation>> {
+pub(crate) fn allocations() -> std::sync::MutexGuard<'static, BTreeMap<usize, Allocation>> {
     ALLOCATIONS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Records a live allocation.
+pub(crate) fn record_allocation(
+    address: usize,
+    size: usize,
+    owner: usize,
+    memory: Memory,
+    backing: Backing,
+) {
+    allocations().insert(
+        address,
+        Allocation {
+            size,
+            owner,
+            memory,
+            user_data: 0,
+            backing,
+        },
+    );
 }
 
 fn allocate(size: usize, owner: usize, memory: Memory, ptr: *mut *mut c_void) -> hsa_status_t {
     if ptr.is_null() || size == 0 {
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
-    let mut out: *mut c_void = std::ptr::null_mut();
-    // SAFETY: posix_memalign with a power-of-two alignment and a valid out-pointer.
-    if unsafe { libc::posix_memalign(&mut out, 4096, size) } != 0 {
-        return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    }
-    // SAFETY: fresh allocation of `size` bytes.
-    unsafe { std::ptr::write_bytes(out as *mut u8, 0, size) };
-    allocations().insert(
-        out as usize,
-        Allocation {
-            size,
-            owner,
-            memory,
-            user_data: 0,
-        },
-    );
+    // Device memory is shareable between processes; when no memfd can be had (out of file
+    // descriptors) it is ordinary memory that cannot be exported.
+    let shared = if memory == Memory::Device {
+        crate::ipc::shared_memory(size)
+    } else {
+        None
+    };
+    let (out, backing) = match shared {
+        Some((out, fd, check)) => (out, Backing::Shared { fd, check }),
+        None => {
+            let mut out: *mut c_void = std::ptr::null_mut();
+            // SAFETY: posix_memalign with a power-of-two alignment and a valid out-pointer.
+            if unsafe { libc::posix_memalign(&mut out, 4096, size) } != 0 {
+                return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+            }
+            // SAFETY: fresh allocation of `size` bytes.
+            unsafe { std::ptr::write_bytes(out as *mut u8, 0, size) };
+            (out, Backing::Heap)
+        }
+    };
+    record_allocation(out as usize, size, owner, memory, backing);
     // SAFETY: checked non-null.
     unsafe { *ptr = out };
     HSA_STATUS_SUCCESS
@@ -914,11 +952,22 @@ fn free(ptr: *mut c_void) -> hsa_status_t {
     if ptr.is_null() {
         return HSA_STATUS_SUCCESS;
     }
-    if allocations().remove(&(ptr as usize)).is_none() {
+    let mut allocations = allocations();
+    // Imported memory is released with hsa_amd_ipc_memory_detach.
+    let Some(a) = allocations
+        .get(&(ptr as usize))
+        .copied()
+        .filter(|a| a.backing != Backing::Attached)
+    else {
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    };
+    allocations.remove(&(ptr as usize));
+    drop(allocations);
+    match a.backing {
+        Backing::Shared { fd, .. } => crate::ipc::release_shared(ptr, a.size, Some(fd)),
+        // SAFETY: allocated by posix_memalign in `allocate`.
+        _ => unsafe { libc::free(ptr) },
     }
-    // SAFETY: allocated by posix_memalign in `allocate`.
-    unsafe { libc::free(ptr) };
     HSA_STATUS_SUCCESS
 }
 
@@ -975,7 +1024,11 @@ pub(crate) unsafe extern "C" fn hsa_amd_pointer_info(
         let mut out = hsa_amd_pointer_info_t::default();
         let found = allocation_containing(ptr as usize);
         if let Some((base, a)) = found {
-            out.type_ = HSA_EXT_POINTER_TYPE_HSA;
+            out.type_ = if a.backing == Backing::Attached {
+                HSA_EXT_POINTER_TYPE_IPC
+            } else {
+                HSA_EXT_POINTER_TYPE_HSA
+            };
             out.agentBaseAddress = base as *mut c_void;
             out.hostBaseAddress = base as *mut c_void;
             out.sizeInBytes = a.size;
