@@ -71,7 +71,7 @@ impl ArchCatalog {
     fn refuse_quirks(&self, requested: &CounterName, events: &[HwEvent]) -> Result<(), CliError> {
         let Some((event, why)) = events
             .iter()
-            .find_map(|e| Some((e, refusal(self.arch(), &e.block, e.event)?)))
+            .find_map(|e| Some((e, refusal(&self.catalog, &e.block, e.event)?)))
         else {
             return Ok(());
         };

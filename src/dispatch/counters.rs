@@ -549,18 +549,22 @@ unsafe impl Send for GpuCounters {}
 // SAFETY: see `Send`.
 unsafe impl Sync for GpuCounters {}
 
-/// The instances of `block` to program, given the `reported` count of aqlprofile's BLOCK_ID
-/// query. AMD's legacy API reports the table count of the gfx9 texture blocks that sit beside
-/// each compute unit (TA, TD, TCP: 16), where its v2 API and rocprofiler-sdk count the instances
-/// a shader array has, `min(16, ceil(CUs per shader array) + 1)`; the samples the counter
-/// catalog expects are those, so the legacy count is capped the same way.
-fn legacy_instances(kind: ApiKind, gpu: &Gpu, block: &str, reported: u32) -> u32 {
-    let per_cu = matches!(block, "TA" | "TD" | "TCP");
-    if kind != ApiKind::Legacy || !per_cu || !gpu.arch.starts_with("gfx9") {
-        return reported;
-    }
-    let arrays = (gpu.se * gpu.sa_per_se).max(1);
-    reported.min(gpu.cu.div_ceil(arrays) + 1)
+/// What the counter catalog knows of `gpu`'s blocks, for capping the legacy API's instance
+/// counts: the catalog and `gpu`'s topology in its terms.
+fn catalog_blocks(gpu: &Gpu) -> Option<(rtl_pmc_counters::Catalog, rtl_pmc_counters::Topology)> {
+    let catalog = rtl_pmc_counters::Catalog::builtin(&gpu.arch).ok()?;
+    let properties = [
+        ("simd_count", gpu.cu),
+        ("simd_per_cu", 1),
+        ("array_count", gpu.se * gpu.sa_per_se),
+        ("simd_arrays_per_engine", gpu.sa_per_se),
+        ("num_xcc", gpu.xcc),
+    ]
+    .into_iter()
+    .map(|(name, value)| (name.to_string(), u64::from(value)))
+    .collect();
+    let topology = rtl_pmc_counters::Topology::new(properties).ok()?;
+    Some((catalog, topology))
 }
 
 impl GpuCounters {
@@ -597,6 +601,11 @@ impl GpuCounters {
                 "the legacy aqlprofile API cannot accumulate SQ events; accumulated counters read their plain events",
             );
         }
+        let legacy = if counters.aqlprofile.kind() == ApiKind::Legacy {
+            catalog_blocks(gpu)
+        } else {
+            None
+        };
         let mut instance_counts: HashMap<String, u32> = HashMap::new();
         for group in groups {
             let mut instances = Vec::new();
@@ -605,7 +614,13 @@ impl GpuCounters {
                     Some(&n) => n,
                     None => {
                         let n = counters.instances(&event.block)?;
-                        let n = legacy_instances(counters.aqlprofile.kind(), gpu, &event.block, n);
+                        // AMD's legacy API reports the table count of the blocks whose
+                        // instances follow the CU count (TA, TD, TCP: 16), where its v2 API and
+                        // the catalog count the instances the GPU has.
+                        let catalog_count = legacy.as_ref().and_then(|(catalog, topology)| {
+                            catalog.block(&event.block).map(|b| b.instances(topology))
+                        });
+                        let n = catalog_count.map_or(n, |c| n.min(c));
                         instance_counts.insert(event.block.clone(), n);
                         n
                     }

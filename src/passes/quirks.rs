@@ -15,6 +15,8 @@
 
 use std::fmt;
 
+use rtl_pmc_counters::{Catalog, CounterKind};
+
 /// Why aqlprofile cannot collect an event correctly.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
@@ -56,33 +58,36 @@ impl fmt::Display for Refusal {
     }
 }
 
-/// Whether aqlprofile collects event `event` of block `block` wrongly on architecture `arch`,
-/// and why.
+/// Whether aqlprofile collects event `event` of block `block` wrongly on the architecture of
+/// `catalog`, and why.
 ///
 /// ```
 /// use rtl_pmc::passes::{refusal, Refusal};
+/// use rtl_pmc_counters::Catalog;
 ///
+/// let (gfx942, gfx90a) = (Catalog::builtin("gfx942")?, Catalog::builtin("gfx90a")?);
 /// assert_eq!(
-///     refusal("gfx942", "ATC", 3),
+///     refusal(&gfx942, "ATC", 3),
 ///     Some(Refusal::DecodedOutOfPlace { block: "ATC".into() })
 /// );
-/// assert_eq!(refusal("gfx90a", "SX", 0), None);
-/// assert!(refusal("gfx90a", "GDS", 7).is_some());
-/// assert_eq!(refusal("gfx1100", "SX", 7), None);
+/// assert_eq!(refusal(&gfx90a, "SX", 0), None);
+/// assert!(refusal(&gfx90a, "GDS", 7).is_some());
+/// assert_eq!(refusal(&Catalog::builtin("gfx1100")?, "SX", 7), None);
 /// assert_eq!(
-///     refusal("gfx942", "SQ", 184),
+///     refusal(&gfx942, "SQ", 184),
 ///     Some(Refusal::AccumulatesPrevious { event: 184 })
 /// );
+/// # Ok::<(), rtl_pmc_counters::Error>(())
 /// ```
-pub fn refusal(arch: &str, block: &str, event: u32) -> Option<Refusal> {
-    if !arch.starts_with("gfx9") {
+pub fn refusal(catalog: &Catalog, block: &str, event: u32) -> Option<Refusal> {
+    if !catalog.arch().starts_with("gfx9") {
         return None;
     }
     match block {
         "ATC" | "RPB" => Some(Refusal::DecodedOutOfPlace {
             block: block.to_string(),
         }),
-        "SQ" | "SQ_CS" if event == 1 || event == accumulate_high_resolution(arch) => {
+        "SQ" | "SQ_CS" if is_accumulator(catalog, event) => {
             Some(Refusal::AccumulatesPrevious { event })
         }
         "SX" | "GDS" if event != 0 => Some(Refusal::SelectIgnored {
@@ -93,20 +98,19 @@ pub fn refusal(arch: &str, block: &str, event: u32) -> Option<Refusal> {
     }
 }
 
-/// SQ's high-resolution accumulate select on a gfx9 architecture (the low-resolution one is 1).
-fn accumulate_high_resolution(arch: &str) -> u32 {
-    match arch {
-        a if a.starts_with("gfx908") => 158,
-        a if a.starts_with("gfx94") => 184,
-        a if a.starts_with("gfx95") => 200,
-        _ => 185,
-    }
+/// Whether `event` is one of SQ's accumulate selects, which the catalog names
+/// `SQ_ACCUM_PREV` (low resolution) and `SQ_ACCUM_PREV_HIRES` (high resolution).
+fn is_accumulator(catalog: &Catalog, event: u32) -> bool {
+    catalog.counters().any(|c| {
+        matches!(c.name.as_str(), "SQ_ACCUM_PREV" | "SQ_ACCUM_PREV_HIRES")
+            && matches!(&c.kind, CounterKind::Basic { block, event: id, .. }
+                if block == "SQ" && *id == event)
+    })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::refusal;
-    use rtl_pmc_counters::Catalog;
+    use super::{refusal, Catalog};
 
     #[test]
     fn the_only_built_in_counters_refused_are_the_bare_sq_accumulators() {
@@ -117,7 +121,7 @@ mod tests {
                     continue;
                 };
                 for e in events {
-                    let refused = refusal(arch, &e.block, e.event);
+                    let refused = refusal(&catalog, &e.block, e.event);
                     let accumulator = arch.starts_with("gfx9")
                         && matches!(name, "SQ_ACCUM_PREV" | "SQ_ACCUM_PREV_HIRES");
                     assert_eq!(refused.is_some(), accumulator, "{arch} {name}: {refused:?}");
