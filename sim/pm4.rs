@@ -48,7 +48,7 @@ pub enum Pm4Error {
 
 /// PM4 type-3 header for a packet of `ndw` dwords (header included).
 pub fn type3_header(opcode: u8, ndw: u32) -> u32 {
-    (3 << 30) | (((ndw - 2) & 0x3FFF) << 16) | (u32::from(opcode) << 8)
+    super::gfx9::header(opcode, ndw)
 }
 
 /// One counter register: a block instance and a register slot in it.
@@ -181,27 +181,14 @@ impl Command {
 
     /// Decodes every packet of a command buffer. Unknown opcodes decode as [`Command::Nop`].
     pub fn decode_all(dwords: &[u32]) -> Result<Vec<Command>, Pm4Error> {
-        let mut commands = Vec::new();
-        let mut at = 0;
-        while at < dwords.len() {
-            let header = dwords[at];
-            if header == 0 || header == 0x8000_0000 {
-                // Zero padding and type-2 filler.
-                at += 1;
-                continue;
-            }
-            if header >> 30 != 3 {
-                return Err(Pm4Error::NotType3 { at, header });
-            }
-            let ndw = (((header >> 16) & 0x3FFF) + 2) as usize;
-            let body = dwords
-                .get(at + 1..at + ndw)
-                .ok_or(Pm4Error::Truncated { at })?;
-            let opcode = ((header >> 8) & 0xFF) as u8;
-            commands.push(decode_one(opcode, body).ok_or(Pm4Error::Truncated { at })?);
-            at += ndw;
-        }
-        Ok(commands)
+        let packets = super::gfx9::packets(dwords).map_err(|e| match dwords[e.at] {
+            header if header >> 30 != 3 => Pm4Error::NotType3 { at: e.at, header },
+            _ => Pm4Error::Truncated { at: e.at },
+        })?;
+        packets
+            .iter()
+            .map(|p| decode_one(p.opcode, p.body).ok_or(Pm4Error::Truncated { at: p.at }))
+            .collect()
     }
 }
 

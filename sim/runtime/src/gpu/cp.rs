@@ -368,11 +368,11 @@ impl Program {
 
     /// Runs the program on every XCC of `dev` at `now`.
     pub(super) fn run(&self, dev: &mut Device, device: u32, now: u64) {
-        let xccs = geometry_of(dev, &self.target.arch).xcc.max(1) as usize;
+        let mut cache = Cache::new(dev, &self.target.arch);
+        let xccs = cache.geometry.xcc.max(1) as usize;
         if dev.perf.xccs.len() < xccs {
             dev.perf.xccs.resize_with(xccs, Xcc::default);
         }
-        let mut cache = Cache::default();
         for x in 0..xccs {
             self.run_on(dev, device, x, now, &mut cache, 0);
         }
@@ -397,14 +397,22 @@ impl Program {
                 }
                 Op::Write(reg, value) => {
                     cache.written(*reg);
-                    write(dev, &self.target, x, *reg, *value, now);
+                    write(dev, &self.target, &cache.geometry, x, *reg, *value, now);
                 }
                 Op::Copy { src, dst, wide } => {
                     let value = self.source(dev, x, *src, *wide, now, cache);
                     match dst {
                         Dest::Register(reg) => {
                             cache.written(*reg);
-                            write(dev, &self.target, x, *reg, value as u32, now);
+                            write(
+                                dev,
+                                &self.target,
+                                &cache.geometry,
+                                x,
+                                *reg,
+                                value as u32,
+                                now,
+                            );
                         }
                         // SAFETY: the destination is memory of this process that the tool
                         // handed to aqlprofile for these packets.
@@ -812,8 +820,15 @@ fn geometry_of(dev: &Device, arch: &str) -> Geometry {
     }
 }
 
-fn write(dev: &mut Device, target: &Target, x: usize, reg: Reg, value: u32, now: u64) {
-    let geometry = geometry_of(dev, &target.arch);
+fn write(
+    dev: &mut Device,
+    target: &Target,
+    geometry: &Geometry,
+    x: usize,
+    reg: Reg,
+    value: u32,
+    now: u64,
+) {
     let xs = &mut dev.perf.xccs[x];
     match reg.register {
         Register::GrbmGfxIndex => xs.grbm = value,
@@ -897,9 +912,11 @@ fn aid_instance(block: &Block, aid: Option<u32>, grbm_index: u32) -> u32 {
 /// What a prepared model value depends on: block id, event, accumulation, counting intervals.
 type PreparedKey = (u32, u32, u32, Vec<(u64, u64)>);
 
-/// Model values prepared during one run of a buffer.
-#[derive(Default)]
+/// What one run of a buffer works out once: the device's geometry and clock, block layouts and
+/// the model values prepared.
 struct Cache {
+    geometry: Geometry,
+    clock: u32,
     prepared: Vec<(PreparedKey, Prepared)>,
     scratch: Vec<(u64, u64)>,
     /// Which prepared value serves (block id, event, accumulation, interval source: an XCC's
@@ -907,13 +924,26 @@ struct Cache {
     memo: Vec<((u32, u32, u32, u64), usize)>,
     layouts: [Option<Layout>; BLOCKS.len()],
     /// The last 64-bit value read, for the HI read after its LO: (key, value).
-    last: Option<((usize, Reg, u32, u32), u64)>,
+    last: Option<((usize, Reg, u32), u64)>,
 }
 
 impl Cache {
+    fn new(dev: &Device, arch: &str) -> Cache {
+        Cache {
+            geometry: geometry_of(dev, arch),
+            clock: super::clock_of(dev, arch),
+            prepared: Vec::new(),
+            scratch: Vec::new(),
+            memo: Vec::new(),
+            layouts: [None; BLOCKS.len()],
+            last: None,
+        }
+    }
+
     /// The sample layout of block `b` (the same for the whole run).
-    fn layout(&mut self, b: u8, block: &Block, geometry: &Geometry) -> Layout {
-        *self.layouts[b as usize].get_or_insert_with(|| block.layout(geometry))
+    fn layout(&mut self, b: u8, block: &Block) -> Layout {
+        let geometry = self.geometry;
+        *self.layouts[b as usize].get_or_insert_with(|| block.layout(&geometry))
     }
 
     /// Forgets what a write to `reg` may make stale.
@@ -936,7 +966,7 @@ impl Cache {
         (counting, at): (&[(u64, Option<u64>)], u64),
         position: usize,
     ) -> u64 {
-        let clock = super::clock_of(dev, arch);
+        let clock = self.clock;
         let memo = (block.id, event, accum, source);
         if let Some(&(_, index)) = self.memo.iter().find(|(k, _)| *k == memo) {
             return self.prepared[index].1.value(position, clock);
@@ -957,7 +987,7 @@ impl Cache {
             Some(i) => i,
             None => {
                 let key = (block.id, event, accum, self.scratch.clone());
-                let geometry = geometry_of(dev, arch);
+                let geometry = self.geometry;
                 let name = tables().counter_name(arch, &block.name, event);
                 let class = if accum == 0 {
                     class_of(name)
@@ -1007,8 +1037,7 @@ fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut
             };
             let i = grbm::instance_of(xs.grbm).unwrap_or(0);
             let se = grbm::se_of(xs.grbm).filter(|_| block.per_se).unwrap_or(0);
-            let geometry = geometry_of(dev, &target.arch);
-            return xs.selects.get(b, block, &geometry, (i, se, k));
+            return xs.selects.get(b, block, &cache.geometry, (i, se, k));
         }
         Register::ResultControl(b) => {
             let i = grbm::instance_of(xs.grbm).unwrap_or(0);
@@ -1024,7 +1053,7 @@ fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut
         },
         ..reg
     };
-    let key = (x, lo_reg, xs.grbm, 0);
+    let key = (x, lo_reg, xs.grbm);
     let value = match cache.last {
         Some((k, v)) if k == key => v,
         _ => {
@@ -1055,8 +1084,8 @@ fn counter(
     };
     let arch = target.arch.as_str();
     let regs = &BLOCKS[b as usize];
-    let geometry = geometry_of(dev, arch);
-    let layout = cache.layout(b, block, &geometry);
+    let geometry = cache.geometry;
+    let layout = cache.layout(b, block);
     let xs = &dev.perf.xccs[x];
     match regs.style {
         Style::Plain | Style::Sq => {
