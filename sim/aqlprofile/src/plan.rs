@@ -613,7 +613,7 @@ impl Plan {
         }
         let mut out = Vec::new();
         let mut cursor = 0usize;
-        for xcc in 0..u64::from(self.agent.geometry.xcc.max(1)) {
+        for xcc in 0..self.agent.geometry.xcc.max(1) {
             for (request, r) in self.requests.iter().enumerate() {
                 let Some(block) = self.agent.block(r.block_name) else {
                     continue;
@@ -623,9 +623,8 @@ impl Plan {
                 let reported = !r.internal && !block.is_internal_event(r.event_id);
                 for j in 0..n {
                     if reported {
-                        let id = xcc * u64::from(layout.instances) * n
-                            + u64::from(r.block_index) * n
-                            + j;
+                        // AID blocks are laid out once but decoded, and numbered, per XCC.
+                        let id = layout.index(xcc, r.block_index, j as u32) as u64;
                         out.push((cursor, id, request));
                     }
                     cursor += 1;

@@ -869,7 +869,7 @@ fn write(
                     };
                     for i in reached(grbm::instance_of(xs.grbm), block.table_instances.max(1)) {
                         for se in reached(grbm::se_of(xs.grbm).filter(|_| block.per_se), engines) {
-                            xs.selects.set(b, block, &geometry, (i, se, k), value);
+                            xs.selects.set(b, block, geometry, (i, se, k), value);
                         }
                     }
                 }
