@@ -433,3 +433,18 @@ impl ResultsWriter {
         self.out.commit()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::rocprofv3_float;
+
+    #[test]
+    fn floats_are_written_as_rocprofv3_writes_them() {
+        assert_eq!(rocprofv3_float(12.5), "12.500000");
+        assert_eq!(rocprofv3_float(1.0), "1.000000");
+        assert_eq!(rocprofv3_float(0.5), "5.00000000e-01");
+        assert_eq!(rocprofv3_float(1e-10), "1.00000000e-10");
+        assert_eq!(rocprofv3_float(-0.25), "-2.50000000e-01");
+        assert_eq!(rocprofv3_float(0.0), "0.00000000e+00");
+    }
+}

@@ -1174,44 +1174,41 @@ impl Database {
     /// Duration statistics per kernel over the merged dispatches, by total duration (longest
     /// first), then name.
     pub fn kernel_stats(&self) -> Result<Vec<KernelStats>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT kernel, duration_ns FROM dispatches ORDER BY kernel"),
-        )?;
+        // Aggregated in SQL, so memory does not grow with the dispatches.
+        let mut stmt = self.err(self.conn.prepare(
+            "WITH d AS (SELECT kernel, max(duration_ns, 0) AS ns FROM dispatches), \
+                  k AS (SELECT kernel, count(*) AS calls, sum(ns) AS total, min(ns) AS lo, \
+                               max(ns) AS hi, avg(ns) AS mean FROM d GROUP BY kernel) \
+             SELECT k.kernel, k.calls, k.total, k.lo, k.hi, \
+                    sum((d.ns - k.mean) * (d.ns - k.mean)) \
+             FROM d JOIN k ON d.kernel = k.kernel GROUP BY k.kernel",
+        ))?;
         let rows = self.err(stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?.max(0) as u64))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)? as u64,
+                r.get::<_, i64>(2)? as u64,
+                r.get::<_, i64>(3)? as u64,
+                r.get::<_, i64>(4)? as u64,
+                r.get::<_, f64>(5)?,
+            ))
         }))?;
-        let mut by_kernel: Vec<(String, Vec<u64>)> = Vec::new();
-        for row in rows {
-            let (kernel, duration) = self.err(row)?;
-            match by_kernel.last_mut() {
-                Some((last, durations)) if *last == kernel => durations.push(duration),
-                _ => by_kernel.push((kernel, vec![duration])),
-            }
-        }
-        let all: u64 = by_kernel.iter().flat_map(|(_, d)| d).sum();
-        let mut stats: Vec<KernelStats> = by_kernel
+        let rows: Vec<_> = self.err(rows.collect())?;
+        let all: u64 = rows.iter().map(|r| r.2).sum();
+        let mut stats: Vec<KernelStats> = rows
             .into_iter()
-            .map(|(kernel, durations)| {
-                let calls = durations.len() as u64;
-                let total_ns: u64 = durations.iter().sum();
-                let average_ns = total_ns as f64 / calls as f64;
-                let variance = durations
-                    .iter()
-                    .map(|&d| (d as f64 - average_ns).powi(2))
-                    .sum::<f64>()
-                    / calls as f64;
-                KernelStats {
+            .map(
+                |(kernel, calls, total_ns, min_ns, max_ns, squares)| KernelStats {
                     kernel,
                     calls,
                     total_ns,
-                    average_ns,
+                    average_ns: total_ns as f64 / calls as f64,
                     percent: 100.0 * total_ns as f64 / all.max(1) as f64,
-                    min_ns: durations.iter().copied().min().unwrap_or(0),
-                    max_ns: durations.iter().copied().max().unwrap_or(0),
-                    stddev_ns: variance.sqrt(),
-                }
-            })
+                    min_ns,
+                    max_ns,
+                    stddev_ns: (squares / calls as f64).sqrt(),
+                },
+            )
             .collect();
         stats.sort_by(|a, b| {
             b.total_ns
@@ -1517,6 +1514,10 @@ impl Database {
             .derived
             .entry((kernel_id, pmc))
             .or_insert((pass, 0.0, 0));
+        // The earliest pass counts, as in the kernel_derived view, whatever order passes come in.
+        if pass < entry.0 {
+            *entry = (pass, 0.0, 0);
+        }
         if entry.0 == pass {
             entry.1 += value * dispatches as f64;
             entry.2 += dispatches;
