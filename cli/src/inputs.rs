@@ -149,6 +149,13 @@ pub fn parse_formats<'a>(
     Ok(formats)
 }
 
+/// What is wrong with `name` as the summary's destination, if anything.
+fn summary_file(name: &str) -> Option<&'static str> {
+    (name.trim().is_empty() || name.contains('/')).then_some(
+        "give stdout, stderr or a file name without a directory (the file goes to the output directory)",
+    )
+}
+
 /// The message for log level `name` that is none.
 fn unknown_level(name: &str) -> String {
     format!("unknown level '{name}' (expected fatal, error, warning, info, trace, env or config)")
@@ -187,14 +194,8 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
     };
     let output_format = parse_formats(args.output_format.iter().map(String::as_str))
         .map_err(|e| CliError::input(format!("-f/--output-format: {e}")))?;
-    if args
-        .summary_output_file
-        .as_deref()
-        .is_some_and(|f| f.trim().is_empty() || f.contains('/'))
-    {
-        return Err(CliError::input(
-            "--summary-output-file: give stdout, stderr or a file name without a directory (the file goes to the output directory)",
-        ));
+    if let Some(problem) = args.summary_output_file.as_deref().and_then(summary_file) {
+        return Err(CliError::input(format!("--summary-output-file: {problem}")));
     }
     Ok(Settings {
         filters: KernelFilters {
@@ -652,9 +653,9 @@ fn job_from_spec(
     }
     if let Some(v) = spec.summary_output_file {
         let where_ = at(v.referenced.line(), v.referenced.column());
-        if v.value.trim().is_empty() || v.value.contains('/') {
+        if let Some(problem) = summary_file(&v.value) {
             return Err(CliError::input(format!(
-                "{where_}: summary_output_file: give stdout, stderr or a file name without a directory"
+                "{where_}: summary_output_file: {problem}"
             )));
         }
         if cli

@@ -207,8 +207,8 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         .collect::<Result<Vec<_>, _>>()?;
     run::destination::check_unused(&destinations)?;
     let mut exit = 0;
-    for (i, profile) in profiles.iter().enumerate() {
-        let code = run::run(profile, &options)?;
+    for (i, (profile, destination)) in profiles.iter().zip(&destinations).enumerate() {
+        let code = run::run(profile, destination, &options)?;
         if code == 0 {
             continue;
         }

@@ -288,11 +288,15 @@ impl Iterator for StartMerged {
     }
 }
 
-/// Runs the application once per run of `plan` and writes the results. Returns the exit code
-/// to leave with: the application's (128+signal for a signal death), 130 after Ctrl-C.
-pub fn run(plan: &ProfilePlan, options: &RunOptions<'_>) -> Result<i32, CliError> {
-    let destination::Destination { directory, base } =
-        destination::Destination::of(plan, options.app)?;
+/// Runs the application once per run of `plan` and writes the results to `destination` (the
+/// one checked unused before anything ran). Returns the exit code to leave with: the
+/// application's (128+signal for a signal death), 130 after Ctrl-C.
+pub fn run(
+    plan: &ProfilePlan,
+    destination: &destination::Destination,
+    options: &RunOptions<'_>,
+) -> Result<i32, CliError> {
+    let destination::Destination { directory, base } = destination.clone();
     let launched = std::time::SystemTime::now();
     let asked: Vec<OutputFormat> = plan
         .runs

@@ -833,7 +833,7 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         ),
         (
             vec!["-i", summary.as_str()],
-            format!("{summary}:3:26: summary_output_file: give stdout, stderr or a file name without a directory"),
+            format!("{summary}:3:26: summary_output_file: give stdout, stderr or a file name without a directory (the file goes to the output directory)"),
         ),
         (
             vec!["--log-level", "info", "-i", level.as_str()],

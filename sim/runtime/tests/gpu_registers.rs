@@ -252,7 +252,7 @@ fn write_data_wait_reg_mem_and_chained_buffers_run() {
         ((flag + 4) >> 32) as u32,
         0xC0FFEE,
     ];
-    let before = gpu::problems();
+    let before = gpu::problems_on(dev);
     let mut s = Stream::new(1);
     s.dwords.extend([
         gfx9::header(gfx9::op::INDIRECT_BUFFER, 4),
@@ -281,14 +281,14 @@ fn write_data_wait_reg_mem_and_chained_buffers_run() {
     exec(dev, &s, 12_340);
     assert_eq!(memory[1], 0xC0FFEE);
     assert_eq!(u64::from(memory[2]) | u64::from(memory[3]) << 32, 1_234);
-    assert_eq!(gpu::problems(), before);
+    assert_eq!(gpu::problems_on(dev), before);
 }
 
 #[test]
 fn what_the_gpu_does_not_model_is_a_problem_not_a_no_op() {
     let dev = 208;
     device(dev, "gfx942");
-    let before = gpu::problems();
+    let before = gpu::problems_on(dev);
     let cases: Vec<Vec<u32>> = vec![
         // An opcode the command processor does not know (DRAW_INDEX_AUTO).
         vec![gfx9::header(0x2D, 3), 0, 0],
@@ -331,7 +331,7 @@ fn what_the_gpu_does_not_model_is_a_problem_not_a_no_op() {
     for (i, dwords) in cases.iter().enumerate() {
         gpu::execute_pm4_ib(dev, dwords.as_ptr() as u64, dwords.len() as u32, 1_000);
         assert_eq!(
-            gpu::problems(),
+            gpu::problems_on(dev),
             before + i as u64 + 1,
             "case {i}: {dwords:08x?}"
         );

@@ -424,24 +424,27 @@ fn fill(blit: Blit, launch: &BlitLaunch) -> bool {
         return false;
     }
     let len = count * element;
+    // The 1D fill's size, or the 2D fill's width, height and pitch, read once for the grid.
+    let two_d = blit == Blit::FillBufferAligned2D;
+    let width = launch.u64_at(56);
+    let (height, pitch) = if two_d {
+        (launch.u64_at(64), launch.u64_at(72))
+    } else {
+        (1, 0)
+    };
     for [x, y, _] in launch.ids() {
         // The first element this work-item writes: 1D fills place whole patterns one after
         // another; the 2D fill places work-item (x, y) at element y * pitch + x.
-        let first = match blit {
-            Blit::FillBufferAligned2D => {
-                let (width, height, pitch) =
-                    (launch.u64_at(56), launch.u64_at(64), launch.u64_at(72));
-                if x >= width || y >= height {
-                    continue;
-                }
-                y * pitch + x + offset
+        let first = if two_d {
+            if x >= width || y >= height {
+                continue;
             }
-            _ => {
-                if x >= launch.u64_at(56) {
-                    continue;
-                }
-                x * count + offset
+            y * pitch + x + offset
+        } else {
+            if x >= width {
+                continue;
             }
+            x * count + offset
         };
         // SAFETY: see `run_blit`'s doc.
         unsafe { copy(pattern, base + first * element, len) };

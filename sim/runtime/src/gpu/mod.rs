@@ -31,7 +31,7 @@ use arch::{tables, Block, Geometry};
 use model::Dispatch;
 use pm4::{Command, Slot};
 
-pub use truth::{ground_truth, line as truth_line, problems, GroundTruthError};
+pub use truth::{ground_truth, line as truth_line, problems, problems_on, GroundTruthError};
 
 /// A kernel dispatch as the device thread starts it (see the simulator contracts).
 #[derive(Debug, Clone)]

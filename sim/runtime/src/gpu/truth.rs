@@ -144,10 +144,26 @@ pub fn problems() -> u64 {
     PROBLEMS.load(std::sync::atomic::Ordering::SeqCst)
 }
 
+/// Problems per device index, for [`problems_on`].
+static PROBLEMS_ON: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// How many packets device `device` could not execute in this process.
+pub fn problems_on(device: u32) -> u64 {
+    let counts = PROBLEMS_ON.lock().unwrap_or_else(|p| p.into_inner());
+    counts.get(device as usize).copied().unwrap_or(0)
+}
+
 /// Appends a problem line (`{"pid","device","problem","packet":[dwords]}`) to the ground-truth
 /// log, if there is one.
 pub(super) fn record_problem(device: u32, what: &str, packet: &[u32]) {
     PROBLEMS.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    {
+        let mut counts = PROBLEMS_ON.lock().unwrap_or_else(|p| p.into_inner());
+        if counts.len() <= device as usize {
+            counts.resize(device as usize + 1, 0);
+        }
+        counts[device as usize] += 1;
+    }
     let Some(path) = &config().path else { return };
     let line = format!(
         "{{\"pid\":{},\"device\":{device},\"problem\":{},\"packet\":{}}}\n",
