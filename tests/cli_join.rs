@@ -183,7 +183,7 @@ fn joined_exactly(name: &str, counters: &[&str], app: &[&str], code: i32) -> (us
             "SELECT merged_id, count(*), count(DISTINCT agent), count(DISTINCT queue_order),
                     count(DISTINCT kernel_id), count(DISTINCT process_order),
                     count(DISTINCT occurrence), count(DISTINCT pass)
-             FROM rocpd_kernel_dispatch GROUP BY merged_id",
+             FROM rtl_dispatch GROUP BY merged_id",
         )
         .unwrap();
     let groups: Vec<[i64; 8]> = stmt
@@ -393,7 +393,7 @@ fn a_counter_collected_in_two_passes_is_reported_once() {
     // The view and the summary add each dispatch's value once.
     let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
     let mut stmt = conn
-        .prepare("SELECT kernel, counter, dispatches, total FROM kernel_counters")
+        .prepare("SELECT kernel, counter, dispatches, total FROM rtl_kernel_counters")
         .unwrap();
     let view: Vec<(String, String, i64, f64)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))

@@ -821,7 +821,7 @@ fn the_summary_recomputes_derived_counters_from_summed_inputs() {
         let expected = 100.0 * valu as f64 / (active as f64 * 304.0);
         let (value, total, unit): (f64, f64, String) = conn
             .query_row(
-                "SELECT value, total, unit FROM kernel_counters WHERE kernel = ?1",
+                "SELECT value, total, unit FROM rtl_kernel_counters WHERE kernel = ?1",
                 [kernel],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )

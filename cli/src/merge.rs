@@ -42,6 +42,9 @@ pub fn merge_directories(
         for agent in source.agents()? {
             db.add_agent(&agent)?;
         }
+        for cpu in source.cpus()? {
+            db.add_cpu(&cpu)?;
+        }
         for pass in source.passes()? {
             if !passes.contains(&pass) {
                 passes.push(pass);
@@ -84,7 +87,7 @@ pub fn merge_directories(
         for derived in source.kernel_derived()? {
             db.add_kernel_derived(&derived)?;
         }
-        db.set_counter_units(&source.counter_units()?)?;
+        db.set_counter_info(&source.counter_info()?)?;
     }
     written.extend(write_merged_files(&db, output, base, formats)?);
     Ok((db, written))

@@ -21,14 +21,15 @@ use std::time::Instant;
 
 use rtl_pmc::dispatch::records::{self, Record, RecordError};
 use rtl_pmc::passes::plan_file::PLAN_ENV;
-use rtl_pmc_counters::{Catalog, Topology};
+use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
 use crate::output::csv::{write_agent_info, write_kernel_stats};
-use crate::output::database::Database;
+use crate::output::database::{CounterInfo, Database};
+use crate::output::rocpd::RunInfo;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, PassSpec};
 use crate::planning::{ArchCatalog, ProfilePlan};
@@ -319,6 +320,15 @@ pub fn run(
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
     }
+    for cpu in &cpus {
+        db.add_cpu(cpu).map_err(output_error)?;
+    }
+    let run_info = RunInfo {
+        command: options.app.to_vec(),
+        environment: std::env::vars().collect(),
+        ppid: Some(std::process::id()),
+    };
+    db.set_run(&run_info).map_err(output_error)?;
     let catalogs: Vec<&Catalog> = options.catalogs.iter().map(|c| &c.catalog).collect();
     child::install_interrupt_handler();
 
@@ -352,17 +362,28 @@ pub fn run(
                 names
             });
         db.declare_counters(&counters).map_err(output_error)?;
-        let units: Vec<(String, String)> = counters
+        let info: Vec<CounterInfo> = counters
             .iter()
             .filter_map(|name| {
-                let unit = options
+                let def = options
                     .catalogs
                     .iter()
-                    .find_map(|c| c.catalog.counter(name)?.unit.clone())?;
-                Some((name.clone(), unit))
+                    .find_map(|c| c.catalog.counter(name))?;
+                let (block, expression) = match &def.kind {
+                    CounterKind::Basic { block, .. } => (Some(block.clone()), None),
+                    CounterKind::Derived { expression } => (None, Some(expression.clone())),
+                };
+                Some(CounterInfo {
+                    name: name.clone(),
+                    unit: def.unit.clone().unwrap_or_default(),
+                    description: def.description.clone(),
+                    derived: expression.is_some(),
+                    block,
+                    expression,
+                })
             })
             .collect();
-        db.set_counter_units(&units).map_err(output_error)?;
+        db.set_counter_info(&info).map_err(output_error)?;
         let label = counters.join(" ");
 
         let mut added: Vec<(String, String)> = options.sim.to_vec();

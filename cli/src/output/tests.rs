@@ -274,7 +274,7 @@ fn database_views_answer_top_and_busy() {
         page_size, 65536,
         "rebuilt with bulk pages by the first pass"
     );
-    let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM top");
+    let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM rtl_top");
     assert_eq!(
         rows,
         vec![("vmul".into(), 2, 2000), ("vadd".into(), 3, 900)]
@@ -282,7 +282,7 @@ fn database_views_answer_top_and_busy() {
     // Every dispatch is in both passes but the parent's second vmul, only in pass 2.
     let passes: Vec<(String, i64, i64)> = rows3(
         &conn,
-        "SELECT kernel, start_ns, passes FROM dispatches ORDER BY id",
+        "SELECT kernel, start_ns, passes FROM rtl_dispatches ORDER BY id",
     );
     assert_eq!(
         passes,
@@ -294,13 +294,13 @@ fn database_views_answer_top_and_busy() {
             ("vmul".into(), 15000, 1),
         ]
     );
-    let dims: Vec<(String, i64, f64)> = rows3(&conn, "SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position");
+    let dims: Vec<(String, i64, f64)> = rows3(&conn, "SELECT counter, position, value FROM rtl_pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position");
     assert_eq!(
         dims,
         vec![("SQ_WAVES".into(), 0, 8.0), ("SQ_WAVES".into(), 1, 8.0)]
     );
     let busy: (i64, i64) = conn
-        .query_row("SELECT agent, busy_ns FROM busy", [], |r| {
+        .query_row("SELECT agent, busy_ns FROM rtl_busy", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
@@ -532,21 +532,21 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     let db = db.commit(true).unwrap().unwrap();
     let conn = rusqlite::Connection::open(db).unwrap();
     let view_top: Vec<(String, i64, f64)> =
-        rows3(&conn, "SELECT kernel, total_ns, percent FROM top");
+        rows3(&conn, "SELECT kernel, total_ns, percent FROM rtl_top");
     let top: Vec<(String, i64, f64)> = top
         .into_iter()
         .map(|k| (k.kernel, k.total_ns as i64, k.percent))
         .collect();
     assert_eq!(top, view_top);
     let view_busy: Vec<(u32, i64, f64)> =
-        rows3(&conn, "SELECT agent, busy_ns, busy_percent FROM busy");
+        rows3(&conn, "SELECT agent, busy_ns, busy_percent FROM rtl_busy");
     let busy: Vec<(u32, i64, f64)> = busy
         .into_iter()
         .map(|b| (b.agent, b.busy_ns as i64, b.busy_percent))
         .collect();
     assert_eq!(busy, view_busy);
     let mut view_counters: Vec<(String, String, f64)> =
-        rows3(&conn, "SELECT kernel, counter, value FROM kernel_counters");
+        rows3(&conn, "SELECT kernel, counter, value FROM rtl_kernel_counters");
     let mut counters = counters;
     counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
     view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -568,14 +568,14 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     };
     contents.push(rows(
         "SELECT k.pass, k.pid, k.dispatch_id, s.string, k.process_order, k.occurrence,
-                k.merged_id FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
+                k.merged_id FROM rtl_dispatch k JOIN rtl_string s ON s.id = k.kernel_id
          ORDER BY k.pass, k.pid, k.dispatch_id",
     ));
     contents.push(rows(
         "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.passes,
                 k.pass, k.pid, k.dispatch_id
-         FROM rtl_merged_dispatch m JOIN rocpd_string s ON s.id = m.kernel_id
-         JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
+         FROM rtl_merged_dispatch m JOIN rtl_string s ON s.id = m.kernel_id
+         JOIN rtl_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
     ));
     contents
 }
@@ -866,7 +866,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let conn = rusqlite::Connection::open(path).unwrap();
         let view: Vec<(String, String, f64)> = rows3(
             &conn,
-            "SELECT kernel, counter, total FROM kernel_counters WHERE kernel = 'vadd'",
+            "SELECT kernel, counter, total FROM rtl_kernel_counters WHERE kernel = 'vadd'",
         );
         let from_totals: Vec<(String, String, f64)> = kernel_counters
             .into_iter()
@@ -875,7 +875,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         assert_eq!(view, from_totals);
         let dimensions: Vec<(String, i64, f64)> = rows3(
             &conn,
-            "SELECT counter, count(*), sum(value) FROM pmc_dimension GROUP BY counter ORDER BY counter",
+            "SELECT counter, count(*), sum(value) FROM rtl_pmc_dimension GROUP BY counter ORDER BY counter",
         );
         assert_eq!(
             dimensions,
@@ -888,8 +888,8 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         // The second pass's own values stay in the database, marked as repeats.
         let repeats: Vec<(i64, i64, f64)> = rows3(
             &conn,
-            "SELECT k.pass, count(*), sum(v.value) FROM rocpd_pmc_event v
-             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+            "SELECT k.pass, count(*), sum(v.value) FROM rtl_pmc_value v
+             JOIN rtl_dispatch k ON k.id = v.dispatch_id
              WHERE NOT v.reported GROUP BY k.pass",
         );
         assert_eq!(repeats, [(2, 3, 888.0)]);
