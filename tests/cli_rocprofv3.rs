@@ -141,8 +141,11 @@ fn rocprofv3_flags_write_their_files_where_the_path_keys_say() {
         ]
     );
 
-    let counter_collection =
-        std::fs::read_to_string(base.join("pass_1/counter_collection.csv")).unwrap();
+    let counter_collection = std::fs::read_to_string(sim_support::process_file(
+        &base,
+        "pass_1/counter_collection.csv",
+    ))
+    .unwrap();
     assert_eq!(
         counter_collection.lines().count(),
         13,

@@ -9,7 +9,8 @@ use rtl_pmc_cli::args::PassMatch;
 
 use crate::output::database::{Database, Unmatched};
 pub use crate::output::files::{write_merged_files, Formats, OutputError};
-use crate::output::pass::{write_pass, PassSpec};
+use crate::output::pass::{write_pass, CsvPaths, PassSpec};
+use crate::run::destination::process_file;
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
 /// `output/<base>.db` and writes every file of `formats` there: passes with the same number are
@@ -57,7 +58,8 @@ pub fn merge_directories(
         let pass_dir = output.join(format!("pass_{pass}"));
         std::fs::create_dir_all(&pass_dir)
             .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
-        let csv = pass_dir.join("counter_collection.csv");
+        let file_of = |pid: u32, kind: &str| process_file(&pass_dir, None, &[], pid, kind);
+        let csv_of = |pid: u32| file_of(pid, "counter_collection");
         let processes = (0u32..)
             .zip(&sources)
             .map(|(index, source)| Ok((index, source.pass_processes(pass)?)))
@@ -65,7 +67,7 @@ pub fn merge_directories(
         let spec = PassSpec {
             pass,
             label: &format!("pass {pass}"),
-            csv: formats.csv.then_some(&*csv),
+            csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
             processes: &processes,
             exit_status: None,
         };
@@ -77,11 +79,17 @@ pub fn merge_directories(
         })?;
         written.extend(pass_written.csv);
         // The runs' CPUs are in their own agent_info.csv; a merge keeps the GPUs it joins.
-        written.push(write_agent_info(
-            &pass_dir.join("agent_info.csv"),
-            &[],
-            &db.agents()?,
-        )?);
+        let cpus = db.cpus()?;
+        let agents = db.agents()?;
+        let mut agent_info: Vec<PathBuf> = processes
+            .iter()
+            .flat_map(|(_, pids)| pids.iter().map(|&pid| file_of(pid, "agent_info")))
+            .collect();
+        agent_info.sort();
+        agent_info.dedup();
+        for path in agent_info {
+            written.push(write_agent_info(&path, &cpus, &agents)?);
+        }
     }
     for source in &sources {
         for derived in source.kernel_derived()? {

@@ -29,9 +29,9 @@ use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
 use crate::output::csv::{write_agent_info, write_kernel_stats};
 use crate::output::database::{CounterInfo, Database};
-use crate::output::rocpd::RunInfo;
 use crate::output::model::Agent;
-use crate::output::pass::{write_pass, PassSpec};
+use crate::output::pass::{write_pass, CsvPaths, PassSpec};
+use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
 
 pub use child::exit_code;
@@ -433,14 +433,19 @@ pub fn run(
             exit_code(status)
         };
 
-        let csv = pass_dir.join("counter_collection.csv");
+        let output_file = run.settings.output_file.as_deref();
+        let file_of = |pid: u32, kind: &str| {
+            destination::process_file(&pass_dir, output_file, options.app, pid, kind)
+        };
+        let csv_of = |pid: u32| file_of(pid, "counter_collection");
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
         let mut records = StartMerged::open(&record_files(&pass_dir));
+        let processes = records.processes();
         let spec = PassSpec {
             pass,
             label: &label,
-            csv: formats.csv.then_some(&*csv),
-            processes: &[(0, records.processes())],
+            csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
+            processes: &[(0, processes.clone())],
             exit_status: Some(code),
         };
         let pass_written = write_pass(&mut db, &spec, |input| {
@@ -471,10 +476,14 @@ pub fn run(
             options.warn(format_args!("pass {pass}: {warning}"));
         }
         let agents = db.agents().map_err(output_error)?;
-        written.push(
-            write_agent_info(&pass_dir.join("agent_info.csv"), &cpus, &agents)
-                .map_err(output_error)?,
-        );
+        let mut agent_info: Vec<PathBuf> = processes
+            .iter()
+            .map(|&pid| file_of(pid, "agent_info"))
+            .collect();
+        agent_info.dedup();
+        for path in agent_info {
+            written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
+        }
         progress.finish(pass, started.elapsed(), code, dispatches);
         if code != 0 {
             if exit == 0 {

@@ -1204,9 +1204,10 @@ impl Database {
 
     /// The processes with dispatches in `pass`, by pid.
     pub fn pass_processes(&self, pass: u32) -> Result<Vec<u32>, DatabaseError> {
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT DISTINCT pid FROM rtl_dispatch WHERE pass = ?1 ORDER BY pid",
-        ))?;
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT DISTINCT pid FROM rtl_dispatch WHERE pass = ?1 ORDER BY pid"),
+        )?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
     }
@@ -1297,10 +1298,7 @@ impl Database {
     }
 
     fn pmc_dimensions(&self) -> Result<FastMap<i64, String>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT id, dimensions FROM rtl_counter"),
-        )?;
+        let mut stmt = self.err(self.conn.prepare("SELECT id, dimensions FROM rtl_counter"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
@@ -1656,17 +1654,14 @@ impl Database {
     /// What [`Database::set_run`] recorded (empty when nothing was).
     pub fn run_info(&self) -> Result<RunInfo, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare("SELECT tag, value FROM rtl_run"))?;
-        let rows = self.err(stmt.query_map([], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-        }))?;
+        let rows =
+            self.err(stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))))?;
         let mut run = RunInfo::default();
         for row in rows {
             let (tag, value) = self.err(row)?;
             match tag.as_str() {
                 "command" => run.command = serde_json::from_str(&value).unwrap_or_default(),
-                "environment" => {
-                    run.environment = serde_json::from_str(&value).unwrap_or_default()
-                }
+                "environment" => run.environment = serde_json::from_str(&value).unwrap_or_default(),
                 "ppid" => run.ppid = value.parse().ok(),
                 _ => {}
             }

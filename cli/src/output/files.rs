@@ -4,10 +4,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::csv::{CounterCollectionWriter, ResultsWriter};
+use super::csv::ResultsWriter;
 use super::database::{Database, DatabaseError};
 use super::json::JsonWriter;
 use super::model::Dispatch;
+use super::pass::{CounterCollectionFiles, CsvPaths};
 use super::perfetto::PerfettoWriter;
 
 /// Why outputs could not be written.
@@ -49,13 +50,14 @@ impl Default for Formats {
     }
 }
 
-/// Writes the `counter_collection.csv` of `pass` at `path` from the database.
+/// Writes the `counter_collection.csv` files of `pass` from the database, each process's at
+/// the path `paths` gives its pid.
 pub fn write_counter_collection(
     db: &Database,
     pass: u32,
-    path: &Path,
-) -> Result<PathBuf, OutputError> {
-    let mut out = CounterCollectionWriter::create(path)?;
+    paths: &CsvPaths<'_>,
+) -> Result<Vec<PathBuf>, OutputError> {
+    let mut out = CounterCollectionFiles::new(paths);
     db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
     Ok(out.commit()?)
 }

@@ -7,11 +7,12 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::csv::CounterCollectionWriter;
 use super::database::{Database, DatabaseError};
+use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
 
@@ -129,14 +130,15 @@ impl StartOrder {
 }
 
 /// One pass to write.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct PassSpec<'a> {
     /// The pass number.
     pub pass: u32,
     /// What the pass collects, as recorded in `rtl_pass`.
     pub label: &'a str,
-    /// Where its `counter_collection.csv` goes, if written.
-    pub csv: Option<&'a Path>,
+    /// Where each process's `counter_collection.csv` goes (by pid), if written: processes
+    /// given the same path share the file.
+    pub csv: Option<&'a CsvPaths<'a>>,
     /// Per input (0 for a single run), the processes with dispatches in the pass (see
     /// [`Database::declare_processes`]).
     pub processes: &'a [(u32, Vec<u32>)],
@@ -147,10 +149,60 @@ pub struct PassSpec<'a> {
 /// What [`write_pass`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PassWritten {
-    /// The pass's `counter_collection.csv`, if written.
-    pub csv: Option<PathBuf>,
+    /// The pass's `counter_collection.csv` files, by path.
+    pub csv: Vec<PathBuf>,
     /// The dispatches of the pass.
     pub dispatches: u64,
+}
+
+/// The path of a process's file, by pid.
+pub type CsvPaths<'a> = dyn Fn(u32) -> PathBuf + Sync + 'a;
+
+/// The `counter_collection.csv` files of a pass being written, one per path.
+pub struct CounterCollectionFiles<'a> {
+    paths: &'a CsvPaths<'a>,
+    by_pid: FastMap<u32, usize>,
+    files: Vec<(PathBuf, CounterCollectionWriter)>,
+}
+
+impl<'a> CounterCollectionFiles<'a> {
+    /// No file yet; each is created with the first dispatch of a process it holds.
+    pub fn new(paths: &'a CsvPaths<'a>) -> CounterCollectionFiles<'a> {
+        CounterCollectionFiles {
+            paths,
+            by_pid: FastMap::default(),
+            files: Vec::new(),
+        }
+    }
+
+    /// Appends `d` to its process's file.
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        let index = match self.by_pid.get(&d.pid) {
+            Some(&i) => i,
+            None => {
+                let path = (self.paths)(d.pid);
+                let i = match self.files.iter().position(|(p, _)| *p == path) {
+                    Some(i) => i,
+                    None => {
+                        let out = CounterCollectionWriter::create(&path)?;
+                        self.files.push((path, out));
+                        self.files.len() - 1
+                    }
+                };
+                self.by_pid.insert(d.pid, i);
+                i
+            }
+        };
+        self.files[index].1.write(d)
+    }
+
+    /// Gives every file its name; returns them in the order they were started.
+    pub fn commit(self) -> io::Result<Vec<PathBuf>> {
+        self.files
+            .into_iter()
+            .map(|(_, out)| out.commit())
+            .collect()
+    }
 }
 
 /// Dispatches handed between threads together, with whether every dispatch so far, these
@@ -239,10 +291,10 @@ fn insert_all(
 }
 
 /// The file thread.
-fn write_all(
-    mut out: CounterCollectionWriter,
+fn write_all<'a>(
+    mut out: CounterCollectionFiles<'a>,
     from: Receiver<Batch>,
-) -> io::Result<CounterCollectionWriter> {
+) -> io::Result<CounterCollectionFiles<'a>> {
     for batch in from {
         for (_, d) in &batch.dispatches {
             out.write(d)?;
@@ -265,10 +317,7 @@ pub fn write_pass<E: From<OutputError>>(
     spec: &PassSpec<'_>,
     feed: impl FnOnce(&mut PassInput) -> Result<(), E>,
 ) -> Result<PassWritten, E> {
-    let out = match spec.csv {
-        Some(path) => Some(CounterCollectionWriter::create(path).map_err(OutputError::from)?),
-        None => None,
-    };
+    let out = spec.csv.map(CounterCollectionFiles::new);
     db.begin_pass(spec.pass, spec.label)
         .map_err(OutputError::from)?;
     for (source, pids) in spec.processes {
@@ -309,14 +358,14 @@ pub fn write_pass<E: From<OutputError>>(
     db.end_pass(spec.pass, spec.exit_status)
         .map_err(OutputError::from)?;
     let csv = match (out, spec.csv) {
-        (Some(out), _) if sorted => Some(out.commit().map_err(OutputError::from)?),
-        (out, Some(path)) => {
-            // The file as written so far goes (and its temporary with it) before it is
-            // written again from the database.
+        (Some(out), _) if sorted => out.commit().map_err(OutputError::from)?,
+        (out, Some(paths)) => {
+            // The files as written so far go (and their temporaries with them) before they
+            // are written again from the database.
             drop(out);
-            Some(write_counter_collection(db, spec.pass, path)?)
+            write_counter_collection(db, spec.pass, paths)?
         }
-        (_, None) => None,
+        (_, None) => Vec::new(),
     };
     Ok(PassWritten { csv, dispatches })
 }

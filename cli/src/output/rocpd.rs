@@ -47,7 +47,8 @@ pub fn new_guid() -> String {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.subsec_nanos());
-        let seed = (u128::from(std::process::id()) << 32 | u128::from(nanos)) * 0x9e37_79b9_7f4a_7c15;
+        let seed =
+            (u128::from(std::process::id()) << 32 | u128::from(nanos)) * 0x9e37_79b9_7f4a_7c15;
         random.copy_from_slice(&seed.to_le_bytes()[..10]);
     }
     let mut bytes = [0u8; 16];
@@ -74,7 +75,11 @@ pub fn uuid_suffix(guid: &str) -> String {
 /// rocpd's tables after `rocpd_metadata`: name, columns after `id` and `guid`, and the foreign
 /// keys as (column, table), in the order rocprofv3 creates them.
 const TABLES: &[(&str, &str, &[(&str, &str)])] = &[
-    ("string", r#""string" TEXT NOT NULL UNIQUE ON CONFLICT ABORT"#, &[]),
+    (
+        "string",
+        r#""string" TEXT NOT NULL UNIQUE ON CONFLICT ABORT"#,
+        &[],
+    ),
     (
         "info_node",
         r#""hash" BIGINT NOT NULL UNIQUE, "machine_id" TEXT NOT NULL UNIQUE, "system_name" TEXT,

@@ -130,7 +130,10 @@ fn pass_files_are_rocprofv3_shaped() {
     let dir = temp_dir("pass");
     let db = two_passes(&dir);
     let path = dir.join("counter_collection.csv");
-    assert_eq!(write_counter_collection(&db, 1, &path).unwrap(), path);
+    assert_eq!(
+        write_counter_collection(&db, 1, &|_| path.clone()).unwrap(),
+        [path.clone()]
+    );
     let path = dir.join("agent_info.csv");
     let mut gpus = db.agents().unwrap();
     gpus[0].properties.extend([
@@ -510,7 +513,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     for pass in [1, 2] {
         let path = dir.join(format!("pass_{pass}.csv"));
         if !path.exists() {
-            write_counter_collection(&db, pass, &path).unwrap();
+            write_counter_collection(&db, pass, &|_| path.clone()).unwrap();
         }
         contents.push(std::fs::read_to_string(path).unwrap());
     }
@@ -545,8 +548,10 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         .map(|b| (b.agent, b.busy_ns as i64, b.busy_percent))
         .collect();
     assert_eq!(busy, view_busy);
-    let mut view_counters: Vec<(String, String, f64)> =
-        rows3(&conn, "SELECT kernel, counter, value FROM rtl_kernel_counters");
+    let mut view_counters: Vec<(String, String, f64)> = rows3(
+        &conn,
+        "SELECT kernel, counter, value FROM rtl_kernel_counters",
+    );
     let mut counters = counters;
     counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
     view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -651,7 +656,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&csv),
+            csv: Some(&|_| csv.clone()),
             processes: &[(0, vec![300, 200, 100])],
             exit_status: Some(0),
         };
@@ -664,7 +669,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             Ok::<_, OutputError>(())
         });
         let expected = PassWritten {
-            csv: Some(csv),
+            csv: vec![csv],
             dispatches: dispatches.len() as u64,
         };
         assert_eq!(written.unwrap(), expected);
@@ -684,7 +689,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&csv),
+            csv: Some(&|_| csv.clone()),
             processes: &[(0, declared)],
             exit_status: Some(0),
         };
@@ -694,7 +699,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             }
             Ok::<_, OutputError>(())
         });
-        assert_eq!(written.unwrap().csv, Some(csv));
+        assert_eq!(written.unwrap().csv, [csv]);
     }
     assert_eq!(profile_contents(&slow, db), expected);
     for dir in [sql, fast, slow] {
@@ -713,7 +718,7 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     let spec = PassSpec {
         pass: 1,
         label: "",
-        csv: Some(&csv),
+        csv: Some(&|_| csv.clone()),
         processes: &[(0, vec![100])],
         exit_status: Some(0),
     };
@@ -731,7 +736,7 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         .collect();
     assert_eq!(names, ["\"A\"", "\"B\"", "\"A\"", "\"B\""]);
     let csv_again = dir.join("again.csv");
-    write_counter_collection(&db, 1, &csv_again).unwrap();
+    write_counter_collection(&db, 1, &|_| csv_again.clone()).unwrap();
     assert_eq!(
         std::fs::read_to_string(&csv).unwrap(),
         std::fs::read_to_string(&csv_again).unwrap()
