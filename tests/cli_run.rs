@@ -574,13 +574,26 @@ fn every_format_is_written_on_request() {
     }
     assert!(sim_support::process_file(&p.out, "pass_1/counter_collection.csv").is_file());
     let json: serde_json::Value = serde_json::from_str(&p.file("prof.json")).unwrap();
-    let dispatches = json["rtl-pmc"]["dispatches"].as_array().unwrap();
+    // rocprofv3's layout: records of one {counter_id, value} per dimension position, the
+    // counter found by its id in "counters".
+    let tool = &json["rocprofiler-sdk-tool"][0];
+    let waves = tool["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "SQ_WAVES")
+        .expect("SQ_WAVES described")["id"]["handle"]
+        .clone();
+    let dispatches = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
     assert_eq!(dispatches.len(), 4);
     for d in dispatches {
+        let data = &d["dispatch_data"];
         let t = p
             .truth
             .iter()
-            .find(|t| t["start"] == d["start_ns"] && t["end"] == d["end_ns"])
+            .find(|t| t["start"] == data["start_timestamp"] && t["end"] == data["end_timestamp"])
             .expect("a ground-truth dispatch");
         let samples: Vec<f64> = t["counters"]["SQ_WAVES"]
             .as_array()
@@ -588,11 +601,24 @@ fn every_format_is_written_on_request() {
             .iter()
             .map(|v| v.as_f64().unwrap())
             .collect();
-        assert_eq!(d["counters"][0]["values"], serde_json::json!(samples));
+        let values: Vec<f64> = d["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["counter_id"]["handle"] == waves)
+            .map(|r| r["value"].as_f64().unwrap())
+            .collect();
+        assert_eq!(values, samples);
         assert_eq!(
-            d["counters"][0]["value"].as_f64().unwrap(),
+            d["rtl-pmc"]["counters"]["SQ_WAVES"].as_f64().unwrap(),
             samples.iter().sum::<f64>()
         );
+        let kernel = data["dispatch_info"]["kernel_id"].as_u64().unwrap() as usize;
+        assert_eq!(
+            tool["kernel_symbols"][kernel]["formatted_kernel_name"],
+            t["kernel"]
+        );
+        assert_eq!(d["rtl-pmc"]["pid"], t["pid"]);
     }
     let only_csv = profile(
         "formats-csv",

@@ -277,6 +277,21 @@ pub struct CounterInfo {
     pub derived: bool,
 }
 
+/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFacts {
+    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
+    pub counters: Vec<(i64, CounterInfo, String)>,
+    /// The kernel names by database id.
+    pub kernels: Vec<(i64, String)>,
+    /// The application processes of the merged dispatches.
+    pub processes: Vec<u32>,
+    /// The first start and the last end of a merged dispatch, ns (0 when none).
+    pub span: (u64, u64),
+    /// The application's command line and environment.
+    pub run: RunInfo,
+}
+
 /// One GPU's line of the `rtl_busy` view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentBusy {
@@ -1283,6 +1298,46 @@ impl Database {
         ))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
+    }
+
+    /// What the JSON header says of the profile: counters, kernels, processes and times.
+    pub fn facts(&self) -> Result<ProfileFacts, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT id, dimensions FROM rtl_counter ORDER BY id"),
+        )?;
+        let rows =
+            self.err(stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))))?;
+        let ids: Vec<(i64, String)> = self.err(rows.collect())?;
+        let counters = ids
+            .into_iter()
+            .zip(self.counter_info()?)
+            .map(|((id, dimensions), info)| (id, info, dimensions))
+            .collect();
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT id, string FROM rtl_string ORDER BY id"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        let kernels = self.err(rows.collect())?;
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT DISTINCT k.pid FROM rtl_merged_dispatch m JOIN rtl_dispatch k
+             ON k.id = m.first_dispatch ORDER BY k.pid",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
+        let processes = self.err(rows.collect())?;
+        let span = self.err(self.conn.query_row(
+            "SELECT coalesce(min(start_ns), 0), coalesce(max(end_ns), 0) FROM rtl_dispatches",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        ))?;
+        Ok(ProfileFacts {
+            counters,
+            kernels,
+            processes,
+            span,
+            run: self.run_info()?,
+        })
     }
 
     fn pmc_name_by_id(&self) -> Result<FastMap<i64, String>, DatabaseError> {

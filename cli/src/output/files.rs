@@ -82,7 +82,8 @@ pub fn write_merged_files(
         true => Some(JsonWriter::create(
             &dir.join(format!("{base}.json")),
             &agents,
-            &counters,
+            &db.cpus()?,
+            &db.facts()?,
         )?),
         false => None,
     };

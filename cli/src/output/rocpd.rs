@@ -600,44 +600,71 @@ DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
 ";
 
-/// This machine as rocpd's node row describes it: machine id, system name, host name, release,
-/// version, hardware name and domain name.
-fn node() -> [String; 7] {
-    let read = |path: &str| {
-        std::fs::read_to_string(path)
-            .map(|s| s.trim().to_string())
-            .unwrap_or_default()
-    };
-    let mut machine_id = read("/etc/machine-id");
-    if machine_id.is_empty() {
-        machine_id = read("/var/lib/dbus/machine-id");
+/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    /// `/etc/machine-id` (the host name when there is none).
+    pub machine_id: String,
+    /// uname's system name.
+    pub system_name: String,
+    /// uname's node name.
+    pub hostname: String,
+    /// uname's release.
+    pub release: String,
+    /// uname's version.
+    pub version: String,
+    /// uname's machine.
+    pub hardware_name: String,
+    /// uname's domain name.
+    pub domain_name: String,
+}
+
+impl Node {
+    /// This machine.
+    pub fn here() -> Node {
+        let read = |path: &str| {
+            std::fs::read_to_string(path)
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default()
+        };
+        let field = |chars: &[libc::c_char]| {
+            let bytes: Vec<u8> = chars
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        };
+        // SAFETY: uname fills the zeroed struct it is given.
+        let mut names: libc::utsname = unsafe { std::mem::zeroed() };
+        let mut node = Node::default();
+        if unsafe { libc::uname(&mut names) } == 0 {
+            node = Node {
+                machine_id: String::new(),
+                system_name: field(&names.sysname),
+                hostname: field(&names.nodename),
+                release: field(&names.release),
+                version: field(&names.version),
+                hardware_name: field(&names.machine),
+                domain_name: field(&names.domainname),
+            };
+        }
+        node.machine_id = [read("/etc/machine-id"), read("/var/lib/dbus/machine-id")]
+            .into_iter()
+            .find(|id| !id.is_empty())
+            .unwrap_or_else(|| node.hostname.clone());
+        node
     }
-    let field = |chars: &[libc::c_char]| {
-        let bytes: Vec<u8> = chars
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
-    };
-    // SAFETY: uname fills the zeroed struct it is given.
-    let mut names: libc::utsname = unsafe { std::mem::zeroed() };
-    let named = unsafe { libc::uname(&mut names) } == 0;
-    let [system, host, release, version, hardware, domain] = match named {
-        true => [
-            field(&names.sysname),
-            field(&names.nodename),
-            field(&names.release),
-            field(&names.version),
-            field(&names.machine),
-            field(&names.domainname),
-        ],
-        false => Default::default(),
-    };
-    if machine_id.is_empty() {
-        machine_id = host.clone();
+
+    /// rocpd's `hash` of the node: a stable 63-bit hash of its machine id.
+    pub fn hash(&self) -> i64 {
+        hash(&self.machine_id)
     }
-    [machine_id, system, host, release, version, hardware, domain]
+
+    /// rocpd's node id (`nid`).
+    pub fn id(&self) -> i64 {
+        self.hash() % i64::from(u32::MAX)
+    }
 }
 
 /// A stable 63-bit hash of `text` (FNV-1a), for the node's `hash`.
@@ -661,16 +688,25 @@ pub fn write(conn: &Connection, guid: &str, run: &RunInfo) -> rusqlite::Result<(
         ),
         params![uuid, guid],
     )?;
-    let [machine_id, system, host, release, version, hardware, domain] = node();
-    let node_hash = hash(&machine_id);
-    let nid = node_hash % i64::from(u32::MAX);
+    let node = Node::here();
+    let nid = node.id();
     conn.execute(
         &into_tables(
             "INSERT INTO rocpd_info_node(id, hash, machine_id, system_name, hostname, release,
              version, hardware_name, domain_name) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
             &uuid,
         ),
-        params![nid, node_hash, machine_id, system, host, release, version, hardware, domain],
+        params![
+            nid,
+            node.hash(),
+            node.machine_id,
+            node.system_name,
+            node.hostname,
+            node.release,
+            node.version,
+            node.hardware_name,
+            node.domain_name
+        ],
     )?;
     let environment = serde_json::Value::Object(
         run.environment
