@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::output::csv::write_agent_info;
+use crate::output::csv::{write_agent_info, Table};
 use rtl_pmc_cli::args::PassMatch;
 
 use crate::output::database::{Database, Unmatched};
@@ -59,7 +59,17 @@ pub fn merge_directories(
         std::fs::create_dir_all(&pass_dir)
             .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
         let file_of = |pid: u32, kind: &str| process_file(&pass_dir, None, &[], pid, kind);
-        let csv_of = |pid: u32| file_of(pid, "counter_collection");
+        let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
+        let tables: &[Table] = match sources
+            .iter()
+            .map(|s| s.counter_names(Some(pass)))
+            .collect::<Result<Vec<_>, _>>()?
+            .iter()
+            .all(Vec::is_empty)
+        {
+            true => &[Table::KernelTrace],
+            false => &[Table::CounterCollection],
+        };
         let processes = (0u32..)
             .zip(&sources)
             .map(|(index, source)| Ok((index, source.pass_processes(pass)?)))
@@ -68,6 +78,7 @@ pub fn merge_directories(
             pass,
             label: &format!("pass {pass}"),
             csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
+            tables,
             processes: &processes,
             exit_status: None,
         };

@@ -277,6 +277,23 @@ pub fn plan_profile(
     let mut lower_bound = 0;
     for (j, job) in jobs.iter().enumerate() {
         match &job.collection {
+            // Kernel tracing alone: one run that times every dispatch.
+            Collection::Passes(names) if names.is_empty() => {
+                lower_bound += 1;
+                runs.push(Run {
+                    number: runs.len() + 1,
+                    job: j,
+                    settings: job.settings.clone(),
+                    interval: 1,
+                    agents: catalogs
+                        .iter()
+                        .map(|cat| RunAgent {
+                            arch: cat.arch().to_string(),
+                            groups: Vec::new(),
+                        })
+                        .collect(),
+                });
+            }
             Collection::Passes(names) => {
                 let mut per_arch = Vec::new();
                 let mut job_bound = 0;
@@ -408,6 +425,9 @@ impl ProfilePlan {
             for run in &self.runs {
                 let groups = &run.agents[a].groups;
                 if groups.is_empty() {
+                    if run.agents.iter().all(|agent| agent.groups.is_empty()) {
+                        let _ = writeln!(out, "pass {}: (kernel trace: no counters)", run.number);
+                    }
                     continue;
                 }
                 let text: Vec<String> = groups.iter().map(|g| g.counters.join(" ")).collect();

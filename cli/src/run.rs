@@ -27,7 +27,7 @@ use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
-use crate::output::csv::{write_agent_info, write_kernel_stats};
+use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
 use crate::output::database::{CounterInfo, Database};
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
@@ -437,7 +437,12 @@ pub fn run(
         let file_of = |pid: u32, kind: &str| {
             destination::process_file(&pass_dir, output_file, options.app, pid, kind)
         };
-        let csv_of = |pid: u32| file_of(pid, "counter_collection");
+        let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
+        let tables: &[Table] = match (counters.is_empty(), run.settings.kernel_trace) {
+            (true, _) => &[Table::KernelTrace],
+            (false, true) => &[Table::CounterCollection, Table::KernelTrace],
+            (false, false) => &[Table::CounterCollection],
+        };
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
         let mut records = StartMerged::open(&record_files(&pass_dir));
         let processes = records.processes();
@@ -445,6 +450,7 @@ pub fn run(
             pass,
             label: &label,
             csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
+            tables,
             processes: &[(0, processes.clone())],
             exit_status: Some(code),
         };

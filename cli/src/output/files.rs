@@ -4,7 +4,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::csv::ResultsWriter;
+use super::csv::{ResultsWriter, Table};
 use super::database::{Database, DatabaseError};
 use super::json::JsonWriter;
 use super::model::Dispatch;
@@ -50,14 +50,15 @@ impl Default for Formats {
     }
 }
 
-/// Writes the `counter_collection.csv` files of `pass` from the database, each process's at
-/// the path `paths` gives its pid.
+/// Writes the per-process `tables` of `pass` from the database, each process's at the path
+/// `paths` gives its pid.
 pub fn write_counter_collection(
     db: &Database,
     pass: u32,
     paths: &CsvPaths<'_>,
+    tables: &[Table],
 ) -> Result<Vec<PathBuf>, OutputError> {
-    let mut out = CounterCollectionFiles::new(paths);
+    let mut out = CounterCollectionFiles::new(paths, tables);
     db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
     Ok(out.commit()?)
 }

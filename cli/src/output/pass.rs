@@ -10,7 +10,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use super::csv::CounterCollectionWriter;
+use super::csv::{CounterCollectionWriter, Table};
 use super::database::{Database, DatabaseError};
 use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
@@ -136,9 +136,11 @@ pub struct PassSpec<'a> {
     pub pass: u32,
     /// What the pass collects, as recorded in `rtl_pass`.
     pub label: &'a str,
-    /// Where each process's `counter_collection.csv` goes (by pid), if written: processes
-    /// given the same path share the file.
+    /// Where each process's CSV files go (by pid and table), if written: processes given the
+    /// same path share the file.
     pub csv: Option<&'a CsvPaths<'a>>,
+    /// The per-process tables written: `counter_collection`, `kernel_trace` or both.
+    pub tables: &'a [Table],
     /// Per input (0 for a single run), the processes with dispatches in the pass (see
     /// [`Database::declare_processes`]).
     pub processes: &'a [(u32, Vec<u32>)],
@@ -155,45 +157,57 @@ pub struct PassWritten {
     pub dispatches: u64,
 }
 
-/// The path of a process's file, by pid.
-pub type CsvPaths<'a> = dyn Fn(u32) -> PathBuf + Sync + 'a;
+/// The path of a process's file of a table, by pid.
+pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
 
-/// The `counter_collection.csv` files of a pass being written, one per path.
+/// The per-process CSV files of a pass being written: for every process, one file of each
+/// table asked for (processes given the same path share the file).
 pub struct CounterCollectionFiles<'a> {
     paths: &'a CsvPaths<'a>,
-    by_pid: FastMap<u32, usize>,
+    tables: &'a [Table],
+    by_pid: FastMap<u32, Vec<usize>>,
     files: Vec<(PathBuf, CounterCollectionWriter)>,
 }
 
 impl<'a> CounterCollectionFiles<'a> {
     /// No file yet; each is created with the first dispatch of a process it holds.
-    pub fn new(paths: &'a CsvPaths<'a>) -> CounterCollectionFiles<'a> {
+    pub fn new(paths: &'a CsvPaths<'a>, tables: &'a [Table]) -> CounterCollectionFiles<'a> {
         CounterCollectionFiles {
             paths,
+            tables,
             by_pid: FastMap::default(),
             files: Vec::new(),
         }
     }
 
-    /// Appends `d` to its process's file.
+    /// The files of process `pid`, created when new.
+    fn of(&mut self, pid: u32) -> io::Result<Vec<usize>> {
+        if let Some(indices) = self.by_pid.get(&pid) {
+            return Ok(indices.clone());
+        }
+        let mut indices = Vec::with_capacity(self.tables.len());
+        for &table in self.tables {
+            let path = (self.paths)(pid, table);
+            let i = match self.files.iter().position(|(p, _)| *p == path) {
+                Some(i) => i,
+                None => {
+                    let out = CounterCollectionWriter::of(table, &path)?;
+                    self.files.push((path, out));
+                    self.files.len() - 1
+                }
+            };
+            indices.push(i);
+        }
+        self.by_pid.insert(pid, indices.clone());
+        Ok(indices)
+    }
+
+    /// Appends `d` to its process's files.
     pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
-        let index = match self.by_pid.get(&d.pid) {
-            Some(&i) => i,
-            None => {
-                let path = (self.paths)(d.pid);
-                let i = match self.files.iter().position(|(p, _)| *p == path) {
-                    Some(i) => i,
-                    None => {
-                        let out = CounterCollectionWriter::create(&path)?;
-                        self.files.push((path, out));
-                        self.files.len() - 1
-                    }
-                };
-                self.by_pid.insert(d.pid, i);
-                i
-            }
-        };
-        self.files[index].1.write(d)
+        for i in self.of(d.pid)? {
+            self.files[i].1.write(d)?;
+        }
+        Ok(())
     }
 
     /// Gives every file its name; returns them in the order they were started.
@@ -317,7 +331,9 @@ pub fn write_pass<E: From<OutputError>>(
     spec: &PassSpec<'_>,
     feed: impl FnOnce(&mut PassInput) -> Result<(), E>,
 ) -> Result<PassWritten, E> {
-    let out = spec.csv.map(CounterCollectionFiles::new);
+    let out = spec
+        .csv
+        .map(|paths| CounterCollectionFiles::new(paths, spec.tables));
     db.begin_pass(spec.pass, spec.label)
         .map_err(OutputError::from)?;
     for (source, pids) in spec.processes {
@@ -363,7 +379,7 @@ pub fn write_pass<E: From<OutputError>>(
             // The files as written so far go (and their temporaries with them) before they
             // are written again from the database.
             drop(out);
-            write_counter_collection(db, spec.pass, paths)?
+            write_counter_collection(db, spec.pass, paths, spec.tables)?
         }
         (_, None) => Vec::new(),
     };

@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::csv::write_agent_info;
+use serde_json::{json, Value};
+
+use super::csv::{write_agent_info, Table};
 use super::database::{AgentBusy, Database, KernelTime};
 use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
@@ -131,7 +133,8 @@ fn pass_files_are_rocprofv3_shaped() {
     let db = two_passes(&dir);
     let path = dir.join("counter_collection.csv");
     assert_eq!(
-        write_counter_collection(&db, 1, &|_| path.clone()).unwrap(),
+        write_counter_collection(&db, 1, &|_, _| path.clone(), &[Table::CounterCollection])
+            .unwrap(),
         [path.clone()]
     );
     let path = dir.join("agent_info.csv");
@@ -203,19 +206,49 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let root = &json["rtl-pmc"];
+    let tool = &json["rocprofiler-sdk-tool"][0];
+    let names: Vec<&Value> = tool["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(names, [&json!("SQ_WAVES"), &json!("GRBM_COUNT")]);
+    assert_eq!(tool["counters"][0]["id"], json!({"handle": 1}));
     assert_eq!(
-        root["counters"],
-        serde_json::json!(["SQ_WAVES", "GRBM_COUNT"])
+        tool["counters"][0]["dimensions"],
+        json!([{"id": 0, "instance_size": 2, "name": "DIMENSION_XCC"}])
     );
-    assert_eq!(root["agents"][0]["properties"]["cu_count"], 304);
-    assert_eq!(root["dispatches"].as_array().unwrap().len(), 5);
+    assert_eq!(tool["agents"][0]["cu_count"], 304);
+    assert_eq!(tool["agents"][0]["id"], json!({"handle": 2}));
+    assert_eq!(tool["agents"][0]["type"], 2);
+    let records = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
+    assert_eq!(records.len(), 5);
+    // One value per dimension position, each named by its counter's id.
     assert_eq!(
-        root["dispatches"][0]["counters"],
-        serde_json::json!([
-            {"name": "SQ_WAVES", "value": 16.0, "dimensions": "DIMENSION_XCC[0:1]", "values": [8.0, 8.0]},
-            {"name": "GRBM_COUNT", "value": 3000.0, "dimensions": "DIMENSION_NONE", "values": [3000.0]},
+        records[0]["records"],
+        json!([
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 2}, "value": 3000.0},
         ])
+    );
+    let data = &records[0]["dispatch_data"];
+    assert_eq!(data["start_timestamp"], 1000);
+    assert_eq!(data["end_timestamp"], 1300);
+    assert_eq!(data["dispatch_info"]["agent_id"], json!({"handle": 2}));
+    let kernel = data["dispatch_info"]["kernel_id"].as_u64().unwrap() as usize;
+    assert_eq!(tool["kernel_symbols"][kernel]["kernel_name"], "vadd");
+    assert_eq!(
+        records[0]["rtl-pmc"]["counters"],
+        json!({"SQ_WAVES": 16.0, "GRBM_COUNT": 3000.0})
+    );
+    // The dispatch only pass 2 has: SQ_WAVES is None, so no record of it.
+    assert_eq!(
+        records[4]["records"],
+        json!([{"counter_id": {"handle": 2}, "value": 9100.0}])
     );
     // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
@@ -513,7 +546,8 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     for pass in [1, 2] {
         let path = dir.join(format!("pass_{pass}.csv"));
         if !path.exists() {
-            write_counter_collection(&db, pass, &|_| path.clone()).unwrap();
+            write_counter_collection(&db, pass, &|_, _| path.clone(), &[Table::CounterCollection])
+                .unwrap();
         }
         contents.push(std::fs::read_to_string(path).unwrap());
     }
@@ -656,7 +690,8 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&|_| csv.clone()),
+            csv: Some(&|_, _| csv.clone()),
+            tables: &[Table::CounterCollection],
             processes: &[(0, vec![300, 200, 100])],
             exit_status: Some(0),
         };
@@ -689,7 +724,8 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&|_| csv.clone()),
+            csv: Some(&|_, _| csv.clone()),
+            tables: &[Table::CounterCollection],
             processes: &[(0, declared)],
             exit_status: Some(0),
         };
@@ -718,7 +754,8 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     let spec = PassSpec {
         pass: 1,
         label: "",
-        csv: Some(&|_| csv.clone()),
+        csv: Some(&|_, _| csv.clone()),
+        tables: &[Table::CounterCollection],
         processes: &[(0, vec![100])],
         exit_status: Some(0),
     };
@@ -736,7 +773,13 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         .collect();
     assert_eq!(names, ["\"A\"", "\"B\"", "\"A\"", "\"B\""]);
     let csv_again = dir.join("again.csv");
-    write_counter_collection(&db, 1, &|_| csv_again.clone()).unwrap();
+    write_counter_collection(
+        &db,
+        1,
+        &|_, _| csv_again.clone(),
+        &[Table::CounterCollection],
+    )
+    .unwrap();
     assert_eq!(
         std::fs::read_to_string(&csv).unwrap(),
         std::fs::read_to_string(&csv_again).unwrap()
@@ -842,19 +885,35 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
                 .unwrap();
-        for (d, grbm) in json["rtl-pmc"]["dispatches"]
+        let tool = &json["rocprofiler-sdk-tool"][0];
+        for (d, grbm) in tool["callback_records"]["counter_collection"]
             .as_array()
             .unwrap()
             .iter()
             .zip([200.0, 400.0, 200.0])
         {
-            let counters = d["counters"].as_array().unwrap();
-            let names: Vec<&str> = counters
+            let totals = d["rtl-pmc"]["counters"].as_object().unwrap();
+            let names: Vec<&String> = totals.keys().collect();
+            assert_eq!(names, ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"]);
+            assert_eq!(totals["GRBM_COUNT"], grbm);
+            // Each counter's two positions once, from the pass that reports it.
+            let ids: Vec<&Value> = d["records"]
+                .as_array()
+                .unwrap()
                 .iter()
-                .map(|c| c["name"].as_str().unwrap())
+                .map(|r| &r["counter_id"]["handle"])
                 .collect();
-            assert_eq!(names, ["SQ_WAVES", "GRBM_COUNT", "TCC_HIT"]);
-            assert_eq!(counters[1]["value"], grbm);
+            assert_eq!(
+                ids,
+                [
+                    &json!(1),
+                    &json!(1),
+                    &json!(2),
+                    &json!(2),
+                    &json!(3),
+                    &json!(3)
+                ]
+            );
         }
         let kernel_counters = named_values(db.kernel_counters("vadd").unwrap());
         assert_eq!(
