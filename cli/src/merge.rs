@@ -38,6 +38,10 @@ pub fn merge_directories(
     std::fs::create_dir_all(output).map_err(|e| crate::output::atomic::named(output, e))?;
     let mut db = Database::create(&output.join(format!("{base}.db")))?;
     db.set_pass_match(pass_match);
+    // The processes' command line as the first input ran it.
+    if let Some(first) = sources.first() {
+        db.set_run(&first.run_info()?)?;
+    }
     let mut passes: Vec<u32> = Vec::new();
     for source in &sources {
         for agent in source.agents()? {
