@@ -39,7 +39,7 @@ fn agent_json(a: &Agent, cpu: bool, type_index: usize) -> Value {
         fields.insert(k.clone(), json!(v));
     }
     fields.insert("name".into(), json!(a.name));
-    fields.insert("vendor_name".into(), json!(if cpu { "" } else { "AMD" }));
+    fields.insert("vendor_name".into(), json!(if cpu { "CPU" } else { "AMD" }));
     fields.insert("product_name".into(), json!(a.product_name));
     fields.insert("model_name".into(), json!(a.name));
     fields.insert("node_id".into(), json!(a.node_id));

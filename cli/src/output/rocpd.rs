@@ -542,7 +542,7 @@ INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index, 
   SELECT node_id, :nid, :pid0, CASE cpu WHEN 1 THEN 'CPU' ELSE 'GPU' END, node_id, node_id,
          row_number() OVER (PARTITION BY cpu ORDER BY node_id) - 1,
          json_extract(properties, '$.device_id'), name, name,
-         CASE cpu WHEN 1 THEN '' ELSE 'AMD' END, product_name, product_name
+         CASE cpu WHEN 1 THEN 'CPU' ELSE 'AMD' END, product_name, product_name
   FROM rtl_agent ORDER BY node_id;
 INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index)
   SELECT DISTINCT agent, :nid, :pid0, 'GPU', agent, agent FROM rocpd_first
