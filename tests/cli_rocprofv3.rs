@@ -489,7 +489,7 @@ fn kernel_trace_alone_times_every_dispatch() {
         assert_eq!(row["Kernel_Name"], t["kernel"].as_str().unwrap());
         assert_eq!(row["Start_Timestamp"], t["start"].to_string());
         assert_eq!(row["End_Timestamp"], t["end"].to_string());
-        assert_eq!(row["Thread_Id"].parse::<u64>().is_ok(), true);
+        assert!(row["Thread_Id"].parse::<u64>().is_ok_and(|tid| tid > 0));
         assert_eq!(row["Grid_Size_X"], "4096");
         assert_eq!(row["Workgroup_Size_X"], "256");
     }

@@ -72,9 +72,16 @@ pub fn uuid_suffix(guid: &str) -> String {
     format!("_{}", guid.replace('-', "_"))
 }
 
-/// rocpd's tables after `rocpd_metadata`: name, columns after `id` and `guid`, and the foreign
-/// keys as (column, table), in the order rocprofv3 creates them.
-const TABLES: &[(&str, &str, &[(&str, &str)])] = &[
+/// A rocpd table: its name, its columns after `id` and `guid`, and its foreign keys as
+/// (column, table).
+type TableSpec = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+);
+
+/// rocpd's tables after `rocpd_metadata`, in the order rocprofv3 creates them.
+const TABLES: &[TableSpec] = &[
     (
         "string",
         r#""string" TEXT NOT NULL UNIQUE ON CONFLICT ABORT"#,

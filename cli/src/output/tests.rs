@@ -135,7 +135,7 @@ fn pass_files_are_rocprofv3_shaped() {
     assert_eq!(
         write_counter_collection(&db, 1, &|_, _| path.clone(), &[Table::CounterCollection])
             .unwrap(),
-        [path.clone()]
+        std::slice::from_ref(&path)
     );
     let path = dir.join("agent_info.csv");
     let mut gpus = db.agents().unwrap();
