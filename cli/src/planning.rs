@@ -277,23 +277,6 @@ pub fn plan_profile(
     let mut lower_bound = 0;
     for (j, job) in jobs.iter().enumerate() {
         match &job.collection {
-            // Kernel tracing alone: one run that times every dispatch.
-            Collection::Passes(names) if names.is_empty() => {
-                lower_bound += 1;
-                runs.push(Run {
-                    number: runs.len() + 1,
-                    job: j,
-                    settings: job.settings.clone(),
-                    interval: 1,
-                    agents: catalogs
-                        .iter()
-                        .map(|cat| RunAgent {
-                            arch: cat.arch().to_string(),
-                            groups: Vec::new(),
-                        })
-                        .collect(),
-                });
-            }
             Collection::Passes(names) => {
                 let mut per_arch = Vec::new();
                 let mut job_bound = 0;
@@ -303,8 +286,11 @@ pub fn plan_profile(
                     job_bound = job_bound.max(plan.lower_bound);
                     per_arch.push(plan);
                 }
-                lower_bound += job_bound;
+                // Kernel tracing alone: one run, without counters, that times every dispatch.
+                let tracing = usize::from(names.is_empty());
+                lower_bound += job_bound.max(tracing);
                 let count = per_arch.iter().map(|p| p.passes.len()).max().unwrap_or(0);
+                let count = count.max(tracing);
                 for i in 0..count {
                     runs.push(Run {
                         number: runs.len() + 1,
@@ -320,6 +306,7 @@ pub fn plan_profile(
                                     .passes
                                     .get(i)
                                     .map(|p| run_group(names, p))
+                                    .filter(|g| !g.counters.is_empty())
                                     .into_iter()
                                     .collect(),
                             })

@@ -233,32 +233,48 @@ fn share(total: u64, s: u64, e: u64, a: u64, b: u64) -> u64 {
     produced(b) - produced(a)
 }
 
-#[test]
-fn counting_windows_on_real_queues() {
-    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+/// The simulated GPU, the runtime initialised.
+fn gpu() -> u64 {
     // SAFETY: plain HSA calls with valid arguments.
     unsafe {
         assert_eq!(hsa_init(), 0);
         let mut agent = 0u64;
         hsa_iterate_agents(first_gpu, (&mut agent as *mut u64).cast());
         assert_ne!(agent, 0, "no GPU agent");
-        let mut queues = [std::ptr::null_mut::<Queue>(); 2];
-        for q in &mut queues {
-            assert_eq!(
-                hsa_queue_create(
-                    agent,
-                    64,
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                    u32::MAX,
-                    u32::MAX,
-                    q
-                ),
-                0
-            );
-            hsa_amd_profiling_set_profiler_enabled(*q, 1);
-        }
+        agent
+    }
+}
+
+/// A new queue of 64 packets on `agent`, with dispatch timestamps on.
+fn profiled_queue(agent: u64) -> *mut Queue {
+    let mut queue = std::ptr::null_mut::<Queue>();
+    // SAFETY: valid arguments and out-pointer.
+    unsafe {
+        assert_eq!(
+            hsa_queue_create(
+                agent,
+                64,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                u32::MAX,
+                u32::MAX,
+                &mut queue
+            ),
+            0
+        );
+        hsa_amd_profiling_set_profiler_enabled(queue, 1);
+    }
+    queue
+}
+
+#[test]
+fn counting_windows_on_real_queues() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plain HSA calls with valid arguments.
+    unsafe {
+        let agent = gpu();
+        let queues = [profiled_queue(agent), profiled_queue(agent)];
 
         // One kernel alone inside a window reads exactly its ground truth, its packets
         // written together and rung once, as a profiler does.
@@ -346,23 +362,7 @@ fn packets_run_once_the_doorbell_names_them() {
     let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
     // SAFETY: plain HSA calls with valid arguments.
     unsafe {
-        assert_eq!(hsa_init(), 0);
-        let mut agent = 0u64;
-        hsa_iterate_agents(first_gpu, (&mut agent as *mut u64).cast());
-        let mut queue = std::ptr::null_mut::<Queue>();
-        assert_eq!(
-            hsa_queue_create(
-                agent,
-                64,
-                0,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                u32::MAX,
-                u32::MAX,
-                &mut queue
-            ),
-            0
-        );
+        let queue = profiled_queue(gpu());
         // Two packets written, headers valid, the doorbell naming the first: the command
         // processor runs the first only, as on hardware, however far the write index is.
         let (first, second) = (signal(), signal());
