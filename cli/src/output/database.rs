@@ -1773,7 +1773,12 @@ impl Database {
         }
         let rocpd = (|| {
             let run = self.run_info()?;
-            self.err(self.conn.execute_batch("BEGIN"))?;
+            // The projection's temporary tables get a small page cache of their own, so that
+            // memory stays flat however many dispatches there are.
+            self.err(
+                self.conn
+                    .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
+            )?;
             self.err(rocpd::write(&self.conn, &rocpd::new_guid(), &run))?;
             self.err(self.conn.execute_batch("COMMIT"))
         })();

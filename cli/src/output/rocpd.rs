@@ -14,8 +14,7 @@
 //!   first saw it;
 //! - one `rocpd_pmc_event` row per merged dispatch and reported counter, its value the total
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
-//!   views sum them; the positions are in `rtl_pmc_dimension`), its `extdata` naming the pass
-//!   (`{"pass":N}`);
+//!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`);
 //! - processes, threads, the CPU and GPU agents, queues (ids numbered from 1, the handle in
 //!   `extdata`; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
 //!   process and GPU (code objects are not traced: no URI) and one kernel symbol per process,
@@ -576,7 +575,7 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
   SELECT event, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), correlation_id,
          correlation_id, 0
-  FROM rocpd_first ORDER BY event;
+  FROM rocpd_first;
 INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id,
   stream_id, start, end, private_segment_size, group_segment_size, workgroup_size_x,
   workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id,
@@ -586,21 +585,22 @@ INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispat
          f.grid_z, (SELECT id FROM rocpd_string WHERE string = ''), f.event
   FROM rocpd_first f
   JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
-  JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id
-  ORDER BY f.event;
+  JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
 INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, description,
   component, units, value_type, block, expression, is_constant, is_derived)
   SELECT c.id, :nid, :pid0,
-         coalesce((SELECT k.agent FROM rtl_pmc_value v JOIN rtl_dispatch k ON k.id = v.dispatch_id
-                   WHERE v.pmc_id = c.id ORDER BY k.id LIMIT 1),
+         coalesce((SELECT k.agent FROM rtl_dispatch k
+                   WHERE EXISTS (SELECT 1 FROM rtl_pmc_value v
+                                 WHERE v.dispatch_id = k.id AND v.pmc_id = c.id)
+                   ORDER BY k.id LIMIT 1),
                   (SELECT min(node_id) FROM rtl_agent WHERE cpu = 0)),
          'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block, c.expression, 0,
          c.derived
   FROM rtl_counter c ORDER BY c.id;
-INSERT INTO rocpd_pmc_event(event_id, pmc_id, value, extdata)
-  SELECT k.merged_id, v.pmc_id, v.value, json_object('pass', k.pass)
+INSERT INTO rocpd_pmc_event(event_id, pmc_id, value)
+  SELECT k.merged_id, v.pmc_id, v.value
   FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
-  WHERE v.reported AND k.merged_id IS NOT NULL ORDER BY k.merged_id, k.pass, v.pmc_id;
+  WHERE v.reported AND k.merged_id IS NOT NULL;
 DROP TABLE temp.rocpd_first;
 DROP TABLE temp.rocpd_queue;
 DROP TABLE temp.rocpd_code_object;
