@@ -87,6 +87,9 @@ fn flagged() -> Settings {
         output_config: true,
         log_level: Some(LogLevel::Info),
         list_avail: true,
+        // Not set: with it, a file's job without counters becomes a kernel-tracing job, which
+        // the file alone refuses.
+        kernel_trace: false,
         preload: vec!["libfirst.so".into()],
     }
 }
@@ -241,6 +244,10 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
         ),
         ("--log-level", kept(&cli.log_level, &settings.log_level)),
         ("--list-avail", kept(&cli.list_avail, &settings.list_avail)),
+        (
+            "--kernel-trace",
+            kept(&cli.kernel_trace, &settings.kernel_trace),
+        ),
         ("--preload", kept(&cli.preload, &settings.preload)),
     ];
     for (what, kept) in kept {
