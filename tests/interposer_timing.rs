@@ -14,6 +14,7 @@ fn timing_plan(dir: &std::path::Path, filters: KernelFilters) -> std::path::Path
         filters,
         group_interval: 1,
         agents: vec![],
+        replay: None,
     };
     let path = dir.join("plan.json");
     plan.write(&path).unwrap();

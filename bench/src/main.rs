@@ -254,6 +254,7 @@ fn write_plan(dir: &Path, mode: Mode) -> Result<Option<PathBuf>, String> {
                 groups,
             }]
         },
+        replay: None,
     };
     let path = dir.join(format!("{}.json", mode.name()));
     plan.write(&path).map_err(|e| e.to_string())?;

@@ -25,10 +25,13 @@ pub mod descriptor;
 pub mod env_mode;
 pub mod interposer;
 pub mod kernel_names;
+pub mod memory;
 pub mod records;
+pub mod replay;
 pub mod rewrite;
 pub mod runtime;
 pub mod selection;
+pub mod tracking;
 
 use std::collections::HashSet;
 use std::ffi::c_char;

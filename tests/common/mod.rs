@@ -86,6 +86,7 @@ pub fn plan(
                 })
                 .collect(),
         }],
+        replay: None,
     };
     let path = dir.join("plan.json");
     plan.write(&path).expect("plan written");
