@@ -155,6 +155,19 @@ pub struct Args {
     #[arg(long)]
     pub continue_on_error: bool,
 
+    /// How the passes of a profile are collected: application (one run of the application
+    /// per pass, the default), kernel (one run; each selected dispatch is run once per pass,
+    /// its memory saved and restored), or auto (kernel when there are several passes and the
+    /// profile allows it).
+    #[arg(long, value_name = "MODE")]
+    pub replay_mode: Option<ReplayMode>,
+
+    /// With kernel replay: the most memory one dispatch's snapshot may take (bytes, or with a
+    /// K, M, G or T suffix, powers of 1024; default 4G); a dispatch whose memory is larger runs
+    /// once, with the first pass's counters.
+    #[arg(long, value_name = "SIZE")]
+    pub replay_memory_budget: Option<String>,
+
     /// The application and its arguments.
     #[arg(last = true, value_name = "APP")]
     pub app: Vec<String>,
@@ -233,6 +246,47 @@ impl LogLevel {
     pub fn shows_environment(self) -> bool {
         matches!(self, LogLevel::Info | LogLevel::Trace | LogLevel::Env)
     }
+}
+
+/// How the passes of a profile are collected (`--replay-mode`, `replay_mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReplayMode {
+    /// One run of the application per pass.
+    #[default]
+    Application,
+    /// One run of the application; each selected dispatch runs once per pass.
+    Kernel,
+    /// Kernel replay when there are several passes and the profile allows it.
+    Auto,
+}
+
+impl ReplayMode {
+    /// Parses a mode as written in input files (any case).
+    pub fn from_name(name: &str) -> Option<ReplayMode> {
+        ReplayMode::from_str(name.trim(), true).ok()
+    }
+}
+
+/// The default `--replay-memory-budget`: 4 GiB.
+pub const DEFAULT_REPLAY_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// Parses a memory size: bytes, or a number with a `K`, `M`, `G` or `T` suffix (powers of
+/// 1024; `KiB`, `MB` and the like are read the same way).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let bad = || format!("'{text}' is not a size (bytes, or a number with K, M, G or T)");
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(bad()),
+    };
+    number.checked_mul(1u64 << shift).ok_or_else(bad)
 }
 
 /// How dispatches of different passes are matched. Always by process (its rank among the

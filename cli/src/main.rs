@@ -10,6 +10,7 @@ mod gpus;
 mod merge;
 mod output;
 mod planning;
+mod replay;
 mod run;
 mod sim_env;
 mod summary;
@@ -175,8 +176,18 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     if list_for_jobs {
         list_avail(args, &sim)?;
     }
+    // Jobs that write elsewhere are profiles of their own, run in job order.
+    let profiles = plan.by_output();
+    let choices = profiles
+        .iter()
+        .map(replay::choose)
+        .collect::<Result<Vec<_>, _>>()?;
     if args.plan {
-        write_stdout(&plan.render());
+        let mut text = plan.render();
+        for (profile, choice) in profiles.iter().zip(&choices) {
+            text.push_str(&choice.render(profile.runs.len()));
+        }
+        write_stdout(&text);
         return Ok(0);
     }
     if args.app.is_empty() {
@@ -199,16 +210,19 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         summary_top: args.summary_top,
         log_level,
     };
-    // Jobs that write elsewhere are profiles of their own, run in job order.
-    let profiles = plan.by_output();
     let destinations = profiles
         .iter()
         .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
     run::destination::check_unused(&destinations)?;
     let mut exit = 0;
-    for (i, (profile, destination)) in profiles.iter().zip(&destinations).enumerate() {
-        let code = run::run(profile, destination, &options)?;
+    for (i, ((profile, destination), choice)) in
+        profiles.iter().zip(&destinations).zip(&choices).enumerate()
+    {
+        if let (Some(reason), true) = (&choice.reason, log_level.warnings()) {
+            eprintln!("rtl-pmc: replay mode {}: {reason}", format!("{:?}", choice.asked).to_lowercase());
+        }
+        let code = run::run(profile, destination, &options, choice.replay)?;
         if code == 0 {
             continue;
         }

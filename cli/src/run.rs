@@ -32,6 +32,7 @@ use crate::output::database::Database;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, PassSpec};
 use crate::planning::{ArchCatalog, ProfilePlan};
+use crate::replay::Replay;
 
 pub use child::exit_code;
 
@@ -295,6 +296,7 @@ pub fn run(
     plan: &ProfilePlan,
     destination: &destination::Destination,
     options: &RunOptions<'_>,
+    replay: Replay,
 ) -> Result<i32, CliError> {
     let destination::Destination { directory, base } = destination.clone();
     let launched = std::time::SystemTime::now();
@@ -326,21 +328,57 @@ pub fn run(
         Ok(other) if !other.trim().is_empty() => format!("{} {other}", library.display()),
         _ => library.display().to_string(),
     };
-    let mut progress = progress::Progress::new(plan.runs.len());
+    let kernel_plan = match replay {
+        Replay::Kernel { budget } => {
+            // One run writes every pass: all pass directories exist before it starts, each
+            // with the one plan.
+            let dirs: Vec<PathBuf> = plan
+                .runs
+                .iter()
+                .map(|r| directory.join(format!("pass_{}", r.number)))
+                .collect();
+            for dir in &dirs {
+                std::fs::create_dir(dir).map_err(|e| io_error(dir, e))?;
+            }
+            let refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+            let combined = crate::replay::kernel_plan(plan, &refs, budget);
+            for dir in &dirs {
+                combined
+                    .write(&dir.join("plan.json"))
+                    .map_err(output_error)?;
+            }
+            Some(combined)
+        }
+        Replay::Application => None,
+    };
+    let mut progress = progress::Progress::new(match kernel_plan {
+        Some(_) => 1,
+        None => plan.runs.len(),
+    });
     let mut zeros = zeros::ZeroCounters::default();
     let mut exit = 0;
     let mut written = Vec::new();
+    // Kernel replay: the exit code of the one run, and what the replay did.
+    let mut replayed: Option<(i32, std::time::Duration)> = None;
+    let mut replay_report = crate::replay::Report::default();
     for run in &plan.runs {
         if child::interrupted() {
             break;
         }
         let pass = run.number as u32;
         let pass_dir = directory.join(format!("pass_{pass}"));
-        // Never an existing one: its files would mix with this run's.
-        std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
-        let run_plan = run.plan_file(&pass_dir);
+        let run_plan = match &kernel_plan {
+            Some(combined) => combined.clone(),
+            None => {
+                // Never an existing one: its files would mix with this run's.
+                std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
+                run.plan_file(&pass_dir)
+            }
+        };
         let plan_path = pass_dir.join("plan.json");
-        run_plan.write(&plan_path).map_err(output_error)?;
+        if kernel_plan.is_none() {
+            run_plan.write(&plan_path).map_err(output_error)?;
+        }
         let counters = run
             .agents
             .iter()
@@ -392,40 +430,77 @@ pub fn run(
                 eprintln!("rtl-pmc: pass {pass}: {name}={value}");
             }
         }
-        let mut command = Command::new(program);
-        command
-            .args(arguments)
-            .envs(added.iter().map(|(k, v)| (k, v)));
-        let started = Instant::now();
-        progress.start(pass, &label);
-        let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
-            message: format!("cannot run '{program}': {e}"),
-            exit_code: if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            },
-        })?;
-        let code = if child::interrupted() && status.code() != Some(0) {
-            INTERRUPTED_EXIT
-        } else {
-            exit_code(status)
+        let (code, started) = match replayed {
+            Some((code, elapsed)) => (code, Instant::now() - elapsed),
+            None => {
+                let mut command = Command::new(program);
+                command
+                    .args(arguments)
+                    .envs(added.iter().map(|(k, v)| (k, v)));
+                let started = Instant::now();
+                let shown = match &kernel_plan {
+                    Some(_) => format!("{} passes, kernel replay", plan.runs.len()),
+                    None => label.clone(),
+                };
+                progress.start(pass, &shown);
+                let status =
+                    child::run(&mut command, || progress.tick()).map_err(|e| CliError {
+                        message: format!("cannot run '{program}': {e}"),
+                        exit_code: if e.kind() == std::io::ErrorKind::NotFound {
+                            127
+                        } else {
+                            126
+                        },
+                    })?;
+                let code = if child::interrupted() && status.code() != Some(0) {
+                    INTERRUPTED_EXIT
+                } else {
+                    exit_code(status)
+                };
+                if kernel_plan.is_some() {
+                    replayed = Some((code, started.elapsed()));
+                }
+                (code, started)
+            }
         };
 
         let csv = pass_dir.join("counter_collection.csv");
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
-        let mut records = StartMerged::open(&record_files(&pass_dir));
+        let mut files = record_files(&pass_dir);
+        if kernel_plan.is_some() && pass > 1 {
+            // What pass 1 collected and this pass did not (a declined dispatch, a GPU with
+            // fewer passes, timing only) is in this pass too, without counters, so that the
+            // dispatches of every pass are the same and join exactly.
+            files.extend(record_files(&directory.join("pass_1")));
+        }
+        let mut records = StartMerged::open(&files);
+        let processes = {
+            let mut pids = records.processes();
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        };
         let spec = PassSpec {
             pass,
             label: &label,
             csv: formats.csv.then_some(&*csv),
-            processes: &[(0, records.processes())],
+            processes: &[(0, processes)],
             exit_status: Some(code),
         };
         let pass_written = write_pass(&mut db, &spec, |input| {
             for record in records {
                 match record {
                     Ok(record) => {
+                        if pass == 1 {
+                            replay_report.observe(&record);
+                        }
+                        let record = match &kernel_plan {
+                            Some(_) => match crate::replay::for_pass(record, pass) {
+                                Some(r) => r,
+                                None => continue,
+                            },
+                            None => record,
+                        };
                         let dispatch = converter.convert(&record);
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
@@ -454,12 +529,17 @@ pub fn run(
             write_agent_info(&pass_dir.join("agent_info.csv"), &cpus, &agents)
                 .map_err(output_error)?,
         );
-        progress.finish(pass, started.elapsed(), code, dispatches);
+        match &kernel_plan {
+            None => progress.finish(pass, started.elapsed(), code, dispatches),
+            Some(_) if pass == 1 => progress.finish(1, started.elapsed(), code, dispatches),
+            Some(_) => {}
+        }
         if code != 0 {
             if exit == 0 {
                 exit = code;
             }
-            if !options.continue_on_error || child::interrupted() {
+            // Kernel replay: every pass comes from the one run, all are written.
+            if kernel_plan.is_none() && (!options.continue_on_error || child::interrupted()) {
                 if plan.runs.len() > pass as usize && !child::interrupted() {
                     eprintln!(
                         "rtl-pmc: the application exited with {code} in pass {pass}; stopping (--continue-on-error runs the remaining passes)"
@@ -482,7 +562,11 @@ pub fn run(
         options.warn(warning);
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
-    let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    let mut summary =
+        crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    if let Replay::Kernel { .. } = replay {
+        summary.push_str(&replay_report.render(plan.runs.len()));
+    }
     let any =
         |on: fn(&rtl_pmc_cli::inputs::Settings) -> bool| plan.runs.iter().any(|r| on(&r.settings));
     if any(|s| s.stats) {
