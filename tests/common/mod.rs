@@ -14,7 +14,7 @@ use rtl_pmc::passes::plan_file::{
 
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
-pub use sim_support::artifact;
+pub use sim_support::{artifact, read_table};
 
 /// The simulator environment for `config`, computed once per test binary: preparing it rewrites
 /// the library directory, which must not happen while another test's process loads from it.
@@ -278,4 +278,30 @@ pub fn warnings(run: &Run) -> Vec<String> {
         .filter(|l| l.starts_with("rtl-pmc: "))
         .map(str::to_string)
         .collect()
+}
+
+/// `tests/common/signal_app.c`, built once per test binary: N kernel dispatches behind one
+/// doorbell, sharing one completion signal.
+pub fn signal_app() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // One copy per test binary: two binaries may build it at the same time.
+            let binary = std::env::current_exe()
+                .ok()
+                .and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+                .join(format!("rtl-signal-app-{binary}"));
+            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/signal_app.c");
+            let status = Command::new("cc")
+                .arg(&source)
+                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
+                .arg(&out)
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building {} failed", source.display());
+            out
+        })
+        .clone()
 }

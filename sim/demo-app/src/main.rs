@@ -59,6 +59,11 @@ struct Args {
     /// Exit without calling hsa_shut_down: the runtime unloads its tools at process exit.
     #[arg(long)]
     no_shutdown: bool,
+    /// Take the kernels' buffers from mmap instead of the runtime's memory pools: memory only a
+    /// GPU that shares the host's address space reaches (XNACK, APUs), which tools cannot see
+    /// being allocated.
+    #[arg(long)]
+    untracked_buffers: bool,
 }
 
 /// A failed HSA call.
@@ -108,6 +113,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         kernels,
         size: args.size.max(1),
         crash: args.crash,
+        untracked_buffers: args.untracked_buffers,
     };
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..args.threads)
