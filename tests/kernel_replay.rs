@@ -34,6 +34,7 @@ fn profile(
         .envs(sim_env(devices))
         .env("RTL_SIM_GROUND_TRUTH", &truth)
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","))
+        .env("RTL_PMC_REPLAY_COSTS", dir.join("costs.json"))
         .envs(env.iter().copied())
         .args(["-d", "out"]);
     if !args.contains(&"--replay-mode") {
@@ -351,7 +352,7 @@ fn auto_picks_kernel_replay_for_several_passes_and_application_replay_for_one() 
     for (counters, expected, passes) in [
         (
             &COUNTERS[..2],
-            "rtl-pmc: replay mode auto: kernel replay: one run of the application instead of 2; each selected dispatch runs 2 times, its memory saved before the first and restored before each later one\n",
+            "rtl-pmc: replay mode auto: kernel replay: one run of the application instead of 2; each selected dispatch runs 2 times, its memory saved before the first and restored before each later one (not measured yet for this command)\n",
             2,
         ),
         (
@@ -376,5 +377,97 @@ fn auto_picks_kernel_replay_for_several_passes_and_application_replay_for_one() 
         let per_pass: BTreeMap<u32, usize> =
             (1..=passes as u32).map(|p| (p, pass_records(&dir, p).len())).collect();
         assert!(per_pass.values().all(|&n| n == 1), "{per_pass:?}");
+    }
+}
+
+/// `rtl-pmc --plan --sim gfx942 --replay-mode auto --pmc SQ_WAVES --pmc GRBM_COUNT -- APP` in
+/// `dir`, with the cost file of `dir`.
+fn plan_auto(dir: &Path, app: &[&str]) -> Output {
+    Command::new(artifact("rtl-pmc"))
+        .current_dir(dir)
+        .env("RTL_PMC_REPLAY_COSTS", dir.join("costs.json"))
+        .args(["--plan", "--sim", "gfx942", "--replay-mode", "auto"])
+        .args(["--pmc", "SQ_WAVES", "--pmc", "GRBM_COUNT", "--"])
+        .args(app)
+        .output()
+        .expect("rtl-pmc starts")
+}
+
+#[test]
+fn runs_measure_both_replays_and_the_plan_shows_them() {
+    let dir = scratch("kernel-replay-costs");
+    let app = artifact("rtl-demo-app");
+    let app = [app.to_str().unwrap(), "--kernel", "increment"];
+    let out = plan_auto(&dir, &app);
+    assert_success(&out);
+    assert_eq!(
+        text(&out.stdout),
+        "pass 1: SQ_WAVES\npass 2: GRBM_COUNT\npasses: 2 (lower bound: 2)\nreplay mode auto: kernel replay: 1 run of the application, 2 passes per selected dispatch (memory budget 4294967296 bytes per dispatch); application replay: 2 runs, 1 pass per dispatch per run\n"
+    );
+    let (output, _) = profile(&dir, "gfx942", &COUNTERS[..2], &[], &app, &[]);
+    assert_success(&output);
+    std::fs::rename(dir.join("out"), dir.join("kernel")).unwrap();
+    let (output, _) = profile(
+        &dir,
+        "gfx942",
+        &COUNTERS[..2],
+        &["--replay-mode", "application"],
+        &app,
+        &[],
+    );
+    assert_success(&output);
+    let costs: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("costs.json")).unwrap()).unwrap();
+    let key = serde_json::to_string(&[dir.to_str().unwrap(), app[0], app[1], app[2]]).unwrap();
+    let measured = &costs["commands"][&key];
+    let kernel = &measured["kernel"];
+    // Saved: the lane's 49,664 bytes; restored: the 16,381 changed bytes before pass 2 and
+    // after it.
+    assert_eq!(
+        (&kernel["passes"], &kernel["replayed"], &kernel["saved"], &kernel["restored"]),
+        (&2.into(), &1.into(), &49_664.into(), &32_762.into()),
+        "{costs}"
+    );
+    assert!(kernel["run_ns"].as_u64().unwrap() > 0);
+    assert!(measured["application"]["run_ns"].as_u64().unwrap() > 0);
+    let out = plan_auto(&dir, &app);
+    assert_success(&out);
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("\nmeasured for this command: kernel replay ")
+            && stdout.contains(" per run (2 passes; 1 dispatches replayed, 49,664 bytes saved and 32,762 restored per dispatch on average); application replay ")
+            && stdout.contains("\nestimate for 2 passes: kernel replay "),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn auto_picks_the_replay_measured_cheaper_and_says_why() {
+    let dir = scratch("kernel-replay-auto-costs");
+    let app = ["/bin/true"];
+    let key = serde_json::to_string(&[dir.to_str().unwrap(), app[0]]).unwrap();
+    for (kernel_ns, application_ns, line) in [
+        (
+            1_500_000_000u64,
+            1_000_000_000u64,
+            "replay mode auto: kernel replay: 1 run of the application, 2 passes per selected dispatch (memory budget 4294967296 bytes per dispatch); application replay: 2 runs, 1 pass per dispatch per run\nmeasured for this command: kernel replay 1.500 s per run (3 passes; 4 dispatches replayed, 1,024 bytes saved and 2,048 restored per dispatch on average); application replay 1.000 s per run\nestimate for 2 passes: kernel replay 1.250 s, application replay 2.000 s\n",
+        ),
+        (
+            9_000_000_000,
+            1_000_000_000,
+            "replay mode auto: application replay: 2 runs of the application, 1 pass per dispatch per run (measured for this command, about 2.000 s against 5.000 s for kernel replay)\nmeasured for this command: kernel replay 9.000 s per run (3 passes; 4 dispatches replayed, 1,024 bytes saved and 2,048 restored per dispatch on average); application replay 1.000 s per run\nestimate for 2 passes: kernel replay 5.000 s, application replay 2.000 s\n",
+        ),
+    ] {
+        let costs = serde_json::json!({"commands": {key.clone(): {
+            "application": {"run_ns": application_ns},
+            "kernel": {"run_ns": kernel_ns, "passes": 3, "replayed": 4, "saved": 1024, "restored": 2048},
+        }}});
+        std::fs::write(dir.join("costs.json"), costs.to_string()).unwrap();
+        let out = plan_auto(&dir, &app);
+        assert_success(&out);
+        assert_eq!(
+            text(&out.stdout),
+            format!("pass 1: SQ_WAVES\npass 2: GRBM_COUNT\npasses: 2 (lower bound: 2)\n{line}")
+        );
     }
 }

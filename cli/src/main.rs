@@ -6,6 +6,7 @@
 //! problem is found before anything runs and reported as one line with exit code 2.
 
 mod avail;
+mod costs;
 mod gpus;
 mod merge;
 mod output;
@@ -178,9 +179,10 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     }
     // Jobs that write elsewhere are profiles of their own, run in job order.
     let profiles = plan.by_output();
+    let measured = costs::load(&args.app);
     let choices = profiles
         .iter()
-        .map(replay::choose)
+        .map(|p| replay::choose(p, measured.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
     if args.plan {
         let mut text = plan.render();

@@ -15,9 +15,10 @@ use rtl_pmc::dispatch::records::Record;
 use rtl_pmc::passes::plan_file::{KernelReplay, RunPlan};
 use rtl_pmc_cli::args::{ReplayMode, DEFAULT_REPLAY_MEMORY_BUDGET};
 
+use crate::costs::Measured;
 use crate::error::CliError;
 use crate::planning::ProfilePlan;
-use crate::summary::grouped;
+use crate::summary::{duration, grouped};
 
 /// How a profile's passes are collected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,6 +41,8 @@ pub struct Choice {
     pub asked: ReplayMode,
     /// Why, when the mode was `auto` or could not apply.
     pub reason: Option<String>,
+    /// What both replays cost for this command, when measured.
+    pub measured: Option<Measured>,
 }
 
 /// Why the runs of `profile` cannot share one run of the application, if they cannot.
@@ -66,8 +69,9 @@ fn cannot_share(profile: &ProfilePlan) -> Option<String> {
     })
 }
 
-/// Chooses the replay of `profile` from its jobs' `--replay-mode`/`replay_mode`.
-pub fn choose(profile: &ProfilePlan) -> Result<Choice, CliError> {
+/// Chooses the replay of `profile` from its jobs' `--replay-mode`/`replay_mode`, and with
+/// `auto` from what both replays were `measured` to cost for this command.
+pub fn choose(profile: &ProfilePlan, measured: Option<&Measured>) -> Result<Choice, CliError> {
     let mut modes: Vec<ReplayMode> = Vec::new();
     for run in &profile.runs {
         let mode = run.settings.replay_mode.unwrap_or_default();
@@ -96,6 +100,7 @@ pub fn choose(profile: &ProfilePlan) -> Result<Choice, CliError> {
         replay: Replay::Application,
         asked,
         reason,
+        measured: measured.cloned(),
     };
     match asked {
         ReplayMode::Application => Ok(application(None)),
@@ -110,19 +115,39 @@ pub fn choose(profile: &ProfilePlan) -> Result<Choice, CliError> {
                 replay: Replay::Kernel { budget },
                 asked,
                 reason: None,
+                measured: measured.cloned(),
             }),
         },
         ReplayMode::Auto => match cannot_share(profile) {
             Some(reason) => Ok(application(Some(format!(
                 "application replay, {passes} runs of the application: {reason}"
             )))),
-            None => Ok(Choice {
-                replay: Replay::Kernel { budget },
-                asked,
-                reason: Some(format!(
-                    "kernel replay: one run of the application instead of {passes}; each selected dispatch runs {passes} times, its memory saved before the first and restored before each later one"
-                )),
-            }),
+            None => {
+                let estimates = measured.and_then(|m| m.kernel_ns(passes).zip(m.application_ns(passes)));
+                match estimates {
+                    Some((kernel, app)) if app < kernel => Ok(application(Some(format!(
+                        "application replay, {passes} runs of the application: measured for this command, about {} against {} for kernel replay",
+                        duration(app as f64),
+                        duration(kernel as f64)
+                    )))),
+                    _ => Ok(Choice {
+                        replay: Replay::Kernel { budget },
+                        asked,
+                        reason: Some(format!(
+                            "kernel replay: one run of the application instead of {passes}; each selected dispatch runs {passes} times, its memory saved before the first and restored before each later one{}",
+                            match estimates {
+                                Some((kernel, app)) => format!(
+                                    " (measured for this command: about {} against {} for application replay)",
+                                    duration(kernel as f64),
+                                    duration(app as f64)
+                                ),
+                                None => " (not measured yet for this command)".into(),
+                            }
+                        )),
+                        measured: measured.cloned(),
+                    }),
+                }
+            }
         },
     }
 }
@@ -150,6 +175,9 @@ impl Choice {
                     .map(|(_, why)| format!(" ({why})"))
                     .unwrap_or_default()
             )),
+        }
+        if let Some(m) = &self.measured {
+            out.push_str(&m.render(passes));
         }
         out
     }
@@ -242,17 +270,23 @@ impl Report {
         }
     }
 
+    /// Dispatches replayed, and the mean bytes saved and restored per replayed dispatch.
+    pub fn per_dispatch(&self) -> (u64, u64, u64) {
+        let per = |total: u64| total.checked_div(self.replayed).unwrap_or(0);
+        (self.replayed, per(self.saved), per(self.restored))
+    }
+
     /// The summary's kernel replay section.
     pub fn render(&self, passes: usize) -> String {
         let mut out = String::from("\nKernel replay (one run of the application, ");
         let _ = write!(out, "{passes} passes):\n");
-        let per = |total: u64| if self.replayed == 0 { 0 } else { total / self.replayed };
+        let (replayed, saved, restored) = self.per_dispatch();
         let _ = writeln!(
             out,
             "  replayed: {} dispatches, each run {passes} times; per dispatch {} bytes saved and {} restored on average, largest snapshot {} bytes",
-            grouped(self.replayed),
-            grouped(per(self.saved)),
-            grouped(per(self.restored)),
+            grouped(replayed),
+            grouped(saved),
+            grouped(restored),
             grouped(self.largest)
         );
         let list = |out: &mut String, what: &str, reasons: &BTreeMap<String, BTreeMap<String, u64>>| {

@@ -361,6 +361,8 @@ pub fn run(
     // Kernel replay: the exit code of the one run, and what the replay did.
     let mut replayed: Option<(i32, std::time::Duration)> = None;
     let mut replay_report = crate::replay::Report::default();
+    // Application replay: the wall time of each run that succeeded.
+    let mut run_times: Vec<std::time::Duration> = Vec::new();
     for run in &plan.runs {
         if child::interrupted() {
             break;
@@ -459,6 +461,8 @@ pub fn run(
                 };
                 if kernel_plan.is_some() {
                     replayed = Some((code, started.elapsed()));
+                } else if code == 0 {
+                    run_times.push(started.elapsed());
                 }
                 (code, started)
             }
@@ -562,6 +566,9 @@ pub fn run(
         options.warn(warning);
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
+    if !child::interrupted() {
+        record_costs(options.app, replay, replayed, &run_times, &replay_report, plan.runs.len());
+    }
     let mut summary =
         crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
     if let Replay::Kernel { .. } = replay {
@@ -603,6 +610,39 @@ pub fn run(
         eprintln!("rtl-pmc:   {}", file.display());
     }
     Ok(exit)
+}
+
+/// Keeps what this profile's replay cost for its command ([`crate::costs`]).
+fn record_costs(
+    app: &[String],
+    replay: Replay,
+    replayed: Option<(i32, std::time::Duration)>,
+    run_times: &[std::time::Duration],
+    report: &crate::replay::Report,
+    passes: usize,
+) {
+    match (replay, replayed) {
+        (Replay::Kernel { .. }, Some((0, elapsed))) => {
+            let (replayed, saved, restored) = report.per_dispatch();
+            crate::costs::store(app, |m| {
+                m.kernel = Some(crate::costs::KernelRun {
+                    run_ns: elapsed.as_nanos() as u64,
+                    passes: passes as u32,
+                    replayed,
+                    saved,
+                    restored,
+                })
+            });
+        }
+        (Replay::Application, _) if !run_times.is_empty() => {
+            let total: std::time::Duration = run_times.iter().sum();
+            let run_ns = (total / run_times.len() as u32).as_nanos() as u64;
+            crate::costs::store(app, |m| {
+                m.application = Some(crate::costs::ApplicationRun { run_ns })
+            });
+        }
+        _ => {}
+    }
 }
 
 /// Writes `<base>_config.json` (`--output-config`): rocprofv3's layout, a `metadata` object with

@@ -24,6 +24,10 @@ use super::selection::{Decision, Selector};
 use super::warn_once;
 use crate::hsa::*;
 
+/// The key of the one chain of counted dispatches over every GPU (kernel replay); agent handles
+/// are addresses, never 0.
+const ALL_GPUS: u64 = 0;
+
 /// How long queue destruction and unload wait for pending dispatches.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -190,11 +194,12 @@ impl Interposer {
                 &outputs,
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
-            let chains = agents
+            let mut chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
                 .gpus
                 .iter()
                 .map(|g| (g.agent.handle, Mutex::new(None)))
                 .collect();
+            chains.insert(ALL_GPUS, Mutex::new(None));
             Session {
                 agents,
                 signals,
@@ -492,16 +497,25 @@ impl Interposer {
         session.completion.note(notes);
     }
 
-    /// Makes `link` the last counted dispatch of the queue's GPU; the one before, to wait for.
+    /// Makes `link` the last counted dispatch of the queue's GPU (of every GPU with kernel
+    /// replay); the one before, to wait for.
+    ///
+    /// With kernel replay counted dispatches of all GPUs take turns: a dispatch replayed on one
+    /// GPU restores the memory its first pass changed, and a kernel running meanwhile on another
+    /// GPU would change memory in that window too, and lose it.
     fn chain_after(
         &self,
         session: &Session,
         queue: &QueueState,
         link: &Arc<ChainLink>,
     ) -> Option<Arc<ChainLink>> {
+        let chain = match self.config.replay {
+            Some(_) => ALL_GPUS,
+            None => queue.gpu.agent.handle,
+        };
         session
             .chains
-            .get(&queue.gpu.agent.handle)
+            .get(&chain)
             .filter(|_| self.config.serialize)
             .and_then(|chain| {
                 let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
