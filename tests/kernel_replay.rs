@@ -471,3 +471,26 @@ fn auto_picks_the_replay_measured_cheaper_and_says_why() {
         );
     }
 }
+
+#[test]
+fn the_application_signal_completes_once_with_the_first_pass_timestamps() {
+    let dir = scratch("kernel-replay-signal");
+    let app = common::signal_app();
+    let (output, truth) = profile(
+        &dir,
+        "gfx942",
+        &COUNTERS,
+        &[],
+        &[app.to_str().unwrap(), "1"],
+        &[],
+    );
+    assert_success(&output);
+    assert_eq!(truth.len(), 3, "one dispatch, three passes");
+    let first = pass_records(&dir, 1);
+    assert_eq!(first.len(), 1);
+    let r = &first[0];
+    // The signal started at 2: one decrement leaves 1; its timestamps are pass 1's kernel's.
+    assert_eq!(text(&output.stdout), format!("1 {} {}\n", r.start, r.end));
+    let later: Vec<u64> = (2..=3).map(|p| pass_records(&dir, p)[0].start).collect();
+    assert!(later.iter().all(|&s| s >= r.end), "{later:?} after {r:?}");
+}

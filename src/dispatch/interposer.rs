@@ -306,6 +306,12 @@ impl Interposer {
     /// collects counters from several queues: it is not kept out of the counting windows of the
     /// selected dispatches, and device-wide counters of one that it overlaps include its work.
     fn warn_unselected_overlap(&self, session: &Session, queue: &QueueState) {
+        if self.config.replay.is_some() {
+            warn_once(
+                "unselected-replay",
+                "kernel filters leave dispatches unprofiled during kernel replay: they run whenever their queue reaches them, also while a selected dispatch is replayed, and memory they write in the window between its first pass and its last may be set back to what the first pass found (select every kernel that writes memory, or use --replay-mode application)",
+            );
+        }
         let queues = session
             .queues_created
             .lock()
