@@ -102,15 +102,19 @@ pub fn choose(profile: &ProfilePlan, measured: Option<&Measured>) -> Result<Choi
         reason,
         measured: measured.cloned(),
     };
+    let unshared = cannot_share(profile);
+    let one_pass = || {
+        Ok(application(Some(
+            "application replay: one pass, nothing to replay".into(),
+        )))
+    };
     match asked {
         ReplayMode::Application => Ok(application(None)),
-        _ if passes <= 1 => Ok(application(Some(
-            "application replay: one pass, nothing to replay".into(),
-        ))),
-        ReplayMode::Kernel => match cannot_share(profile) {
+        ReplayMode::Kernel => match unshared {
             Some(reason) => Err(CliError::input(format!(
                 "--replay-mode kernel: {reason}; use --replay-mode application"
             ))),
+            None if passes <= 1 => one_pass(),
             None => Ok(Choice {
                 replay: Replay::Kernel { budget },
                 asked,
@@ -118,7 +122,8 @@ pub fn choose(profile: &ProfilePlan, measured: Option<&Measured>) -> Result<Choi
                 measured: measured.cloned(),
             }),
         },
-        ReplayMode::Auto => match cannot_share(profile) {
+        ReplayMode::Auto if passes <= 1 => one_pass(),
+        ReplayMode::Auto => match unshared {
             Some(reason) => Ok(application(Some(format!(
                 "application replay, {passes} runs of the application: {reason}"
             )))),
@@ -168,7 +173,8 @@ impl Choice {
                 "kernel replay: 1 run of the application, {passes} passes per selected dispatch (memory budget {budget} bytes per dispatch); application replay: {passes} runs, 1 pass per dispatch per run\n"
             )),
             Replay::Application => out.push_str(&format!(
-                "application replay: {passes} runs of the application, 1 pass per dispatch per run{}\n",
+                "application replay: {passes} run{} of the application, 1 pass per dispatch per run{}\n",
+                if passes == 1 { "" } else { "s" },
                 self.reason
                     .as_deref()
                     .and_then(|r| r.split_once(": "))
