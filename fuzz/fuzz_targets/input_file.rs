@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use rtl_pmc::dispatch::selection::Selector;
 use rtl_pmc::passes::plan_file::{IterationRange, KernelFilters};
-use rtl_pmc_cli::args::{LogLevel, OutputFormat};
+use rtl_pmc_cli::args::{LogLevel, OutputFormat, ReplayMode};
 use rtl_pmc_cli::error::{CliError, INPUT_ERROR};
 use rtl_pmc_cli::inputs::{parse_input, Collection, CounterName, Job, Settings};
 
@@ -88,6 +88,8 @@ fn flagged() -> Settings {
         log_level: Some(LogLevel::Info),
         list_avail: true,
         preload: vec!["libfirst.so".into()],
+        replay_mode: Some(ReplayMode::Kernel),
+        replay_memory_budget: Some(1 << 30),
     }
 }
 
