@@ -15,6 +15,7 @@ Examples:
   rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app              # one group, one pass
   rtl-pmc --pmc SQ_WAVES --pmc TCC_HIT,TCC_MISS -- ./app  # each --pmc is its own group
   rtl-pmc -i input.txt -- ./app                           # rocprof: one group per `pmc:` line
+  rtl-pmc --replay-mode kernel -i input.txt -- ./app      # every pass in one run of the app
   rtl-pmc -i input.yaml -- ./app                          # rocprofv3 jobs, or pmc_groups (one run)
   rtl-pmc -E extra_counters.yaml --pmc MY_METRIC -- ./app # extra counter definitions
   rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS
@@ -313,5 +314,25 @@ impl PassMatch {
             PassMatch::Gpu => (agent, 0),
             PassMatch::Process => (0, 0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 512M "), Ok(512 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("2kib"), Ok(2048));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        let bad = |t: &str| format!("'{t}' is not a size (bytes, or a number with K, M, G or T)");
+        for text in ["", "G", "1.5G", "12X", "-1", "99999999999T"] {
+            assert_eq!(parse_size(text), Err(bad(text)), "{text}");
+        }
+        assert_eq!(ReplayMode::from_name(" Kernel "), Some(ReplayMode::Kernel));
+        assert_eq!(ReplayMode::from_name("sideways"), None);
     }
 }

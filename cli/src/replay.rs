@@ -314,3 +314,72 @@ impl Report {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rtl_pmc::dispatch::records::ReplayStats;
+
+    fn record(group: Option<u32>, passes: Option<u32>, declined: Option<&str>) -> Record {
+        Record {
+            kernel: "k".into(),
+            group,
+            counters: group.map(|_| vec![vec![1]]).unwrap_or_default(),
+            replay: passes.map(|passes| ReplayStats {
+                passes,
+                saved: 100,
+                restored: 40,
+                declined: declined.map(str::to_string),
+            }),
+            ..Record::default()
+        }
+    }
+
+    #[test]
+    fn each_pass_reads_its_own_records_and_pass_1_stands_in_for_what_it_lacks() {
+        let replayed = |g| record(Some(g), Some(3), None);
+        let once = record(Some(0), Some(1), Some("budget"));
+        let untouched = record(None, Some(0), Some("batch"));
+        let timing = record(None, None, None);
+        // A GPU of an architecture with fewer groups than the profile has passes.
+        let fewer = record(Some(0), Some(2), None);
+        assert_eq!(for_pass(replayed(0), 1), Some(replayed(0)));
+        assert_eq!(for_pass(untouched.clone(), 1), None);
+        assert_eq!(for_pass(untouched, 2), None);
+        assert_eq!(for_pass(replayed(1), 2), Some(replayed(1)));
+        assert_eq!(for_pass(replayed(0), 2), None, "pass 2 has its own");
+        let stripped = Record {
+            group: None,
+            counters: Vec::new(),
+            ..once.clone()
+        };
+        assert_eq!(for_pass(once, 3), Some(stripped));
+        assert_eq!(for_pass(timing.clone(), 2), Some(timing));
+        assert_eq!(for_pass(fewer.clone(), 2), None);
+        assert!(for_pass(fewer, 3).is_some_and(|r| r.group.is_none()));
+    }
+
+    #[test]
+    fn the_report_counts_replayed_and_declined_dispatches() {
+        let mut report = Report::default();
+        report.observe(&record(Some(0), Some(3), None));
+        report.observe(&Record {
+            replay: Some(ReplayStats {
+                passes: 3,
+                saved: 300,
+                restored: 60,
+                declined: None,
+            }),
+            ..record(Some(0), None, None)
+        });
+        report.observe(&record(Some(0), Some(1), Some("too big")));
+        report.observe(&record(None, Some(0), Some("a batch")));
+        report.observe(&record(None, Some(0), Some("a batch")));
+        report.observe(&record(Some(0), None, None));
+        assert_eq!(report.per_dispatch(), (2, 200, 50));
+        assert_eq!(
+            report.render(3),
+            "\nKernel replay (one run of the application, 3 passes):\n  replayed: 2 dispatches, each run 3 times; per dispatch 200 bytes saved and 50 restored on average, largest snapshot 300 bytes\n  declined, run once with pass 1's counters: 1 dispatches\n    1 x k: too big\n  declined, not profiled: 2 dispatches\n    2 x k: a batch\n"
+        );
+    }
+}

@@ -921,6 +921,8 @@ fn help_lists_every_flag_and_the_merge_command() {
         "--pass-match",
         "--summary-top",
         "--continue-on-error",
+        "--replay-mode",
+        "--replay-memory-budget",
         "-L,",
         "-T,",
         "-M,",
