@@ -164,7 +164,6 @@ fn environment_mode_resolves_counters_and_writes_their_totals() {
     }
 }
 
-
 #[test]
 fn the_application_signal_completes_once_with_the_kernel_timestamps() {
     for (name, counted) in [("signal-timing", false), ("signal-counters", true)] {

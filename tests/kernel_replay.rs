@@ -105,7 +105,12 @@ fn assert_passes_exact(dir: &Path, truth: &[serde_json::Value], passes: u32) -> 
     assert!(!first.is_empty());
     let mut matched = BTreeSet::new();
     for (p, records) in by_pass.iter().enumerate() {
-        assert_eq!(ids(records), first, "pass {} has the dispatches of pass 1", p + 1);
+        assert_eq!(
+            ids(records),
+            first,
+            "pass {} has the dispatches of pass 1",
+            p + 1
+        );
         assert_eq!(records.len(), first.len());
         for r in records {
             assert_eq!(r.group, Some(p as u32), "{r:?}");
@@ -151,7 +156,13 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         "gfx942",
         &COUNTERS,
         &[],
-        &[app.to_str().unwrap(), "--kernel", "increment", "--iterations", "3"],
+        &[
+            app.to_str().unwrap(),
+            "--kernel",
+            "increment",
+            "--iterations",
+            "3",
+        ],
         &[],
     );
     assert_success(&output);
@@ -162,7 +173,10 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         text(&output.stdout)
     );
     let stderr = text(&output.stderr);
-    assert!(stderr.contains("rtl-pmc: [pass 1/1] 3 passes, kernel replay\n"), "{stderr}");
+    assert!(
+        stderr.contains("rtl-pmc: [pass 1/1] 3 passes, kernel replay\n"),
+        "{stderr}"
+    );
     assert!(!stderr.contains("[pass 2/"), "{stderr}");
     assert_eq!(truth.len(), 9, "3 dispatches, each executed in 3 passes");
     let by_pass = assert_passes_exact(&dir, &truth, 3);
@@ -212,7 +226,9 @@ fn threads_queues_and_gpus_replay_every_dispatch_exactly() {
     );
     assert_success(&output);
     assert!(
-        text(&output.stdout).contains("rtl-demo-app: 64 dispatches verified (vadd,saxpy,fill,increment) on 2 GPU(s)"),
+        text(&output.stdout).contains(
+            "rtl-demo-app: 64 dispatches verified (vadd,saxpy,fill,increment) on 2 GPU(s)"
+        ),
         "{}",
         text(&output.stdout)
     );
@@ -239,7 +255,13 @@ fn a_snapshot_over_the_budget_runs_once_with_the_first_pass() {
         "gfx942",
         &COUNTERS[..2],
         &["--replay-memory-budget", "1K"],
-        &[app.to_str().unwrap(), "--kernel", "increment", "--iterations", "2"],
+        &[
+            app.to_str().unwrap(),
+            "--kernel",
+            "increment",
+            "--iterations",
+            "2",
+        ],
         &[],
     );
     assert_success(&output);
@@ -286,7 +308,12 @@ fn memory_outside_every_tracked_allocation_declines_the_dispatch() {
         "gfx942",
         &COUNTERS[..2],
         &[],
-        &[app.to_str().unwrap(), "--kernel", "increment", "--untracked-buffers"],
+        &[
+            app.to_str().unwrap(),
+            "--kernel",
+            "increment",
+            "--untracked-buffers",
+        ],
         &[],
     );
     assert_success(&output);
@@ -319,7 +346,10 @@ fn batches_of_dispatches_are_never_replayed() {
     let app = common::signal_app();
     for (wrap, line) in [
         ("0", "  declined, not profiled: 3 dispatches\n"),
-        ("1", "  declined, run once with pass 1's counters: 3 dispatches\n"),
+        (
+            "1",
+            "  declined, run once with pass 1's counters: 3 dispatches\n",
+        ),
     ] {
         let dir = scratch(&format!("kernel-replay-batch-{wrap}"));
         let (output, truth) = profile(
@@ -328,11 +358,18 @@ fn batches_of_dispatches_are_never_replayed() {
             &COUNTERS[..2],
             &[],
             &[app.to_str().unwrap(), "3"],
-            &[("RTL_SIM_INTERCEPT", "batch"), ("RTL_PMC_WRAP_BATCHES", wrap)],
+            &[
+                ("RTL_SIM_INTERCEPT", "batch"),
+                ("RTL_PMC_WRAP_BATCHES", wrap),
+            ],
         );
         assert_success(&output);
         // The shared signal was decremented once per dispatch.
-        assert!(text(&output.stdout).starts_with("1 "), "{}", text(&output.stdout));
+        assert!(
+            text(&output.stdout).starts_with("1 "),
+            "{}",
+            text(&output.stdout)
+        );
         assert_eq!(truth.len(), 3, "each dispatch executed once");
         let stderr = text(&output.stderr);
         assert!(
@@ -424,7 +461,12 @@ fn runs_measure_both_replays_and_the_plan_shows_them() {
     // Saved: the lane's 49,664 bytes; restored: the 16,381 changed bytes before pass 2 and
     // after it.
     assert_eq!(
-        (&kernel["passes"], &kernel["replayed"], &kernel["saved"], &kernel["restored"]),
+        (
+            &kernel["passes"],
+            &kernel["replayed"],
+            &kernel["saved"],
+            &kernel["restored"]
+        ),
         (&2.into(), &1.into(), &49_664.into(), &32_762.into()),
         "{costs}"
     );

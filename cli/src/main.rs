@@ -222,7 +222,10 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         profiles.iter().zip(&destinations).zip(&choices).enumerate()
     {
         if let (Some(reason), true) = (&choice.reason, log_level.warnings()) {
-            eprintln!("rtl-pmc: replay mode {}: {reason}", format!("{:?}", choice.asked).to_lowercase());
+            eprintln!(
+                "rtl-pmc: replay mode {}: {reason}",
+                format!("{:?}", choice.asked).to_lowercase()
+            );
         }
         let code = run::run(profile, destination, &options, choice.replay)?;
         if code == 0 {

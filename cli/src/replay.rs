@@ -128,7 +128,8 @@ pub fn choose(profile: &ProfilePlan, measured: Option<&Measured>) -> Result<Choi
                 "application replay, {passes} runs of the application: {reason}"
             )))),
             None => {
-                let estimates = measured.and_then(|m| m.kernel_ns(passes).zip(m.application_ns(passes)));
+                let estimates =
+                    measured.and_then(|m| m.kernel_ns(passes).zip(m.application_ns(passes)));
                 match estimates {
                     Some((kernel, app)) if app < kernel => Ok(application(Some(format!(
                         "application replay, {passes} runs of the application: measured for this command, about {} against {} for kernel replay",
@@ -284,8 +285,7 @@ impl Report {
 
     /// The summary's kernel replay section.
     pub fn render(&self, passes: usize) -> String {
-        let mut out = String::from("\nKernel replay (one run of the application, ");
-        let _ = write!(out, "{passes} passes):\n");
+        let mut out = format!("\nKernel replay (one run of the application, {passes} passes):\n");
         let (replayed, saved, restored) = self.per_dispatch();
         let _ = writeln!(
             out,
@@ -295,21 +295,26 @@ impl Report {
             grouped(restored),
             grouped(self.largest)
         );
-        let list = |out: &mut String, what: &str, reasons: &BTreeMap<String, BTreeMap<String, u64>>| {
-            let total: u64 = reasons.values().flat_map(|k| k.values()).sum();
-            if total == 0 {
-                return;
-            }
-            let _ = writeln!(out, "  {what}: {} dispatches", grouped(total));
-            for (reason, kernels) in reasons {
-                let names: Vec<String> = kernels
-                    .iter()
-                    .map(|(k, n)| format!("{} x {k}", grouped(*n)))
-                    .collect();
-                let _ = writeln!(out, "    {}: {reason}", names.join(", "));
-            }
-        };
-        list(&mut out, "declined, run once with pass 1's counters", &self.declined);
+        let list =
+            |out: &mut String, what: &str, reasons: &BTreeMap<String, BTreeMap<String, u64>>| {
+                let total: u64 = reasons.values().flat_map(|k| k.values()).sum();
+                if total == 0 {
+                    return;
+                }
+                let _ = writeln!(out, "  {what}: {} dispatches", grouped(total));
+                for (reason, kernels) in reasons {
+                    let names: Vec<String> = kernels
+                        .iter()
+                        .map(|(k, n)| format!("{} x {k}", grouped(*n)))
+                        .collect();
+                    let _ = writeln!(out, "    {}: {reason}", names.join(", "));
+                }
+            };
+        list(
+            &mut out,
+            "declined, run once with pass 1's counters",
+            &self.declined,
+        );
         list(&mut out, "declined, not profiled", &self.untouched);
         out
     }

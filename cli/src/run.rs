@@ -567,7 +567,14 @@ pub fn run(
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
     if !child::interrupted() {
-        record_costs(options.app, replay, replayed, &run_times, &replay_report, plan.runs.len());
+        record_costs(
+            options.app,
+            replay,
+            replayed,
+            &run_times,
+            &replay_report,
+            plan.runs.len(),
+        );
     }
     let mut summary =
         crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;

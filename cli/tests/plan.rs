@@ -970,7 +970,15 @@ const KERNEL_REPLAY_LINE: &str = "replay mode kernel: kernel replay: 1 run of th
 
 #[test]
 fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
-    let two = ["--plan", "--arch", "gfx942", "--pmc", "SQ_WAVES", "--pmc", "GRBM_COUNT"];
+    let two = [
+        "--plan",
+        "--arch",
+        "gfx942",
+        "--pmc",
+        "SQ_WAVES",
+        "--pmc",
+        "GRBM_COUNT",
+    ];
     let plan = "pass 1: SQ_WAVES\npass 2: GRBM_COUNT\npasses: 2 (lower bound: 2)\n";
     let with = |extra: &[&str]| {
         let mut args = two.to_vec();
@@ -994,7 +1002,10 @@ fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
     );
     assert_plan(
         &with(&["--replay-mode", "auto"]),
-        &format!("{plan}{}", KERNEL_REPLAY_LINE.replace("mode kernel", "mode auto")),
+        &format!(
+            "{plan}{}",
+            KERNEL_REPLAY_LINE.replace("mode kernel", "mode auto")
+        ),
         "",
     );
     assert_plan(
@@ -1009,7 +1020,8 @@ fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
     let bad = with(&["--replay-mode", "sideways"]);
     assert_eq!(bad.code, 2);
     assert!(
-        bad.stderr.contains("invalid value 'sideways' for '--replay-mode <MODE>'"),
+        bad.stderr
+            .contains("invalid value 'sideways' for '--replay-mode <MODE>'"),
         "{}",
         bad.stderr
     );
@@ -1047,11 +1059,22 @@ fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
     );
     assert_plan(
         &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &keys]),
-        &format!("{plan}{}", KERNEL_REPLAY_LINE.replace("4294967296", "1073741824")),
+        &format!(
+            "{plan}{}",
+            KERNEL_REPLAY_LINE.replace("4294967296", "1073741824")
+        ),
         "",
     );
     assert_error(
-        &rtl_pmc(&["--plan", "--arch", "gfx942", "--replay-mode", "auto", "-i", &keys]),
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "--replay-mode",
+            "auto",
+            "-i",
+            &keys,
+        ]),
         &format!("{keys}:3:18: replay_mode conflicts with --replay-mode on the command line"),
     );
     let wrong = s.file(

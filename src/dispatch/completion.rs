@@ -273,7 +273,13 @@ impl Completion {
     ) -> Arc<Completion> {
         let outputs = output_directories
             .iter()
-            .map(|d| d.join(format!("{}.{}", std::process::id(), super::records::EXTENSION)))
+            .map(|d| {
+                d.join(format!(
+                    "{}.{}",
+                    std::process::id(),
+                    super::records::EXTENSION
+                ))
+            })
             .collect();
         let wake = hsa.signal_create(0);
         let completion = Arc::new(Completion {

@@ -187,12 +187,10 @@ impl Interposer {
                 Some(replay) => replay.pass_directories.iter().map(Into::into).collect(),
                 None => vec![self.config.output_directory.clone()],
             };
-            self.memory.set_host_pool(agents.host_pools.first().copied());
-            let completion = Completion::start(
-                Arc::clone(&self.hsa),
-                Arc::clone(&signals),
-                &outputs,
-            );
+            self.memory
+                .set_host_pool(agents.host_pools.first().copied());
+            let completion =
+                Completion::start(Arc::clone(&self.hsa), Arc::clone(&signals), &outputs);
             let (aqlprofile, counters) = self.gpu_counters(&agents);
             let mut chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
                 .gpus
@@ -376,13 +374,13 @@ impl Interposer {
                 };
                 match buffers {
                     Ok(buffers) => {
-                        let place = (queue_index, tid);
+                        let record =
+                            || self.record(session, queue, kernel, &info, queue_index, tid);
                         return self.prepare_replay(
                             session,
                             queue,
                             kernel,
-                            &info,
-                            place,
+                            record,
                             gpu_counters,
                             buffers,
                         );
@@ -590,12 +588,17 @@ impl Interposer {
                 "its memory snapshot of {total} bytes does not fit the memory budget of {budget} bytes"
             ));
         }
-        if let Some(reason) = untracked_argument(
-            &self.memory,
-            kernel.kernarg_address as *const u8,
-            info.resources.kernarg_size,
-            is_mapped,
-        ) {
+        // SAFETY: the kernarg segment of a dispatch being submitted holds at least the
+        // `kernarg_size` bytes its kernel descriptor gives.
+        let untracked = unsafe {
+            untracked_argument(
+                &self.memory,
+                kernel.kernarg_address as *const u8,
+                info.resources.kernarg_size,
+                is_mapped,
+            )
+        };
+        if let Some(reason) = untracked {
             return Err(reason);
         }
         let no_memory = || format!("no host memory for a snapshot of {total} bytes");
@@ -613,8 +616,7 @@ impl Interposer {
         session: &'static Session,
         queue: &QueueState,
         kernel: &hsa_kernel_dispatch_packet_t,
-        info: &super::kernel_names::KernelInfo,
-        (queue_index, tid): (u64, u32),
+        record: impl FnOnce() -> Record,
         gpu_counters: &Arc<GpuCounters>,
         buffers: (HostBuffer, HostBuffer),
     ) -> Option<(Prepared, Pending)> {
@@ -630,7 +632,10 @@ impl Interposer {
                     taken.into_iter().for_each(|s| signals.give(s));
                     self.memory.give_buffer(buffers.0);
                     self.memory.give_buffer(buffers.1);
-                    warn_once("signals", "cannot create signals; dispatches run unprofiled");
+                    warn_once(
+                        "signals",
+                        "cannot create signals; dispatches run unprofiled",
+                    );
                     return None;
                 }
             }
@@ -640,7 +645,10 @@ impl Interposer {
             match gpu_counters.take(group) {
                 Ok(set) => sets.push(set),
                 Err(e) => {
-                    warn_once("packets", &format!("{e}; affected dispatches run unprofiled"));
+                    warn_once(
+                        "packets",
+                        &format!("{e}; affected dispatches run unprofiled"),
+                    );
                     sets.into_iter().for_each(|set| gpu_counters.give_back(set));
                     taken.into_iter().for_each(|s| signals.give(s));
                     self.memory.give_buffer(buffers.0);
@@ -649,14 +657,16 @@ impl Interposer {
                 }
             }
         }
-        let record = self.record(session, queue, kernel, info, queue_index, tid);
+        let record = record();
         let mut taken = taken.into_iter();
         let mut next = || taken.next().unwrap_or_default();
         let ready = next();
         let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
         let link = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
         let mut previous = self.chain_after(session, queue, &link);
-        let previous_signal = previous.as_ref().map_or_else(hsa_signal_t::default, |p| p.signal);
+        let previous_signal = previous
+            .as_ref()
+            .map_or_else(hsa_signal_t::default, |p| p.signal);
         let mut runs = Vec::with_capacity(passes);
         let mut wrapped = Vec::with_capacity(passes);
         for (i, set) in sets.into_iter().enumerate() {

@@ -446,7 +446,13 @@ mod tests {
             }),
             ..Record::default()
         };
-        for record in [with_counters, sample(2), Record::default(), replayed, declined] {
+        for record in [
+            with_counters,
+            sample(2),
+            Record::default(),
+            replayed,
+            declined,
+        ] {
             let mut buffer = Vec::new();
             push_record(&mut buffer, &record);
             let expected = serde_json::to_string(&record).unwrap() + "\n";

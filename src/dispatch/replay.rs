@@ -140,17 +140,27 @@ impl Memory {
     /// Frees every spare buffer (at unload).
     pub fn release_buffers(&self) {
         for buffer in lock(&self.spare).drain(..) {
-            self.hsa.pool_free(buffer.ptr as *mut std::ffi::c_void);
+            // SAFETY: spare buffers come from `pool_allocate` and nobody holds them.
+            unsafe { self.hsa.pool_free(buffer.ptr as *mut std::ffi::c_void) };
         }
     }
 
+    /// Copies between a tracked allocation and a snapshot buffer. Callers hold the map's lock
+    /// and have checked that the allocation is still live and holds the range, and that the
+    /// snapshot buffer is large enough.
     fn copy(&self, dst: usize, src: usize, len: usize) -> bool {
-        len == 0 || self.hsa.memory_copy(dst as *mut _, src as *const _, len)
+        // SAFETY: see above: both ranges are live memory of `len` bytes the runtime knows, and no
+        // free of the allocation can run while the caller holds the map's lock.
+        len == 0 || unsafe { self.hsa.memory_copy(dst as *mut _, src as *const _, len) }
     }
 }
 
-/// Why a dispatch is collected in one pass instead of being replayed.
-pub fn untracked_argument(
+/// Why a dispatch cannot be replayed because of its arguments: a word of its argument segment
+/// that is the address of `mapped` memory outside every tracked allocation.
+///
+/// # Safety
+/// `kernarg` must be NULL or valid for reading `kernarg_size` bytes.
+pub unsafe fn untracked_argument(
     memory: &Memory,
     kernarg: *const u8,
     kernarg_size: u32,
@@ -161,8 +171,7 @@ pub fn untracked_argument(
     }
     let words = kernarg_size as usize / 8;
     for i in 0..words {
-        // SAFETY: the kernarg segment of a submitted dispatch holds `kernarg_size` bytes, as
-        // its kernel descriptor says; read unaligned, byte for byte.
+        // SAFETY: see the function's contract; read unaligned.
         let word = unsafe { std::ptr::read_unaligned(kernarg.add(i * 8) as *const u64) } as usize;
         if !(0x10000..0x8000_0000_0000).contains(&word) || memory.contains(word) {
             continue;
@@ -354,7 +363,10 @@ impl Replay {
 
     /// Returns the snapshot buffers for reuse.
     pub fn release(&mut self) {
-        for buffer in [self.before.take(), self.after.take()].into_iter().flatten() {
+        for buffer in [self.before.take(), self.after.take()]
+            .into_iter()
+            .flatten()
+        {
             self.memory.give_buffer(buffer);
         }
     }

@@ -331,8 +331,10 @@ mod tests {
         assert_eq!(types, expected);
         assert!(out.iter().all(|p| header_barrier(p.header())));
         // SAFETY: packet types checked above.
-        let barriers: Vec<hsa_barrier_and_packet_t> =
-            [0, 1, 5, 9].iter().map(|&i| unsafe { out[i].cast() }).collect();
+        let barriers: Vec<hsa_barrier_and_packet_t> = [0, 1, 5, 9]
+            .iter()
+            .map(|&i| unsafe { out[i].cast() })
+            .collect();
         let deps: Vec<(u64, u64)> = barriers
             .iter()
             .map(|b| (b.dep_signal[0].handle, b.completion_signal.handle))
@@ -344,7 +346,10 @@ mod tests {
             hsa_kernel_dispatch_packet_t,
             hsa_ext_amd_aql_pm4_packet_t,
         ) = unsafe { (out[3].cast(), out[7].cast(), out[8].cast()) };
-        assert_eq!((k0.completion_signal, k1.completion_signal), (sig(0x20), sig(0x21)));
+        assert_eq!(
+            (k0.completion_signal, k1.completion_signal),
+            (sig(0x20), sig(0x21))
+        );
         assert_eq!(stop1.completion_signal, sig(0x31));
         assert_eq!((k1.grid_size_x, k1.kernel_object), (1024, 0x1000));
     }

@@ -209,12 +209,19 @@ impl Hsa {
     }
 
     /// Frees memory of [`Hsa::pool_allocate`].
-    pub fn pool_free(&self, ptr: *mut c_void) {
+    ///
+    /// # Safety
+    /// `ptr` must come from [`Hsa::pool_allocate`] and not be used afterwards.
+    pub unsafe fn pool_free(&self, ptr: *mut c_void) {
         status_call!(self.amd.hsa_amd_memory_pool_free_fn, ptr);
     }
 
     /// `hsa_memory_copy`: whether the `len` bytes were copied.
-    pub fn memory_copy(&self, dst: *mut c_void, src: *const c_void, len: usize) -> bool {
+    ///
+    /// # Safety
+    /// `src` must be valid for reading and `dst` for writing `len` bytes, in memory the runtime
+    /// knows (allocated through it, or host memory it can copy).
+    pub unsafe fn memory_copy(&self, dst: *mut c_void, src: *const c_void, len: usize) -> bool {
         status_call!(self.core.hsa_memory_copy_fn, dst, src, len) == HSA_STATUS_SUCCESS
     }
 

@@ -14,15 +14,24 @@ use crate::hsa::*;
 /// The AMD extension entries replaced, with their wrappers.
 fn amd_wrappers() -> [(&'static str, *const c_void); 10] {
     [
-        ("hsa_amd_memory_pool_allocate_fn", pool_allocate as *const c_void),
+        (
+            "hsa_amd_memory_pool_allocate_fn",
+            pool_allocate as *const c_void,
+        ),
         ("hsa_amd_memory_pool_free_fn", pool_free as *const c_void),
-        ("hsa_amd_agents_allow_access_fn", allow_access as *const c_void),
+        (
+            "hsa_amd_agents_allow_access_fn",
+            allow_access as *const c_void,
+        ),
         ("hsa_amd_vmem_map_fn", vmem_map as *const c_void),
         ("hsa_amd_vmem_unmap_fn", vmem_unmap as *const c_void),
         ("hsa_amd_ipc_memory_attach_fn", ipc_attach as *const c_void),
         ("hsa_amd_ipc_memory_detach_fn", ipc_detach as *const c_void),
         ("hsa_amd_memory_lock_fn", memory_lock as *const c_void),
-        ("hsa_amd_memory_lock_to_pool_fn", memory_lock_to_pool as *const c_void),
+        (
+            "hsa_amd_memory_lock_to_pool_fn",
+            memory_lock_to_pool as *const c_void,
+        ),
         ("hsa_amd_memory_unlock_fn", memory_unlock as *const c_void),
     ]
 }
@@ -106,7 +115,11 @@ unsafe extern "C" fn pool_allocate(
     // SAFETY: the original entry with the application's arguments.
     let status = unsafe { f(pool, size, flags, ptr) };
     // SAFETY: on success the runtime wrote the allocation's address.
-    let base = if status == HSA_STATUS_SUCCESS { unsafe { written(ptr) } } else { 0 };
+    let base = if status == HSA_STATUS_SUCCESS {
+        unsafe { written(ptr) }
+    } else {
+        0
+    };
     track(status, |m| {
         m.add(
             base,
@@ -139,7 +152,11 @@ unsafe extern "C" fn memory_allocate(
     // SAFETY: the original entry with the application's arguments.
     let status = unsafe { f(region, size, ptr) };
     // SAFETY: on success the runtime wrote the allocation's address.
-    let base = if status == HSA_STATUS_SUCCESS { unsafe { written(ptr) } } else { 0 };
+    let base = if status == HSA_STATUS_SUCCESS {
+        unsafe { written(ptr) }
+    } else {
+        0
+    };
     track(status, |m| m.add(base, size, Reach::Everyone))
 }
 
@@ -211,7 +228,11 @@ unsafe extern "C" fn ipc_attach(
     // SAFETY: the original entry with the application's arguments.
     let status = unsafe { f(handle, len, num_agents, mapping_agents, mapped_ptr) };
     // SAFETY: on success the runtime wrote the mapping's address.
-    let base = if status == HSA_STATUS_SUCCESS { unsafe { written(mapped_ptr) } } else { 0 };
+    let base = if status == HSA_STATUS_SUCCESS {
+        unsafe { written(mapped_ptr) }
+    } else {
+        0
+    };
     track(status, |m| m.add(base, len, Reach::Everyone))
 }
 

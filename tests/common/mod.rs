@@ -14,7 +14,7 @@ use rtl_pmc::passes::plan_file::{
 
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
-pub use sim_support::{artifact, read_table};
+pub use sim_support::artifact;
 
 /// The simulator environment for `config`, computed once per test binary: preparing it rewrites
 /// the library directory, which must not happen while another test's process loads from it.
@@ -174,6 +174,11 @@ pub fn records(dir: &Path) -> Vec<Record> {
         .collect()
 }
 
+/// The rows of a CSV file with a header, each by column name.
+pub fn read_table(path: &Path) -> Vec<HashMap<String, String>> {
+    sim_support::read_table(path)
+}
+
 /// The ground-truth lines of a run. A `problem` line (a packet the simulated GPU does not model)
 /// fails the test.
 pub fn ground_truth(path: &Path) -> Vec<serde_json::Value> {
@@ -291,8 +296,8 @@ pub fn signal_app() -> PathBuf {
                 .ok()
                 .and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned()))
                 .unwrap_or_default();
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
-                .join(format!("rtl-signal-app-{binary}"));
+            let out =
+                PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("rtl-signal-app-{binary}"));
             let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/signal_app.c");
             let status = Command::new("cc")
                 .arg(&source)
