@@ -176,39 +176,29 @@ impl Pending {
         counted: Option<CountedPart>,
         queue: usize,
     ) -> Pending {
-        Pending {
-            record,
-            agent,
-            app_signal,
-            queue,
-            passes: vec![PassRun::new(kernel_signal, counted)],
-            replay: None,
-            link: None,
-            current: 0,
-            first_ts: (0, 0),
-            finished: Vec::new(),
-        }
+        let passes = vec![PassRun::new(kernel_signal, counted)];
+        Pending::replayed(record, agent, app_signal, queue, passes, None)
     }
 
-    /// A pending dispatch replayed once per pass of `passes`, gated by `replay`; `link` is the
-    /// signal of the barrier after the last pass.
+    /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
+    /// replay, whose link is the signal of the barrier after the last pass.
     pub fn replayed(
         record: Record,
         agent: hsa_agent_t,
         app_signal: hsa_signal_t,
         queue: usize,
         passes: Vec<PassRun>,
-        replay: Replay,
-        link: Arc<ChainLink>,
+        replay: Option<(Replay, Arc<ChainLink>)>,
     ) -> Pending {
+        let (replay, link) = replay.unzip();
         Pending {
             record,
             agent,
             app_signal,
             queue,
             passes,
-            replay: Some(replay),
-            link: Some(link),
+            replay,
+            link,
             current: 0,
             first_ts: (0, 0),
             finished: Vec::new(),

@@ -708,8 +708,7 @@ impl Interposer {
             kernel.completion_signal,
             queue.key,
             runs,
-            replay,
-            link,
+            Some((replay, link)),
         );
         Some((Prepared::Replay(wrapping), pending))
     }

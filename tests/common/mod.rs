@@ -296,17 +296,10 @@ pub fn signal_app() -> PathBuf {
                 .ok()
                 .and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned()))
                 .unwrap_or_default();
-            let out =
-                PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("rtl-signal-app-{binary}"));
-            let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/signal_app.c");
-            let status = Command::new("cc")
-                .arg(&source)
-                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
-                .arg(&out)
-                .status()
-                .expect("cc runs");
-            assert!(status.success(), "building {} failed", source.display());
-            out
+            sim_support::build_c_program(
+                "tests/common/signal_app.c",
+                &format!("rtl-signal-app-{binary}"),
+            )
         })
         .clone()
 }
