@@ -215,3 +215,76 @@ fn an_ipc_handle_shares_device_memory_with_a_child_process() {
     let kernels: Vec<&str> = rows.iter().map(|r| r["Kernel_Name"].as_str()).collect();
     assert_eq!(kernels, ["__amd_rocclr_fillBufferAligned"]);
 }
+
+#[test]
+fn a_hip_program_runs_once_under_kernel_replay_with_its_memsets_and_copies_right() {
+    let Some((dir, exe)) = build("hip-kernel-replay", "streams") else {
+        return;
+    };
+    let (out, truth_file) = (dir.join("out"), dir.join("truth.jsonl"));
+    let mut command = Command::new(artifact("rtl-pmc"));
+    command
+        .args(["--sim", "gfx90a", "--replay-mode", "kernel", "-d"])
+        .arg(&out);
+    for counters in PASSES {
+        command.arg("--pmc").args(counters);
+    }
+    let output = command
+        .arg("--")
+        .arg(&exe)
+        .arg(STATUS.to_string())
+        .envs(sim_env("gfx90a"))
+        .env("RTL_PMC_REPLAY_COSTS", dir.join("costs.json"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", PASSES.concat().join(","))
+        .output()
+        .expect("rtl-pmc starts");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.code(),
+        Some(STATUS),
+        "stdout:\n{stdout}\nstderr:\n{stderr}"
+    );
+    // One run: its memsets and copies (blit kernels, replayed like the others) right once.
+    assert_eq!(
+        stdout, "scale: not computed\nvadd: not computed\nchecks passed\n",
+        "stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let truth: Vec<serde_json::Value> = std::fs::read_to_string(&truth_file)
+        .expect("ground truth written")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("ground truth is JSON"))
+        .collect();
+    assert!(
+        truth.iter().all(|t| t.get("problem").is_none()),
+        "{truth:?}"
+    );
+    let mut pids: Vec<&serde_json::Value> = truth.iter().map(|t| &t["pid"]).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "the application ran once");
+    assert_eq!(truth.len(), DISPATCHES.len() * PASSES.len());
+    let all: Vec<&serde_json::Value> = truth.iter().collect();
+    let mut executions = Vec::new();
+    for (pass, counters) in PASSES.iter().enumerate() {
+        let rows = read_table(&out.join(format!("pass_{}/counter_collection.csv", pass + 1)));
+        assert_eq!(rows.len(), DISPATCHES.len() * counters.len());
+        for row in &rows {
+            let t = truth_at(&all, &row["Start_Timestamp"], &row["End_Timestamp"]);
+            let value = format!("{}.000000", total(t, &row["Counter_Name"]));
+            assert_eq!(row["Counter_Value"], value, "{row:?}");
+            executions.push(t["dispatch"].as_u64().unwrap());
+        }
+    }
+    executions.sort_unstable();
+    executions.dedup();
+    assert_eq!(executions.len(), truth.len(), "every execution recorded");
+    assert!(
+        stderr.contains(&format!(
+            "  replayed: {} dispatches, each run 2 times;",
+            DISPATCHES.len()
+        )),
+        "{stderr}"
+    );
+}

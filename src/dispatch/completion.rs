@@ -549,6 +549,11 @@ impl Completion {
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {
+                    replay.check_stall(
+                        p.record.dispatch,
+                        &p.record.kernel,
+                        "the packets before it on its queue and the previous counted dispatch",
+                    );
                     return None;
                 }
                 replay.save();
@@ -561,6 +566,9 @@ impl Completion {
             let pass = &mut p.passes[i];
             if !pass.kernel_done {
                 if self.hsa.signal_load(pass.kernel_signal) >= 1 {
+                    if let Some(replay) = &mut p.replay {
+                        replay.check_stall(p.record.dispatch, &p.record.kernel, "its kernel");
+                    }
                     return None;
                 }
                 if let Some((start, end)) = self.hsa.dispatch_time(p.agent, pass.kernel_signal) {
@@ -586,6 +594,10 @@ impl Completion {
             }
             if let Some(counted) = &pass.counted {
                 if self.hsa.signal_load(counted.done.signal) >= 1 {
+                    if let Some(replay) = &mut p.replay {
+                        let what = "its counters to be read";
+                        replay.check_stall(p.record.dispatch, &p.record.kernel, what);
+                    }
                     return None;
                 }
             }

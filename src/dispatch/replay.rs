@@ -29,6 +29,9 @@ use super::memory::{changed_ranges, MemoryMap, PoolAccess, Reach, Span};
 use super::runtime::Hsa;
 use crate::hsa::*;
 
+/// How long a replayed dispatch may wait for one step before it is reported.
+pub const STALL: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Changed ranges closer than this are restored as one copy.
 const MERGE_GAP: usize = 256;
 
@@ -229,6 +232,8 @@ pub struct Replay {
     pub bytes: Bytes,
     /// Problems to report once the dispatch completes.
     pub problems: Vec<String>,
+    /// When the dispatch last moved on, and whether a stall was reported since.
+    progress: (std::time::Instant, bool),
 }
 
 impl Replay {
@@ -253,11 +258,26 @@ impl Replay {
             saved: false,
             bytes: Bytes::default(),
             problems: Vec::new(),
+            progress: (std::time::Instant::now(), false),
+        }
+    }
+
+    /// Reports, once per stall, that the dispatch has waited [`STALL`] for `what`: the
+    /// application's queue holds the dispatch's packets until then.
+    pub fn check_stall(&mut self, dispatch: u64, kernel: &str, what: &str) {
+        let (since, reported) = self.progress;
+        if !reported && since.elapsed() >= STALL {
+            self.progress.1 = true;
+            super::warn(&format!(
+                "kernel replay of dispatch {dispatch} ({kernel}) has waited {} s for {what}; it goes on when that completes",
+                STALL.as_secs()
+            ));
         }
     }
 
     /// Opens the next gate.
     pub fn open_next(&mut self, hsa: &Hsa) {
+        self.progress = (std::time::Instant::now(), false);
         if let Some(gate) = self.gates.get(self.opened) {
             hsa.signal_store(*gate, 0);
             self.opened += 1;
