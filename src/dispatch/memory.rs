@@ -37,28 +37,37 @@ pub struct Allocation {
     pub size: usize,
     /// Who may reach it.
     pub reach: Reach,
+    /// Which allocation of the process it is: memory freed and allocated again at the same
+    /// address is another one.
+    pub id: u64,
 }
 
-/// A piece of memory to save: its address and length.
+/// A piece of memory to save: its address, length, and the allocation it starts in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Span {
     /// First byte.
     pub base: usize,
     /// Bytes.
     pub len: usize,
+    /// The [`Allocation::id`] of the allocation holding `base`.
+    pub id: u64,
 }
 
 /// The live allocations of the process, by base address.
 #[derive(Debug, Default)]
 pub struct MemoryMap {
     allocations: BTreeMap<usize, Allocation>,
+    made: u64,
 }
 
 impl MemoryMap {
     /// Records an allocation at `base` (replacing one recorded there before).
     pub fn add(&mut self, base: usize, size: usize, reach: Reach) {
         if base != 0 && size != 0 {
-            self.allocations.insert(base, Allocation { size, reach });
+            self.made += 1;
+            let id = self.made;
+            self.allocations
+                .insert(base, Allocation { size, reach, id });
         }
     }
 
@@ -111,19 +120,23 @@ impl MemoryMap {
                 Some(last) if base < last.base + last.len => {
                     last.len = last.len.max(base + a.size - last.base);
                 }
-                _ => out.push(Span { base, len: a.size }),
+                _ => out.push(Span {
+                    base,
+                    len: a.size,
+                    id: a.id,
+                }),
             }
         }
         out
     }
 
-    /// Whether the spans are all still allocated exactly as recorded (for a restore after the
-    /// application may have freed memory).
+    /// Whether `span` is still inside the allocation it was taken from (for a copy after the
+    /// application may have freed memory, or freed and allocated it again).
     pub fn still_holds(&self, span: Span) -> bool {
         self.allocations
             .range(..=span.base)
             .next_back()
-            .is_some_and(|(&base, a)| span.base + span.len <= base + a.size)
+            .is_some_and(|(&base, a)| a.id == span.id && span.base + span.len <= base + a.size)
     }
 }
 
@@ -214,14 +227,17 @@ mod tests {
             Span {
                 base: 0x1000,
                 len: 0x100,
+                id: 1,
             },
             Span {
                 base: 0x3000,
                 len: 0x40,
+                id: 2,
             },
             Span {
                 base: 0x5000,
                 len: 0x10,
+                id: 3,
             },
         ];
         assert_eq!(spans(&m, GPU0), all);
@@ -242,18 +258,23 @@ mod tests {
             spans[1],
             Span {
                 base: 0x3000,
-                len: 0x120
+                len: 0x120,
+                id: 2,
             }
         );
+        let first = spans[0];
+        assert!(m.still_holds(first));
         assert!(m.still_holds(Span {
-            base: 0x1000,
-            len: 0x100
+            base: 0x1010,
+            len: 0x10,
+            ..first
         }));
         m.remove(0x1000);
-        assert!(!m.still_holds(Span {
-            base: 0x1000,
-            len: 0x100
-        }));
+        assert!(!m.still_holds(first));
+        // Allocated again at the same address: another allocation, never written with the
+        // first one's bytes.
+        m.add(0x1000, 0x100, Reach::Everyone);
+        assert!(!m.still_holds(first));
     }
 
     #[test]

@@ -92,12 +92,13 @@ pub struct Record {
     /// Index of the plan's event group this dispatch collected; `None` for timing only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<u32>,
-    /// Per event of the group (plan order), the per-sample values in aqlprofile's order.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub counters: Vec<Vec<u64>>,
     /// Kernel replay: how this dispatch was run; on the record of each of its passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayStats>,
+    /// Per event of the group (plan order), the per-sample values in aqlprofile's order; last,
+    /// as [`RecordFile`] writes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub counters: Vec<Vec<u64>>,
 }
 
 /// How kernel replay ran one dispatch.
@@ -422,8 +423,8 @@ mod tests {
             start: 1_000 + n,
             end: 2_000 + n,
             group: Some(1),
-            counters: vec![vec![1, 2, 3], vec![u64::MAX]],
             replay: None,
+            counters: vec![vec![1, 2, 3], vec![u64::MAX]],
         }
     }
 

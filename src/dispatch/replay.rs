@@ -222,8 +222,8 @@ pub struct Replay {
     spans: Vec<Span>,
     before: Option<HostBuffer>,
     after: Option<HostBuffer>,
-    /// Changed ranges: (address, offset in the snapshots, length).
-    changed: Vec<(usize, usize, usize)>,
+    /// Changed ranges: where, and their offset in the snapshots.
+    changed: Vec<(Span, usize)>,
     /// Gates opened so far.
     pub opened: usize,
     /// Whether memory was saved.
@@ -349,11 +349,19 @@ impl Replay {
             if map.still_holds(*span) && memory.copy(after.ptr + offset, span.base, span.len) {
                 let old = &before.bytes(offset + span.len)[offset..];
                 let new = &after.bytes(offset + span.len)[offset..];
-                self.changed.extend(
-                    changed_ranges(old, new, MERGE_GAP)
-                        .into_iter()
-                        .map(|(start, len)| (span.base + start, offset + start, len)),
-                );
+                self.changed
+                    .extend(
+                        changed_ranges(old, new, MERGE_GAP)
+                            .into_iter()
+                            .map(|(start, len)| {
+                                let range = Span {
+                                    base: span.base + start,
+                                    len,
+                                    id: span.id,
+                                };
+                                (range, offset + start)
+                            }),
+                    );
             }
             offset += span.len;
         }
@@ -366,8 +374,8 @@ impl Replay {
         let Some(source) = (if original { &self.before } else { &self.after }) else {
             return;
         };
-        for &(address, offset, len) in &self.changed {
-            let span = Span { base: address, len };
+        for &(span, offset) in &self.changed {
+            let (address, len) = (span.base, span.len);
             if !map.still_holds(span) {
                 continue;
             }
