@@ -3,12 +3,14 @@
 //! dispatch.
 //!
 //! Each configuration profiles `rtl-demo-app` (its default four kernels, `--size` elements per
-//! buffer, one thread and queue) with `rtl-pmc --sim gfx942` and one `--pmc` group per pass, once
+//! buffer, one thread and queue, `--startup-ms` of sleep before its first HSA call, as an
+//! application that loads its data first) with `rtl-pmc --sim gfx942` and one `--pmc` group per
+//! pass, once
 //! with `--replay-mode application` and once with `--replay-mode kernel`, `--runs` times each,
 //! and prints the median wall time of the whole `rtl-pmc` command:
 //!
 //! ```text
-//! replay=<application|kernel> passes=<P> size=<elements> dispatches=<D> wall_ms=<X> [ratio=<kernel/application> saved_bytes=<per dispatch> restored_bytes=<per dispatch>]
+//! replay=<application|kernel> passes=<P> size=<elements> startup_ms=<S> dispatches=<D> wall_ms=<X> [ratio=<kernel/application> saved_bytes=<per dispatch> restored_bytes=<per dispatch>]
 //! ```
 //!
 //! The bytes come from the cost file `rtl-pmc` writes after a run (`RTL_PMC_REPLAY_COSTS`).
@@ -28,13 +30,14 @@ const COUNTERS: [&str; 6] = [
 ];
 
 const USAGE: &str = "usage: rtl-dispatch-bench --replay [--runs N] [--passes 2,4] \
-                     [--sizes 4096,1048576] [--iterations N]";
+                     [--sizes 4096,1048576] [--startup-ms 0,1000] [--iterations N]";
 
 /// What `--replay` measures.
 struct Options {
     runs: usize,
     passes: Vec<usize>,
     sizes: Vec<u64>,
+    startups: Vec<u64>,
     iterations: u64,
 }
 
@@ -43,6 +46,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         runs: 3,
         passes: vec![2, 4],
         sizes: vec![4096, 1 << 20],
+        startups: vec![0, 1000],
         iterations: 25,
     };
     let mut args = args.iter();
@@ -64,6 +68,15 @@ fn parse(args: &[String]) -> Result<Options, String> {
             "--runs" => options.runs = numbers(value)?[0] as usize,
             "--iterations" => options.iterations = numbers(value)?[0],
             "--sizes" => options.sizes = numbers(value)?,
+            "--startup-ms" => {
+                options.startups = value
+                    .split(',')
+                    .map(|n| {
+                        n.parse::<u64>()
+                            .map_err(|_| format!("--startup-ms: `{n}` is not an integer"))
+                    })
+                    .collect::<Result<_, _>>()?
+            }
             "--passes" => {
                 options.passes = numbers(value)?.into_iter().map(|p| p as usize).collect();
                 if let Some(p) = options.passes.iter().find(|&&p| p > COUNTERS.len()) {
@@ -82,7 +95,7 @@ fn profile(
     scratch: &Path,
     mode: &str,
     passes: usize,
-    size: u64,
+    (size, startup_ms): (u64, u64),
     iterations: u64,
 ) -> Result<(f64, Option<serde_json::Value>), String> {
     let out = scratch.join("out");
@@ -102,6 +115,7 @@ fn profile(
         .arg("--")
         .arg(exe_dir.join("rtl-demo-app"))
         .args(["--size", &size.to_string()])
+        .args(["--startup-ms", &startup_ms.to_string()])
         .args(["--iterations", &iterations.to_string()]);
     let started = Instant::now();
     let output = command
@@ -137,7 +151,11 @@ pub fn main(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", scratch.display()))?;
     let started = Instant::now();
     let result = (|| -> Result<(), String> {
-        for &size in &options.sizes {
+        let shapes = options
+            .startups
+            .iter()
+            .flat_map(|&s| options.sizes.iter().map(move |&size| (size, s)));
+        for (size, startup) in shapes {
             for &passes in &options.passes {
                 // The demo's four kernels per iteration.
                 let dispatches = 4 * options.iterations;
@@ -146,14 +164,15 @@ pub fn main(args: &[String]) -> Result<(), String> {
                     let mut walls = Vec::new();
                     let mut measured = None;
                     for _ in 0..options.runs {
+                        let shape = (size, startup);
                         let (wall, m) =
-                            profile(exe_dir, &scratch, mode, passes, size, options.iterations)?;
+                            profile(exe_dir, &scratch, mode, passes, shape, options.iterations)?;
                         walls.push(wall);
                         measured = m;
                     }
                     let wall = median(walls);
                     let mut line = format!(
-                        "replay={mode} passes={passes} size={size} dispatches={dispatches} wall_ms={wall:.1}"
+                        "replay={mode} passes={passes} size={size} startup_ms={startup} dispatches={dispatches} wall_ms={wall:.1}"
                     );
                     if mode == "application" {
                         application = wall;

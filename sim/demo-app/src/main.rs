@@ -64,6 +64,10 @@ struct Args {
     /// being allocated.
     #[arg(long)]
     untracked_buffers: bool,
+    /// Sleep this many milliseconds before initialising HSA, like an application that loads
+    /// its data before its first kernel.
+    #[arg(long, default_value_t = 0)]
+    startup_ms: u64,
 }
 
 /// A failed HSA call.
@@ -88,6 +92,7 @@ impl From<HsaError> for String {
 }
 
 fn run(args: &Args, role: &str) -> Result<(), String> {
+    std::thread::sleep(std::time::Duration::from_millis(args.startup_ms));
     // SAFETY: plain library initialisation.
     gpu::check("hsa_init", unsafe { hsa_api::hsa_init() })?;
     let system = System::discover(args.gpus)?;
