@@ -155,7 +155,7 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         &dir,
         "gfx942",
         &COUNTERS,
-        &[],
+        &["--output-config"],
         &[
             app.to_str().unwrap(),
             "--kernel",
@@ -200,6 +200,13 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         ),
         "{stderr}"
     );
+    let config: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("out/results_config.json")).unwrap(),
+    )
+    .unwrap();
+    let config = &config["rocprofiler-sdk-tool"][0]["metadata"]["config"];
+    assert_eq!(config["replay"], "kernel");
+    assert_eq!(config["runs"][2]["replay_mode"], "kernel");
     let plan = std::fs::read_to_string(dir.join("out/pass_2/plan.json")).unwrap();
     assert!(plan.contains("\"memory_budget\": 4294967296"), "{plan}");
 }

@@ -593,7 +593,7 @@ pub fn run(
     written.extend(db_path);
     if any(|s| s.output_config) {
         let path = directory.join(format!("{base}_config.json"));
-        written.push(write_config(&path, plan, options.app, launched)?);
+        written.push(write_config(&path, plan, options.app, launched, replay)?);
     }
     let summary_file = plan
         .runs
@@ -654,12 +654,13 @@ fn record_costs(
 
 /// Writes `<base>_config.json` (`--output-config`): rocprofv3's layout, a `metadata` object with
 /// the pid, launch and end times (ns since the epoch), the command and, as `config`, each run's
-/// counters and settings.
+/// counters and settings and the replay the profile used.
 fn write_config(
     path: &Path,
     plan: &ProfilePlan,
     app: &[String],
     launched: std::time::SystemTime,
+    replay: Replay,
 ) -> Result<PathBuf, CliError> {
     let ns = |t: std::time::SystemTime| {
         t.duration_since(std::time::UNIX_EPOCH)
@@ -693,6 +694,8 @@ fn write_config(
                 "stats": s.stats,
                 "log_level": s.log_level.map(|l| format!("{l:?}").to_lowercase()),
                 "preload": s.preload,
+                "replay_mode": format!("{:?}", s.replay_mode.unwrap_or_default()).to_lowercase(),
+                "replay_memory_budget": s.replay_memory_budget,
             })
         })
         .collect();
@@ -703,7 +706,13 @@ fn write_config(
                 "init_time": ns(launched),
                 "fini_time": ns(std::time::SystemTime::now()),
                 "command": app,
-                "config": { "runs": runs },
+                "config": {
+                    "runs": runs,
+                    "replay": match replay {
+                        Replay::Application => "application",
+                        Replay::Kernel { .. } => "kernel",
+                    },
+                },
             }
         }]
     });
