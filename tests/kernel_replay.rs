@@ -543,3 +543,29 @@ fn the_application_signal_completes_once_with_the_first_pass_timestamps() {
     let later: Vec<u64> = (2..=3).map(|p| pass_records(&dir, p)[0].start).collect();
     assert!(later.iter().all(|&s| s >= r.end), "{later:?} after {r:?}");
 }
+
+#[test]
+fn kernel_filters_under_kernel_replay_are_warned_about_once() {
+    let dir = scratch("kernel-replay-filters");
+    let app = artifact("rtl-demo-app");
+    let (output, truth) = profile(
+        &dir,
+        "gfx942",
+        &COUNTERS[..2],
+        &["--kernel-include-regex", "increment"],
+        &[app.to_str().unwrap(), "--iterations", "2"],
+        &[],
+    );
+    assert_success(&output);
+    assert!(text(&output.stdout).contains("8 dispatches verified"));
+    // Six dispatches run once, the two of increment twice.
+    assert_eq!(truth.len(), 6 + 2 * 2);
+    let stderr = text(&output.stderr);
+    let warning = "rtl-pmc: kernel filters leave dispatches unprofiled during kernel replay: they run whenever their queue reaches them, also while a selected dispatch is replayed, and memory they write in the window between its first pass and its last may be set back to what the first pass found (select every kernel that writes memory, or use --replay-mode application)\n";
+    assert_eq!(stderr.matches(warning).count(), 1, "{stderr}");
+    for pass in 1..=2 {
+        let records = pass_records(&dir, pass);
+        assert_eq!(records.len(), 2);
+        assert!(records.iter().all(|r| r.kernel == "increment"));
+    }
+}
