@@ -33,6 +33,7 @@ fn mixed_run(name: &str, env: &[(&str, &str)]) -> Run {
                 }],
             })
             .collect(),
+        replay: None,
     };
     let path = dir.join("plan.json");
     plan.write(&path).expect("plan written");

@@ -186,6 +186,8 @@ fn rocprofv3_flags_write_their_files_where_the_path_keys_say() {
     assert_eq!(run["pmc"], serde_json::json!(["SQ_WAVES"]));
     assert_eq!(run["output_format"], serde_json::json!(["csv", "json"]));
     assert_eq!(run["preload"], serde_json::json!(["libm.so.6"]));
+    assert_eq!(run["replay_mode"], "application");
+    assert_eq!(metadata["config"]["replay"], "application");
     for key in ["stats", "summary", "truncate_kernels"] {
         assert_eq!(run[key], true, "{key}");
     }

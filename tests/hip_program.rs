@@ -83,41 +83,40 @@ fn truth_at<'a>(truth: &[&'a serde_json::Value], start: &str, end: &str) -> &'a 
     found[0]
 }
 
-#[test]
-fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
-    let Some((dir, exe)) = build("hip-program", "streams") else {
-        return;
-    };
+/// Profiles the streams program in `dir` with `rtl-pmc --sim gfx90a -d out ARGS --pmc ...`
+/// (one group per [`PASSES`]) and ground truth: (its output, stdout, stderr, the ground truth).
+fn profile_streams(
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    args: &[&str],
+) -> (std::process::Output, String, String, Vec<serde_json::Value>) {
     let (out, truth_file) = (dir.join("out"), dir.join("truth.jsonl"));
     let mut command = Command::new(artifact("rtl-pmc"));
-    // A non-zero exit status stops after the first pass without --continue-on-error.
     command
-        .args(["--sim", "gfx90a", "--continue-on-error", "-d"])
+        .args(["--sim", "gfx90a"])
+        .args(args)
+        .arg("-d")
         .arg(&out);
     for counters in PASSES {
         command.arg("--pmc").args(counters);
     }
     let output = command
         .arg("--")
-        .arg(&exe)
+        .arg(exe)
         .arg(STATUS.to_string())
         .envs(sim_env("gfx90a"))
+        .env("RTL_PMC_REPLAY_COSTS", dir.join("costs.json"))
         .env("RTL_SIM_GROUND_TRUTH", &truth_file)
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", PASSES.concat().join(","))
         .output()
         .expect("rtl-pmc starts");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(
         output.status.code(),
         Some(STATUS),
         "stdout:\n{stdout}\nstderr:\n{stderr}"
     );
-    // Each pass: memsets and copies right, neither kernel computed (vadd never adds).
-    let per_pass = "scale: not computed\nvadd: not computed\nchecks passed\n";
-    assert_eq!(stdout, per_pass.repeat(2), "stderr:\n{stderr}");
-    assert!(!stderr.contains("warning"), "{stderr}");
-
     let truth: Vec<serde_json::Value> = std::fs::read_to_string(&truth_file)
         .expect("ground truth written")
         .lines()
@@ -127,6 +126,21 @@ fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
         truth.iter().all(|t| t.get("problem").is_none()),
         "the simulated GPU met a packet it does not model: {truth:?}"
     );
+    (output, stdout, stderr, truth)
+}
+
+#[test]
+fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
+    let Some((dir, exe)) = build("hip-program", "streams") else {
+        return;
+    };
+    let out = dir.join("out");
+    // A non-zero exit status stops after the first pass without --continue-on-error.
+    let (_, stdout, stderr, truth) = profile_streams(&dir, &exe, &["--continue-on-error"]);
+    // Each pass: memsets and copies right, neither kernel computed (vadd never adds).
+    let per_pass = "scale: not computed\nvadd: not computed\nchecks passed\n";
+    assert_eq!(stdout, per_pass.repeat(2), "stderr:\n{stderr}");
+    assert!(!stderr.contains("warning"), "{stderr}");
     let mut pids: Vec<&serde_json::Value> = truth.iter().map(|t| &t["pid"]).collect();
     pids.dedup();
     assert_eq!(pids.len(), 2, "one process per pass");
@@ -220,4 +234,48 @@ fn an_ipc_handle_shares_device_memory_with_a_child_process() {
     ));
     let kernels: Vec<&str> = rows.iter().map(|r| r["Kernel_Name"].as_str()).collect();
     assert_eq!(kernels, ["__amd_rocclr_fillBufferAligned"]);
+}
+
+#[test]
+fn a_hip_program_runs_once_under_kernel_replay_with_its_memsets_and_copies_right() {
+    let Some((dir, exe)) = build("hip-kernel-replay", "streams") else {
+        return;
+    };
+    let out = dir.join("out");
+    let (_, stdout, stderr, truth) = profile_streams(&dir, &exe, &["--replay-mode", "kernel"]);
+    // One run: its memsets and copies (blit kernels, replayed like the others) right once.
+    assert_eq!(
+        stdout, "scale: not computed\nvadd: not computed\nchecks passed\n",
+        "stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let mut pids: Vec<&serde_json::Value> = truth.iter().map(|t| &t["pid"]).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "the application ran once");
+    assert_eq!(truth.len(), DISPATCHES.len() * PASSES.len());
+    let all: Vec<&serde_json::Value> = truth.iter().collect();
+    let mut executions = Vec::new();
+    for (pass, counters) in PASSES.iter().enumerate() {
+        let rows = read_table(&sim_support::process_file(
+            &out,
+            &format!("pass_{}/counter_collection.csv", pass + 1),
+        ));
+        assert_eq!(rows.len(), DISPATCHES.len() * counters.len());
+        for row in &rows {
+            let t = truth_at(&all, &row["Start_Timestamp"], &row["End_Timestamp"]);
+            let value = format!("{}.000000", total(t, &row["Counter_Name"]));
+            assert_eq!(row["Counter_Value"], value, "{row:?}");
+            executions.push(t["dispatch"].as_u64().unwrap());
+        }
+    }
+    executions.sort_unstable();
+    executions.dedup();
+    assert_eq!(executions.len(), truth.len(), "every execution recorded");
+    assert!(
+        stderr.contains(&format!(
+            "  replayed: {} dispatches, each run 2 times;",
+            DISPATCHES.len()
+        )),
+        "{stderr}"
+    );
 }

@@ -14,6 +14,7 @@ fn timing_plan(dir: &std::path::Path, filters: KernelFilters) -> std::path::Path
         filters,
         group_interval: 1,
         agents: vec![],
+        replay: None,
     };
     let path = dir.join("plan.json");
     plan.write(&path).unwrap();
@@ -163,26 +164,6 @@ fn environment_mode_resolves_counters_and_writes_their_totals() {
     }
 }
 
-/// Builds `tests/common/signal_app.c` once.
-fn signal_app() -> std::path::PathBuf {
-    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let out = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rtl-signal-app");
-            let source =
-                std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/common/signal_app.c");
-            let status = std::process::Command::new("cc")
-                .arg(&source)
-                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
-                .arg(&out)
-                .status()
-                .expect("cc runs");
-            assert!(status.success(), "building {} failed", source.display());
-            out
-        })
-        .clone()
-}
-
 #[test]
 fn the_application_signal_completes_once_with_the_kernel_timestamps() {
     for (name, counted) in [("signal-timing", false), ("signal-counters", true)] {
@@ -198,7 +179,7 @@ fn the_application_signal_completes_once_with_the_kernel_timestamps() {
         } else {
             timing_plan(&dir, KernelFilters::default())
         };
-        let out = std::process::Command::new(signal_app())
+        let out = std::process::Command::new(common::signal_app())
             .envs(common::sim_env("gfx942"))
             .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))
             .env("RTL_PMC_PLAN", &plan)
@@ -238,7 +219,7 @@ fn multi_dispatch_batches_pass_through_unless_asked() {
             KernelFilters::default(),
             1,
         );
-        let out = std::process::Command::new(signal_app())
+        let out = std::process::Command::new(common::signal_app())
             .arg("3")
             .envs(common::sim_env("gfx942"))
             .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))

@@ -15,18 +15,7 @@ use sim_support::{fixture, sim_env};
 fn c_app() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
-        .get_or_init(|| {
-            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rtl-c-app");
-            let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sim/c-app/app.c");
-            let status = Command::new("cc")
-                .arg(&source)
-                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
-                .arg(&out)
-                .status()
-                .expect("cc runs");
-            assert!(status.success(), "building {} failed", source.display());
-            out
-        })
+        .get_or_init(|| sim_support::build_c_program("sim/c-app/app.c", "rtl-c-app"))
         .clone()
 }
 

@@ -15,12 +15,15 @@
 //! of several runs. The child's environment is what `rtl-pmc --sim gfx942 --print-env` prints,
 //! plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file (`RTL_PMC_PLAN`) for the modes with a tool.
 //! Process CPU time per dispatch is printed on stderr.
+//!
+//! `rtl-dispatch-bench --replay` compares application and kernel replay instead ([`replay`]).
 
 // Agent discovery and fixture loading are the demo app's; the bench uses part of them.
 #[allow(dead_code)]
 #[path = "../../sim/demo-app/src/gpu.rs"]
 mod gpu;
 mod hsa_api;
+mod replay;
 mod workload;
 
 use std::path::{Path, PathBuf};
@@ -254,6 +257,7 @@ fn write_plan(dir: &Path, mode: Mode) -> Result<Option<PathBuf>, String> {
                 groups,
             }]
         },
+        replay: None,
     };
     let path = dir.join(format!("{}.json", mode.name()));
     plan.write(&path).map_err(|e| e.to_string())?;
@@ -436,6 +440,7 @@ fn main() -> ExitCode {
                 _ => Err("usage: rtl-dispatch-bench --child THREADS DISPATCHES".into()),
             }
         }
+        Some("--replay") => replay::main(&args[1..]),
         _ => parse_options(&args).and_then(|o| parent(&o)),
     };
     match result {

@@ -15,6 +15,7 @@ Examples:
   rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app              # one group, one pass
   rtl-pmc --pmc SQ_WAVES --pmc TCC_HIT,TCC_MISS -- ./app  # each --pmc is its own group
   rtl-pmc -i input.txt -- ./app                           # rocprof: one group per `pmc:` line
+  rtl-pmc --replay-mode kernel -i input.txt -- ./app      # every pass in one run of the app
   rtl-pmc -i input.yaml -- ./app                          # rocprofv3 jobs, or pmc_groups (one run)
   rtl-pmc -E extra_counters.yaml --pmc MY_METRIC -- ./app # extra counter definitions
   rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS
@@ -161,6 +162,19 @@ pub struct Args {
     #[arg(long)]
     pub continue_on_error: bool,
 
+    /// How the passes of a profile are collected: application (one run of the application
+    /// per pass, the default), kernel (one run; each selected dispatch is run once per pass,
+    /// its memory saved and restored), or auto (kernel when there are several passes and the
+    /// profile allows it).
+    #[arg(long, value_name = "MODE")]
+    pub replay_mode: Option<ReplayMode>,
+
+    /// With kernel replay: the most memory one dispatch's snapshot may take (bytes, or with a
+    /// K, M, G or T suffix, powers of 1024; default 4G); a dispatch whose memory is larger runs
+    /// once, with the first pass's counters.
+    #[arg(long, value_name = "SIZE")]
+    pub replay_memory_budget: Option<String>,
+
     /// The application and its arguments.
     #[arg(last = true, value_name = "APP")]
     pub app: Vec<String>,
@@ -241,6 +255,47 @@ impl LogLevel {
     }
 }
 
+/// How the passes of a profile are collected (`--replay-mode`, `replay_mode`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum ReplayMode {
+    /// One run of the application per pass.
+    #[default]
+    Application,
+    /// One run of the application; each selected dispatch runs once per pass.
+    Kernel,
+    /// Kernel replay when there are several passes and the profile allows it.
+    Auto,
+}
+
+impl ReplayMode {
+    /// Parses a mode as written in input files (any case).
+    pub fn from_name(name: &str) -> Option<ReplayMode> {
+        ReplayMode::from_str(name.trim(), true).ok()
+    }
+}
+
+/// The default `--replay-memory-budget`: 4 GiB.
+pub const DEFAULT_REPLAY_MEMORY_BUDGET: u64 = 4 << 30;
+
+/// Parses a memory size: bytes, or a number with a `K`, `M`, `G` or `T` suffix (powers of
+/// 1024; `KiB`, `MB` and the like are read the same way).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (number, unit) = t.split_at(digits);
+    let bad = || format!("'{text}' is not a size (bytes, or a number with K, M, G or T)");
+    let number: u64 = number.parse().map_err(|_| bad())?;
+    let shift = match unit.trim().to_ascii_uppercase().as_str() {
+        "" | "B" => 0,
+        "K" | "KB" | "KIB" => 10,
+        "M" | "MB" | "MIB" => 20,
+        "G" | "GB" | "GIB" => 30,
+        "T" | "TB" | "TIB" => 40,
+        _ => return Err(bad()),
+    };
+    number.checked_mul(1u64 << shift).ok_or_else(bad)
+}
+
 /// How dispatches of different passes are matched. Always by process (its rank among the
 /// run's processes, by pid), kernel, grid and workgroup sizes and the kernel's occurrence;
 /// the rule says where the occurrence is counted and what else must agree.
@@ -265,5 +320,25 @@ impl PassMatch {
             PassMatch::Gpu => (agent, 0),
             PassMatch::Process => (0, 0),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_binary_suffixes_and_refuse_the_rest() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size(" 512M "), Ok(512 << 20));
+        assert_eq!(parse_size("4G"), Ok(4 << 30));
+        assert_eq!(parse_size("2kib"), Ok(2048));
+        assert_eq!(parse_size("1T"), Ok(1 << 40));
+        let bad = |t: &str| format!("'{t}' is not a size (bytes, or a number with K, M, G or T)");
+        for text in ["", "G", "1.5G", "12X", "-1", "99999999999T"] {
+            assert_eq!(parse_size(text), Err(bad(text)), "{text}");
+        }
+        assert_eq!(ReplayMode::from_name(" Kernel "), Some(ReplayMode::Kernel));
+        assert_eq!(ReplayMode::from_name("sideways"), None);
     }
 }

@@ -8,7 +8,7 @@ use rtl_pmc::passes::plan_file::KernelFilters;
 use serde::Deserialize;
 use serde_saphyr::Spanned;
 
-use crate::args::{Args, LogLevel, OutputFormat};
+use crate::args::{parse_size, Args, LogLevel, OutputFormat, ReplayMode};
 use crate::error::CliError;
 use crate::filters::{check_regex, parse_dispatch_range, parse_iteration_range};
 
@@ -66,6 +66,10 @@ pub struct Settings {
     pub kernel_trace: bool,
     /// `--preload` / `preload`: libraries put before the application's `LD_PRELOAD`.
     pub preload: Vec<String>,
+    /// `--replay-mode` / `replay_mode` (application replay when not given).
+    pub replay_mode: Option<ReplayMode>,
+    /// `--replay-memory-budget` / `replay_memory_budget`, in bytes.
+    pub replay_memory_budget: Option<u64>,
 }
 
 /// One user group: a `--pmc`, a `pmc:` line or a YAML/JSON job.
@@ -226,6 +230,14 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
         list_avail: args.list_avail,
         kernel_trace: args.kernel_trace,
         preload: args.preload.clone(),
+        replay_mode: args.replay_mode,
+        replay_memory_budget: match &args.replay_memory_budget {
+            Some(text) => Some(
+                parse_size(text)
+                    .map_err(|e| CliError::input(format!("--replay-memory-budget: {e}")))?,
+            ),
+            None => None,
+        },
     })
 }
 
@@ -479,6 +491,18 @@ struct JobSpec {
     kernel_trace: Option<bool>,
     #[serde(default)]
     preload: Option<Spanned<OneOrMany>>,
+    #[serde(default)]
+    replay_mode: Option<Spanned<String>>,
+    #[serde(default)]
+    replay_memory_budget: Option<Spanned<SizeValue>>,
+}
+
+/// A size in a job: a number of bytes or a string with a unit.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum SizeValue {
+    Bytes(u64),
+    Text(String),
 }
 
 /// Parses rocprofv3's `jobs:` schema (YAML, or JSON, which YAML reads as well).
@@ -713,6 +737,35 @@ fn job_from_spec(
             return Err(conflict("preload", "--preload", &where_));
         }
         settings.preload = libraries;
+    }
+    if let Some(v) = spec.replay_mode {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let mode = ReplayMode::from_name(&v.value).ok_or_else(|| {
+            CliError::input(format!(
+                "{where_}: replay_mode: '{}' is not application, kernel or auto",
+                v.value
+            ))
+        })?;
+        if cli.replay_mode.is_some_and(|c| c != mode) {
+            return Err(conflict("replay_mode", "--replay-mode", &where_));
+        }
+        settings.replay_mode = Some(mode);
+    }
+    if let Some(v) = spec.replay_memory_budget {
+        let where_ = at(v.referenced.line(), v.referenced.column());
+        let bytes = match v.value {
+            SizeValue::Bytes(b) => b,
+            SizeValue::Text(text) => parse_size(&text)
+                .map_err(|e| CliError::input(format!("{where_}: replay_memory_budget: {e}")))?,
+        };
+        if cli.replay_memory_budget.is_some_and(|c| c != bytes) {
+            return Err(conflict(
+                "replay_memory_budget",
+                "--replay-memory-budget",
+                &where_,
+            ));
+        }
+        settings.replay_memory_budget = Some(bytes);
     }
     settings.summary |= spec.summary.unwrap_or(false);
     settings.stats |= spec.stats.unwrap_or(false);

@@ -6,10 +6,12 @@
 //! problem is found before anything runs and reported as one line with exit code 2.
 
 mod avail;
+mod costs;
 mod gpus;
 mod merge;
 mod output;
 mod planning;
+mod replay;
 mod run;
 mod sim_env;
 mod summary;
@@ -175,8 +177,19 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     if list_for_jobs {
         list_avail(args, &sim)?;
     }
+    // Jobs that write elsewhere are profiles of their own, run in job order.
+    let profiles = plan.by_output();
+    let measured = costs::load(&args.app);
+    let choices = profiles
+        .iter()
+        .map(|p| replay::choose(p, measured.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
     if args.plan {
-        write_stdout(&plan.render());
+        let mut text = plan.render();
+        for (profile, choice) in profiles.iter().zip(&choices) {
+            text.push_str(&choice.render(profile.runs.len()));
+        }
+        write_stdout(&text);
         return Ok(0);
     }
     if args.app.is_empty() {
@@ -199,16 +212,22 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         summary_top: args.summary_top,
         log_level,
     };
-    // Jobs that write elsewhere are profiles of their own, run in job order.
-    let profiles = plan.by_output();
     let destinations = profiles
         .iter()
         .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
     run::destination::check_unused(&destinations)?;
     let mut exit = 0;
-    for (i, (profile, destination)) in profiles.iter().zip(&destinations).enumerate() {
-        let code = run::run(profile, destination, &options)?;
+    for (i, ((profile, destination), choice)) in
+        profiles.iter().zip(&destinations).zip(&choices).enumerate()
+    {
+        if let (Some(reason), true) = (&choice.reason, log_level.warnings()) {
+            eprintln!(
+                "rtl-pmc: replay mode {}: {reason}",
+                format!("{:?}", choice.asked).to_lowercase()
+            );
+        }
+        let code = run::run(profile, destination, &options, choice.replay)?;
         if code == 0 {
             continue;
         }

@@ -200,26 +200,28 @@ impl Run {
                 .iter()
                 .map(|a| AgentPlan {
                     arch: a.arch.clone(),
-                    groups: a
-                        .groups
-                        .iter()
-                        .map(|g| EventGroup {
-                            counters: g.counters.clone(),
-                            events: g
-                                .events
-                                .iter()
-                                .map(|e| PlanEvent {
-                                    block: e.block.clone(),
-                                    block_id: e.block_id,
-                                    event: e.event,
-                                    flags: e.flags,
-                                })
-                                .collect(),
-                        })
-                        .collect(),
+                    groups: a.groups.iter().map(event_group).collect(),
                 })
                 .collect(),
+            replay: None,
         }
+    }
+}
+
+/// A group as the interposer's plan file carries it.
+pub fn event_group(g: &RunGroup) -> EventGroup {
+    EventGroup {
+        counters: g.counters.clone(),
+        events: g
+            .events
+            .iter()
+            .map(|e| PlanEvent {
+                block: e.block.clone(),
+                block_id: e.block_id,
+                event: e.event,
+                flags: e.flags,
+            })
+            .collect(),
     }
 }
 

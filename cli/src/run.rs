@@ -33,6 +33,7 @@ use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
+use crate::replay::Replay;
 
 pub use child::exit_code;
 
@@ -296,6 +297,7 @@ pub fn run(
     plan: &ProfilePlan,
     destination: &destination::Destination,
     options: &RunOptions<'_>,
+    replay: Replay,
 ) -> Result<i32, CliError> {
     let destination::Destination { directory, base } = destination.clone();
     let launched = std::time::SystemTime::now();
@@ -336,21 +338,59 @@ pub fn run(
         Ok(other) if !other.trim().is_empty() => format!("{} {other}", library.display()),
         _ => library.display().to_string(),
     };
-    let mut progress = progress::Progress::new(plan.runs.len());
+    let kernel_plan = match replay {
+        Replay::Kernel { budget } => {
+            // One run writes every pass: all pass directories exist before it starts, each
+            // with the one plan.
+            let dirs: Vec<PathBuf> = plan
+                .runs
+                .iter()
+                .map(|r| directory.join(format!("pass_{}", r.number)))
+                .collect();
+            for dir in &dirs {
+                std::fs::create_dir(dir).map_err(|e| io_error(dir, e))?;
+            }
+            let refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
+            let combined = crate::replay::kernel_plan(plan, &refs, budget);
+            for dir in &dirs {
+                combined
+                    .write(&dir.join("plan.json"))
+                    .map_err(output_error)?;
+            }
+            Some(combined)
+        }
+        Replay::Application => None,
+    };
+    let mut progress = progress::Progress::new(match kernel_plan {
+        Some(_) => 1,
+        None => plan.runs.len(),
+    });
     let mut zeros = zeros::ZeroCounters::default();
     let mut exit = 0;
     let mut written = Vec::new();
+    // Kernel replay: the exit code of the one run, and what the replay did.
+    let mut replayed: Option<(i32, std::time::Duration)> = None;
+    let mut replay_report = crate::replay::Report::default();
+    // Application replay: the wall time of each run that succeeded.
+    let mut run_times: Vec<std::time::Duration> = Vec::new();
     for run in &plan.runs {
         if child::interrupted() {
             break;
         }
         let pass = run.number as u32;
         let pass_dir = directory.join(format!("pass_{pass}"));
-        // Never an existing one: its files would mix with this run's.
-        std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
-        let run_plan = run.plan_file(&pass_dir);
+        let run_plan = match &kernel_plan {
+            Some(combined) => combined.clone(),
+            None => {
+                // Never an existing one: its files would mix with this run's.
+                std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
+                run.plan_file(&pass_dir)
+            }
+        };
         let plan_path = pass_dir.join("plan.json");
-        run_plan.write(&plan_path).map_err(output_error)?;
+        if kernel_plan.is_none() {
+            run_plan.write(&plan_path).map_err(output_error)?;
+        }
         let counters = run
             .agents
             .iter()
@@ -413,24 +453,40 @@ pub fn run(
                 eprintln!("rtl-pmc: pass {pass}: {name}={value}");
             }
         }
-        let mut command = Command::new(program);
-        command
-            .args(arguments)
-            .envs(added.iter().map(|(k, v)| (k, v)));
-        let started = Instant::now();
-        progress.start(pass, &label);
-        let status = child::run(&mut command, || progress.tick()).map_err(|e| CliError {
-            message: format!("cannot run '{program}': {e}"),
-            exit_code: if e.kind() == std::io::ErrorKind::NotFound {
-                127
-            } else {
-                126
-            },
-        })?;
-        let code = if child::interrupted() && status.code() != Some(0) {
-            INTERRUPTED_EXIT
-        } else {
-            exit_code(status)
+        let (code, started) = match replayed {
+            Some((code, elapsed)) => (code, Instant::now() - elapsed),
+            None => {
+                let mut command = Command::new(program);
+                command
+                    .args(arguments)
+                    .envs(added.iter().map(|(k, v)| (k, v)));
+                let started = Instant::now();
+                let shown = match &kernel_plan {
+                    Some(_) => format!("{} passes, kernel replay", plan.runs.len()),
+                    None => label.clone(),
+                };
+                progress.start(pass, &shown);
+                let status =
+                    child::run(&mut command, || progress.tick()).map_err(|e| CliError {
+                        message: format!("cannot run '{program}': {e}"),
+                        exit_code: if e.kind() == std::io::ErrorKind::NotFound {
+                            127
+                        } else {
+                            126
+                        },
+                    })?;
+                let code = if child::interrupted() && status.code() != Some(0) {
+                    INTERRUPTED_EXIT
+                } else {
+                    exit_code(status)
+                };
+                if kernel_plan.is_some() {
+                    replayed = Some((code, started.elapsed()));
+                } else if code == 0 {
+                    run_times.push(started.elapsed());
+                }
+                (code, started)
+            }
         };
 
         let output_file = run.settings.output_file.as_deref();
@@ -444,8 +500,20 @@ pub fn run(
             (false, false) => &[Table::CounterCollection],
         };
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
-        let mut records = StartMerged::open(&record_files(&pass_dir));
-        let processes = records.processes();
+        let mut files = record_files(&pass_dir);
+        if kernel_plan.is_some() && pass > 1 {
+            // What pass 1 collected and this pass did not (a declined dispatch, a GPU with
+            // fewer passes, timing only) is in this pass too, without counters, so that the
+            // dispatches of every pass are the same and join exactly.
+            files.extend(record_files(&directory.join("pass_1")));
+        }
+        let mut records = StartMerged::open(&files);
+        let processes = {
+            let mut pids = records.processes();
+            pids.sort_unstable();
+            pids.dedup();
+            pids
+        };
         let spec = PassSpec {
             pass,
             label: &label,
@@ -458,6 +526,16 @@ pub fn run(
             for record in records {
                 match record {
                     Ok(record) => {
+                        if pass == 1 {
+                            replay_report.observe(&record);
+                        }
+                        let record = match &kernel_plan {
+                            Some(_) => match crate::replay::for_pass(record, pass) {
+                                Some(r) => r,
+                                None => continue,
+                            },
+                            None => record,
+                        };
                         let dispatch = converter.convert(&record);
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
@@ -490,12 +568,17 @@ pub fn run(
         for path in agent_info {
             written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
         }
-        progress.finish(pass, started.elapsed(), code, dispatches);
+        match &kernel_plan {
+            None => progress.finish(pass, started.elapsed(), code, dispatches),
+            Some(_) if pass == 1 => progress.finish(1, started.elapsed(), code, dispatches),
+            Some(_) => {}
+        }
         if code != 0 {
             if exit == 0 {
                 exit = code;
             }
-            if !options.continue_on_error || child::interrupted() {
+            // Kernel replay: every pass comes from the one run, all are written.
+            if kernel_plan.is_none() && (!options.continue_on_error || child::interrupted()) {
                 if plan.runs.len() > pass as usize && !child::interrupted() {
                     eprintln!(
                         "rtl-pmc: the application exited with {code} in pass {pass}; stopping (--continue-on-error runs the remaining passes)"
@@ -518,7 +601,21 @@ pub fn run(
         options.warn(warning);
     }
     let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
-    let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    if !child::interrupted() {
+        record_costs(
+            options.app,
+            replay,
+            replayed,
+            &run_times,
+            &replay_report,
+            plan.runs.len(),
+        );
+    }
+    let mut summary =
+        crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    if let Replay::Kernel { .. } = replay {
+        summary.push_str(&replay_report.render(plan.runs.len()));
+    }
     let any =
         |on: fn(&rtl_pmc_cli::inputs::Settings) -> bool| plan.runs.iter().any(|r| on(&r.settings));
     if any(|s| s.stats) {
@@ -531,7 +628,7 @@ pub fn run(
     written.extend(db_path);
     if any(|s| s.output_config) {
         let path = directory.join(format!("{base}_config.json"));
-        written.push(write_config(&path, plan, options.app, launched)?);
+        written.push(write_config(&path, plan, options.app, launched, replay)?);
     }
     let summary_file = plan
         .runs
@@ -557,14 +654,48 @@ pub fn run(
     Ok(exit)
 }
 
+/// Keeps what this profile's replay cost for its command ([`crate::costs`]).
+fn record_costs(
+    app: &[String],
+    replay: Replay,
+    replayed: Option<(i32, std::time::Duration)>,
+    run_times: &[std::time::Duration],
+    report: &crate::replay::Report,
+    passes: usize,
+) {
+    match (replay, replayed) {
+        (Replay::Kernel { .. }, Some((0, elapsed))) => {
+            let (replayed, saved, restored) = report.per_dispatch();
+            crate::costs::store(app, |m| {
+                m.kernel = Some(crate::costs::KernelRun {
+                    run_ns: elapsed.as_nanos() as u64,
+                    passes: passes as u32,
+                    replayed,
+                    saved,
+                    restored,
+                })
+            });
+        }
+        (Replay::Application, _) if !run_times.is_empty() => {
+            let total: std::time::Duration = run_times.iter().sum();
+            let run_ns = (total / run_times.len() as u32).as_nanos() as u64;
+            crate::costs::store(app, |m| {
+                m.application = Some(crate::costs::ApplicationRun { run_ns })
+            });
+        }
+        _ => {}
+    }
+}
+
 /// Writes `<base>_config.json` (`--output-config`): rocprofv3's layout, a `metadata` object with
 /// the pid, launch and end times (ns since the epoch), the command and, as `config`, each run's
-/// counters and settings.
+/// counters and settings and the replay the profile used.
 fn write_config(
     path: &Path,
     plan: &ProfilePlan,
     app: &[String],
     launched: std::time::SystemTime,
+    replay: Replay,
 ) -> Result<PathBuf, CliError> {
     let ns = |t: std::time::SystemTime| {
         t.duration_since(std::time::UNIX_EPOCH)
@@ -598,6 +729,8 @@ fn write_config(
                 "stats": s.stats,
                 "log_level": s.log_level.map(|l| format!("{l:?}").to_lowercase()),
                 "preload": s.preload,
+                "replay_mode": format!("{:?}", s.replay_mode.unwrap_or_default()).to_lowercase(),
+                "replay_memory_budget": s.replay_memory_budget,
             })
         })
         .collect();
@@ -608,7 +741,13 @@ fn write_config(
                 "init_time": ns(launched),
                 "fini_time": ns(std::time::SystemTime::now()),
                 "command": app,
-                "config": { "runs": runs },
+                "config": {
+                    "runs": runs,
+                    "replay": match replay {
+                        Replay::Application => "application",
+                        Replay::Kernel { .. } => "kernel",
+                    },
+                },
             }
         }]
     });

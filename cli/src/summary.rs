@@ -29,7 +29,7 @@ const GAP_LABELS: [&str; 8] = [
 /// The widest bar of the idle-gap histogram.
 const BAR: u64 = 30;
 
-fn grouped(n: u64) -> String {
+pub fn grouped(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {

@@ -603,7 +603,7 @@ fn malformed_files() {
              pmc_group_interval, kernel_include_regex, kernel_exclude_regex, \
              kernel_iteration_range, output_directory, output_file, output_format, \
              truncate_kernels, mangled_kernels, summary, summary_output_file, stats, output_config, \
-             log_level, list_avail, kernel_trace, preload"
+             log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
@@ -958,6 +958,8 @@ fn help_lists_every_flag_and_the_merge_command() {
         "--pass-match",
         "--summary-top",
         "--continue-on-error",
+        "--replay-mode",
+        "--replay-memory-budget",
         "-L,",
         "-T,",
         "-M,",
@@ -998,5 +1000,136 @@ fn help_lists_every_flag_and_the_merge_command() {
     assert_error(
         &rtl_pmc(&["help", "plan"]),
         "help: no help on 'plan'; try rtl-pmc help or rtl-pmc help merge",
+    );
+}
+
+const KERNEL_REPLAY_LINE: &str = "replay mode kernel: kernel replay: 1 run of the application, 2 passes per selected dispatch (memory budget 4294967296 bytes per dispatch); application replay: 2 runs, 1 pass per dispatch per run\n";
+
+#[test]
+fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
+    let two = [
+        "--plan",
+        "--arch",
+        "gfx942",
+        "--pmc",
+        "SQ_WAVES",
+        "--pmc",
+        "GRBM_COUNT",
+    ];
+    let plan = "pass 1: SQ_WAVES\npass 2: GRBM_COUNT\npasses: 2 (lower bound: 2)\n";
+    let with = |extra: &[&str]| {
+        let mut args = two.to_vec();
+        args.extend_from_slice(extra);
+        rtl_pmc(&args)
+    };
+    assert_plan(&with(&[]), plan, "");
+    assert_plan(&with(&["--replay-mode", "application"]), plan, "");
+    assert_plan(
+        &with(&["--replay-mode", "kernel"]),
+        &format!("{plan}{KERNEL_REPLAY_LINE}"),
+        "",
+    );
+    assert_plan(
+        &with(&["--replay-mode", "kernel", "--replay-memory-budget", "512M"]),
+        &format!(
+            "{plan}{}",
+            KERNEL_REPLAY_LINE.replace("4294967296", "536870912")
+        ),
+        "",
+    );
+    assert_plan(
+        &with(&["--replay-mode", "auto"]),
+        &format!(
+            "{plan}{}",
+            KERNEL_REPLAY_LINE.replace("mode kernel", "mode auto")
+        ),
+        "",
+    );
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "--replay-mode", "kernel", "--pmc", "SQ_WAVES"]),
+        "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\nreplay mode kernel: application replay: 1 run of the application, 1 pass per dispatch per run (one pass, nothing to replay)\n",
+        "",
+    );
+    assert_error(
+        &with(&["--replay-mode", "kernel", "--replay-memory-budget", "12X"]),
+        "--replay-memory-budget: '12X' is not a size (bytes, or a number with K, M, G or T)",
+    );
+    let bad = with(&["--replay-mode", "sideways"]);
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr
+            .contains("invalid value 'sideways' for '--replay-mode <MODE>'"),
+        "{}",
+        bad.stderr
+    );
+
+    let s = Scratch::new("replay");
+    let groups = s.file("groups.yaml", V3_GROUPS_YAML);
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "--replay-mode", "kernel", "-i", &groups]),
+        "--replay-mode kernel: pmc_groups rotate their groups over the dispatches of one run, while kernel replay collects every pass for each dispatch; use --replay-mode application",
+    );
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "--replay-mode", "auto", "-i", &groups]),
+        "pass 1: SQ_WAVES GRBM_COUNT | GRBM_GUI_ACTIVE (rotating every 4 dispatches)\npasses: 1 (lower bound: 1)\nreplay mode auto: application replay: 1 run of the application, 1 pass per dispatch per run (one pass, nothing to replay)\n",
+        "",
+    );
+    let filtered = s.file(
+        "filtered.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    replay_mode: kernel\n  - pmc: [GRBM_COUNT]\n    kernel_include_regex: add\n    replay_mode: kernel\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &filtered]),
+        "--replay-mode kernel: its jobs select or name dispatches differently (kernel filters, kernel-name options or preloaded libraries), so their passes cannot share one run; use --replay-mode application",
+    );
+    let mixed = s.file(
+        "mixed.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    replay_mode: kernel\n  - pmc: [GRBM_COUNT]\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &mixed]),
+        "the jobs writing to one output directory ask for different replay modes (kernel, application); give them one",
+    );
+    let keys = s.file(
+        "keys.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    replay_mode: Kernel\n    replay_memory_budget: 1G\n  - pmc: [GRBM_COUNT]\n    replay_mode: kernel\n    replay_memory_budget: 1073741824\n",
+    );
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &keys]),
+        &format!(
+            "{plan}{}",
+            KERNEL_REPLAY_LINE.replace("4294967296", "1073741824")
+        ),
+        "",
+    );
+    assert_error(
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "--replay-mode",
+            "auto",
+            "-i",
+            &keys,
+        ]),
+        &format!("{keys}:3:18: replay_mode conflicts with --replay-mode on the command line"),
+    );
+    let wrong = s.file(
+        "wrong.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    replay_mode: sideways\n    replay_memory_budget: lots\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &wrong]),
+        &format!("{wrong}:3:18: replay_mode: 'sideways' is not application, kernel or auto"),
+    );
+    let budget = s.file(
+        "budget.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    replay_memory_budget: lots\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &budget]),
+        &format!(
+            "{budget}:3:27: replay_memory_budget: 'lots' is not a size (bytes, or a number with K, M, G or T)"
+        ),
     );
 }

@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 
 use rtl_pmc::dispatch::selection::Selector;
 use rtl_pmc::passes::plan_file::{IterationRange, KernelFilters};
-use rtl_pmc_cli::args::{LogLevel, OutputFormat};
+use rtl_pmc_cli::args::{LogLevel, OutputFormat, ReplayMode};
 use rtl_pmc_cli::error::{CliError, INPUT_ERROR};
 use rtl_pmc_cli::inputs::{parse_input, Collection, CounterName, Job, Settings};
 
@@ -91,6 +91,8 @@ fn flagged() -> Settings {
         // the file alone refuses.
         kernel_trace: false,
         preload: vec!["libfirst.so".into()],
+        replay_mode: Some(ReplayMode::Kernel),
+        replay_memory_budget: Some(1 << 30),
     }
 }
 

@@ -233,6 +233,34 @@ impl Tables {
         }
     }
 
+    /// Replaces the AMD extension entry `field` (a field name of [`AmdExtTable`]) with
+    /// `function`, if the runtime's table is long enough to hold it.
+    ///
+    /// # Safety
+    /// `function` must have the entry's exact C signature.
+    pub unsafe fn patch_amd(&self, field: &str, function: *const c_void) {
+        let (_, offset) = entry_of(AmdExtTable::ENTRIES, field);
+        if offset == usize::MAX || !self.has_amd(field) {
+            return;
+        }
+        // SAFETY: `has_amd` checked that the runtime's table holds the entry.
+        unsafe { *((self.amd as *mut u8).add(offset) as *mut *const c_void) = function };
+    }
+
+    /// Puts the saved original of AMD extension entry `field` back.
+    pub fn restore_amd(&self, field: &str) {
+        let (_, offset) = entry_of(AmdExtTable::ENTRIES, field);
+        if offset == usize::MAX || !self.has_amd(field) {
+            return;
+        }
+        // SAFETY: `offset` is inside our saved copy and, by `has_amd`, the runtime's table.
+        unsafe {
+            let saved = *((&self.amd_orig as *const AmdExtTable as *const u8).add(offset)
+                as *const *const c_void);
+            *((self.amd as *mut u8).add(offset) as *mut *const c_void) = saved;
+        }
+    }
+
     /// Whether the runtime's AMD extension table holds `field`.
     pub fn has_amd(&self, field: &str) -> bool {
         let (_, offset) = entry_of(AmdExtTable::ENTRIES, field);

@@ -19,7 +19,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::counters::{GpuCounters, PacketSet};
-use super::records::{Record, RecordFile};
+use super::records::{Record, RecordFile, ReplayStats};
+use super::replay::Replay;
 use super::runtime::Hsa;
 use crate::hsa::*;
 
@@ -100,33 +101,73 @@ pub struct CountedPart {
     pub previous: Option<Arc<ChainLink>>,
 }
 
+/// One run of a dispatch's kernel: the whole dispatch, or one pass of a replayed one.
+pub struct PassRun {
+    /// Our kernel completion signal.
+    pub kernel_signal: hsa_signal_t,
+    /// Counters, when collected.
+    pub counted: Option<CountedPart>,
+    kernel_done: bool,
+    start: u64,
+    end: u64,
+}
+
+impl PassRun {
+    /// A run of the kernel completing `kernel_signal`.
+    pub fn new(kernel_signal: hsa_signal_t, counted: Option<CountedPart>) -> PassRun {
+        PassRun {
+            kernel_signal,
+            counted,
+            kernel_done: false,
+            start: 0,
+            end: 0,
+        }
+    }
+}
+
 /// A wrapped dispatch waiting for completion.
 pub struct Pending {
     /// The record, complete but for timestamps, group and values.
     pub record: Record,
     /// The GPU.
     pub agent: hsa_agent_t,
-    /// Our kernel completion signal.
-    pub kernel_signal: hsa_signal_t,
     /// The application's completion signal (0 for none).
     pub app_signal: hsa_signal_t,
-    /// Counters, when collected.
-    pub counted: Option<CountedPart>,
     /// Which queue submitted it (for flushing at queue destruction).
     pub queue: usize,
-    kernel_done: bool,
+    /// The kernel's runs: one, or one per group with kernel replay.
+    passes: Vec<PassRun>,
+    /// Kernel replay's gates and snapshot.
+    replay: Option<Replay>,
+    /// Kernel replay: the signal the last gate's barrier completes.
+    link: Option<Arc<ChainLink>>,
+    /// The pass being waited for.
+    current: usize,
+    /// The raw start and end timestamps of pass 0's kernel, for the application's signal.
+    first_ts: (u64, u64),
+    /// Records of the passes that completed.
+    finished: Vec<Record>,
 }
 
 impl Pending {
     /// The signal whose completion moves this dispatch on.
     fn awaited(&self) -> hsa_signal_t {
-        match &self.counted {
-            Some(c) if self.kernel_done => c.done.signal,
-            _ => self.kernel_signal,
+        if let Some(replay) = &self.replay {
+            if !replay.saved {
+                return replay.ready;
+            }
+            if self.current >= self.passes.len() {
+                return self.link.as_ref().map_or(replay.ready, |l| l.signal);
+            }
+        }
+        let pass = &self.passes[self.current.min(self.passes.len() - 1)];
+        match &pass.counted {
+            Some(c) if pass.kernel_done => c.done.signal,
+            _ => pass.kernel_signal,
         }
     }
 
-    /// A pending dispatch.
+    /// A pending dispatch run once.
     pub fn new(
         record: Record,
         agent: hsa_agent_t,
@@ -135,21 +176,59 @@ impl Pending {
         counted: Option<CountedPart>,
         queue: usize,
     ) -> Pending {
+        let passes = vec![PassRun::new(kernel_signal, counted)];
+        Pending::replayed(record, agent, app_signal, queue, passes, None)
+    }
+
+    /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
+    /// replay, whose link is the signal of the barrier after the last pass.
+    pub fn replayed(
+        record: Record,
+        agent: hsa_agent_t,
+        app_signal: hsa_signal_t,
+        queue: usize,
+        passes: Vec<PassRun>,
+        replay: Option<(Replay, Arc<ChainLink>)>,
+    ) -> Pending {
+        let (replay, link) = replay.unzip();
         Pending {
             record,
             agent,
-            kernel_signal,
             app_signal,
-            counted,
             queue,
-            kernel_done: false,
+            passes,
+            replay,
+            link,
+            current: 0,
+            first_ts: (0, 0),
+            finished: Vec::new(),
         }
+    }
+}
+
+impl Drop for Pending {
+    /// A replayed dispatch given up before its last gate opened (the worker stopped at unload,
+    /// or failed): its gates are opened so that the application's queue never waits forever.
+    fn drop(&mut self) {
+        let Some(replay) = &mut self.replay else {
+            return;
+        };
+        if replay.opened >= replay.gates.len() {
+            return;
+        }
+        super::warn(&format!(
+            "dispatch {} ({}) was given up during kernel replay; its remaining passes run without their memory restored, so the memory it leaves may be wrong",
+            self.record.dispatch, self.record.kernel
+        ));
+        replay.open_all();
     }
 }
 
 #[derive(Default)]
 struct Shared {
     incoming: Vec<Pending>,
+    /// Records of dispatches left untouched, written as they are.
+    notes: Vec<Record>,
     outstanding: HashMap<usize, usize>,
     flush_tickets: u64,
     flushed: u64,
@@ -166,7 +245,8 @@ pub struct Completion {
     shared: Mutex<Shared>,
     wake_up: Condvar,
     progress: Condvar,
-    output: PathBuf,
+    /// The raw record files: one, or one per event group with kernel replay.
+    outputs: Vec<PathBuf>,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -174,17 +254,23 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 impl Completion {
-    /// Starts the worker; records go to `<output directory>/<pid>.rtlraw`.
+    /// Starts the worker; records go to `<output directory>/<pid>.rtlraw`, those of event
+    /// group `g` to the `g`-th directory when there are several.
     pub fn start(
         hsa: Arc<Hsa>,
         signals: Arc<SignalPool>,
-        output_directory: PathBuf,
+        output_directories: &[PathBuf],
     ) -> Arc<Completion> {
-        let output = output_directory.join(format!(
-            "{}.{}",
-            std::process::id(),
-            super::records::EXTENSION
-        ));
+        let outputs = output_directories
+            .iter()
+            .map(|d| {
+                d.join(format!(
+                    "{}.{}",
+                    std::process::id(),
+                    super::records::EXTENSION
+                ))
+            })
+            .collect();
         let wake = hsa.signal_create(0);
         let completion = Arc::new(Completion {
             hsa,
@@ -193,7 +279,7 @@ impl Completion {
             shared: Mutex::new(Shared::default()),
             wake_up: Condvar::new(),
             progress: Condvar::new(),
-            output,
+            outputs,
         });
         let worker = Arc::clone(&completion);
         let spawned = std::thread::Builder::new()
@@ -216,9 +302,18 @@ impl Completion {
         !lock(&self.shared).stopped
     }
 
-    /// The raw record file's path.
+    /// The (first) raw record file's path.
     pub fn output(&self) -> &std::path::Path {
-        &self.output
+        self.outputs.first().map_or(std::path::Path::new(""), |p| p)
+    }
+
+    /// Hands records of dispatches that run untouched to the worker, to be written as they are.
+    pub fn note(&self, records: Vec<Record>) {
+        if records.is_empty() {
+            return;
+        }
+        lock(&self.shared).notes.extend(records);
+        self.nudge();
     }
 
     /// Hands wrapped dispatches to the worker. If it is gone, completes them here.
@@ -288,7 +383,8 @@ impl Completion {
 
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
-        let mut file: Option<RecordFile> = None;
+        let mut files: Vec<Option<RecordFile>> = self.outputs.iter().map(|_| None).collect();
+        let mut notes: Vec<Record> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
         loop {
@@ -299,6 +395,7 @@ impl Completion {
                 let mut shared = lock(&self.shared);
                 if pending.is_empty()
                     && shared.incoming.is_empty()
+                    && shared.notes.is_empty()
                     && !shared.stop
                     && shared.flush_tickets == shared.flushed
                 {
@@ -312,6 +409,7 @@ impl Completion {
                         .unwrap_or_else(|p| p.into_inner().0);
                 }
                 pending.append(&mut shared.incoming);
+                notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
             if !pending.is_empty() && !stop {
@@ -322,45 +420,51 @@ impl Completion {
             }
             let mut finished: Vec<usize> = Vec::new();
             let mut records: Vec<Record> = Vec::new();
+            records.append(&mut notes);
             pending.retain_mut(|p| match self.advance(p) {
-                Some(record) => {
+                Some(done) => {
                     finished.push(p.queue);
-                    records.push(record);
+                    records.extend(done);
                     false
                 }
                 None => true,
             });
-            if !records.is_empty() && file.is_none() && !file_failed {
-                match self.open() {
-                    Ok(f) => file = Some(f),
-                    Err(e) => {
-                        file_failed = true;
-                        super::warn(&format!("cannot write records: {e}"));
+            for r in &records {
+                let at = r.group.unwrap_or(0) as usize;
+                let at = if at < self.outputs.len() { at } else { 0 };
+                if files[at].is_none() && !file_failed {
+                    match self.open(at) {
+                        Ok(f) => files[at] = Some(f),
+                        Err(e) => {
+                            file_failed = true;
+                            super::warn(&format!("cannot write records: {e}"));
+                        }
                     }
                 }
-            }
-            if let Some(f) = file.as_mut() {
-                for r in &records {
+                if let Some(f) = files[at].as_mut() {
                     f.push(r);
                 }
             }
             // Nothing left in flight: write now, so any pause in the application's stream puts
             // every record on disk; a busy stream flushes on the interval or a full buffer.
             let idle = !records.is_empty() && pending.is_empty();
-            let full = file
-                .as_ref()
-                .is_some_and(|f| f.pending_bytes() >= FLUSH_BYTES);
+            let full = files
+                .iter()
+                .flatten()
+                .any(|f| f.pending_bytes() >= FLUSH_BYTES);
             let flush_due = idle || full || last_flush.elapsed() >= FLUSH_INTERVAL;
             let flushed_now = {
                 let shared = lock(&self.shared);
                 shared.flushed < ticket
             };
             if flush_due || flushed_now || stop {
-                if let Some(Err(e)) = file.as_mut().map(RecordFile::flush) {
-                    // One warning; later records are dropped rather than failing again.
-                    super::warn(&format!("cannot write records: {e}"));
-                    file = None;
-                    file_failed = true;
+                for slot in files.iter_mut() {
+                    if let Some(Err(e)) = slot.as_mut().map(RecordFile::flush) {
+                        // One warning; later records are dropped rather than failing again.
+                        super::warn(&format!("cannot write records: {e}"));
+                        *slot = None;
+                        file_failed = true;
+                    }
                 }
                 last_flush = Instant::now();
             }
@@ -379,9 +483,11 @@ impl Completion {
             // `stop` comes after a drain that waited for every dispatch it could; whatever is
             // still pending then never completes and is abandoned.
             if stop {
-                for p in pending {
-                    if let Some(counted) = p.counted {
-                        counted.gpu.abandon(counted.set);
+                for mut p in pending {
+                    for pass in &mut p.passes {
+                        if let Some(counted) = pass.counted.take() {
+                            counted.gpu.abandon(counted.set);
+                        }
                     }
                 }
                 return;
@@ -414,50 +520,139 @@ impl Completion {
         }
     }
 
-    fn open(&self) -> Result<RecordFile, super::records::RecordError> {
-        if let Some(dir) = self.output.parent() {
+    fn open(&self, at: usize) -> Result<RecordFile, super::records::RecordError> {
+        let output = &self.outputs[at];
+        if let Some(dir) = output.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        RecordFile::create(&self.output)
+        RecordFile::create(output)
     }
 
-    /// Moves a dispatch on as far as its signals allow; its record once it is complete.
-    fn advance(&self, p: &mut Pending) -> Option<Record> {
-        if !p.kernel_done {
-            if self.hsa.signal_load(p.kernel_signal) >= 1 {
-                return None;
-            }
-            if let Some((start, end)) = self.hsa.dispatch_time(p.agent, p.kernel_signal) {
-                p.record.start = start;
-                p.record.end = end;
-            }
-            if p.app_signal.handle != 0 {
-                // SAFETY: ROCr signal handles are the addresses of their amd_signal_t; ours
-                // completed with the kernel's raw timestamps, the application's is still
-                // waiting for exactly this kernel.
-                unsafe {
-                    let ours = p.kernel_signal.handle as *const amd_signal_t;
-                    let theirs = p.app_signal.handle as *mut amd_signal_t;
-                    std::ptr::addr_of_mut!((*theirs).start_ts)
-                        .write_volatile(std::ptr::addr_of!((*ours).start_ts).read_volatile());
-                    std::ptr::addr_of_mut!((*theirs).end_ts)
-                        .write_volatile(std::ptr::addr_of!((*ours).end_ts).read_volatile());
+    /// Completes the application's signal with raw timestamps `(start, end)`.
+    fn complete_app(&self, app_signal: hsa_signal_t, (start, end): (u64, u64)) {
+        if app_signal.handle == 0 {
+            return;
+        }
+        // SAFETY: ROCr signal handles are the addresses of their amd_signal_t; the
+        // application's is still waiting for exactly this dispatch.
+        unsafe {
+            let theirs = app_signal.handle as *mut amd_signal_t;
+            std::ptr::addr_of_mut!((*theirs).start_ts).write_volatile(start);
+            std::ptr::addr_of_mut!((*theirs).end_ts).write_volatile(end);
+        }
+        self.hsa.signal_subtract(app_signal, 1);
+    }
+
+    /// Moves a dispatch on as far as its signals allow; its records (one per pass) once it is
+    /// complete.
+    fn advance(&self, p: &mut Pending) -> Option<Vec<Record>> {
+        if let Some(replay) = &mut p.replay {
+            if !replay.saved {
+                if self.hsa.signal_load(replay.ready) >= 1 {
+                    replay.check_stall(
+                        p.record.dispatch,
+                        &p.record.kernel,
+                        "the packets before it on its queue and the previous counted dispatch",
+                    );
+                    return None;
                 }
-                self.hsa.signal_subtract(p.app_signal, 1);
+                replay.save();
+                replay.open_next(&self.hsa);
             }
-            self.signals.give(p.kernel_signal);
-            p.kernel_done = true;
         }
-        if let Some(counted) = &p.counted {
-            if self.hsa.signal_load(counted.done.signal) >= 1 {
+        let last = p.passes.len() - 1;
+        while p.current <= last {
+            let i = p.current;
+            let pass = &mut p.passes[i];
+            if !pass.kernel_done {
+                if self.hsa.signal_load(pass.kernel_signal) >= 1 {
+                    if let Some(replay) = &mut p.replay {
+                        replay.check_stall(p.record.dispatch, &p.record.kernel, "its kernel");
+                    }
+                    return None;
+                }
+                if let Some((start, end)) = self.hsa.dispatch_time(p.agent, pass.kernel_signal) {
+                    pass.start = start;
+                    pass.end = end;
+                }
+                if i == 0 {
+                    // SAFETY: ROCr signal handles are the addresses of their amd_signal_t; ours
+                    // completed with the kernel's raw timestamps.
+                    p.first_ts = unsafe {
+                        let ours = pass.kernel_signal.handle as *const amd_signal_t;
+                        (
+                            std::ptr::addr_of!((*ours).start_ts).read_volatile(),
+                            std::ptr::addr_of!((*ours).end_ts).read_volatile(),
+                        )
+                    };
+                    if p.replay.is_none() {
+                        self.complete_app(p.app_signal, p.first_ts);
+                    }
+                }
+                self.signals.give(pass.kernel_signal);
+                pass.kernel_done = true;
+            }
+            if let Some(counted) = &pass.counted {
+                if self.hsa.signal_load(counted.done.signal) >= 1 {
+                    if let Some(replay) = &mut p.replay {
+                        let what = "its counters to be read";
+                        replay.check_stall(p.record.dispatch, &p.record.kernel, what);
+                    }
+                    return None;
+                }
+            }
+            let mut record = Record {
+                start: pass.start,
+                end: pass.end,
+                ..p.record.clone()
+            };
+            if let Some(counted) = pass.counted.take() {
+                record.group = Some(counted.set.group as u32);
+                record.counters = counted.gpu.values(&counted.set);
+                counted.gpu.give_back(counted.set);
+            }
+            p.finished.push(record);
+            p.current += 1;
+            if let Some(replay) = &mut p.replay {
+                if i == 0 {
+                    replay.compare();
+                }
+                if i < last {
+                    replay.restore(true);
+                } else {
+                    replay.restore(false);
+                    replay.release();
+                    self.complete_app(p.app_signal, p.first_ts);
+                }
+                replay.open_next(&self.hsa);
+            }
+        }
+        if let (Some(replay), Some(link)) = (&mut p.replay, &p.link) {
+            if self.hsa.signal_load(link.signal) >= 1 {
                 return None;
             }
+            for problem in replay.problems.drain(..) {
+                super::warn(&format!(
+                    "kernel replay of dispatch {} ({}): {problem}",
+                    p.record.dispatch, p.record.kernel
+                ));
+            }
+            self.signals.give(replay.ready);
+            for gate in &replay.gates {
+                self.signals.give(*gate);
+            }
+            let stats = ReplayStats {
+                passes: p.passes.len() as u32,
+                saved: replay.bytes.saved,
+                restored: replay.bytes.restored,
+                declined: None,
+            };
+            for record in &mut p.finished {
+                record.replay = Some(stats.clone());
+            }
+            // Every signal is back in the pool: nothing is left to open when it is dropped.
+            replay.opened = replay.gates.len();
         }
-        let mut record = std::mem::take(&mut p.record);
-        if let Some(counted) = p.counted.take() {
-            record.counters = counted.gpu.values(&counted.set);
-            counted.gpu.give_back(counted.set);
-        }
-        Some(record)
+        Some(std::mem::take(&mut p.finished))
     }
 }

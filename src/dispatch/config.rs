@@ -16,7 +16,7 @@ use std::path::PathBuf;
 
 use super::counters::ApiKind;
 use super::kernel_names::NameOptions;
-use crate::passes::plan_file::{KernelFilters, PlanEvent, RunPlan, PLAN_ENV};
+use crate::passes::plan_file::{KernelFilters, KernelReplay, PlanEvent, RunPlan, PLAN_ENV};
 
 /// Output directory pattern of environment-variable mode.
 pub const OUTPUT_ENV: &str = "RTL_PMC_OUTPUT";
@@ -68,6 +68,8 @@ pub struct Config {
     pub env_mode: bool,
     /// Chain counted dispatches of a GPU so that they never overlap (always, but for diagnosis).
     pub serialize: bool,
+    /// Kernel replay: every group for each selected dispatch, records per group.
+    pub replay: Option<KernelReplay>,
 }
 
 fn flag(get: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
@@ -159,12 +161,15 @@ impl Config {
             config.output_directory = PathBuf::from(&plan.output_directory);
             config.filters = plan.filters;
             config.group_interval = plan.group_interval.max(1);
+            let replay = plan.replay.is_some();
+            config.replay = plan.replay;
             for agent in plan.agents {
+                // Kernel replay keeps group indices, which name the pass directories.
                 let groups: Vec<Vec<PlanEvent>> = agent
                     .groups
                     .into_iter()
                     .map(|g| g.events)
-                    .filter(|e| !e.is_empty())
+                    .filter(|e| replay || !e.is_empty())
                     .collect();
                 if !groups.is_empty() {
                     config.groups.insert(agent.arch, groups);
@@ -279,6 +284,7 @@ mod tests {
                     groups: vec![],
                 },
             ],
+            replay: None,
         };
         let path = std::env::temp_dir().join(format!("rtl-pmc-config-{}.json", std::process::id()));
         plan.write(&path).unwrap();

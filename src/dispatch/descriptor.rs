@@ -15,6 +15,8 @@ pub struct KernelResources {
     pub sgpr: u32,
     /// Wavefront size: 32 or 64.
     pub wave_size: u32,
+    /// Bytes of the kernel's argument segment (`kernarg_size`), hidden arguments included.
+    pub kernarg_size: u32,
 }
 
 /// How an architecture allocates vector registers.
@@ -91,6 +93,7 @@ pub fn kernel_resources(descriptor: &[u8; DESCRIPTOR_SIZE], arch: &str) -> Optio
         accum_vgpr,
         sgpr,
         wave_size: if wave32 { 32 } else { 64 },
+        kernarg_size: u32_at(descriptor, 8),
     })
 }
 
@@ -123,6 +126,7 @@ mod tests {
             accum_vgpr: 24,
             sgpr: 32,
             wave_size: 64,
+            kernarg_size: 0,
         };
         assert_eq!(kernel_resources(&d, "gfx942"), Some(expected));
         assert_eq!(
@@ -150,7 +154,8 @@ mod tests {
                 arch_vgpr: 40,
                 accum_vgpr: 0,
                 sgpr: 128,
-                wave_size: 32
+                wave_size: 32,
+                kernarg_size: 0,
             }
         );
         assert_eq!(kernel_resources(&d, "gfx1201").unwrap().arch_vgpr, 20);
@@ -171,7 +176,8 @@ mod tests {
                 arch_vgpr: 8,
                 accum_vgpr: 0,
                 sgpr: 16,
-                wave_size: 64
+                wave_size: 64,
+                kernarg_size: 28,
             })
         );
     }

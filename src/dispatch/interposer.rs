@@ -11,17 +11,22 @@ use std::time::Duration;
 
 use super::agents::{Agents, Gpu};
 use super::api::Tables;
-use super::completion::{ChainLink, Completion, CountedPart, Pending, SignalPool};
+use super::completion::{ChainLink, Completion, CountedPart, PassRun, Pending, SignalPool};
 use super::config::Config;
 use super::counters::{Aqlprofile, GpuCounters};
 use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
 use super::kernel_names::KernelNames;
-use super::records::Record;
-use super::rewrite::{passes_through, wrap, CounterPackets, Wrapping};
+use super::records::{Record, ReplayStats};
+use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
+use super::rewrite::{passes_through, wrap, wrap_replay, CounterPackets, ReplayWrapping, Wrapping};
 use super::runtime::Hsa;
 use super::selection::{Decision, Selector};
 use super::warn_once;
 use crate::hsa::*;
+
+/// The key of the one chain of counted dispatches over every GPU (kernel replay); agent handles
+/// are addresses, never 0.
+const ALL_GPUS: u64 = 0;
 
 /// How long queue destruction and unload wait for pending dispatches.
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(10);
@@ -36,6 +41,8 @@ pub struct Interposer {
     session: OnceLock<Session>,
     loader: OnceLock<Option<hsa_ven_amd_loader_1_03_pfn_t>>,
     queues: Mutex<HashMap<usize, usize>>,
+    /// The application's allocations (tracked with kernel replay only).
+    memory: Arc<Memory>,
 }
 
 /// State created at the first queue creation, when the runtime is fully up.
@@ -66,11 +73,17 @@ fn interposer() -> Option<&'static Interposer> {
     INTERPOSER.get()
 }
 
+/// The runtime's original entries and the allocation bookkeeping, for the allocation wrappers.
+pub(crate) fn memory() -> Option<(&'static Hsa, &'static Memory)> {
+    interposer().map(|me| (&*me.hsa, &*me.memory))
+}
+
 /// Installs the wrappers into the runtime's tables.
 pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
     let hsa = Arc::new(Hsa::new(tables.core_orig, tables.amd_orig));
     let state = Interposer {
         tables,
+        memory: Arc::new(Memory::new(Arc::clone(&hsa))),
         hsa,
         config,
         selector,
@@ -100,6 +113,9 @@ pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
             "hsa_executable_destroy_fn",
             executable_destroy as *const c_void,
         );
+        if me.config.replay.is_some() {
+            super::tracking::install(&me.tables);
+        }
     }
     true
 }
@@ -114,6 +130,9 @@ pub fn uninstall() {
         "hsa_executable_destroy_fn",
     ] {
         me.tables.restore_core(field);
+    }
+    if me.config.replay.is_some() {
+        super::tracking::uninstall(&me.tables);
     }
     finish();
 }
@@ -132,6 +151,9 @@ pub fn finish() {
             super::env_mode::write_results(&me.config.counter_names, session.completion.output());
         }
         release_aqlprofile(session, stopped);
+        if stopped {
+            me.memory.release_buffers();
+        }
     }
 }
 
@@ -161,17 +183,21 @@ impl Interposer {
         self.session.get_or_init(|| {
             let agents = Agents::discover(&self.hsa);
             let signals = Arc::new(SignalPool::new(Arc::clone(&self.hsa)));
-            let completion = Completion::start(
-                Arc::clone(&self.hsa),
-                Arc::clone(&signals),
-                self.config.output_directory.clone(),
-            );
+            let outputs: Vec<std::path::PathBuf> = match &self.config.replay {
+                Some(replay) => replay.pass_directories.iter().map(Into::into).collect(),
+                None => vec![self.config.output_directory.clone()],
+            };
+            self.memory
+                .set_host_pool(agents.host_pools.first().copied());
+            let completion =
+                Completion::start(Arc::clone(&self.hsa), Arc::clone(&signals), &outputs);
             let (aqlprofile, counters) = self.gpu_counters(&agents);
-            let chains = agents
+            let mut chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
                 .gpus
                 .iter()
                 .map(|g| (g.agent.handle, Mutex::new(None)))
                 .collect();
+            chains.insert(ALL_GPUS, Mutex::new(None));
             Session {
                 agents,
                 signals,
@@ -278,6 +304,12 @@ impl Interposer {
     /// collects counters from several queues: it is not kept out of the counting windows of the
     /// selected dispatches, and device-wide counters of one that it overlaps include its work.
     fn warn_unselected_overlap(&self, session: &Session, queue: &QueueState) {
+        if self.config.replay.is_some() {
+            warn_once(
+                "unselected-replay",
+                "kernel filters leave dispatches unprofiled during kernel replay: they run whenever their queue reaches them, also while a selected dispatch is replayed, and memory they write in the window between its first pass and its last may be set back to what the first pass found (select every kernel that writes memory, or use --replay-mode application)",
+            );
+        }
         let queues = session
             .queues_created
             .lock()
@@ -304,7 +336,8 @@ impl Interposer {
         kernel: &hsa_kernel_dispatch_packet_t,
         queue_index: u64,
         tid: u32,
-    ) -> Option<(Wrapping, Pending)> {
+        batch: bool,
+    ) -> Option<(Prepared, Pending)> {
         if !session.completion.is_running() {
             warn_once(
                 "worker",
@@ -318,7 +351,7 @@ impl Interposer {
             return None;
         }
         let groups = counters.map_or(0, |c| c.group_count());
-        let Decision::Wrap { group } = self.selector.decide_kernel(
+        let Decision::Wrap { mut group } = self.selector.decide_kernel(
             &info.name,
             &info.symbol,
             queue.gpu.index,
@@ -330,6 +363,39 @@ impl Interposer {
             }
             return None;
         };
+        let mut declined = None;
+        if let (Some(replay), Some(gpu_counters)) = (&self.config.replay, counters) {
+            if groups > 1 {
+                // A batch is never replayed: its other packets may depend on this dispatch.
+                let buffers = if batch {
+                    Err(MULTI_PACKET.to_string())
+                } else {
+                    self.snapshot_buffers(queue, kernel, &info, replay.memory_budget)
+                };
+                match buffers {
+                    Ok(buffers) => {
+                        let record =
+                            || self.record(session, queue, kernel, &info, queue_index, tid);
+                        return self.prepare_replay(
+                            session,
+                            queue,
+                            kernel,
+                            record,
+                            gpu_counters,
+                            buffers,
+                        );
+                    }
+                    Err(reason) => {
+                        group = 0;
+                        declined = Some(ReplayStats {
+                            passes: 1,
+                            declined: Some(reason),
+                            ..ReplayStats::default()
+                        });
+                    }
+                }
+            }
+        }
         let Some(kernel_signal) = session.signals.take() else {
             warn_once(
                 "signals",
@@ -362,14 +428,7 @@ impl Interposer {
                 return None;
             };
             let done = Arc::new(ChainLink::new(done_signal, Arc::clone(&session.signals)));
-            let previous = session
-                .chains
-                .get(&queue.gpu.agent.handle)
-                .filter(|_| self.config.serialize)
-                .and_then(|chain| {
-                    let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
-                    last.replace(Arc::clone(&done))
-                });
+            let previous = self.chain_after(session, queue, &done);
             if let Some(p) = &previous {
                 chain_wait = p.signal;
             }
@@ -385,9 +444,102 @@ impl Interposer {
                 previous,
             });
         }
+        let mut record = self.record(session, queue, kernel, &info, queue_index, tid);
+        record.replay = declined;
+        let wrapping = Wrapping {
+            kernel_signal,
+            counters: packets
+                .zip(counted.as_ref())
+                .map(|(p, c)| (p, c.done.signal, chain_wait)),
+        };
+        let pending = Pending::new(
+            record,
+            queue.gpu.agent,
+            kernel_signal,
+            kernel.completion_signal,
+            counted,
+            queue.key,
+        );
+        Some((Prepared::Once(wrapping), pending))
+    }
+
+    /// Kernel replay: records, for the summary, the selected dispatches of a batch that goes
+    /// through untouched.
+    fn note_untouched(&'static self, queue: &QueueState, input: &[AqlPacket], user_index: u64) {
+        let session = self.session();
+        let groups = session
+            .counters
+            .get(&queue.gpu.agent.handle)
+            .map_or(0, |c| c.group_count());
+        let tid = gettid();
+        let mut notes = Vec::new();
+        for (i, packet) in input.iter().enumerate() {
+            if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
+                continue;
+            }
+            // SAFETY: a kernel dispatch packet.
+            let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
+            let info = self.kernels.get(kernel.kernel_object);
+            let decision = self.selector.decide_kernel(
+                &info.name,
+                &info.symbol,
+                queue.gpu.index,
+                queue.gpu.node_id,
+                groups,
+            );
+            if let Decision::Wrap { .. } = decision {
+                let index = user_index + i as u64;
+                let mut record = self.record(session, queue, &kernel, &info, index, tid);
+                record.replay = Some(ReplayStats {
+                    passes: 0,
+                    declined: Some(MULTI_PACKET.into()),
+                    ..ReplayStats::default()
+                });
+                notes.push(record);
+            }
+        }
+        session.completion.note(notes);
+    }
+
+    /// Makes `link` the last counted dispatch of the queue's GPU (of every GPU with kernel
+    /// replay); the one before, to wait for.
+    ///
+    /// With kernel replay counted dispatches of all GPUs take turns: a dispatch replayed on one
+    /// GPU restores the memory its first pass changed, and a kernel running meanwhile on another
+    /// GPU would change memory in that window too, and lose it.
+    fn chain_after(
+        &self,
+        session: &Session,
+        queue: &QueueState,
+        link: &Arc<ChainLink>,
+    ) -> Option<Arc<ChainLink>> {
+        let chain = match self.config.replay {
+            Some(_) => ALL_GPUS,
+            None => queue.gpu.agent.handle,
+        };
+        session
+            .chains
+            .get(&chain)
+            .filter(|_| self.config.serialize)
+            .and_then(|chain| {
+                let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
+                last.replace(Arc::clone(link))
+            })
+    }
+
+    /// The record of a selected dispatch, complete but for what its completion gives.
+    fn record(
+        &self,
+        session: &Session,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        info: &super::kernel_names::KernelInfo,
+        queue_index: u64,
+        tid: u32,
+    ) -> Record {
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
-        let record = Record {
+        Record {
             pid: std::process::id(),
             tid,
             agent: queue.gpu.node_id,
@@ -413,25 +565,165 @@ impl Interposer {
             accum_vgpr: r.accum_vgpr,
             sgpr: r.sgpr,
             wave_size: r.wave_size,
-            group: counted.as_ref().map(|c| c.set.group as u32),
             ..Record::default()
+        }
+    }
+
+    /// The host buffers for a dispatch's snapshot, or why it cannot be replayed.
+    fn snapshot_buffers(
+        &self,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        info: &super::kernel_names::KernelInfo,
+        budget: u64,
+    ) -> Result<(HostBuffer, HostBuffer), String> {
+        let total: usize = self
+            .memory
+            .reachable(queue.gpu.agent)
+            .iter()
+            .map(|s| s.len)
+            .sum();
+        if total as u64 > budget {
+            return Err(format!(
+                "its memory snapshot of {total} bytes does not fit the memory budget of {budget} bytes"
+            ));
+        }
+        // SAFETY: the kernarg segment of a dispatch being submitted holds at least the
+        // `kernarg_size` bytes its kernel descriptor gives.
+        let untracked = unsafe {
+            untracked_argument(
+                &self.memory,
+                kernel.kernarg_address as *const u8,
+                info.resources.kernarg_size,
+                is_mapped,
+            )
         };
-        let wrapping = Wrapping {
-            kernel_signal,
-            counters: packets
-                .zip(counted.as_ref())
-                .map(|(p, c)| (p, c.done.signal, chain_wait)),
+        if let Some(reason) = untracked {
+            return Err(reason);
+        }
+        let no_memory = || format!("no host memory for a snapshot of {total} bytes");
+        let before = self.memory.take_buffer(total).ok_or_else(no_memory)?;
+        let Some(after) = self.memory.take_buffer(total) else {
+            self.memory.give_buffer(before);
+            return Err(no_memory());
         };
-        let pending = Pending::new(
+        Ok((before, after))
+    }
+
+    /// Signals, packet sets and the pending completion of a dispatch replayed once per group.
+    fn prepare_replay(
+        &'static self,
+        session: &'static Session,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        record: impl FnOnce() -> Record,
+        gpu_counters: &Arc<GpuCounters>,
+        buffers: (HostBuffer, HostBuffer),
+    ) -> Option<(Prepared, Pending)> {
+        let passes = gpu_counters.group_count();
+        let signals = &session.signals;
+        // ready, P + 1 gates, the link, and per pass the kernel's and the stop packet's.
+        let wanted = 3 + 3 * passes;
+        let mut taken: Vec<hsa_signal_t> = Vec::with_capacity(wanted);
+        while taken.len() < wanted {
+            match signals.take() {
+                Some(s) => taken.push(s),
+                None => {
+                    taken.into_iter().for_each(|s| signals.give(s));
+                    self.memory.give_buffer(buffers.0);
+                    self.memory.give_buffer(buffers.1);
+                    warn_once(
+                        "signals",
+                        "cannot create signals; dispatches run unprofiled",
+                    );
+                    return None;
+                }
+            }
+        }
+        let mut sets = Vec::with_capacity(passes);
+        for group in 0..passes {
+            match gpu_counters.take(group) {
+                Ok(set) => sets.push(set),
+                Err(e) => {
+                    warn_once(
+                        "packets",
+                        &format!("{e}; affected dispatches run unprofiled"),
+                    );
+                    sets.into_iter().for_each(|set| gpu_counters.give_back(set));
+                    taken.into_iter().for_each(|s| signals.give(s));
+                    self.memory.give_buffer(buffers.0);
+                    self.memory.give_buffer(buffers.1);
+                    return None;
+                }
+            }
+        }
+        let record = record();
+        let mut taken = taken.into_iter();
+        let mut next = || taken.next().unwrap_or_default();
+        let ready = next();
+        let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
+        let link = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
+        let mut previous = self.chain_after(session, queue, &link);
+        let previous_signal = previous
+            .as_ref()
+            .map_or_else(hsa_signal_t::default, |p| p.signal);
+        let mut runs = Vec::with_capacity(passes);
+        let mut wrapped = Vec::with_capacity(passes);
+        for (i, set) in sets.into_iter().enumerate() {
+            let kernel_signal = next();
+            let done = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
+            let packets = CounterPackets {
+                start: set.start,
+                read: set.read,
+                stop: set.stop,
+            };
+            wrapped.push((gates[i], kernel_signal, packets, done.signal));
+            runs.push(PassRun::new(
+                kernel_signal,
+                Some(CountedPart {
+                    gpu: Arc::clone(gpu_counters),
+                    set,
+                    done,
+                    previous: previous.take(),
+                }),
+            ));
+        }
+        let wrapping = ReplayWrapping {
+            previous: previous_signal,
+            ready,
+            passes: wrapped,
+            last_gate: gates[passes],
+            link: link.signal,
+        };
+        let replay = Replay::new(
+            Arc::clone(&self.memory),
+            queue.gpu.agent,
+            ready,
+            gates,
+            buffers,
+        );
+        let pending = Pending::replayed(
             record,
             queue.gpu.agent,
-            kernel_signal,
             kernel.completion_signal,
-            counted,
             queue.key,
+            runs,
+            Some((replay, link)),
         );
-        Some((wrapping, pending))
+        Some((Prepared::Replay(wrapping), pending))
     }
+}
+
+/// Why dispatches submitted together are not replayed.
+const MULTI_PACKET: &str =
+    "it was submitted with other dispatches in one packet batch (possibly a graph replay), whose packets may depend on it";
+
+/// How a selected dispatch is submitted.
+enum Prepared {
+    /// Run once.
+    Once(Wrapping),
+    /// Run once per event group (kernel replay).
+    Replay(ReplayWrapping),
 }
 
 fn gettid() -> u32 {
@@ -484,6 +776,9 @@ fn rewrite_and_submit(
         return;
     };
     if passes_through(input, me.config.wrap_batches) {
+        if me.config.replay.is_some() {
+            me.note_untouched(queue, input, user_index);
+        }
         write(input);
         return;
     }
@@ -492,6 +787,11 @@ fn rewrite_and_submit(
     let mut out = REWRITTEN.with(Cell::take);
     out.clear();
     let mut pending = Vec::new();
+    let batch = input
+        .iter()
+        .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
+        .count()
+        > 1;
     for (i, packet) in input.iter().enumerate() {
         if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
             out.push(*packet);
@@ -499,9 +799,13 @@ fn rewrite_and_submit(
         }
         // SAFETY: a kernel dispatch packet.
         let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
-        match me.prepare(session, queue, &kernel, user_index + i as u64, tid) {
-            Some((wrapping, p)) => {
+        match me.prepare(session, queue, &kernel, user_index + i as u64, tid, batch) {
+            Some((Prepared::Once(wrapping), p)) => {
                 wrap(&kernel, &wrapping, &mut out);
+                pending.push(p);
+            }
+            Some((Prepared::Replay(wrapping), p)) => {
+                wrap_replay(&kernel, &wrapping, &mut out);
                 pending.push(p);
             }
             None => out.push(*packet),

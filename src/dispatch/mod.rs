@@ -13,6 +13,11 @@
 //! thread ([`completion`]) completes the application's signal with the kernel's timestamps,
 //! reads the counters and streams [`records`] to `<output directory>/<pid>.rtlraw`.
 //!
+//! With kernel replay (the plan's `replay`), the allocation entries are replaced too
+//! ([`tracking`], [`memory`]), and each selected dispatch runs once per event group between
+//! gates the completion worker opens after saving or restoring its memory ([`replay`]); records
+//! of group `g` go to the `g`-th pass directory.
+//!
 //! Whatever is missing at run time (intercept queues, aqlprofile, signals) is reported once on
 //! stderr, prefixed `rtl-pmc:`, and the affected dispatches run exactly as without the tool.
 
@@ -25,10 +30,13 @@ pub mod descriptor;
 pub mod env_mode;
 pub mod interposer;
 pub mod kernel_names;
+pub mod memory;
 pub mod records;
+pub mod replay;
 pub mod rewrite;
 pub mod runtime;
 pub mod selection;
+pub mod tracking;
 
 use std::collections::HashSet;
 use std::ffi::c_char;

@@ -92,9 +92,31 @@ pub struct Record {
     /// Index of the plan's event group this dispatch collected; `None` for timing only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub group: Option<u32>,
-    /// Per event of the group (plan order), the per-sample values in aqlprofile's order.
+    /// Kernel replay: how this dispatch was run; on the record of each of its passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<ReplayStats>,
+    /// Per event of the group (plan order), the per-sample values in aqlprofile's order; last,
+    /// as [`RecordFile`] writes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counters: Vec<Vec<u64>>,
+}
+
+/// How kernel replay ran one dispatch.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReplayStats {
+    /// Passes the kernel ran: the plan's groups when replayed, 1 when declined and run once
+    /// with the first group, 0 when declined and left untouched.
+    pub passes: u32,
+    /// Bytes saved before the first pass.
+    #[serde(default)]
+    pub saved: u64,
+    /// Bytes written back over all passes (before each later pass, and pass 0's result after
+    /// the last).
+    #[serde(default)]
+    pub restored: u64,
+    /// Why the dispatch was not replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declined: Option<String>,
 }
 
 /// Why a raw record file cannot be read or written.
@@ -220,6 +242,7 @@ fn push_record(buffer: &mut Vec<u8>, record: &Record) {
         arch: record.arch.clone(),
         kernel: record.kernel.clone(),
         counters: Vec::new(),
+        replay: record.replay.clone(),
         ..*record
     };
     let start = buffer.len();
@@ -400,6 +423,7 @@ mod tests {
             start: 1_000 + n,
             end: 2_000 + n,
             group: Some(1),
+            replay: None,
             counters: vec![vec![1, 2, 3], vec![u64::MAX]],
         }
     }
@@ -408,7 +432,28 @@ mod tests {
     fn records_are_written_exactly_as_serde_writes_them() {
         let mut with_counters = sample(1);
         with_counters.counters = vec![vec![0, 9, 10, 99, 100, 12_345, u64::MAX], vec![], vec![7]];
-        for record in [with_counters, sample(2), Record::default()] {
+        let mut replayed = sample(3);
+        replayed.replay = Some(ReplayStats {
+            passes: 3,
+            saved: 4096,
+            restored: 12_288,
+            declined: None,
+        });
+        let declined = Record {
+            replay: Some(ReplayStats {
+                passes: 0,
+                declined: Some("multi-packet submission".into()),
+                ..ReplayStats::default()
+            }),
+            ..Record::default()
+        };
+        for record in [
+            with_counters,
+            sample(2),
+            Record::default(),
+            replayed,
+            declined,
+        ] {
             let mut buffer = Vec::new();
             push_record(&mut buffer, &record);
             let expected = serde_json::to_string(&record).unwrap() + "\n";

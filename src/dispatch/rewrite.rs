@@ -97,6 +97,60 @@ pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mu
     out.push(pm4(packets.stop, *done));
 }
 
+/// How one dispatch is replayed once per event group (see [`super::replay`]).
+#[derive(Debug, Clone)]
+pub struct ReplayWrapping {
+    /// The previous counted dispatch's signal to wait for (0 for none).
+    pub previous: hsa_signal_t,
+    /// Completed when the queue reached the dispatch.
+    pub ready: hsa_signal_t,
+    /// Per pass: the gate it waits for, our kernel completion signal, the counter packets and
+    /// the signal the stop packet completes.
+    pub passes: Vec<(hsa_signal_t, hsa_signal_t, CounterPackets, hsa_signal_t)>,
+    /// The gate after the last pass.
+    pub last_gate: hsa_signal_t,
+    /// Completed by the barrier after the last pass; the next counted dispatch waits for it.
+    pub link: hsa_signal_t,
+}
+
+fn barrier_on(dependency: hsa_signal_t, completion: hsa_signal_t) -> AqlPacket {
+    let barrier = hsa_barrier_and_packet_t {
+        header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, true),
+        dep_signal: [
+            dependency,
+            hsa_signal_t::default(),
+            hsa_signal_t::default(),
+            hsa_signal_t::default(),
+            hsa_signal_t::default(),
+        ],
+        completion_signal: completion,
+        ..Default::default()
+    };
+    AqlPacket::from(&barrier)
+}
+
+/// Appends the packets replaying `kernel` once per pass to `out`.
+pub fn wrap_replay(
+    kernel: &hsa_kernel_dispatch_packet_t,
+    wrapping: &ReplayWrapping,
+    out: &mut Vec<AqlPacket>,
+) {
+    out.push(barrier_on(wrapping.previous, wrapping.ready));
+    for (gate, kernel_signal, packets, done) in &wrapping.passes {
+        out.push(barrier_on(*gate, hsa_signal_t::default()));
+        let mut pass = *kernel;
+        pass.completion_signal = *kernel_signal;
+        pass.header |= BARRIER;
+        out.push(pm4(packets.start, hsa_signal_t::default()));
+        out.push(AqlPacket::from(&pass));
+        if let Some(read) = packets.read {
+            out.push(pm4(read, hsa_signal_t::default()));
+        }
+        out.push(pm4(packets.stop, *done));
+    }
+    out.push(barrier_on(wrapping.last_gate, wrapping.link));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,5 +296,61 @@ mod tests {
                 HSA_PACKET_TYPE_VENDOR_SPECIFIC
             ]
         );
+    }
+
+    #[test]
+    fn replays_run_the_kernel_once_per_pass_between_gates() {
+        let packets = CounterPackets {
+            start: pm4_body(1),
+            read: None,
+            stop: pm4_body(3),
+        };
+        let w = ReplayWrapping {
+            previous: sig(0x9AE),
+            ready: sig(0x1),
+            passes: vec![
+                (sig(0x10), sig(0x20), packets, sig(0x30)),
+                (sig(0x11), sig(0x21), packets, sig(0x31)),
+            ],
+            last_gate: sig(0x12),
+            link: sig(0x40),
+        };
+        let mut out = Vec::new();
+        wrap_replay(&kernel(), &w, &mut out);
+        let types: Vec<u16> = out.iter().map(AqlPacket::packet_type).collect();
+        let pass = [
+            HSA_PACKET_TYPE_BARRIER_AND,
+            HSA_PACKET_TYPE_VENDOR_SPECIFIC,
+            HSA_PACKET_TYPE_KERNEL_DISPATCH,
+            HSA_PACKET_TYPE_VENDOR_SPECIFIC,
+        ];
+        let mut expected = vec![HSA_PACKET_TYPE_BARRIER_AND];
+        expected.extend(pass);
+        expected.extend(pass);
+        expected.push(HSA_PACKET_TYPE_BARRIER_AND);
+        assert_eq!(types, expected);
+        assert!(out.iter().all(|p| header_barrier(p.header())));
+        // SAFETY: packet types checked above.
+        let barriers: Vec<hsa_barrier_and_packet_t> = [0, 1, 5, 9]
+            .iter()
+            .map(|&i| unsafe { out[i].cast() })
+            .collect();
+        let deps: Vec<(u64, u64)> = barriers
+            .iter()
+            .map(|b| (b.dep_signal[0].handle, b.completion_signal.handle))
+            .collect();
+        assert_eq!(deps, [(0x9AE, 0x1), (0x10, 0), (0x11, 0), (0x12, 0x40)]);
+        // SAFETY: packet types checked above.
+        let (k0, k1, stop1): (
+            hsa_kernel_dispatch_packet_t,
+            hsa_kernel_dispatch_packet_t,
+            hsa_ext_amd_aql_pm4_packet_t,
+        ) = unsafe { (out[3].cast(), out[7].cast(), out[8].cast()) };
+        assert_eq!(
+            (k0.completion_signal, k1.completion_signal),
+            (sig(0x20), sig(0x21))
+        );
+        assert_eq!(stop1.completion_signal, sig(0x31));
+        assert_eq!((k1.grid_size_x, k1.kernel_object), (1024, 0x1000));
     }
 }

@@ -181,6 +181,50 @@ impl Hsa {
         true
     }
 
+    /// How `pool` is open to `agent` by default (`HSA_AMD_MEMORY_POOL_ACCESS_*`).
+    pub fn pool_access(&self, agent: hsa_agent_t, pool: hsa_amd_memory_pool_t) -> Option<u32> {
+        let mut access = 0u32;
+        let status = status_call!(
+            self.amd.hsa_amd_agent_memory_pool_get_info_fn,
+            agent,
+            pool,
+            HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS,
+            &mut access as *mut u32 as *mut c_void
+        );
+        (status == HSA_STATUS_SUCCESS).then_some(access)
+    }
+
+    /// `size` bytes of `pool`, allocated through the original entry (so the interposer's own
+    /// memory is never tracked as the application's).
+    pub fn pool_allocate(&self, pool: hsa_amd_memory_pool_t, size: usize) -> Option<*mut c_void> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        let status = status_call!(
+            self.amd.hsa_amd_memory_pool_allocate_fn,
+            pool,
+            size,
+            0,
+            &mut ptr
+        );
+        (status == HSA_STATUS_SUCCESS && !ptr.is_null()).then_some(ptr)
+    }
+
+    /// Frees memory of [`Hsa::pool_allocate`].
+    ///
+    /// # Safety
+    /// `ptr` must come from [`Hsa::pool_allocate`] and not be used afterwards.
+    pub unsafe fn pool_free(&self, ptr: *mut c_void) {
+        status_call!(self.amd.hsa_amd_memory_pool_free_fn, ptr);
+    }
+
+    /// `hsa_memory_copy`: whether the `len` bytes were copied.
+    ///
+    /// # Safety
+    /// `src` must be valid for reading and `dst` for writing `len` bytes, in memory the runtime
+    /// knows (allocated through it, or host memory it can copy).
+    pub unsafe fn memory_copy(&self, dst: *mut c_void, src: *const c_void, len: usize) -> bool {
+        status_call!(self.core.hsa_memory_copy_fn, dst, src, len) == HSA_STATUS_SUCCESS
+    }
+
     /// Start and end (ns, system domain) of the dispatch that completed `signal` on `agent`.
     pub fn dispatch_time(&self, agent: hsa_agent_t, signal: hsa_signal_t) -> Option<(u64, u64)> {
         let mut time = hsa_amd_profiling_dispatch_time_t::default();

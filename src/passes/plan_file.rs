@@ -33,6 +33,23 @@ pub struct RunPlan {
     pub group_interval: u64,
     /// What to program on each GPU architecture present.
     pub agents: Vec<AgentPlan>,
+    /// Kernel replay: every group of an architecture is collected for each selected dispatch
+    /// in this one run; absent for application replay (one group, or rotating groups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<KernelReplay>,
+}
+
+/// How the interposer replays each selected dispatch once per event group.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelReplay {
+    /// Per event group (index as in [`AgentPlan::groups`]), the directory its records go to:
+    /// `pass_N/` of the profile, so that every group's records look like a pass of application
+    /// replay. Records of dispatches not collected at all go to the first.
+    pub pass_directories: Vec<String>,
+    /// The most bytes one dispatch's memory snapshot may take; a dispatch whose writable memory
+    /// is larger runs once, with the first group.
+    pub memory_budget: u64,
 }
 
 /// The event groups for every GPU of one architecture.
@@ -264,6 +281,10 @@ mod tests {
                     },
                 ],
             }],
+            replay: Some(KernelReplay {
+                pass_directories: vec!["/tmp/out/pass_1".into(), "/tmp/out/pass_2".into()],
+                memory_budget: 1 << 30,
+            }),
         }
     }
 
@@ -283,6 +304,10 @@ mod tests {
         plan.filters = KernelFilters::default();
         let text = plan.to_json();
         assert!(text.contains("\"filters\": {}"), "{text}");
+        assert_eq!(RunPlan::from_json(&text).unwrap(), plan);
+        plan.replay = None;
+        let text = plan.to_json();
+        assert!(!text.contains("replay"), "{text}");
         assert_eq!(RunPlan::from_json(&text).unwrap(), plan);
     }
 

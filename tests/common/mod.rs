@@ -86,6 +86,7 @@ pub fn plan(
                 })
                 .collect(),
         }],
+        replay: None,
     };
     let path = dir.join("plan.json");
     plan.write(&path).expect("plan written");
@@ -171,6 +172,11 @@ pub fn records(dir: &Path) -> Vec<Record> {
         .iter()
         .flat_map(|p| read(p).map(|r| r.expect("record reads")))
         .collect()
+}
+
+/// The rows of a CSV file with a header, each by column name.
+pub fn read_table(path: &Path) -> Vec<HashMap<String, String>> {
+    sim_support::read_table(path)
 }
 
 /// The ground-truth lines of a run. A `problem` line (a packet the simulated GPU does not model)
@@ -277,4 +283,23 @@ pub fn warnings(run: &Run) -> Vec<String> {
         .filter(|l| l.starts_with("rtl-pmc: "))
         .map(str::to_string)
         .collect()
+}
+
+/// `tests/common/signal_app.c`, built once per test binary: N kernel dispatches behind one
+/// doorbell, sharing one completion signal.
+pub fn signal_app() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            // One copy per test binary: two binaries may build it at the same time.
+            let binary = std::env::current_exe()
+                .ok()
+                .and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .unwrap_or_default();
+            sim_support::build_c_program(
+                "tests/common/signal_app.c",
+                &format!("rtl-signal-app-{binary}"),
+            )
+        })
+        .clone()
 }

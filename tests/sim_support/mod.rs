@@ -149,3 +149,18 @@ pub fn process_file(dir: &Path, relative: &str) -> PathBuf {
         ),
     }
 }
+
+/// Compiles the C program at `source` (relative to the workspace) against the HSA headers and
+/// `libhsa-runtime64` into `<test tmpdir>/<name>`.
+pub fn build_c_program(source: &str, name: &str) -> PathBuf {
+    let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(source);
+    let status = Command::new("cc")
+        .arg(&source)
+        .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-o"])
+        .arg(&out)
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "building {} failed", source.display());
+    out
+}

@@ -59,6 +59,15 @@ struct Args {
     /// Exit without calling hsa_shut_down: the runtime unloads its tools at process exit.
     #[arg(long)]
     no_shutdown: bool,
+    /// Take the kernels' buffers from mmap instead of the runtime's memory pools: memory only a
+    /// GPU that shares the host's address space reaches (XNACK, APUs), which tools cannot see
+    /// being allocated.
+    #[arg(long)]
+    untracked_buffers: bool,
+    /// Sleep this many milliseconds before initialising HSA, like an application that loads
+    /// its data before its first kernel.
+    #[arg(long, default_value_t = 0)]
+    startup_ms: u64,
 }
 
 /// A failed HSA call.
@@ -83,6 +92,7 @@ impl From<HsaError> for String {
 }
 
 fn run(args: &Args, role: &str) -> Result<(), String> {
+    std::thread::sleep(std::time::Duration::from_millis(args.startup_ms));
     // SAFETY: plain library initialisation.
     gpu::check("hsa_init", unsafe { hsa_api::hsa_init() })?;
     let system = System::discover(args.gpus)?;
@@ -108,6 +118,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         kernels,
         size: args.size.max(1),
         crash: args.crash,
+        untracked_buffers: args.untracked_buffers,
     };
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..args.threads)

@@ -98,6 +98,8 @@ pub struct Plan {
     pub size: usize,
     /// Raise SIGSEGV after the first iteration.
     pub crash: bool,
+    /// Buffers from mmap instead of the runtime.
+    pub untracked_buffers: bool,
 }
 
 /// A queue with its completion signal, kernarg segment and three buffers.
@@ -108,13 +110,20 @@ struct Lane<'a> {
     kernarg: *mut u8,
     buffers: [*mut u32; 3],
     capacity: usize,
+    /// The buffers were mapped with mmap (length in bytes), not allocated by the runtime.
+    mapped: Option<usize>,
 }
 
 /// Counts every verified dispatch, across threads.
 pub static VERIFIED: AtomicU32 = AtomicU32::new(0);
 
 impl<'a> Lane<'a> {
-    fn new(system: &System, gpu: &'a Gpu, size: usize) -> Result<Lane<'a>, HsaError> {
+    fn new(
+        system: &System,
+        gpu: &'a Gpu,
+        size: usize,
+        untracked: bool,
+    ) -> Result<Lane<'a>, HsaError> {
         let mut queue = std::ptr::null_mut();
         let mut signal = hsa_signal_t::default();
         // SAFETY: valid agent and out pointers; no error callback.
@@ -137,17 +146,37 @@ impl<'a> Lane<'a> {
         }
         let capacity = size.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
         let bytes = capacity * 4;
+        let buffer = || -> Result<*mut u32, HsaError> {
+            if !untracked {
+                return Ok(system.allocate(system.buffer_pool, bytes)?.cast());
+            }
+            // SAFETY: an anonymous private mapping of `bytes` bytes, unmapped in Drop.
+            let mapped = unsafe {
+                libc::mmap(
+                    std::ptr::null_mut(),
+                    bytes,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                )
+            };
+            if mapped == libc::MAP_FAILED {
+                return Err(HsaError {
+                    call: "mmap",
+                    status: HSA_STATUS_ERROR_OUT_OF_RESOURCES,
+                });
+            }
+            Ok(mapped.cast())
+        };
         Ok(Lane {
             gpu,
             queue,
             signal,
             kernarg: system.allocate(system.kernarg_pool, KERNARG_BYTES)?,
-            buffers: [
-                system.allocate(system.buffer_pool, bytes)?.cast(),
-                system.allocate(system.buffer_pool, bytes)?.cast(),
-                system.allocate(system.buffer_pool, bytes)?.cast(),
-            ],
+            buffers: [buffer()?, buffer()?, buffer()?],
             capacity,
+            mapped: untracked.then_some(bytes),
         })
     }
 
@@ -389,7 +418,14 @@ impl Drop for Lane<'_> {
             hsa_queue_destroy(self.queue);
             hsa_amd_memory_pool_free(self.kernarg.cast());
             for buffer in self.buffers {
-                hsa_amd_memory_pool_free(buffer.cast());
+                match self.mapped {
+                    Some(bytes) => {
+                        libc::munmap(buffer.cast(), bytes);
+                    }
+                    None => {
+                        hsa_amd_memory_pool_free(buffer.cast());
+                    }
+                }
             }
         }
     }
@@ -405,7 +441,10 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
             .map(|k| gpu.kernel(symbol_of(k)))
             .collect::<Result<_, _>>()?;
         for _ in 0..plan.queues {
-            lanes.push((Lane::new(system, gpu, plan.size)?, kernels.clone()));
+            lanes.push((
+                Lane::new(system, gpu, plan.size, plan.untracked_buffers)?,
+                kernels.clone(),
+            ));
         }
     }
     for iteration in 0..plan.iterations {

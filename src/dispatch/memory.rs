@@ -1,0 +1,296 @@
+//! The application's memory, as kernel replay needs to know it: every allocation the
+//! application makes through the runtime, kept while it lives.
+//!
+//! Kernel replay saves the memory a kernel may write before its first pass and restores it
+//! before each later one. What a kernel may write is not written down anywhere, so the whole of
+//! every allocation the GPU can reach is taken: pool allocations (`hsa_amd_memory_pool_allocate`),
+//! region allocations (`hsa_memory_allocate`), virtual memory mappings (`hsa_amd_vmem_map`), IPC
+//! attachments and host memory locked for the GPUs (`hsa_amd_memory_lock`,
+//! `hsa_amd_memory_lock_to_pool`). The only narrowing is one the runtime guarantees: memory of
+//! a pool the GPU has no access to (another GPU's device memory, coarse-grained host memory) that
+//! the application never opened to it with `hsa_amd_agents_allow_access` cannot be written by
+//! its kernels.
+//!
+//! [`MemoryMap`] is the bookkeeping, free of any runtime call, so that it can be tested alone;
+//! the wrappers that feed it live in [`super::interposer`].
+
+use std::collections::{BTreeMap, HashMap};
+
+/// Who may reach an allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reach {
+    /// Every agent (host memory locked for the GPUs, mappings whose access the runtime keeps).
+    Everyone,
+    /// Memory of this pool: the agents the pool allows by default, and those given access.
+    Pool {
+        /// The pool handle.
+        pool: u64,
+        /// Agents given access with `hsa_amd_agents_allow_access`.
+        allowed: Vec<u64>,
+    },
+}
+
+/// One live allocation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Allocation {
+    /// Bytes.
+    pub size: usize,
+    /// Who may reach it.
+    pub reach: Reach,
+    /// Which allocation of the process it is: memory freed and allocated again at the same
+    /// address is another one.
+    pub id: u64,
+}
+
+/// A piece of memory to save: its address, length, and the allocation it starts in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Span {
+    /// First byte.
+    pub base: usize,
+    /// Bytes.
+    pub len: usize,
+    /// The [`Allocation::id`] of the allocation holding `base`.
+    pub id: u64,
+}
+
+/// The live allocations of the process, by base address.
+#[derive(Debug, Default)]
+pub struct MemoryMap {
+    allocations: BTreeMap<usize, Allocation>,
+    made: u64,
+}
+
+impl MemoryMap {
+    /// Records an allocation at `base` (replacing one recorded there before).
+    pub fn add(&mut self, base: usize, size: usize, reach: Reach) {
+        if base != 0 && size != 0 {
+            self.made += 1;
+            let id = self.made;
+            self.allocations
+                .insert(base, Allocation { size, reach, id });
+        }
+    }
+
+    /// Forgets the allocation at `base`.
+    pub fn remove(&mut self, base: usize) {
+        self.allocations.remove(&base);
+    }
+
+    /// Records that `agents` were given access to the allocation containing `address`.
+    pub fn allow(&mut self, address: usize, agents: &[u64]) {
+        if let Some((_, a)) = self.containing_mut(address) {
+            if let Reach::Pool { allowed, .. } = &mut a.reach {
+                for agent in agents {
+                    if !allowed.contains(agent) {
+                        allowed.push(*agent);
+                    }
+                }
+            }
+        }
+    }
+
+    fn containing_mut(&mut self, address: usize) -> Option<(usize, &mut Allocation)> {
+        let (&base, a) = self.allocations.range_mut(..=address).next_back()?;
+        (address < base + a.size).then_some((base, a))
+    }
+
+    /// Whether `address` lies inside a recorded allocation.
+    pub fn contains(&self, address: usize) -> bool {
+        self.allocations
+            .range(..=address)
+            .next_back()
+            .is_some_and(|(&base, a)| address < base + a.size)
+    }
+
+    /// The allocations `agent` can reach, in address order. `pool_reaches(pool, agent)` says
+    /// whether a pool is open to an agent by default (asked of the runtime, once per pair).
+    pub fn reachable(&self, agent: u64, mut pool_reaches: impl FnMut(u64) -> bool) -> Vec<Span> {
+        let mut out: Vec<Span> = Vec::new();
+        for (&base, a) in &self.allocations {
+            let reached = match &a.reach {
+                Reach::Everyone => true,
+                Reach::Pool { pool, allowed } => allowed.contains(&agent) || pool_reaches(*pool),
+            };
+            if !reached {
+                continue;
+            }
+            // Mappings of one memory at two addresses are both kept; overlapping records (a
+            // lock of memory inside an allocation) are merged.
+            match out.last_mut() {
+                Some(last) if base < last.base + last.len => {
+                    last.len = last.len.max(base + a.size - last.base);
+                }
+                _ => out.push(Span {
+                    base,
+                    len: a.size,
+                    id: a.id,
+                }),
+            }
+        }
+        out
+    }
+
+    /// Whether `span` is still inside the allocation it was taken from (for a copy after the
+    /// application may have freed memory, or freed and allocated it again).
+    pub fn still_holds(&self, span: Span) -> bool {
+        self.allocations
+            .range(..=span.base)
+            .next_back()
+            .is_some_and(|(&base, a)| a.id == span.id && span.base + span.len <= base + a.size)
+    }
+}
+
+/// Whether a pool is open to an agent by default, cached per pair.
+#[derive(Debug, Default)]
+pub struct PoolAccess {
+    known: HashMap<(u64, u64), bool>,
+}
+
+impl PoolAccess {
+    /// Whether `pool` is open to `agent` by default; `ask` asks the runtime the first time.
+    pub fn reaches(&mut self, pool: u64, agent: u64, ask: impl FnOnce() -> bool) -> bool {
+        *self.known.entry((pool, agent)).or_insert_with(ask)
+    }
+}
+
+/// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
+/// than `merge` bytes between two ranges joined into one.
+pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
+    let len = before.len().min(after.len());
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    const WORD: usize = 8;
+    let mut i = 0;
+    while i < len {
+        // Skip equal words quickly.
+        if i + WORD <= len && before[i..i + WORD] == after[i..i + WORD] {
+            i += WORD;
+            continue;
+        }
+        if before[i] == after[i] {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < len && before[i] != after[i] {
+            i += 1;
+        }
+        match out.last_mut() {
+            Some(last) if start - (last.0 + last.1) < merge => last.1 = i - last.0,
+            _ => out.push((start, i - start)),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GPU0: u64 = 100;
+    const GPU1: u64 = 101;
+    const DEVICE0: u64 = 7;
+    const HOST_FINE: u64 = 9;
+
+    fn map() -> MemoryMap {
+        let mut m = MemoryMap::default();
+        m.add(
+            0x1000,
+            0x100,
+            Reach::Pool {
+                pool: DEVICE0,
+                allowed: vec![],
+            },
+        );
+        m.add(
+            0x3000,
+            0x40,
+            Reach::Pool {
+                pool: HOST_FINE,
+                allowed: vec![],
+            },
+        );
+        m.add(0x5000, 0x10, Reach::Everyone);
+        m
+    }
+
+    /// The simulated and real runtimes open a GPU's device pool to itself and fine-grained host
+    /// pools to everyone; other GPUs need `hsa_amd_agents_allow_access`.
+    fn default_access(pool: u64, agent: u64) -> bool {
+        pool == HOST_FINE || (pool == DEVICE0 && agent == GPU0)
+    }
+
+    #[test]
+    fn another_gpus_device_memory_is_left_out_until_it_is_opened() {
+        let mut m = map();
+        let spans = |m: &MemoryMap, agent| m.reachable(agent, |pool| default_access(pool, agent));
+        let all = vec![
+            Span {
+                base: 0x1000,
+                len: 0x100,
+                id: 1,
+            },
+            Span {
+                base: 0x3000,
+                len: 0x40,
+                id: 2,
+            },
+            Span {
+                base: 0x5000,
+                len: 0x10,
+                id: 3,
+            },
+        ];
+        assert_eq!(spans(&m, GPU0), all);
+        assert_eq!(spans(&m, GPU1), all[1..]);
+        m.allow(0x1080, &[GPU1]);
+        assert_eq!(spans(&m, GPU1), all);
+        m.remove(0x1000);
+        assert_eq!(spans(&m, GPU0), all[1..]);
+        assert!(!m.contains(0x1000) && m.contains(0x303f) && !m.contains(0x3040));
+    }
+
+    #[test]
+    fn overlapping_records_merge_and_freed_memory_is_noticed() {
+        let mut m = map();
+        m.add(0x3020, 0x100, Reach::Everyone);
+        let spans = m.reachable(GPU0, |pool| default_access(pool, GPU0));
+        assert_eq!(
+            spans[1],
+            Span {
+                base: 0x3000,
+                len: 0x120,
+                id: 2,
+            }
+        );
+        let first = spans[0];
+        assert!(m.still_holds(first));
+        assert!(m.still_holds(Span {
+            base: 0x1010,
+            len: 0x10,
+            ..first
+        }));
+        m.remove(0x1000);
+        assert!(!m.still_holds(first));
+        // Allocated again at the same address: another allocation, never written with the
+        // first one's bytes.
+        m.add(0x1000, 0x100, Reach::Everyone);
+        assert!(!m.still_holds(first));
+    }
+
+    #[test]
+    fn changed_ranges_are_exact_and_near_ones_merge() {
+        let before = vec![0u8; 64];
+        let mut after = before.clone();
+        after[3] = 1;
+        after[4] = 1;
+        after[20] = 1;
+        after[63] = 1;
+        assert_eq!(
+            changed_ranges(&before, &after, 1),
+            vec![(3, 2), (20, 1), (63, 1)]
+        );
+        assert_eq!(changed_ranges(&before, &after, 16), vec![(3, 18), (63, 1)]);
+        assert_eq!(changed_ranges(&before, &after, 64), vec![(3, 61)]);
+        assert!(changed_ranges(&before, &before, 64).is_empty());
+    }
+}
