@@ -19,7 +19,8 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::counters::{GpuCounters, PacketSet};
-use super::records::{Record, RecordFile};
+use super::records::{Record, RecordFile, RegionKind};
+use super::roctx::Roctx;
 use super::runtime::Hsa;
 use crate::hsa::*;
 
@@ -167,6 +168,8 @@ pub struct Completion {
     wake_up: Condvar,
     progress: Condvar,
     output: PathBuf,
+    /// Where the application's roctx events come from, when it has any.
+    roctx: Option<Arc<Roctx>>,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -174,11 +177,13 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 }
 
 impl Completion {
-    /// Starts the worker; records go to `<output directory>/<pid>.rtlraw`.
+    /// Starts the worker; records go to `<output directory>/<pid>.rtlraw`, with the roctx
+    /// events `roctx` gives between them.
     pub fn start(
         hsa: Arc<Hsa>,
         signals: Arc<SignalPool>,
         output_directory: PathBuf,
+        roctx: Option<Arc<Roctx>>,
     ) -> Arc<Completion> {
         let output = output_directory.join(format!(
             "{}.{}",
@@ -194,6 +199,7 @@ impl Completion {
             wake_up: Condvar::new(),
             progress: Condvar::new(),
             output,
+            roctx,
         });
         let worker = Arc::clone(&completion);
         let spawned = std::thread::Builder::new()
@@ -330,7 +336,13 @@ impl Completion {
                 }
                 None => true,
             });
-            if !records.is_empty() && file.is_none() && !file_failed {
+            let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
+            if stop {
+                if let Some(roctx) = &self.roctx {
+                    regions.push(roctx.marker(RegionKind::Exit, 0));
+                }
+            }
+            if (!records.is_empty() || !regions.is_empty()) && file.is_none() && !file_failed {
                 match self.open() {
                     Ok(f) => file = Some(f),
                     Err(e) => {
@@ -340,6 +352,9 @@ impl Completion {
                 }
             }
             if let Some(f) = file.as_mut() {
+                for r in &regions {
+                    f.push_region(r);
+                }
                 for r in &records {
                     f.push(r);
                 }

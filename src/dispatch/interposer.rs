@@ -18,8 +18,9 @@ use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
 use super::kernel_names::KernelNames;
 use super::records::Record;
 use super::rewrite::{passes_through, wrap, CounterPackets, Wrapping};
+use super::roctx::Roctx;
 use super::runtime::Hsa;
-use super::selection::{Decision, Selector};
+use super::selection::{Decision, Enclosing, Selector};
 use super::warn_once;
 use crate::hsa::*;
 
@@ -36,6 +37,8 @@ pub struct Interposer {
     session: OnceLock<Session>,
     loader: OnceLock<Option<hsa_ven_amd_loader_1_03_pfn_t>>,
     queues: Mutex<HashMap<usize, usize>>,
+    /// rtl-pmc's roctx library, when the application runs with it.
+    roctx: Option<Arc<Roctx>>,
 }
 
 /// State created at the first queue creation, when the runtime is fully up.
@@ -69,7 +72,9 @@ fn interposer() -> Option<&'static Interposer> {
 /// Installs the wrappers into the runtime's tables.
 pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
     let hsa = Arc::new(Hsa::new(tables.core_orig, tables.amd_orig));
+    let roctx = Roctx::find(|| hsa.system_time_ns()).map(Arc::new);
     let state = Interposer {
+        roctx,
         tables,
         hsa,
         config,
@@ -165,6 +170,7 @@ impl Interposer {
                 Arc::clone(&self.hsa),
                 Arc::clone(&signals),
                 self.config.output_directory.clone(),
+                self.roctx.clone(),
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
             let chains = agents
@@ -318,12 +324,20 @@ impl Interposer {
             return None;
         }
         let groups = counters.map_or(0, |c| c.group_count());
+        let enclosing = self
+            .roctx
+            .as_ref()
+            .map_or_else(Enclosing::default, |roctx| Enclosing {
+                ranges: roctx.thread_stack(),
+                resumed: roctx.resumed(),
+            });
         let Decision::Wrap { group } = self.selector.decide_kernel(
             &info.name,
             &info.symbol,
             queue.gpu.index,
             queue.gpu.node_id,
             groups,
+            &enclosing,
         ) else {
             if counters.is_some() {
                 self.warn_unselected_overlap(session, queue);
@@ -387,6 +401,10 @@ impl Interposer {
         }
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
+        let kernel_name = match enclosing.ranges.last() {
+            Some(innermost) if self.config.kernel_rename => innermost.name.clone(),
+            _ => info.name.clone(),
+        };
         let record = Record {
             pid: std::process::id(),
             tid,
@@ -398,7 +416,7 @@ impl Interposer {
             queue_index,
             dispatch,
             correlation: dispatch,
-            kernel: info.name.clone(),
+            kernel: kernel_name,
             kernel_object: kernel.kernel_object,
             signal: kernel.completion_signal.handle,
             grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
@@ -414,6 +432,7 @@ impl Interposer {
             sgpr: r.sgpr,
             wave_size: r.wave_size,
             group: counted.as_ref().map(|c| c.set.group as u32),
+            ranges: enclosing.ranges.iter().map(|r| r.id).collect(),
             ..Record::default()
         };
         let wrapping = Wrapping {

@@ -27,6 +27,7 @@ pub mod interposer;
 pub mod kernel_names;
 pub mod records;
 pub mod rewrite;
+pub mod roctx;
 pub mod runtime;
 pub mod selection;
 
