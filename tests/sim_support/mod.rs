@@ -122,3 +122,85 @@ pub fn total(t: &serde_json::Value, counter: &str) -> u64 {
         .map(|v| v.as_u64().expect("a count"))
         .sum()
 }
+
+/// A do-nothing `libroctx64.so.4` as an installed ROCm provides one (soname `libroctx64.so.4`,
+/// functions versioned `ROCTX_4.1`, also linkable as `-lroctx64`), built once per test binary;
+/// its directory.
+pub fn roctx_stand_in() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("roctx-stand-in");
+            std::fs::create_dir_all(&dir).unwrap();
+            let source = dir.join("roctx.c");
+            std::fs::write(
+                &source,
+                "#include <stdint.h>\n\
+                 void roctxMarkA(const char *m) { (void)m; }\n\
+                 int roctxRangePushA(const char *m) { (void)m; return 0; }\n\
+                 int roctxRangePop(void) { return 0; }\n\
+                 uint64_t roctxRangeStartA(const char *m) { (void)m; return 1; }\n\
+                 void roctxRangeStop(uint64_t id) { (void)id; }\n\
+                 int roctxProfilerPause(uint64_t tid) { (void)tid; return 0; }\n\
+                 int roctxProfilerResume(uint64_t tid) { (void)tid; return 0; }\n\
+                 int roctxNameOsThread(const char *n) { (void)n; return 0; }\n",
+            )
+            .unwrap();
+            std::fs::write(
+                dir.join("roctx.map"),
+                "ROCTX_4.1 { global: roctx*; local: *; };\n",
+            )
+            .unwrap();
+            let library = dir.join("libroctx64.so.4");
+            let status = Command::new("cc")
+                .args(["-shared", "-fPIC", "-o"])
+                .arg(&library)
+                .arg(&source)
+                .arg("-Wl,-soname,libroctx64.so.4")
+                .arg(format!(
+                    "-Wl,--version-script={}",
+                    dir.join("roctx.map").display()
+                ))
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building the roctx stand-in failed");
+            let link = dir.join("libroctx64.so");
+            let _ = std::fs::remove_file(&link);
+            std::os::unix::fs::symlink("libroctx64.so.4", &link).unwrap();
+            dir
+        })
+        .clone()
+}
+
+/// `sim/c-app/app.c`, built once per test binary against Debian's ROCr and the roctx stand-in.
+pub fn c_app() -> PathBuf {
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let roctx = roctx_stand_in();
+            let out = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("rtl-c-app");
+            let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sim/c-app/app.c");
+            let status = Command::new("cc")
+                .arg(&source)
+                .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-L"])
+                .arg(&roctx)
+                .args(["-lroctx64", "-o"])
+                .arg(&out)
+                .status()
+                .expect("cc runs");
+            assert!(status.success(), "building {} failed", source.display());
+            out
+        })
+        .clone()
+}
+
+/// `env` with the roctx stand-in's directory last on `LD_LIBRARY_PATH`, where an installed
+/// ROCm's libraries are found.
+pub fn with_roctx_stand_in(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let dir = roctx_stand_in().display().to_string();
+    match env.iter_mut().find(|(k, _)| k == "LD_LIBRARY_PATH") {
+        Some((_, path)) => *path = format!("{path}:{dir}"),
+        None => env.push(("LD_LIBRARY_PATH".into(), dir)),
+    }
+    env
+}
