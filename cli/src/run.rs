@@ -31,6 +31,7 @@ use crate::output::csv::{write_agent_info, write_kernel_stats};
 use crate::output::database::Database;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, PassSpec};
+use crate::output::regions;
 use crate::planning::{ArchCatalog, ProfilePlan};
 
 pub use child::exit_code;
@@ -490,10 +491,18 @@ pub fn run(
             processes: &[(0, records.processes())],
             exit_status: Some(code),
         };
+        let mut dispatch_ranges: Vec<(u32, u64, Vec<u64>)> = Vec::new();
         let pass_written = write_pass(&mut db, &spec, |input| {
             for record in records {
                 match record {
                     Ok(record) => {
+                        if !record.ranges.is_empty() {
+                            dispatch_ranges.push((
+                                record.pid,
+                                record.dispatch,
+                                record.ranges.clone(),
+                            ));
+                        }
                         let dispatch = converter.convert(&record);
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
@@ -505,6 +514,18 @@ pub fn run(
         })
         .map_err(output_error)?;
         let dispatches = pass_written.dispatches;
+        let mut processes = Vec::new();
+        for file in record_files(&pass_dir) {
+            let mut events = Vec::new();
+            for region in records::read_regions(&file) {
+                match region {
+                    Ok(region) => events.push(region),
+                    Err(e) => options.warn(e),
+                }
+            }
+            processes.push(events);
+        }
+        regions::store_pass(&db, pass, &processes, &dispatch_ranges).map_err(output_error)?;
         written.extend(pass_written.csv);
         for agent in converter.seen_agents(&known) {
             if !known.iter().any(|k| k.node_id == agent.node_id) {

@@ -101,9 +101,14 @@ impl JsonWriter {
         serde_json::to_writer(&mut self.out, &dispatch_json(d)).map_err(io::Error::other)
     }
 
-    /// Closes the document and gives the file its name.
-    pub fn commit(mut self) -> io::Result<PathBuf> {
-        self.out.write_all(b"\n]}}\n")?;
+    /// Closes the document, with `"key": value` after the dispatches when given, and gives the
+    /// file its name.
+    pub fn commit(mut self, extra: Option<(&str, &Value)>) -> io::Result<PathBuf> {
+        self.out.write_all(b"\n]")?;
+        if let Some((key, value)) = extra {
+            write!(self.out, ",{}:{value}", Value::from(key))?;
+        }
+        self.out.write_all(b"}}\n")?;
         self.out.commit()
     }
 }
