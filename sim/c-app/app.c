@@ -11,7 +11,7 @@
  * The roctx calls, in order (every iteration i from 0, every GPU g by agent order):
  *   roctxNameOsThread("c-app main"), roctxMarkA("start"), id = roctxRangeStartA("all iterations");
  *   per iteration: roctxRangePushA("iteration i"); when i is odd roctxProfilerResume(0);
- *     per GPU: roctxRangePushA("vadd on gfxNNN"), the vadd dispatch, roctxRangePop();
+ *     per GPU: roctxRangePushA("vadd i on gfxNNN"), the vadd dispatch, roctxRangePop();
  *     when i is odd roctxProfilerPause(0); roctxRangePop();
  *   roctxRangeStop(id), roctxMarkA("end");
  *   with `misuse`: roctxRangePop() on an empty stack, roctxRangeStop(id + 1000), one vadd per GPU
@@ -226,15 +226,20 @@ static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, s
   return wrong;
 }
 
-/* Dispatches vadd on every GPU, each inside a roctx range naming the GPU. */
+/* Dispatches vadd on every GPU, each inside a roctx range `range` or naming the iteration and
+   the GPU. */
 static int run_all(struct agents *agents, const unsigned char *code, size_t code_size,
-                   const char *range) {
+                   const char *range, int iteration) {
   int failures = 0;
   for (int g = 0; g < agents->gpu_count; ++g) {
     char name[64] = {0};
     char label[96];
     CHECK(hsa_agent_get_info(agents->gpus[g], HSA_AGENT_INFO_NAME, name));
-    snprintf(label, sizeof label, range ? range : "vadd on %s", name);
+    if (range) {
+      snprintf(label, sizeof label, "%s", range);
+    } else {
+      snprintf(label, sizeof label, "vadd %d on %s", iteration, name);
+    }
     roctxRangePushA(label);
     if (run_on(agents->gpus[g], agents->cpu, code, code_size) != 0) {
       failures++;
@@ -273,7 +278,7 @@ int main(int argc, char **argv) {
     if (i % 2 == 1) {
       roctxProfilerResume(0);
     }
-    failures += run_all(&agents, code, code_size, NULL);
+    failures += run_all(&agents, code, code_size, NULL, i);
     if (i % 2 == 1) {
       roctxProfilerPause(0);
     }
@@ -284,7 +289,7 @@ int main(int argc, char **argv) {
   if (misuse) {
     roctxRangePop();
     roctxRangeStop(all + 1000);
-    failures += run_all(&agents, code, code_size, "bad \xff name");
+    failures += run_all(&agents, code, code_size, "bad \xff name", 0);
     roctxRangePushA("left open");
   }
   CHECK(hsa_shut_down());
