@@ -165,7 +165,17 @@ fn expected_regions(
 fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_recorded() {
     let p = profile(
         "selected",
-        &["--pmc", "SQ_WAVES", "GRBM_COUNT", "--selected-regions", "-f", "csv", "json", "rocpd", "pftrace"],
+        &[
+            "--pmc",
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "--selected-regions",
+            "-f",
+            "csv",
+            "json",
+            "rocpd",
+            "pftrace",
+        ],
         &c_app(),
         &["4"],
         Some(&roctx_stand_in(RoctxLibrary::Rocm)),
@@ -193,7 +203,10 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
         .collect();
     assert_eq!(p.results("SQ_WAVES"), expected);
     let grbm: Vec<u64> = p.results("GRBM_COUNT").iter().map(|r| r.1).collect();
-    assert_eq!(grbm, [total(truth[1], "GRBM_COUNT"), total(truth[3], "GRBM_COUNT")]);
+    assert_eq!(
+        grbm,
+        [total(truth[1], "GRBM_COUNT"), total(truth[3], "GRBM_COUNT")]
+    );
 
     // Every region, nested as the program nests them.
     assert_eq!(p.regions(), expected_regions(4));
@@ -233,8 +246,14 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
     assert_eq!(
         stacks,
         [
-            (truth[1]["start"].as_i64().unwrap(), "iteration 1 > vadd 1 on gfx942".to_string()),
-            (truth[3]["start"].as_i64().unwrap(), "iteration 3 > vadd 3 on gfx942".to_string()),
+            (
+                truth[1]["start"].as_i64().unwrap(),
+                "iteration 1 > vadd 1 on gfx942".to_string()
+            ),
+            (
+                truth[3]["start"].as_i64().unwrap(),
+                "iteration 3 > vadd 3 on gfx942".to_string()
+            ),
         ]
     );
     let innermost: Vec<String> = db
@@ -309,9 +328,8 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
 
     let stderr = p.stderr();
     assert!(
-        stderr
-            .lines()
-            .any(|l| l == "rtl-pmc: roctx (pass 1): 9 ranges, 2 marks, 4 pauses and resumes in 1 process"),
+        stderr.lines().any(|l| l
+            == "rtl-pmc: roctx (pass 1): 9 ranges, 2 marks, 4 pauses and resumes in 1 process"),
         "{stderr}"
     );
     assert!(!stderr.contains("warning: roctx"), "{stderr}");
@@ -356,11 +374,17 @@ fn kernel_rename_and_range_regex_name_and_select_exactly_in_every_output() {
         ]
     );
     let grbm: Vec<u64> = p.results("GRBM_COUNT").iter().map(|r| r.1).collect();
-    assert_eq!(grbm, [total(first[0], "GRBM_COUNT"), total(first[2], "GRBM_COUNT")]);
+    assert_eq!(
+        grbm,
+        [total(first[0], "GRBM_COUNT"), total(first[2], "GRBM_COUNT")]
+    );
     let begins: Vec<u64> = p.results("SQ_WAVES").iter().map(|r| r.2).collect();
     assert_eq!(
         begins,
-        [first[0]["start"].as_u64().unwrap(), first[2]["start"].as_u64().unwrap()]
+        [
+            first[0]["start"].as_u64().unwrap(),
+            first[2]["start"].as_u64().unwrap()
+        ]
     );
     for pass in ["pass_1", "pass_2"] {
         let rows = sim_support::read_table(&p.out.join(pass).join("counter_collection.csv"));
@@ -417,7 +441,11 @@ fn kernel_rename_and_range_regex_name_and_select_exactly_in_every_output() {
     assert_eq!(kernels, ["vadd 0 on gfx942", "vadd 2 on gfx942"]);
 
     let input = dir.join("selected.yaml");
-    std::fs::write(&input, "jobs:\n  - pmc: [SQ_WAVES]\n    selected_regions: true\n").unwrap();
+    std::fs::write(
+        &input,
+        "jobs:\n  - pmc: [SQ_WAVES]\n    selected_regions: true\n",
+    )
+    .unwrap();
     let selected = profile(
         "selected-input",
         &["-i", input.to_str().unwrap()],
@@ -430,7 +458,10 @@ fn kernel_rename_and_range_regex_name_and_select_exactly_in_every_output() {
     let begins: Vec<u64> = selected.results("SQ_WAVES").iter().map(|r| r.2).collect();
     assert_eq!(
         begins,
-        [truth[1]["start"].as_u64().unwrap(), truth[3]["start"].as_u64().unwrap()]
+        [
+            truth[1]["start"].as_u64().unwrap(),
+            truth[3]["start"].as_u64().unwrap()
+        ]
     );
 }
 
@@ -454,14 +485,23 @@ fn misuse_is_recorded_reported_and_harmless() {
     };
     expected.extend([
         problem("pop", None, -1, "roctxRangePop with no range open"),
-        problem("stop", None, -1, "roctxRangeStop of an id no open range has"),
+        problem(
+            "stop",
+            None,
+            -1,
+            "roctxRangeStop of an id no open range has",
+        ),
         problem("range", some("bad \u{fffd} name"), 0, "name not UTF-8"),
         problem("range", some("left open"), 0, "open at exit"),
     ]);
     assert_eq!(p.regions(), expected);
     let unknown: i64 = p
         .db()
-        .query_row("SELECT roctx_id FROM rtl_region WHERE kind = 'stop'", [], |r| r.get(0))
+        .query_row(
+            "SELECT roctx_id FROM rtl_region WHERE kind = 'stop'",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     let all: i64 = p
         .db()
@@ -481,8 +521,14 @@ fn misuse_is_recorded_reported_and_harmless() {
     assert_eq!(
         kernels,
         [
-            ("vadd 0 on gfx942".to_string(), truth[0]["start"].as_u64().unwrap()),
-            ("bad \u{fffd} name".to_string(), truth[1]["start"].as_u64().unwrap()),
+            (
+                "vadd 0 on gfx942".to_string(),
+                truth[0]["start"].as_u64().unwrap()
+            ),
+            (
+                "bad \u{fffd} name".to_string(),
+                truth[1]["start"].as_u64().unwrap()
+            ),
         ]
     );
     let (_, open_end) = p.range("left open");
@@ -509,14 +555,25 @@ fn captured_with_rocm_or_sdk_roctx_installed_in_front_or_absent() {
     let line = "rtl-pmc: roctx (pass 1): 5 ranges, 2 marks, 2 pauses and resumes in 1 process";
     let cases: [(&str, RoctxLibrary, bool, Option<PathBuf>); 5] = [
         ("rocm-absent", RoctxLibrary::Rocm, false, None),
-        ("rocm-path", RoctxLibrary::Rocm, false, Some(roctx_stand_in(RoctxLibrary::Rocm))),
+        (
+            "rocm-path",
+            RoctxLibrary::Rocm,
+            false,
+            Some(roctx_stand_in(RoctxLibrary::Rocm)),
+        ),
         ("rocm-rpath", RoctxLibrary::Rocm, true, None),
         ("sdk-absent", RoctxLibrary::Sdk, false, None),
         ("sdk-rpath", RoctxLibrary::Sdk, true, None),
     ];
     for (name, which, rpath, library_path) in cases {
         let app = c_app_linked(which, rpath);
-        let p = profile(name, &["--pmc", "SQ_WAVES"], &app, &["2"], library_path.as_deref());
+        let p = profile(
+            name,
+            &["--pmc", "SQ_WAVES"],
+            &app,
+            &["2"],
+            library_path.as_deref(),
+        );
         p.assert_success();
         let stderr = p.stderr();
         assert!(stderr.lines().any(|l| l == line), "{name}: {stderr}");
@@ -533,8 +590,77 @@ fn captured_with_rocm_or_sdk_roctx_installed_in_front_or_absent() {
         .unwrap();
     assert_eq!(out.status.code(), Some(127));
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("libroctx64.so.4: cannot open shared object file"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains("libroctx64.so.4: cannot open shared object file"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("roctx-demo");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let truth_file = dir.join("truth.jsonl");
+    let output = Command::new(artifact("rtl-pmc"))
+        .args(["--sim", "gfx942", "-d"])
+        .arg(dir.join("out"))
+        .args([
+            "--pmc",
+            "SQ_WAVES",
+            "--kernel-rename",
+            "--roctx-include-regex",
+            "^iteration 1$",
+        ])
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .args(["--roctx", "--iterations", "3", "--threads", "2"])
+        .env_remove("LD_LIBRARY_PATH")
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+        .output()
+        .unwrap();
+    let p = Profile {
+        output,
+        out: dir.join("out"),
+        truth: sim_support::read_ground_truth(&truth_file),
+    };
+    p.assert_success();
+    // Each worker has its own queue; its fifth to eighth dispatches are iteration 1's.
+    let mut expected: Vec<(String, u64, u64, u64)> = Vec::new();
+    let mut queues: Vec<&serde_json::Value> = p.truth.iter().map(|t| &t["queue"]).collect();
+    queues.sort_by_key(|q| q.as_u64());
+    queues.dedup();
+    assert_eq!(queues.len(), 2);
+    for queue in queues {
+        let on_queue: Vec<&serde_json::Value> =
+            p.truth.iter().filter(|t| &t["queue"] == queue).collect();
+        assert_eq!(on_queue.len(), 12);
+        for t in &on_queue[4..8] {
+            expected.push((
+                format!("{} in iteration 1", t["kernel"].as_str().unwrap()),
+                total(t, "SQ_WAVES"),
+                t["start"].as_u64().unwrap(),
+                t["end"].as_u64().unwrap(),
+            ));
+        }
+    }
+    expected.sort_by_key(|e| e.2);
+    assert_eq!(p.results("SQ_WAVES"), expected);
+    let names: Vec<String> = p
+        .db()
+        .prepare("SELECT name FROM rtl_region WHERE kind = 'name_thread' ORDER BY name")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(names, ["worker 0", "worker 1"]);
+    let stderr = p.stderr();
+    assert!(
+        stderr.lines().any(|l| l
+            == "rtl-pmc: roctx (pass 1): 30 ranges, 2 marks, 0 pauses and resumes in 1 process"),
+        "{stderr}"
     );
 }

@@ -183,14 +183,20 @@ pub fn roctx_stand_in(which: RoctxLibrary) -> PathBuf {
             .arg(&source)
             .arg(format!("-Wl,-soname,{soname}"));
         if which == RoctxLibrary::Rocm {
-            std::fs::write(dir.join("roctx.map"), "ROCTX_4.1 { global: roctx*; local: *; };\n")
-                .unwrap();
+            std::fs::write(
+                dir.join("roctx.map"),
+                "ROCTX_4.1 { global: roctx*; local: *; };\n",
+            )
+            .unwrap();
             cc.arg(format!(
                 "-Wl,--version-script={}",
                 dir.join("roctx.map").display()
             ));
         }
-        assert!(cc.status().expect("cc runs").success(), "building the roctx stand-in failed");
+        assert!(
+            cc.status().expect("cc runs").success(),
+            "building the roctx stand-in failed"
+        );
         let link_name = dir.join(format!("lib{link}.so"));
         let _ = std::fs::remove_file(&link_name);
         std::os::unix::fs::symlink(soname, &link_name).unwrap();
@@ -210,7 +216,10 @@ pub fn c_app_linked(which: RoctxLibrary, rpath: bool) -> PathBuf {
             .arg(&roctx)
             .arg(format!("-l{}", which.names().1));
         if rpath {
-            cc.arg(format!("-Wl,--disable-new-dtags,-rpath,{}", roctx.display()));
+            cc.arg(format!(
+                "-Wl,--disable-new-dtags,-rpath,{}",
+                roctx.display()
+            ));
         }
         let status = cc.arg("-o").arg(out).status().expect("cc runs");
         assert!(status.success(), "building {} failed", source.display());

@@ -11,6 +11,7 @@ mod gpu;
 #[path = "../../../src/hsa/mod.rs"]
 mod hsa;
 mod hsa_api;
+mod roctx;
 mod workload;
 
 use std::process::ExitCode;
@@ -59,6 +60,12 @@ struct Args {
     /// Exit without calling hsa_shut_down: the runtime unloads its tools at process exit.
     #[arg(long)]
     no_shutdown: bool,
+    /// Annotate with roctx (libroctx64.so.4, opened at run time; nothing without one): each
+    /// worker thread named `worker N`, each iteration a range `iteration I` holding a range
+    /// `KERNEL in iteration I` around each dispatch, and marks `begin` and `end` on the main
+    /// thread around the work.
+    #[arg(long)]
+    roctx: bool,
 }
 
 /// A failed HSA call.
@@ -102,13 +109,18 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
     if args.cpp {
         kernels.extend(CPP_KERNELS.iter().map(|(name, _)| *name));
     }
+    if args.roctx {
+        roctx::enable();
+    }
     let plan = Plan {
+        roctx: args.roctx,
         iterations: args.iterations,
         queues: args.queues,
         kernels,
         size: args.size.max(1),
         crash: args.crash,
     };
+    roctx::mark("begin");
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..args.threads)
             .map(|thread| {
@@ -124,6 +136,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             })
             .collect()
     });
+    roctx::mark("end");
     let names: Vec<String> = system.gpus.iter().map(|g| g.name.clone()).collect();
     drop(system);
     if !args.no_shutdown {
