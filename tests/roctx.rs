@@ -13,6 +13,9 @@ use std::process::{Command, Output};
 
 use sim_support::{artifact, c_app, c_app_linked, fixture, roctx_stand_in, total, RoctxLibrary};
 
+/// A region as (kind, name, depth, the enclosing range's name, problem).
+type RegionBrief = (String, Option<String>, i64, Option<String>, Option<String>);
+
 /// What one profile left behind.
 struct Profile {
     output: Output,
@@ -55,7 +58,7 @@ impl Profile {
     }
 
     /// The regions as (kind, name, depth, parent's name, problem), by begin time.
-    fn regions(&self) -> Vec<(String, Option<String>, i64, Option<String>, Option<String>)> {
+    fn regions(&self) -> Vec<RegionBrief> {
         let db = self.db();
         let mut stmt = db
             .prepare(
@@ -129,10 +132,7 @@ fn some(s: &str) -> Option<String> {
 }
 
 /// The regions of `app.c` run for `iterations` without misuse, as its comment lists them.
-#[allow(clippy::type_complexity)]
-fn expected_regions(
-    iterations: usize,
-) -> Vec<(String, Option<String>, i64, Option<String>, Option<String>)> {
+fn expected_regions(iterations: usize) -> Vec<RegionBrief> {
     let row = |kind: &str, name: Option<String>, depth, parent: Option<String>| {
         (kind.to_string(), name, depth, parent, None)
     };

@@ -454,6 +454,17 @@ mod tests {
         }
     }
 
+    /// A row as (kind, name, begin, end, ending thread, parent, problem).
+    type Brief<'a> = (
+        &'a str,
+        Option<&'a str>,
+        u64,
+        u64,
+        u32,
+        Option<i64>,
+        Option<&'a str>,
+    );
+
     #[test]
     fn pushes_pair_with_pops_per_thread_and_starts_with_stops_across_threads() {
         use RegionKind::*;
@@ -475,7 +486,7 @@ mod tests {
             event(Exit, 3, 0, -1, 30, None),
         ];
         let rows = pair(1, &events);
-        let brief: Vec<(&str, Option<&str>, u64, u64, u32, Option<i64>, Option<&str>)> = rows
+        let brief: Vec<Brief> = rows
             .iter()
             .map(|r| {
                 (

@@ -254,8 +254,11 @@ pub extern "C" fn roctxProfilerResume(tid: ThreadId) -> c_int {
 
 /// `int roctxGetThreadId(roctx_thread_id_t* tid)`: the Linux thread id, as rocprofiler-sdk
 /// gives it; 0, or 1 for a NULL pointer.
+///
+/// # Safety
+/// `out` is NULL or points to a writable `roctx_thread_id_t`.
 #[no_mangle]
-pub extern "C" fn roctxGetThreadId(out: *mut ThreadId) -> c_int {
+pub unsafe extern "C" fn roctxGetThreadId(out: *mut ThreadId) -> c_int {
     guarded(1, || {
         if out.is_null() {
             return 1;
@@ -276,8 +279,11 @@ pub extern "C" fn roctxNameOsThread(name: *const c_char) -> c_int {
 }
 
 /// `int roctxNameHsaAgent(const char* name, const struct hsa_agent_s* agent)`: always 0.
+///
+/// # Safety
+/// `name` is NULL or NUL-terminated; `agent` is NULL or points to an `hsa_agent_t`.
 #[no_mangle]
-pub extern "C" fn roctxNameHsaAgent(name: *const c_char, agent: *const u64) -> c_int {
+pub unsafe extern "C" fn roctxNameHsaAgent(name: *const c_char, agent: *const u64) -> c_int {
     guarded(0, || {
         let handle = if agent.is_null() {
             0
@@ -489,9 +495,9 @@ mod tests {
         assert_eq!(roctxProfilerPause(0), 0);
         assert_eq!(rtl_pmc_roctx_resumed(), 0);
         let mut tid_out = 0;
-        assert_eq!(roctxGetThreadId(&mut tid_out), 0);
+        assert_eq!(unsafe { roctxGetThreadId(&mut tid_out) }, 0);
         assert_eq!(tid_out, u64::from(tid()));
-        assert_eq!(roctxGetThreadId(std::ptr::null_mut()), 1);
+        assert_eq!(unsafe { roctxGetThreadId(std::ptr::null_mut()) }, 1);
         let mut events: Vec<(u32, u64, i32, Option<Vec<u8>>)> = Vec::new();
         let dropped =
             unsafe { rtl_pmc_roctx_drain(Some(collect), &mut events as *mut _ as *mut c_void) };
