@@ -597,25 +597,21 @@ fn captured_with_rocm_or_sdk_roctx_installed_in_front_or_absent() {
     );
 }
 
-#[test]
-fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("roctx-demo");
+/// `rtl-pmc --sim gfx942 --pmc SQ_WAVES FLAGS -- rtl-demo-app --roctx ARGS` with no roctx
+/// library installed.
+fn demo_profile(name: &str, flags: &[&str], args: &[&str]) -> Profile {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("roctx-{name}"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let truth_file = dir.join("truth.jsonl");
     let output = Command::new(artifact("rtl-pmc"))
-        .args(["--sim", "gfx942", "-d"])
+        .args(["--sim", "gfx942", "--pmc", "SQ_WAVES", "-d"])
         .arg(dir.join("out"))
-        .args([
-            "--pmc",
-            "SQ_WAVES",
-            "--kernel-rename",
-            "--roctx-include-regex",
-            "^iteration 1$",
-        ])
+        .args(flags)
         .arg("--")
         .arg(artifact("rtl-demo-app"))
-        .args(["--roctx", "--iterations", "3", "--threads", "2"])
+        .arg("--roctx")
+        .args(args)
         .env_remove("LD_LIBRARY_PATH")
         .env("RTL_SIM_GROUND_TRUTH", &truth_file)
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
@@ -627,19 +623,31 @@ fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
         truth: sim_support::read_ground_truth(&truth_file),
     };
     p.assert_success();
-    // Each worker has its own queue; its fifth to eighth dispatches are iteration 1's.
-    let mut expected: Vec<(String, u64, u64, u64)> = Vec::new();
-    let mut queues: Vec<&serde_json::Value> = p.truth.iter().map(|t| &t["queue"]).collect();
-    queues.sort_by_key(|q| q.as_u64());
+    p
+}
+
+/// The ground truth as `results.csv` rows named `KERNEL in iteration I`: each queue's dispatches
+/// are its thread's, four per iteration; by start time.
+fn renamed_truth(p: &Profile, iterations: std::ops::Range<usize>) -> Vec<(String, u64, u64, u64)> {
+    let mut queues: Vec<u64> = p
+        .truth
+        .iter()
+        .map(|t| t["queue"].as_u64().unwrap())
+        .collect();
+    queues.sort_unstable();
     queues.dedup();
-    assert_eq!(queues.len(), 2);
+    let mut expected = Vec::new();
     for queue in queues {
-        let on_queue: Vec<&serde_json::Value> =
-            p.truth.iter().filter(|t| &t["queue"] == queue).collect();
-        assert_eq!(on_queue.len(), 12);
-        for t in &on_queue[4..8] {
+        let on_queue = p
+            .truth
+            .iter()
+            .filter(|t| t["queue"].as_u64() == Some(queue));
+        for (n, t) in on_queue
+            .enumerate()
+            .filter(|(n, _)| iterations.contains(&(n / 4)))
+        {
             expected.push((
-                format!("{} in iteration 1", t["kernel"].as_str().unwrap()),
+                format!("{} in iteration {}", t["kernel"].as_str().unwrap(), n / 4),
                 total(t, "SQ_WAVES"),
                 t["start"].as_u64().unwrap(),
                 t["end"].as_u64().unwrap(),
@@ -647,7 +655,19 @@ fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
         }
     }
     expected.sort_by_key(|e| e.2);
-    assert_eq!(p.results("SQ_WAVES"), expected);
+    expected
+}
+
+#[test]
+fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
+    // Two threads, each with its own queue: every dispatch renamed after its own thread's range.
+    let p = demo_profile(
+        "demo",
+        &["--kernel-rename"],
+        &["--iterations", "2", "--threads", "2"],
+    );
+    assert_eq!(p.truth.len(), 16);
+    assert_eq!(p.results("SQ_WAVES"), renamed_truth(&p, 0..2));
     let names: Vec<String> = p
         .db()
         .prepare("SELECT name FROM rtl_region WHERE kind = 'name_thread' ORDER BY name")
@@ -660,7 +680,16 @@ fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
     let stderr = p.stderr();
     assert!(
         stderr.lines().any(|l| l
-            == "rtl-pmc: roctx (pass 1): 30 ranges, 2 marks, 0 pauses and resumes in 1 process"),
+            == "rtl-pmc: roctx (pass 1): 20 ranges, 2 marks, 0 pauses and resumes in 1 process"),
         "{stderr}"
     );
+
+    // Selected by the iteration's range (one queue, so the values are exact).
+    let p = demo_profile(
+        "demo-selected",
+        &["--kernel-rename", "--roctx-include-regex", "^iteration 1$"],
+        &["--iterations", "3"],
+    );
+    assert_eq!(p.truth.len(), 12);
+    assert_eq!(p.results("SQ_WAVES"), renamed_truth(&p, 1..2));
 }
