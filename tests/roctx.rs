@@ -693,3 +693,70 @@ fn demo_app_opening_roctx_at_run_time_is_captured_per_thread() {
     assert_eq!(p.truth.len(), 12);
     assert_eq!(p.results("SQ_WAVES"), renamed_truth(&p, 1..2));
 }
+
+#[test]
+fn merge_keeps_every_rank_s_regions_and_links() {
+    let ranks: Vec<Profile> = (0..2)
+        .map(|rank| {
+            let p = profile(
+                &format!("merge-{rank}"),
+                &["--pmc", "SQ_WAVES"],
+                &c_app(),
+                &["2"],
+                Some(&roctx_stand_in(RoctxLibrary::Rocm)),
+            );
+            p.assert_success();
+            p
+        })
+        .collect();
+    let all = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("roctx-merge-all");
+    let _ = std::fs::remove_dir_all(&all);
+    let out = Command::new(artifact("rtl-pmc"))
+        .args(["merge", "-d"])
+        .arg(&all)
+        .arg(&ranks[0].out)
+        .arg(&ranks[1].out)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l
+            == "rtl-pmc: roctx (pass 1): 10 ranges, 4 marks, 4 pauses and resumes in 2 processes"),
+        "{stderr}"
+    );
+    let merged = Profile {
+        output: out,
+        out: all,
+        truth: Vec::new(),
+    };
+    let db = merged.db();
+    for rank in &ranks {
+        let pid = rank.first_truth()[0]["pid"].as_i64().unwrap();
+        let names: Vec<Option<String>> = db
+            .prepare("SELECT name FROM rtl_region WHERE pid = ?1 ORDER BY start_ns, id")
+            .unwrap()
+            .query_map([pid], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        let expected: Vec<Option<String>> = expected_regions(2).into_iter().map(|r| r.1).collect();
+        assert_eq!(names, expected, "rank of pid {pid}");
+        let innermost: Vec<String> = db
+            .prepare(
+                "SELECT r.name FROM rtl_dispatch_region x JOIN rocpd_kernel_dispatch d
+                   ON d.id = x.dispatch_row_id JOIN rtl_region r ON r.id = x.region_id
+                 WHERE d.pid = ?1 AND r.pid = ?1 ORDER BY d.start_ns",
+            )
+            .unwrap()
+            .query_map([pid], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            innermost,
+            ["vadd 0 on gfx942", "vadd 1 on gfx942"],
+            "pid {pid}"
+        );
+    }
+}

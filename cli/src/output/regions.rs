@@ -197,33 +197,16 @@ fn store(
 ) -> rusqlite::Result<()> {
     conn.execute_batch(SCHEMA)?;
     let tx = conn.unchecked_transaction()?;
+    let first = next_region(&tx)?;
     let mut ids: HashMap<(u32, u64), i64> = HashMap::new();
     {
-        let mut insert = tx.prepare(
-            "INSERT INTO rtl_region(pass, pid, tid, kind, name, start_ns, end_ns, end_tid, depth,
-               parent_id, roctx_id, object, problem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,
-               ?10, ?11, ?12, ?13)",
-        )?;
+        let mut insert = tx.prepare(INSERT_REGION)?;
         for events in processes {
             let rows = pair(pass, events);
             let mut row_ids: Vec<i64> = Vec::with_capacity(rows.len());
             for r in &rows {
                 let parent = r.parent.map(|p| row_ids[p as usize]);
-                insert.execute(params![
-                    r.pass,
-                    r.pid,
-                    r.tid,
-                    r.kind,
-                    r.name,
-                    r.start_ns as i64,
-                    r.end_ns as i64,
-                    r.end_tid,
-                    r.depth,
-                    parent,
-                    r.roctx_id as i64,
-                    r.object as i64,
-                    r.problem,
-                ])?;
+                insert_region(&mut insert, r, parent)?;
                 let id = tx.last_insert_rowid();
                 row_ids.push(id);
                 if r.kind == "range" || r.kind == "process_range" {
@@ -231,10 +214,7 @@ fn store(
                 }
             }
         }
-        let mut range = tx.prepare(
-            "INSERT INTO rtl_dispatch_range(pass, pid, dispatch_id, depth, region_id, innermost)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
+        let mut range = tx.prepare(INSERT_RANGE)?;
         for (pid, dispatch, stack) in dispatch_ranges {
             for (depth, id) in stack.iter().enumerate() {
                 if let Some(region) = ids.get(&(*pid, *id)) {
@@ -251,14 +231,160 @@ fn store(
             }
         }
     }
-    tx.execute(
+    link_innermost(&tx, pass, first)?;
+    tx.commit()
+}
+
+/// Copies every region of `source` (a profile's database) into `db`, whose dispatches of the
+/// same passes were copied from it with their process and dispatch ids (`rtl-pmc merge`), and
+/// links them to those dispatches.
+pub fn copy(source: &Database, db: &Database) -> Result<(), DatabaseError> {
+    let (from, from_path) = source.connection();
+    let (to, to_path) = db.connection();
+    let rows = (|| -> rusqlite::Result<Option<(Vec<RegionRow>, Vec<DispatchRange>)>> {
+        if !has_regions(from)? {
+            return Ok(None);
+        }
+        let mut stmt = from.prepare(&format!("{SELECT_REGIONS} ORDER BY id"))?;
+        let regions = stmt
+            .query_map([], region_row)?
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut stmt = from.prepare(
+            "SELECT pass, pid, dispatch_id, depth, region_id, innermost FROM rtl_dispatch_range",
+        )?;
+        let ranges = stmt
+            .query_map([], |r| {
+                Ok(DispatchRange {
+                    pass: r.get(0)?,
+                    pid: r.get(1)?,
+                    dispatch_id: r.get(2)?,
+                    depth: r.get(3)?,
+                    region_id: r.get(4)?,
+                    innermost: r.get(5)?,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some((regions, ranges)))
+    })()
+    .map_err(sqlite(from_path))?;
+    let Some((regions, ranges)) = rows else {
+        return Ok(());
+    };
+    (|| -> rusqlite::Result<()> {
+        to.execute_batch(SCHEMA)?;
+        let tx = to.unchecked_transaction()?;
+        let first = next_region(&tx)?;
+        let mut ids: HashMap<i64, i64> = HashMap::new();
+        {
+            let mut insert = tx.prepare(INSERT_REGION)?;
+            for r in &regions {
+                let parent = r.parent.and_then(|p| ids.get(&p).copied());
+                insert_region(&mut insert, r, parent)?;
+                ids.insert(r.id, tx.last_insert_rowid());
+            }
+            let mut insert = tx.prepare(INSERT_RANGE)?;
+            for d in &ranges {
+                if let Some(region) = ids.get(&d.region_id) {
+                    insert.execute(params![
+                        d.pass,
+                        d.pid,
+                        d.dispatch_id,
+                        d.depth,
+                        region,
+                        d.innermost
+                    ])?;
+                }
+            }
+        }
+        let mut passes: Vec<u32> = regions.iter().map(|r| r.pass).collect();
+        passes.sort_unstable();
+        passes.dedup();
+        for pass in passes {
+            link_innermost(&tx, pass, first)?;
+        }
+        tx.commit()
+    })()
+    .map_err(sqlite(to_path))
+}
+
+/// One row of `rtl_dispatch_range`.
+struct DispatchRange {
+    pass: u32,
+    pid: u32,
+    dispatch_id: i64,
+    depth: i64,
+    region_id: i64,
+    innermost: bool,
+}
+
+const SELECT_REGIONS: &str = "SELECT id, pass, pid, tid, kind, name, start_ns, end_ns, end_tid,
+  depth, parent_id, roctx_id, object, problem FROM rtl_region";
+
+const INSERT_REGION: &str = "INSERT INTO rtl_region(pass, pid, tid, kind, name, start_ns, end_ns,
+  end_tid, depth, parent_id, roctx_id, object, problem)
+  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)";
+
+const INSERT_RANGE: &str = "INSERT INTO rtl_dispatch_range(pass, pid, dispatch_id, depth,
+  region_id, innermost) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
+
+fn insert_region(
+    insert: &mut rusqlite::Statement<'_>,
+    r: &RegionRow,
+    parent: Option<i64>,
+) -> rusqlite::Result<usize> {
+    insert.execute(params![
+        r.pass,
+        r.pid,
+        r.tid,
+        r.kind,
+        r.name,
+        r.start_ns as i64,
+        r.end_ns as i64,
+        r.end_tid,
+        r.depth,
+        parent,
+        r.roctx_id as i64,
+        r.object as i64,
+        r.problem,
+    ])
+}
+
+/// Links each dispatch row of `pass` to its innermost enclosing range, for the ranges from row
+/// `first_region` on (those just stored).
+fn link_innermost(conn: &Connection, pass: u32, first_region: i64) -> rusqlite::Result<usize> {
+    conn.execute(
         "INSERT INTO rtl_dispatch_region(dispatch_row_id, region_id)
          SELECT d.id, r.region_id FROM rtl_dispatch_range r JOIN rocpd_kernel_dispatch d
            ON d.pass = r.pass AND d.pid = r.pid AND d.dispatch_id = r.dispatch_id
-         WHERE r.pass = ?1 AND r.innermost",
-        [pass],
-    )?;
-    tx.commit()
+         WHERE r.pass = ?1 AND r.innermost AND r.region_id >= ?2",
+        params![pass, first_region],
+    )
+}
+
+/// The row id the next region will get.
+fn next_region(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("SELECT COALESCE(MAX(id), 0) + 1 FROM rtl_region", [], |r| {
+        r.get(0)
+    })
+}
+
+fn region_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RegionRow> {
+    Ok(RegionRow {
+        id: r.get(0)?,
+        pass: r.get(1)?,
+        pid: r.get(2)?,
+        tid: r.get(3)?,
+        kind: r.get(4)?,
+        name: r.get(5)?,
+        start_ns: r.get::<_, i64>(6)? as u64,
+        end_ns: r.get::<_, i64>(7)? as u64,
+        end_tid: r.get(8)?,
+        depth: r.get(9)?,
+        parent: r.get(10)?,
+        roctx_id: r.get::<_, i64>(11)? as u64,
+        object: r.get::<_, i64>(12)? as u64,
+        problem: r.get(13)?,
+    })
 }
 
 fn has_regions(conn: &Connection) -> rusqlite::Result<bool> {
@@ -278,29 +404,10 @@ pub fn first_pass(db: &Database) -> Result<Vec<RegionRow>, DatabaseError> {
         if !has_regions(conn)? {
             return Ok(Vec::new());
         }
-        let mut stmt = conn.prepare(
-            "SELECT id, pass, pid, tid, kind, name, start_ns, end_ns, end_tid, depth, parent_id,
-               roctx_id, object, problem FROM rtl_region
-             WHERE pass = (SELECT MIN(pass) FROM rtl_region) ORDER BY start_ns, id",
-        )?;
-        let rows = stmt.query_map([], |r| {
-            Ok(RegionRow {
-                id: r.get(0)?,
-                pass: r.get(1)?,
-                pid: r.get(2)?,
-                tid: r.get(3)?,
-                kind: r.get(4)?,
-                name: r.get(5)?,
-                start_ns: r.get::<_, i64>(6)? as u64,
-                end_ns: r.get::<_, i64>(7)? as u64,
-                end_tid: r.get(8)?,
-                depth: r.get(9)?,
-                parent: r.get(10)?,
-                roctx_id: r.get::<_, i64>(11)? as u64,
-                object: r.get::<_, i64>(12)? as u64,
-                problem: r.get(13)?,
-            })
-        })?;
+        let mut stmt = conn.prepare(&format!(
+            "{SELECT_REGIONS} WHERE pass = (SELECT MIN(pass) FROM rtl_region) ORDER BY start_ns, id"
+        ))?;
+        let rows = stmt.query_map([], region_row)?;
         rows.collect()
     };
     load().map_err(sqlite(path))
