@@ -183,7 +183,7 @@ fn joined_exactly(name: &str, counters: &[&str], app: &[&str], code: i32) -> (us
             "SELECT merged_id, count(*), count(DISTINCT agent), count(DISTINCT queue_order),
                     count(DISTINCT kernel_id), count(DISTINCT process_order),
                     count(DISTINCT occurrence), count(DISTINCT pass)
-             FROM rocpd_kernel_dispatch GROUP BY merged_id",
+             FROM rtl_dispatch GROUP BY merged_id",
         )
         .unwrap();
     let groups: Vec<[i64; 8]> = stmt
@@ -377,23 +377,44 @@ fn a_counter_collected_in_two_passes_is_reported_once() {
 
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
-    let dispatches = json["rtl-pmc"]["dispatches"].as_array().unwrap();
+    let tool = &json["rocprofiler-sdk-tool"][0];
+    let dispatches = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
     assert_eq!(dispatches.len(), 64);
+    let waves_id = tool["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "SQ_WAVES")
+        .unwrap()["id"]["handle"]
+        .clone();
     for d in dispatches {
-        let names: Vec<&str> = d["counters"]
+        let names: Vec<&String> = d["rtl-pmc"]["counters"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(names, ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"], "{d}");
+        // SQ_WAVES's records add up to its value once, not once per pass that collected it.
+        let waves: f64 = d["records"]
             .as_array()
             .unwrap()
             .iter()
-            .map(|c| c["name"].as_str().unwrap())
-            .collect();
-        assert_eq!(names.iter().filter(|n| **n == "SQ_WAVES").count(), 1, "{d}");
-        assert_eq!(names.len(), 3, "{d}");
+            .filter(|r| r["counter_id"]["handle"] == waves_id)
+            .map(|r| r["value"].as_f64().unwrap())
+            .sum();
+        assert_eq!(
+            waves,
+            d["rtl-pmc"]["counters"]["SQ_WAVES"].as_f64().unwrap(),
+            "{d}"
+        );
     }
 
     // The view and the summary add each dispatch's value once.
     let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
     let mut stmt = conn
-        .prepare("SELECT kernel, counter, dispatches, total FROM kernel_counters")
+        .prepare("SELECT kernel, counter, dispatches, total FROM rtl_kernel_counters")
         .unwrap();
     let view: Vec<(String, String, i64, f64)> = stmt
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use sim_support::{artifact, sim_env};
+use sim_support::{artifact, process_file, sim_env};
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -136,7 +136,7 @@ fn without_d_each_run_writes_a_new_hostname_pid_directory() {
         assert_eq!(out.parent(), Some(&*dir.join(hostname.trim())));
         let pid = out.file_name().unwrap().to_str().unwrap();
         assert!(pid.parse::<u32>().is_ok(), "{pid}");
-        assert!(out.join("pass_1/counter_collection.csv").is_file());
+        assert!(process_file(out, "pass_1/counter_collection.csv").is_file());
         assert!(out.join("results.csv").is_file());
     }
     let top: Vec<_> = std::fs::read_dir(&dir)
@@ -161,7 +161,12 @@ fn a_rerun_into_a_directory_holding_a_profile_is_refused() {
     let first = rtl_pmc(&dir, &[&["-d", "out"][..], &three].concat(), &[&demo()]);
     assert_code(&first, 0);
     let before = snapshot(&out);
-    assert!(before.contains_key(Path::new("pass_3/counter_collection.csv")));
+    assert!(before.contains_key(
+        &process_file(&out, "pass_3/counter_collection.csv")
+            .strip_prefix(&out)
+            .unwrap()
+            .to_path_buf()
+    ));
     let refused = |found: &str| {
         format!(
             "rtl-pmc: output directory {} already holds a profile ({found}); give another with -d (without -d each run gets a new %hostname%/%pid%) or remove it\n",
@@ -228,20 +233,26 @@ fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
         .keys()
         .map(|p| p.display().to_string())
         .filter(|p| !p.ends_with(".rtlraw"))
+        .map(|p| match p.split_once('/') {
+            // Each process's files are named after its pid, as rocprofv3 names them.
+            Some((pass, file)) => match file.split_once('_') {
+                Some((pid, kind)) if pid.parse::<u32>().is_ok() => format!("{pass}/<pid>_{kind}"),
+                _ => p,
+            },
+            None => p,
+        })
         .collect();
     assert_eq!(
         names,
         [
             "out.csv",
             "out.json",
-            "pass_1/agent_info.csv",
-            "pass_1/counter_collection.csv",
+            "pass_1/<pid>_agent_info.csv",
+            "pass_1/<pid>_counter_collection.csv",
             "pass_1/plan.json",
-            "pass_2/agent_info.csv",
-            "pass_2/counter_collection.csv",
+            // Job 2 selects no dispatch of the demo: as rocprofv3, no per-process file
+            // without data.
             "pass_2/plan.json",
-            "pass_3/agent_info.csv",
-            "pass_3/counter_collection.csv",
             "pass_3/plan.json",
             "results.csv",
             "results.db",
@@ -251,8 +262,12 @@ fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
     assert!(files
         .keys()
         .any(|p| p.starts_with("pass_1") && p.extension().is_some_and(|e| e == "rtlraw")));
-    let collection =
-        String::from_utf8_lossy(&files[Path::new("pass_1/counter_collection.csv")]).into_owned();
+    let collection = String::from_utf8_lossy(
+        &files[process_file(&prof, "pass_1/counter_collection.csv")
+            .strip_prefix(&prof)
+            .unwrap()],
+    )
+    .into_owned();
     assert_eq!(collection.lines().count(), 1 + 4 * 3, "{collection}");
     let results = String::from_utf8_lossy(&files[Path::new("results.csv")]).into_owned();
     assert_eq!(results.lines().count(), 1 + 4, "{results}");

@@ -141,8 +141,11 @@ fn rocprofv3_flags_write_their_files_where_the_path_keys_say() {
         ]
     );
 
-    let counter_collection =
-        std::fs::read_to_string(base.join("pass_1/counter_collection.csv")).unwrap();
+    let counter_collection = std::fs::read_to_string(sim_support::process_file(
+        &base,
+        "pass_1/counter_collection.csv",
+    ))
+    .unwrap();
     assert_eq!(
         counter_collection.lines().count(),
         13,
@@ -230,4 +233,303 @@ fn log_level_error_hides_warnings() {
     };
     assert!(run("warning").contains("rtl-pmc: warning: "));
     assert!(!run("error").contains("warning"));
+}
+
+/// Runs `rtl-pmc ARGS -d out -- rtl-demo-app --iterations 2` in `dir` on the simulated gfx942
+/// with ground truth for `truth`; returns the output directory and the ground-truth lines.
+fn profile_demo(dir: &Path, args: &[&str], truth: &[&str]) -> (PathBuf, Vec<serde_json::Value>) {
+    let truth_file = dir.join("truth.jsonl");
+    let out = Command::new(artifact("rtl-pmc"))
+        .current_dir(dir)
+        .args(["--arch", "gfx942", "-d", "out"])
+        .args(args)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .args(["--iterations", "2"])
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth.join(","))
+        .output()
+        .expect("rtl-pmc starts");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir.join("out"), sim_support::read_ground_truth(&truth_file))
+}
+
+/// The rows of `query` as strings (NULL as "NULL"), one vector per row.
+fn query(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<String>> {
+    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    rusqlite::types::ValueRef::Blob(_) => "BLOB".to_string(),
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+#[test]
+fn queries_written_for_rocprofv3_databases_read_the_ground_truth() {
+    let dir = scratch("rocpd");
+    let counters = ["SQ_WAVES", "GRBM_COUNT", "SQ_INSTS_VALU"];
+    let (out, truth) = profile_demo(
+        &dir,
+        &["--pmc", "SQ_WAVES", "GRBM_COUNT", "--pmc", "SQ_INSTS_VALU"],
+        &counters,
+    );
+    let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+
+    // rocpd's naming: metadata, GUID-suffixed tables and the unsuffixed view of each.
+    let meta = query(&conn, "SELECT tag, value FROM rocpd_metadata ORDER BY id");
+    assert_eq!(meta[0], ["schema_version", "3"]);
+    assert_eq!(meta[1][0], "uuid");
+    assert_eq!(meta[2][0], "guid");
+    let (uuid, guid) = (meta[1][1].clone(), meta[2][1].clone());
+    assert_eq!(uuid, format!("_{}", guid.replace('-', "_")));
+    for name in [
+        "metadata",
+        "string",
+        "info_node",
+        "info_process",
+        "info_thread",
+        "info_agent",
+        "info_queue",
+        "info_stream",
+        "info_pmc",
+        "info_code_object",
+        "info_kernel_symbol",
+        "track",
+        "event",
+        "arg",
+        "pmc_event",
+        "region",
+        "sample",
+        "kernel_dispatch",
+        "memory_copy",
+        "memory_allocate",
+    ] {
+        let kinds = query(
+            &conn,
+            &format!(
+                "SELECT type FROM sqlite_master WHERE name IN ('rocpd_{name}{uuid}', 'rocpd_{name}') ORDER BY type"
+            ),
+        );
+        assert_eq!(kinds, [["table"], ["view"]], "rocpd_{name}");
+    }
+    // Every guid column holds the run's guid.
+    assert_eq!(
+        query(&conn, "SELECT DISTINCT guid FROM rocpd_kernel_dispatch"),
+        [[guid.clone()]]
+    );
+    assert_eq!(
+        query(&conn, "SELECT string FROM rocpd_string WHERE id = 1"),
+        [[""]]
+    );
+
+    // The first pass's dispatches: one per ground-truth line of its process.
+    let first_pid = truth[0]["pid"].clone();
+    let pass1: Vec<&serde_json::Value> = truth.iter().filter(|t| t["pid"] == first_pid).collect();
+    assert_eq!(pass1.len(), 8, "4 kernels x 2 iterations");
+
+    // kernels: every dispatch with its times and sizes, named, on the GPU.
+    let kernels = query(
+        &conn,
+        "SELECT name, pid, agent_type, start, end, duration, grid_x, workgroup_x, region
+         FROM kernels ORDER BY start",
+    );
+    assert_eq!(kernels.len(), pass1.len());
+    for (row, t) in kernels.iter().zip(&pass1) {
+        let (start, end) = (t["start"].as_u64().unwrap(), t["end"].as_u64().unwrap());
+        assert_eq!(
+            row[..6],
+            [
+                t["kernel"].as_str().unwrap().to_string(),
+                t["pid"].to_string(),
+                "GPU".into(),
+                start.to_string(),
+                end.to_string(),
+                (end - start).to_string()
+            ]
+        );
+        assert_eq!(row[8], "");
+    }
+
+    // counters_collection: each dispatch's counters, summed over their dimensions.
+    let collected = query(
+        &conn,
+        "SELECT start, kernel_name, counter_name, value FROM counters_collection
+         ORDER BY start, counter_id",
+    );
+    assert_eq!(collected.len(), pass1.len() * counters.len());
+    for (rows, t) in collected.chunks(counters.len()).zip(&pass1) {
+        for (row, counter) in rows.iter().zip(counters) {
+            let expected = sim_support::total(t, counter) as f64;
+            assert_eq!(
+                row[..4],
+                [
+                    t["start"].to_string(),
+                    t["kernel"].as_str().unwrap().to_string(),
+                    counter.to_string(),
+                    expected.to_string()
+                ],
+                "{t}"
+            );
+        }
+    }
+
+    // The tables joined by hand, as a user's own query would.
+    let by_hand = query(
+        &conn,
+        "SELECT s.display_name, i.name, count(*), sum(e.value)
+         FROM rocpd_pmc_event e JOIN rocpd_info_pmc i ON i.id = e.pmc_id
+         JOIN rocpd_kernel_dispatch k ON k.event_id = e.event_id
+         JOIN rocpd_info_kernel_symbol s ON s.id = k.kernel_id
+         GROUP BY s.display_name, i.name ORDER BY s.display_name, i.id",
+    );
+    let mut expected: BTreeMap<(String, usize), (u64, u64)> = BTreeMap::new();
+    for t in &pass1 {
+        for (i, counter) in counters.iter().enumerate() {
+            let entry = expected
+                .entry((t["kernel"].as_str().unwrap().to_string(), i))
+                .or_default();
+            entry.0 += 1;
+            entry.1 += sim_support::total(t, counter);
+        }
+    }
+    let expected: Vec<Vec<String>> = expected
+        .iter()
+        .map(|((kernel, i), (n, sum))| {
+            vec![
+                kernel.clone(),
+                counters[*i].to_string(),
+                n.to_string(),
+                (*sum as f64).to_string(),
+            ]
+        })
+        .collect();
+    assert_eq!(by_hand, expected);
+
+    // pmc_events and pmc_info.
+    assert_eq!(
+        query(&conn, "SELECT count(*) FROM pmc_events"),
+        [[(pass1.len() * counters.len()).to_string()]]
+    );
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT name, block, is_derived FROM pmc_info ORDER BY id"
+        ),
+        [
+            ["SQ_WAVES", "SQ", "0"],
+            ["GRBM_COUNT", "GRBM", "0"],
+            ["SQ_INSTS_VALU", "SQ", "0"]
+        ]
+    );
+
+    // top_kernels and busy: the first pass's kernel times.
+    let mut calls: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for t in &pass1 {
+        let entry = calls
+            .entry(t["kernel"].as_str().unwrap().into())
+            .or_default();
+        entry.0 += 1;
+        entry.1 += t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap();
+    }
+    let top = query(
+        &conn,
+        "SELECT name, total_calls, total_duration FROM top_kernels ORDER BY name",
+    );
+    let expected: Vec<Vec<String>> = calls
+        .iter()
+        .map(|(k, (n, ns))| vec![k.clone(), n.to_string(), (*ns as f64 / 1000.0).to_string()])
+        .collect();
+    assert_eq!(top, expected);
+    let busy: u64 = calls.values().map(|c| c.1).sum();
+    assert_eq!(
+        query(&conn, "SELECT type, GpuTime FROM busy"),
+        [["GPU".to_string(), busy.to_string()]]
+    );
+
+    // processes and threads: the first pass's process, started by rtl-pmc, with its command.
+    let processes = query(&conn, "SELECT pid, command, hostname FROM processes");
+    assert_eq!(processes.len(), 1);
+    assert_eq!(processes[0][0], first_pid.to_string());
+    assert_eq!(
+        processes[0][1],
+        format!("{} --iterations 2", artifact("rtl-demo-app").display())
+    );
+    assert_eq!(query(&conn, "SELECT count(*) FROM threads"), [["1"]]);
+    // The GPU and the CPUs are agents; counters were measured on the GPU.
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT type, name FROM rocpd_info_agent WHERE id = (SELECT DISTINCT agent_id FROM rocpd_info_pmc)"
+        ),
+        [["GPU", "gfx942"]]
+    );
+    assert!(
+        query(
+            &conn,
+            "SELECT count(*) FROM rocpd_info_agent WHERE type = 'CPU'"
+        )[0][0]
+            != "0"
+    );
+    // rtl-pmc's own tables sit beside rocpd's: the merged dispatch is the rocpd dispatch.
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT count(*) FROM rocpd_kernel_dispatch k JOIN rtl_merged_dispatch m ON m.id = k.id
+             WHERE m.passes = 2"
+        ),
+        [[pass1.len().to_string()]]
+    );
+}
+
+#[test]
+fn kernel_trace_alone_times_every_dispatch() {
+    let dir = scratch("kernel-trace");
+    let (out, truth) = profile_demo(&dir, &["--kernel-trace"], &[]);
+    let rows = sim_support::read_table(&sim_support::process_file(&out, "pass_1/kernel_trace.csv"));
+    assert_eq!(rows.len(), truth.len());
+    assert_eq!(truth.len(), 8, "4 kernels x 2 iterations");
+    for (row, t) in rows.iter().zip(&truth) {
+        assert_eq!(row["Kind"], "KERNEL_DISPATCH");
+        assert_eq!(row["Kernel_Name"], t["kernel"].as_str().unwrap());
+        assert_eq!(row["Start_Timestamp"], t["start"].to_string());
+        assert_eq!(row["End_Timestamp"], t["end"].to_string());
+        assert!(row["Thread_Id"].parse::<u64>().is_ok_and(|tid| tid > 0));
+        assert_eq!(row["Grid_Size_X"], "4096");
+        assert_eq!(row["Workgroup_Size_X"], "256");
+    }
+    let header =
+        std::fs::read_to_string(sim_support::process_file(&out, "pass_1/kernel_trace.csv"))
+            .unwrap()
+            .lines()
+            .next()
+            .unwrap()
+            .to_string();
+    assert_eq!(
+        header,
+        "\"Kind\",\"Agent_Id\",\"Queue_Id\",\"Stream_Id\",\"Thread_Id\",\"Dispatch_Id\",\"Kernel_Id\",\"Kernel_Name\",\"Correlation_Id\",\"Start_Timestamp\",\"End_Timestamp\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Workgroup_Size_X\",\"Workgroup_Size_Y\",\"Workgroup_Size_Z\",\"Grid_Size_X\",\"Grid_Size_Y\",\"Grid_Size_Z\""
+    );
+    // No counter was asked for: no counter_collection.csv, and the plan says so.
+    assert!(std::fs::read_dir(out.join("pass_1")).unwrap().all(|e| !e
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .ends_with("_counter_collection.csv")));
 }

@@ -45,7 +45,12 @@ impl Profile {
     }
 
     fn file(&self, name: &str) -> String {
-        let path = self.out.join(name);
+        let per_process =
+            name.ends_with("/counter_collection.csv") || name.ends_with("/agent_info.csv");
+        let path = match per_process {
+            true => sim_support::process_file(&self.out, name),
+            false => self.out.join(name),
+        };
         std::fs::read_to_string(&path)
             .unwrap_or_else(|e| panic!("{}: {e}\nstderr:\n{}", path.display(), self.stderr()))
     }
@@ -239,8 +244,9 @@ fn input_txt_with_two_pmc_lines_runs_two_passes_and_merges_them() {
     );
     p.assert_code(0);
     for pass in ["pass_1", "pass_2"] {
-        assert!(p.out.join(pass).join("counter_collection.csv").is_file());
-        assert!(p.out.join(pass).join("agent_info.csv").is_file());
+        for kind in ["counter_collection", "agent_info"] {
+            assert!(sim_support::process_file(&p.out, &format!("{pass}/{kind}.csv")).is_file());
+        }
     }
     assert!(p
         .file("pass_1/counter_collection.csv")
@@ -381,9 +387,8 @@ fn jobs_with_their_own_output_directory_are_profiles_of_their_own() {
             truth: Vec::new(),
         };
         for pass in 1..=passes {
-            assert!(out
-                .join(format!("pass_{pass}/counter_collection.csv"))
-                .is_file());
+            let path = format!("pass_{pass}/counter_collection.csv");
+            assert!(sim_support::process_file(out, &path).is_file());
         }
         assert!(!out.join(format!("pass_{}", passes + 1)).exists());
         let (header, rows) = profile.results();
@@ -456,15 +461,17 @@ fn a_forking_application_is_merged_with_both_processes() {
             truth_total(t, "SQ_WAVES").to_string()
         );
     }
-    let collection = p.file("pass_1/counter_collection.csv");
+    // As rocprofv3 writes them: one file per process, named after it, holding its dispatches.
     for pid in pids {
-        assert_eq!(
-            collection
-                .lines()
-                .filter(|l| l.contains(&format!(",{pid},")))
-                .count(),
-            4
-        );
+        let collection = p.file(&format!("pass_1/{pid}_counter_collection.csv"));
+        assert_eq!(collection.lines().count(), 1 + 4, "{collection}");
+        assert!(collection
+            .lines()
+            .skip(1)
+            .all(|l| l.split(',').nth(4) == Some(&pid.to_string())));
+        assert!(p
+            .file(&format!("pass_1/{pid}_agent_info.csv"))
+            .starts_with("\"Node_Id\""));
     }
 }
 
@@ -562,23 +569,31 @@ fn every_format_is_written_on_request() {
         &["SQ_WAVES"],
     );
     p.assert_code(0);
-    for name in [
-        "prof.csv",
-        "prof.db",
-        "prof.json",
-        "prof.pftrace",
-        "pass_1/counter_collection.csv",
-    ] {
+    for name in ["prof.csv", "prof.db", "prof.json", "prof.pftrace"] {
         assert!(p.out.join(name).is_file(), "{name} missing");
     }
+    assert!(sim_support::process_file(&p.out, "pass_1/counter_collection.csv").is_file());
     let json: serde_json::Value = serde_json::from_str(&p.file("prof.json")).unwrap();
-    let dispatches = json["rtl-pmc"]["dispatches"].as_array().unwrap();
+    // rocprofv3's layout: records of one {counter_id, value} per dimension position, the
+    // counter found by its id in "counters".
+    let tool = &json["rocprofiler-sdk-tool"][0];
+    let waves = tool["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "SQ_WAVES")
+        .expect("SQ_WAVES described")["id"]["handle"]
+        .clone();
+    let dispatches = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
     assert_eq!(dispatches.len(), 4);
     for d in dispatches {
+        let data = &d["dispatch_data"];
         let t = p
             .truth
             .iter()
-            .find(|t| t["start"] == d["start_ns"] && t["end"] == d["end_ns"])
+            .find(|t| t["start"] == data["start_timestamp"] && t["end"] == data["end_timestamp"])
             .expect("a ground-truth dispatch");
         let samples: Vec<f64> = t["counters"]["SQ_WAVES"]
             .as_array()
@@ -586,11 +601,24 @@ fn every_format_is_written_on_request() {
             .iter()
             .map(|v| v.as_f64().unwrap())
             .collect();
-        assert_eq!(d["counters"][0]["values"], serde_json::json!(samples));
+        let values: Vec<f64> = d["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["counter_id"]["handle"] == waves)
+            .map(|r| r["value"].as_f64().unwrap())
+            .collect();
+        assert_eq!(values, samples);
         assert_eq!(
-            d["counters"][0]["value"].as_f64().unwrap(),
+            d["rtl-pmc"]["counters"]["SQ_WAVES"].as_f64().unwrap(),
             samples.iter().sum::<f64>()
         );
+        let kernel = data["dispatch_info"]["kernel_id"].as_u64().unwrap() as usize;
+        assert_eq!(
+            tool["kernel_symbols"][kernel]["formatted_kernel_name"],
+            t["kernel"]
+        );
+        assert_eq!(d["rtl-pmc"]["pid"], t["pid"]);
     }
     let only_csv = profile(
         "formats-csv",
@@ -670,10 +698,17 @@ fn rank_directories_merge_into_one() {
             truth_total(t, "SQ_WAVES").to_string()
         );
     }
-    assert_eq!(
-        p.file("pass_1/counter_collection.csv").lines().count(),
-        1 + 8
-    );
+    // One file per rank's process, each with its 4 dispatches.
+    let files: Vec<String> = std::fs::read_dir(p.out.join("pass_1"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with("_counter_collection.csv"))
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    for name in files {
+        let rows = p.file(&format!("pass_1/{name}")).lines().count();
+        assert_eq!(rows, 1 + 4, "{name}");
+    }
 
     let missing = Command::new(artifact("rtl-pmc"))
         .args(["merge", "-d"])
@@ -821,7 +856,7 @@ fn the_summary_recomputes_derived_counters_from_summed_inputs() {
         let expected = 100.0 * valu as f64 / (active as f64 * 304.0);
         let (value, total, unit): (f64, f64, String) = conn
             .query_row(
-                "SELECT value, total, unit FROM kernel_counters WHERE kernel = ?1",
+                "SELECT value, total, unit FROM rtl_kernel_counters WHERE kernel = ?1",
                 [kernel],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )

@@ -145,7 +145,10 @@ fn a_hip_program_is_profiled_with_its_blit_kernels_in_two_passes() {
 
         // counter_collection.csv: one row per dispatch and counter, each its ground truth, and
         // every dispatch of the pass there once.
-        let rows = read_table(&out.join(format!("pass_{}/counter_collection.csv", pass + 1)));
+        let rows = read_table(&sim_support::process_file(
+            &out,
+            &format!("pass_{}/counter_collection.csv", pass + 1),
+        ));
         assert_eq!(rows.len(), DISPATCHES.len() * counters.len());
         let mut seen = Vec::new();
         for row in &rows {
@@ -211,7 +214,10 @@ fn an_ipc_handle_shares_device_memory_with_a_child_process() {
         "stderr:\n{stderr}"
     );
     // The child's memset through the imported memory is a profiled blit kernel.
-    let rows = read_table(&out.join("pass_1/counter_collection.csv"));
+    let rows = read_table(&sim_support::process_file(
+        &out,
+        "pass_1/counter_collection.csv",
+    ));
     let kernels: Vec<&str> = rows.iter().map(|r| r["Kernel_Name"].as_str()).collect();
     assert_eq!(kernels, ["__amd_rocclr_fillBufferAligned"]);
 }

@@ -94,7 +94,10 @@ impl Profile {
 
     /// The rows of CSV file `name` of the output directory, by column name.
     fn table(&self, name: &str) -> Vec<HashMap<String, String>> {
-        read_table(&self.out.join(name))
+        match name.ends_with("counter_collection.csv") {
+            true => read_table(&sim_support::process_file(&self.out, name)),
+            false => read_table(&self.out.join(name)),
+        }
     }
 
     /// The ground-truth dispatch that started and ended at these times.

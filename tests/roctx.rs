@@ -233,7 +233,7 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
     let mut stmt = db
         .prepare(
             "SELECT d.start_ns, group_concat(r.name, ' > ') FROM rtl_dispatch_range x
-             JOIN rocpd_kernel_dispatch d ON d.pass = x.pass AND d.pid = x.pid
+             JOIN rtl_dispatch d ON d.pass = x.pass AND d.pid = x.pid
                AND d.dispatch_id = x.dispatch_id
              JOIN rtl_region r ON r.id = x.region_id GROUP BY d.id ORDER BY d.start_ns",
         )
@@ -258,7 +258,7 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
     );
     let innermost: Vec<String> = db
         .prepare(
-            "SELECT r.name FROM rtl_dispatch_region x JOIN rocpd_kernel_dispatch d
+            "SELECT r.name FROM rtl_dispatch_region x JOIN rtl_dispatch d
                ON d.id = x.dispatch_row_id JOIN rtl_region r ON r.id = x.region_id
              ORDER BY d.start_ns",
         )
@@ -273,7 +273,7 @@ fn selected_regions_collect_exactly_the_resumed_dispatches_and_every_region_is_r
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.out.join("results.json")).unwrap())
             .unwrap();
-    let roctx = &json["rtl-pmc"]["roctx"];
+    let roctx = &json["rocprofiler-sdk-tool"][0]["rtl-pmc-roctx"];
     let names: Vec<Option<String>> = roctx["regions"]
         .as_array()
         .unwrap()
@@ -387,23 +387,27 @@ fn kernel_rename_and_range_regex_name_and_select_exactly_in_every_output() {
         ]
     );
     for pass in ["pass_1", "pass_2"] {
-        let rows = sim_support::read_table(&p.out.join(pass).join("counter_collection.csv"));
+        let rows = sim_support::read_table(&sim_support::process_file(
+            &p.out,
+            &format!("{pass}/counter_collection.csv"),
+        ));
         let names: Vec<&str> = rows.iter().map(|r| r["Kernel_Name"].as_str()).collect();
         assert_eq!(names, ["vadd 0 on gfx942", "vadd 2 on gfx942"], "{pass}");
     }
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(p.out.join("results.json")).unwrap())
             .unwrap();
-    let kernels: Vec<&str> = json["rtl-pmc"]["dispatches"]
+    let kernels: Vec<&str> = json["rocprofiler-sdk-tool"][0]["callback_records"]
+        ["counter_collection"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|d| d["kernel"].as_str().unwrap())
+        .map(|d| d["rtl-pmc"]["kernel"].as_str().unwrap())
         .collect();
     assert_eq!(kernels, ["vadd 0 on gfx942", "vadd 2 on gfx942"]);
     let top: Vec<String> = p
         .db()
-        .prepare("SELECT kernel FROM top ORDER BY kernel")
+        .prepare("SELECT kernel FROM rtl_top ORDER BY kernel")
         .unwrap()
         .query_map([], |r| r.get(0))
         .unwrap()
@@ -744,7 +748,7 @@ fn merge_keeps_every_rank_s_regions_and_links() {
         assert_eq!(names, expected, "rank of pid {pid}");
         let innermost: Vec<String> = db
             .prepare(
-                "SELECT r.name FROM rtl_dispatch_region x JOIN rocpd_kernel_dispatch d
+                "SELECT r.name FROM rtl_dispatch_region x JOIN rtl_dispatch d
                    ON d.id = x.dispatch_row_id JOIN rtl_region r ON r.id = x.region_id
                  WHERE d.pid = ?1 AND r.pid = ?1 ORDER BY d.start_ns",
             )

@@ -16,6 +16,7 @@ mod summary;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+use output::csv::Table;
 use output::database::Database;
 use output::files::{write_merged_files, Formats};
 use output::model::{Counter, Dispatch};
@@ -127,7 +128,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let spec = PassSpec {
             pass,
             label: &format!("pass {pass}"),
-            csv: Some(&csv),
+            csv: Some(&|_, _| csv.clone()),
+            tables: &[Table::CounterCollection],
             processes: &[(0, vec![PID])],
             exit_status: Some(0),
         };

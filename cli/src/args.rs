@@ -102,6 +102,12 @@ pub struct Args {
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub mangled_kernels: bool,
 
+    /// Write each process's <pid>_kernel_trace.csv in every pass (every dispatch with its
+    /// start and end time); alone, without counters, one run that only times dispatches.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub kernel_trace: bool,
+
     /// Print the summary (it is printed anyway; kept for rocprofv3 command lines).
     #[arg(short = 'S', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]

@@ -64,6 +64,8 @@ pub struct Settings {
     pub log_level: Option<LogLevel>,
     /// `--list-avail` / `list_avail`.
     pub list_avail: bool,
+    /// `--kernel-trace` / `kernel_trace`: each process's `kernel_trace.csv` in every pass.
+    pub kernel_trace: bool,
     /// `--preload` / `preload`: libraries put before the application's `LD_PRELOAD`.
     pub preload: Vec<String>,
 }
@@ -227,6 +229,7 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
             None => None,
         },
         list_avail: args.list_avail,
+        kernel_trace: args.kernel_trace,
         preload: args.preload.clone(),
     })
 }
@@ -280,6 +283,13 @@ pub fn collect_jobs(args: &Args) -> Result<Vec<Job>, CliError> {
             }
         }
         jobs.extend(file_jobs);
+    }
+    if jobs.is_empty() && cli.kernel_trace {
+        jobs.push(Job {
+            label: "--kernel-trace".into(),
+            collection: Collection::Passes(Vec::new()),
+            settings: cli,
+        });
     }
     Ok(jobs)
 }
@@ -477,6 +487,8 @@ struct JobSpec {
     #[serde(default)]
     list_avail: Option<bool>,
     #[serde(default)]
+    kernel_trace: Option<bool>,
+    #[serde(default)]
     preload: Option<Spanned<OneOrMany>>,
 }
 
@@ -581,9 +593,13 @@ fn job_from_spec(
             };
             Collection::Rotating { groups, interval }
         }
+        // A job that only traces kernels times every dispatch in one run.
+        (None, None) if spec.kernel_trace == Some(true) || cli.kernel_trace => {
+            Collection::Passes(Vec::new())
+        }
         (None, None) => {
             return Err(CliError::input(format!(
-                "{job_at}: the job lists no counters (pmc or pmc_groups)"
+                "{job_at}: the job lists no counters (pmc, pmc_groups) and does not trace kernels (kernel_trace)"
             )))
         }
     };
@@ -719,6 +735,7 @@ fn job_from_spec(
     settings.stats |= spec.stats.unwrap_or(false);
     settings.output_config |= spec.output_config.unwrap_or(false);
     settings.list_avail |= spec.list_avail.unwrap_or(false);
+    settings.kernel_trace |= spec.kernel_trace.unwrap_or(false);
     settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
     settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
     settings.kernel_rename |= spec.kernel_rename.unwrap_or(false);

@@ -151,7 +151,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     let jobs = inputs::collect_jobs(args)?;
     if jobs.is_empty() {
         return Err(CliError::input(
-            "nothing to collect: give --pmc COUNTER... or -i FILE",
+            "nothing to collect: give --pmc COUNTER..., -i FILE or --kernel-trace",
         ));
     }
     check_against_gpus(args, &sim, &jobs)?;

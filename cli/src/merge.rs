@@ -4,12 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::output::csv::write_agent_info;
+use crate::output::csv::{write_agent_info, Table};
 use rtl_pmc_cli::args::PassMatch;
 
 use crate::output::database::{Database, Unmatched};
 pub use crate::output::files::{write_merged_files, Formats, OutputError};
-use crate::output::pass::{write_pass, PassSpec};
+use crate::output::pass::{write_pass, CsvPaths, PassSpec};
+use crate::run::destination::process_file;
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
 /// `output/<base>.db` and writes every file of `formats` there: passes with the same number are
@@ -37,10 +38,17 @@ pub fn merge_directories(
     std::fs::create_dir_all(output).map_err(|e| crate::output::atomic::named(output, e))?;
     let mut db = Database::create(&output.join(format!("{base}.db")))?;
     db.set_pass_match(pass_match);
+    // The processes' command line as the first input ran it.
+    if let Some(first) = sources.first() {
+        db.set_run(&first.run_info()?)?;
+    }
     let mut passes: Vec<u32> = Vec::new();
     for source in &sources {
         for agent in source.agents()? {
             db.add_agent(&agent)?;
+        }
+        for cpu in source.cpus()? {
+            db.add_cpu(&cpu)?;
         }
         for pass in source.passes()? {
             if !passes.contains(&pass) {
@@ -54,7 +62,18 @@ pub fn merge_directories(
         let pass_dir = output.join(format!("pass_{pass}"));
         std::fs::create_dir_all(&pass_dir)
             .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
-        let csv = pass_dir.join("counter_collection.csv");
+        let file_of = |pid: u32, kind: &str| process_file(&pass_dir, None, &[], pid, kind);
+        let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
+        let tables: &[Table] = match sources
+            .iter()
+            .map(|s| s.counter_names(Some(pass)))
+            .collect::<Result<Vec<_>, _>>()?
+            .iter()
+            .all(Vec::is_empty)
+        {
+            true => &[Table::KernelTrace],
+            false => &[Table::CounterCollection],
+        };
         let processes = (0u32..)
             .zip(&sources)
             .map(|(index, source)| Ok((index, source.pass_processes(pass)?)))
@@ -62,7 +81,8 @@ pub fn merge_directories(
         let spec = PassSpec {
             pass,
             label: &format!("pass {pass}"),
-            csv: formats.csv.then_some(&*csv),
+            csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
+            tables,
             processes: &processes,
             exit_status: None,
         };
@@ -74,18 +94,24 @@ pub fn merge_directories(
         })?;
         written.extend(pass_written.csv);
         // The runs' CPUs are in their own agent_info.csv; a merge keeps the GPUs it joins.
-        written.push(write_agent_info(
-            &pass_dir.join("agent_info.csv"),
-            &[],
-            &db.agents()?,
-        )?);
+        let cpus = db.cpus()?;
+        let agents = db.agents()?;
+        let mut agent_info: Vec<PathBuf> = processes
+            .iter()
+            .flat_map(|(_, pids)| pids.iter().map(|&pid| file_of(pid, "agent_info")))
+            .collect();
+        agent_info.sort();
+        agent_info.dedup();
+        for path in agent_info {
+            written.push(write_agent_info(&path, &cpus, &agents)?);
+        }
     }
     for source in &sources {
         crate::output::regions::copy(source, &db)?;
         for derived in source.kernel_derived()? {
             db.add_kernel_derived(&derived)?;
         }
-        db.set_counter_units(&source.counter_units()?)?;
+        db.set_counter_info(&source.counter_info()?)?;
     }
     written.extend(write_merged_files(&db, output, base, formats)?);
     Ok((db, written))

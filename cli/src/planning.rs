@@ -287,8 +287,11 @@ pub fn plan_profile(
                     job_bound = job_bound.max(plan.lower_bound);
                     per_arch.push(plan);
                 }
-                lower_bound += job_bound;
+                // Kernel tracing alone: one run, without counters, that times every dispatch.
+                let tracing = usize::from(names.is_empty());
+                lower_bound += job_bound.max(tracing);
                 let count = per_arch.iter().map(|p| p.passes.len()).max().unwrap_or(0);
+                let count = count.max(tracing);
                 for i in 0..count {
                     runs.push(Run {
                         number: runs.len() + 1,
@@ -304,6 +307,7 @@ pub fn plan_profile(
                                     .passes
                                     .get(i)
                                     .map(|p| run_group(names, p))
+                                    .filter(|g| !g.counters.is_empty())
                                     .into_iter()
                                     .collect(),
                             })
@@ -409,6 +413,9 @@ impl ProfilePlan {
             for run in &self.runs {
                 let groups = &run.agents[a].groups;
                 if groups.is_empty() {
+                    if run.agents.iter().all(|agent| agent.groups.is_empty()) {
+                        let _ = writeln!(out, "pass {}: (kernel trace: no counters)", run.number);
+                    }
                     continue;
                 }
                 let text: Vec<String> = groups.iter().map(|g| g.counters.join(" ")).collect();

@@ -21,17 +21,18 @@ use std::time::Instant;
 
 use rtl_pmc::dispatch::records::{self, Record, RecordError};
 use rtl_pmc::passes::plan_file::PLAN_ENV;
-use rtl_pmc_counters::{Catalog, Topology};
+use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
-use crate::output::csv::{write_agent_info, write_kernel_stats};
-use crate::output::database::Database;
+use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
+use crate::output::database::{CounterInfo, Database};
 use crate::output::model::Agent;
-use crate::output::pass::{write_pass, PassSpec};
+use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::output::regions;
+use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
 
 pub use child::exit_code;
@@ -394,6 +395,15 @@ pub fn run(
     for agent in &known {
         db.add_agent(agent).map_err(output_error)?;
     }
+    for cpu in &cpus {
+        db.add_cpu(cpu).map_err(output_error)?;
+    }
+    let run_info = RunInfo {
+        command: options.app.to_vec(),
+        environment: std::env::vars().collect(),
+        ppid: Some(std::process::id()),
+    };
+    db.set_run(&run_info).map_err(output_error)?;
     let catalogs: Vec<&Catalog> = options.catalogs.iter().map(|c| &c.catalog).collect();
     child::install_interrupt_handler();
 
@@ -427,17 +437,28 @@ pub fn run(
                 names
             });
         db.declare_counters(&counters).map_err(output_error)?;
-        let units: Vec<(String, String)> = counters
+        let info: Vec<CounterInfo> = counters
             .iter()
             .filter_map(|name| {
-                let unit = options
+                let def = options
                     .catalogs
                     .iter()
-                    .find_map(|c| c.catalog.counter(name)?.unit.clone())?;
-                Some((name.clone(), unit))
+                    .find_map(|c| c.catalog.counter(name))?;
+                let (block, expression) = match &def.kind {
+                    CounterKind::Basic { block, .. } => (Some(block.clone()), None),
+                    CounterKind::Derived { expression } => (None, Some(expression.clone())),
+                };
+                Some(CounterInfo {
+                    name: name.clone(),
+                    unit: def.unit.clone().unwrap_or_default(),
+                    description: def.description.clone(),
+                    derived: expression.is_some(),
+                    block,
+                    expression,
+                })
             })
             .collect();
-        db.set_counter_units(&units).map_err(output_error)?;
+        db.set_counter_info(&info).map_err(output_error)?;
         let label = counters.join(" ");
 
         let mut added: Vec<(String, String)> = options.sim.to_vec();
@@ -481,14 +502,25 @@ pub fn run(
             exit_code(status)
         };
 
-        let csv = pass_dir.join("counter_collection.csv");
+        let output_file = run.settings.output_file.as_deref();
+        let file_of = |pid: u32, kind: &str| {
+            destination::process_file(&pass_dir, output_file, options.app, pid, kind)
+        };
+        let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
+        let tables: &[Table] = match (counters.is_empty(), run.settings.kernel_trace) {
+            (true, _) => &[Table::KernelTrace],
+            (false, true) => &[Table::CounterCollection, Table::KernelTrace],
+            (false, false) => &[Table::CounterCollection],
+        };
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
         let mut records = StartMerged::open(&record_files(&pass_dir));
+        let processes = records.processes();
         let spec = PassSpec {
             pass,
             label: &label,
-            csv: formats.csv.then_some(&*csv),
-            processes: &[(0, records.processes())],
+            csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
+            tables,
+            processes: &[(0, processes.clone())],
             exit_status: Some(code),
         };
         let mut dispatch_ranges: Vec<(u32, u64, Vec<u64>)> = Vec::new();
@@ -514,7 +546,7 @@ pub fn run(
         })
         .map_err(output_error)?;
         let dispatches = pass_written.dispatches;
-        let mut processes = Vec::new();
+        let mut roctx_events = Vec::new();
         for file in record_files(&pass_dir) {
             let mut events = Vec::new();
             for region in records::read_regions(&file) {
@@ -523,9 +555,9 @@ pub fn run(
                     Err(e) => options.warn(e),
                 }
             }
-            processes.push(events);
+            roctx_events.push(events);
         }
-        regions::store_pass(&db, pass, &processes, &dispatch_ranges).map_err(output_error)?;
+        regions::store_pass(&db, pass, &roctx_events, &dispatch_ranges).map_err(output_error)?;
         written.extend(pass_written.csv);
         for agent in converter.seen_agents(&known) {
             if !known.iter().any(|k| k.node_id == agent.node_id) {
@@ -539,10 +571,14 @@ pub fn run(
             options.warn(format_args!("pass {pass}: {warning}"));
         }
         let agents = db.agents().map_err(output_error)?;
-        written.push(
-            write_agent_info(&pass_dir.join("agent_info.csv"), &cpus, &agents)
-                .map_err(output_error)?,
-        );
+        let mut agent_info: Vec<PathBuf> = processes
+            .iter()
+            .map(|&pid| file_of(pid, "agent_info"))
+            .collect();
+        agent_info.dedup();
+        for path in agent_info {
+            written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
+        }
         progress.finish(pass, started.elapsed(), code, dispatches);
         if code != 0 {
             if exit == 0 {

@@ -22,7 +22,6 @@ const REFUSED: &[Refused] = &[
     (&["--hsa-image-trace"], "hsa_image_trace", TRACING),
     (&["--hsa-finalizer-trace"], "hsa_finalizer_trace", TRACING),
     (&["--marker-trace"], "marker_trace", TRACING),
-    (&["--kernel-trace"], "kernel_trace", "is rocprofv3 kernel tracing, which rtl-pmc does not do on its own: every profile it writes has each counted dispatch's start and end time; trace kernels without counters with rocprofv3"),
     (&["--memory-copy-trace"], "memory_copy_trace", TRACING),
     (&["--memory-allocation-trace"], "memory_allocation_trace", TRACING),
     (&["--scratch-memory-trace"], "scratch_memory_trace", TRACING),
@@ -82,9 +81,10 @@ mod tests {
             Some("--perfetto-buffer-size configures rocprofv3's Perfetto backend, which rtl-pmc does not use (it writes results.pftrace itself after the run); drop it")
         );
         assert_eq!(refused_flag("--pmc"), None);
-        assert!(refused_key("kernel_trace")
+        assert!(refused_key("hip_trace")
             .unwrap()
-            .starts_with("kernel_trace is rocprofv3 kernel tracing"));
+            .starts_with("hip_trace is rocprofv3 API and activity tracing"));
+        assert_eq!(refused_key("kernel_trace"), None);
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert_eq!(refused_in(&argv(&["--pmc", "X", "--", "app", "-s"])), None);
         assert!(refused_in(&argv(&["-s", "--", "app"])).is_some());

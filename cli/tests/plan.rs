@@ -632,7 +632,7 @@ fn malformed_files() {
              kernel_iteration_range, output_directory, output_file, output_format, \
              truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
              summary, summary_output_file, stats, output_config, \
-             log_level, list_avail, preload"
+             log_level, list_avail, kernel_trace, preload"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
@@ -730,6 +730,43 @@ fn pmc_groups_rules() {
 }
 
 #[test]
+fn kernel_trace_alone_is_one_run_without_counters() {
+    let trace = "pass 1: (kernel trace: no counters)\npasses: 1 (lower bound: 1)\n";
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "--kernel-trace"]),
+        trace,
+        "",
+    );
+    let s = Scratch::new("kernel-trace");
+    let yaml = s.file("trace.yaml", "jobs:\n  - kernel_trace: true\n");
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &yaml]),
+        trace,
+        "",
+    );
+    // With counters, kernel tracing adds no run.
+    assert_plan(
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "--kernel-trace",
+            "--pmc",
+            "SQ_WAVES",
+        ]),
+        "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    let empty = s.file("empty.yaml", "jobs:\n  - stats: true\n");
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &empty]),
+        &format!(
+            "{empty}:2:5: the job lists no counters (pmc, pmc_groups) and does not trace kernels (kernel_trace)"
+        ),
+    );
+}
+
+#[test]
 fn nothing_to_do_errors() {
     assert_error(
         &rtl_pmc(&["--plan", "--pmc", "SQ_WAVES"]),
@@ -740,7 +777,7 @@ fn nothing_to_do_errors() {
     );
     assert_error(
         &rtl_pmc(&["--plan", "--arch", "gfx942"]),
-        "nothing to collect: give --pmc COUNTER... or -i FILE",
+        "nothing to collect: give --pmc COUNTER..., -i FILE or --kernel-trace",
     );
     assert_error(
         &rtl_pmc(&["--arch", "gfx942", "--pmc", "SQ_WAVES"]),
@@ -805,8 +842,8 @@ fn rocprofv3_options_rtl_pmc_does_not_take_are_refused_before_the_application() 
         (vec!["--hip-trace"], format!("--hip-trace {tracing}")),
         (vec!["-s"], format!("-s/--sys-trace {tracing}")),
         (
-            vec!["--kernel-trace"],
-            "--kernel-trace is rocprofv3 kernel tracing, which rtl-pmc does not do on its own: every profile it writes has each counted dispatch's start and end time; trace kernels without counters with rocprofv3".into(),
+            vec!["--memory-copy-trace"],
+            format!("--memory-copy-trace {tracing}"),
         ),
         (
             vec!["--pc-sampling-unit=time"],

@@ -241,3 +241,30 @@ pub fn with_roctx_stand_in(mut env: Vec<(String, String)>) -> Vec<(String, Strin
     }
     env
 }
+
+/// `dir/<pass>/<pid>_<kind>.csv` for a path given as `<pass>/<kind>.csv`: the one application
+/// process's file of that kind in the pass directory (rocprofv3's `<pid>_` names).
+#[allow(dead_code)]
+pub fn process_file(dir: &Path, relative: &str) -> PathBuf {
+    let relative = Path::new(relative);
+    let (Some(pass), Some(kind)) = (relative.parent(), relative.file_name()) else {
+        return dir.join(relative);
+    };
+    let suffix = format!("_{}", kind.to_string_lossy());
+    let found: Vec<PathBuf> = std::fs::read_dir(dir.join(pass))
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.to_string_lossy().ends_with(&suffix))
+                .collect()
+        })
+        .unwrap_or_default();
+    match found.as_slice() {
+        [one] => one.clone(),
+        _ => panic!(
+            "not one *{suffix} in {}: {found:?}",
+            dir.join(pass).display()
+        ),
+    }
+}

@@ -33,6 +33,32 @@ pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
     "End_Timestamp",
 ];
 
+/// rocprofv3's `kernel_trace.csv` columns, in its order.
+pub const KERNEL_TRACE_COLUMNS: [&str; 22] = [
+    "Kind",
+    "Agent_Id",
+    "Queue_Id",
+    "Stream_Id",
+    "Thread_Id",
+    "Dispatch_Id",
+    "Kernel_Id",
+    "Kernel_Name",
+    "Correlation_Id",
+    "Start_Timestamp",
+    "End_Timestamp",
+    "LDS_Block_Size",
+    "Scratch_Size",
+    "VGPR_Count",
+    "Accum_VGPR_Count",
+    "SGPR_Count",
+    "Workgroup_Size_X",
+    "Workgroup_Size_Y",
+    "Workgroup_Size_Z",
+    "Grid_Size_X",
+    "Grid_Size_Y",
+    "Grid_Size_Z",
+];
+
 /// rocprofv3's `agent_info.csv` columns, in its order: `(column, KFD property)`; entries
 /// without a property are filled from the agent itself (see [`agent_info_value`]).
 pub const AGENT_INFO_COLUMNS: [(&str, &str); 53] = [
@@ -178,6 +204,33 @@ pub struct CounterCollectionWriter {
     kernel_ids: KernelIds,
     line: String,
     prefix: String,
+    table: Table,
+}
+
+/// Which per-process table a [`CounterCollectionWriter`] writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Table {
+    /// `counter_collection.csv`: a row per dispatch and counter.
+    CounterCollection,
+    /// `kernel_trace.csv`: a row per dispatch.
+    KernelTrace,
+}
+
+impl Table {
+    /// The file's kind, as in `<pid>_<kind>.csv`.
+    pub fn kind(self) -> &'static str {
+        match self {
+            Table::CounterCollection => "counter_collection",
+            Table::KernelTrace => "kernel_trace",
+        }
+    }
+
+    fn columns(self) -> &'static [&'static str] {
+        match self {
+            Table::CounterCollection => &COUNTER_COLLECTION_COLUMNS,
+            Table::KernelTrace => &KERNEL_TRACE_COLUMNS,
+        }
+    }
 }
 
 /// Small integer ids for kernel names, in first-seen order from 1 (`Kernel_Id`).
@@ -209,24 +262,25 @@ fn push_quoted(line: &mut String, text: &str) {
 }
 
 impl CounterCollectionWriter {
-    /// Starts `path` and writes the header.
-    pub fn create(path: &Path) -> io::Result<CounterCollectionWriter> {
+    /// Starts `path`, a `table`, and writes the header.
+    pub fn of(table: Table, path: &Path) -> io::Result<CounterCollectionWriter> {
         let mut out = AtomicFile::create(path)?;
-        let header: Vec<String> = COUNTER_COLLECTION_COLUMNS
-            .iter()
-            .map(|c| format!("\"{c}\""))
-            .collect();
+        let header: Vec<String> = table.columns().iter().map(|c| format!("\"{c}\"")).collect();
         writeln!(out, "{}", header.join(","))?;
         Ok(CounterCollectionWriter {
             out,
             kernel_ids: KernelIds::default(),
             line: String::new(),
             prefix: String::new(),
+            table,
         })
     }
 
-    /// Writes one row per counter of `d`.
+    /// Writes the rows of `d`: one per counter, or its kernel trace row.
     pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        if self.table == Table::KernelTrace {
+            return self.write_trace(d);
+        }
         if d.counters.is_empty() {
             return Ok(());
         }
@@ -272,6 +326,45 @@ impl CounterCollectionWriter {
             push_fields(line, &[d.start_ns, d.end_ns]);
             line.push('\n');
         }
+        self.out.write_all(line.as_bytes())
+    }
+
+    /// Writes `d`'s row of `kernel_trace.csv`.
+    fn write_trace(&mut self, d: &Dispatch) -> io::Result<()> {
+        let kernel_id = self.kernel_ids.id(&d.kernel);
+        let line = &mut self.line;
+        line.clear();
+        line.push_str("\"KERNEL_DISPATCH\",\"Agent ");
+        push_unsigned(line, u64::from(d.agent));
+        line.push('"');
+        push_fields(
+            line,
+            &[d.queue_id, 0, u64::from(d.tid), d.dispatch_id, kernel_id],
+        );
+        line.push(',');
+        push_quoted(line, &d.kernel);
+        let [wx, wy, wz] = d.workgroup.map(u64::from);
+        let [gx, gy, gz] = d.grid.map(u64::from);
+        push_fields(
+            line,
+            &[
+                d.correlation_id,
+                d.start_ns,
+                d.end_ns,
+                d.lds_block_size(),
+                u64::from(d.scratch),
+                u64::from(d.arch_vgpr),
+                u64::from(d.accum_vgpr),
+                u64::from(d.sgpr),
+                wx,
+                wy,
+                wz,
+                gx,
+                gy,
+                gz,
+            ],
+        );
+        line.push('\n');
         self.out.write_all(line.as_bytes())
     }
 

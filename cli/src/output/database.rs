@@ -2,13 +2,13 @@
 //! store every other output is streamed from, so memory stays flat in the number of dispatches.
 //!
 //! Tables (see the README's "Outputs" section for every column):
-//! - `rocpd_string(id, string)`: kernel names;
-//! - `rocpd_info_agent(id, node_id, gpu_index, name, product_name, properties)`;
-//! - `rocpd_info_pmc(id, name, dimensions)`: the counters, in first-seen order;
-//! - `rocpd_kernel_dispatch`: one row per dispatch per pass, with its process order, its
+//! - `rtl_string(id, string)`: kernel names;
+//! - `rtl_agent(id, node_id, gpu_index, name, product_name, properties)`;
+//! - `rtl_counter(id, name, dimensions)`: the counters, in first-seen order;
+//! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - `rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
+//! - `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
 //!   the total and, for counters with several positions, the per-dimension values as a JSON array;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
 //!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
@@ -30,6 +30,7 @@ use rusqlite::{params, Connection};
 use super::atomic::temporary_path;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
+use super::rocpd::{self, RunInfo};
 use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 use rtl_pmc_cli::args::PassMatch;
 
@@ -55,28 +56,31 @@ pub enum DatabaseError {
 }
 
 const SCHEMA: &str = "
-CREATE TABLE rocpd_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
-CREATE TABLE rocpd_info_agent(
+CREATE TABLE rtl_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
+CREATE TABLE rtl_agent(
   id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL UNIQUE, gpu_index INTEGER NOT NULL,
-  name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL);
-CREATE TABLE rocpd_info_pmc(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL,
-  unit TEXT NOT NULL DEFAULT '');
+  name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL,
+  cpu INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE rtl_counter(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL,
+  unit TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '', block TEXT,
+  expression TEXT, derived INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE rtl_run(tag TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rtl_kernel_derived(
   pass INTEGER NOT NULL, kernel_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL,
   value REAL NOT NULL, dispatches INTEGER NOT NULL);
-CREATE TABLE rocpd_kernel_dispatch(
+CREATE TABLE rtl_dispatch(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
   pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
   queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL, queue_index INTEGER NOT NULL,
   dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
-  kernel_id INTEGER NOT NULL REFERENCES rocpd_string(id), kernel_object INTEGER NOT NULL,
+  kernel_id INTEGER NOT NULL REFERENCES rtl_string(id), kernel_object INTEGER NOT NULL,
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   lds INTEGER NOT NULL, scratch INTEGER NOT NULL, arch_vgpr INTEGER NOT NULL,
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
-CREATE TABLE rocpd_pmc_event(
+CREATE TABLE rtl_pmc_value(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, reported INTEGER NOT NULL DEFAULT 1,
   PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -90,48 +94,48 @@ CREATE TABLE rtl_merged_dispatch(
   UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
          grid_z, workgroup_x, workgroup_y, workgroup_z));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
-CREATE INDEX rocpd_kernel_dispatch_merged ON rocpd_kernel_dispatch(merged_id);
+CREATE INDEX rtl_dispatch_merged ON rtl_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
-CREATE VIEW dispatches AS
+CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
          k.dispatch_id, k.correlation_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns,
          m.passes
-  FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
-  JOIN rocpd_string s ON s.id = k.kernel_id;
-CREATE VIEW top AS
+  FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch
+  JOIN rtl_string s ON s.id = k.kernel_id;
+CREATE VIEW rtl_top AS
   SELECT kernel, count(*) AS calls, sum(duration_ns) AS total_ns,
          avg(duration_ns) AS average_ns, min(duration_ns) AS min_ns, max(duration_ns) AS max_ns,
-         100.0 * sum(duration_ns) / (SELECT max(sum(duration_ns), 1) FROM dispatches) AS percent
-  FROM dispatches GROUP BY kernel ORDER BY total_ns DESC, kernel;
-CREATE VIEW busy AS
+         100.0 * sum(duration_ns) / (SELECT max(sum(duration_ns), 1) FROM rtl_dispatches) AS percent
+  FROM rtl_dispatches GROUP BY kernel ORDER BY total_ns DESC, kernel;
+CREATE VIEW rtl_busy AS
   SELECT d.agent AS agent, coalesce(a.name, '') AS name, count(*) AS dispatches,
          sum(d.duration_ns) AS busy_ns, min(d.start_ns) AS first_ns, max(d.end_ns) AS last_ns,
          100.0 * sum(d.duration_ns) / max(max(d.end_ns) - min(d.start_ns), 1) AS busy_percent
-  FROM dispatches d LEFT JOIN rocpd_info_agent a ON a.node_id = d.agent
+  FROM rtl_dispatches d LEFT JOIN rtl_agent a ON a.node_id = d.agent
   GROUP BY d.agent ORDER BY d.agent;
-CREATE VIEW kernel_derived AS
+CREATE VIEW rtl_kernel_derived_value AS
   SELECT d.kernel_id, d.pmc_id, sum(d.value * d.dispatches) / sum(d.dispatches) AS value
   FROM rtl_kernel_derived d
   WHERE d.pass = (SELECT min(e.pass) FROM rtl_kernel_derived e
                   WHERE e.kernel_id = d.kernel_id AND e.pmc_id = d.pmc_id)
   GROUP BY d.kernel_id, d.pmc_id;
-CREATE VIEW kernel_counters AS
+CREATE VIEW rtl_kernel_counters AS
   SELECT s.string AS kernel, p.name AS counter, count(*) AS dispatches, sum(v.value) AS total,
-         coalesce((SELECT d.value FROM kernel_derived d
+         coalesce((SELECT d.value FROM rtl_kernel_derived_value d
                    WHERE d.kernel_id = k.kernel_id AND d.pmc_id = p.id), sum(v.value)) AS value,
          p.unit AS unit
-  FROM rocpd_pmc_event v JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
-  JOIN rocpd_string s ON s.id = k.kernel_id JOIN rocpd_info_pmc p ON p.id = v.pmc_id
+  FROM rtl_pmc_value v JOIN rtl_dispatch k ON k.id = v.dispatch_id
+  JOIN rtl_string s ON s.id = k.kernel_id JOIN rtl_counter p ON p.id = v.pmc_id
   WHERE v.reported GROUP BY s.string, p.id ORDER BY s.string, p.id;
-CREATE VIEW pmc_dimension AS
+CREATE VIEW rtl_pmc_dimension AS
   SELECT v.dispatch_id, p.name AS counter, p.dimensions, CAST(j.key AS INTEGER) AS position,
          j.value AS value
-  FROM rocpd_pmc_event v JOIN rocpd_info_pmc p ON p.id = v.pmc_id,
+  FROM rtl_pmc_value v JOIN rtl_counter p ON p.id = v.pmc_id,
        json_each(coalesce(v.dimension_values, json_array(v.value))) j
   WHERE v.reported;
 ";
 
-const INSERT_DISPATCH: &str = "INSERT INTO rocpd_kernel_dispatch(id, pass, source, pid, tid,
+const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
   wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order)
@@ -163,7 +167,7 @@ const BULK_PAGE_SIZE: u32 = 65536;
 const PMC_ROWS_PER_STATEMENT: usize = 64;
 
 const INSERT_PMC: &str =
-    "INSERT INTO rocpd_pmc_event(dispatch_id, pmc_id, value, dimension_values) VALUES";
+    "INSERT INTO rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values) VALUES";
 
 /// Appends the per-dimension values as a JSON array (integers without a fraction) to `json`;
 /// false, appending nothing, for a single value.
@@ -193,7 +197,7 @@ const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
   k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order";
 
-/// One kernel's line of the `top` view.
+/// One kernel's line of the `rtl_top` view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelTime {
     /// Kernel name.
@@ -256,7 +260,39 @@ pub struct KernelCounter {
     pub unit: String,
 }
 
-/// One GPU's line of the `busy` view.
+/// What the counter catalog says of a counter, for rocpd's `rocpd_info_pmc`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterInfo {
+    /// Counter name.
+    pub name: String,
+    /// Unit (`percent`, `cycles`, ...), empty for none.
+    pub unit: String,
+    /// What it measures.
+    pub description: String,
+    /// Its hardware block, for a basic counter.
+    pub block: Option<String>,
+    /// Its expression, for a derived counter.
+    pub expression: Option<String>,
+    /// Whether it is derived.
+    pub derived: bool,
+}
+
+/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFacts {
+    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
+    pub counters: Vec<(i64, CounterInfo, String)>,
+    /// The kernel names by database id.
+    pub kernels: Vec<(i64, String)>,
+    /// The application processes of the merged dispatches.
+    pub processes: Vec<u32>,
+    /// The first start and the last end of a merged dispatch, ns (0 when none).
+    pub span: (u64, u64),
+    /// The application's command line and environment.
+    pub run: RunInfo,
+}
+
+/// One GPU's line of the `rtl_busy` view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentBusy {
     /// KFD node id.
@@ -656,6 +692,15 @@ impl Database {
 
     /// Records (or updates) a GPU.
     pub fn add_agent(&mut self, agent: &Agent) -> Result<(), DatabaseError> {
+        self.add_node(agent, false)
+    }
+
+    /// Records (or updates) a CPU.
+    pub fn add_cpu(&mut self, agent: &Agent) -> Result<(), DatabaseError> {
+        self.add_node(agent, true)
+    }
+
+    fn add_node(&mut self, agent: &Agent, cpu: bool) -> Result<(), DatabaseError> {
         let properties = serde_json::Value::Object(
             agent
                 .properties
@@ -665,15 +710,16 @@ impl Database {
         )
         .to_string();
         let r = self.conn.execute(
-            "INSERT INTO rocpd_info_agent(node_id, gpu_index, name, product_name, properties)
-             VALUES (?1,?2,?3,?4,?5) ON CONFLICT(node_id) DO UPDATE SET gpu_index=?2, name=?3,
-             product_name=?4, properties=?5",
+            "INSERT INTO rtl_agent(node_id, gpu_index, name, product_name, properties, cpu)
+             VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(node_id) DO UPDATE SET gpu_index=?2, name=?3,
+             product_name=?4, properties=?5, cpu=?6",
             params![
                 agent.node_id,
                 agent.gpu_index,
                 agent.name,
                 agent.product_name,
-                properties
+                properties,
+                cpu
             ],
         );
         self.err(r).map(drop)
@@ -681,11 +727,20 @@ impl Database {
 
     /// The GPUs recorded, by node id.
     pub fn agents(&self) -> Result<Vec<Agent>, DatabaseError> {
+        self.nodes(false)
+    }
+
+    /// The CPUs recorded, by node id.
+    pub fn cpus(&self) -> Result<Vec<Agent>, DatabaseError> {
+        self.nodes(true)
+    }
+
+    fn nodes(&self, cpu: bool) -> Result<Vec<Agent>, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT node_id, gpu_index, name, product_name, properties FROM rocpd_info_agent
-             ORDER BY node_id",
+            "SELECT node_id, gpu_index, name, product_name, properties FROM rtl_agent
+             WHERE cpu = ?1 ORDER BY node_id",
         ))?;
-        let rows = stmt.query_map([], |r| {
+        let rows = stmt.query_map([cpu], |r| {
             let properties: String = r.get(4)?;
             let properties: serde_json::Map<String, serde_json::Value> =
                 serde_json::from_str(&properties).unwrap_or_default();
@@ -721,7 +776,7 @@ impl Database {
         self.err(self.conn.execute_batch("BEGIN"))?;
         self.in_transaction = true;
         let r = self.conn.query_row(
-            "SELECT (SELECT coalesce(max(id), 0) FROM rocpd_kernel_dispatch),
+            "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch),
                     (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch)",
             [],
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
@@ -753,7 +808,7 @@ impl Database {
             return Ok(id);
         }
         let r = self.conn.query_row(
-            "INSERT INTO rocpd_string(string) VALUES (?1) ON CONFLICT(string) DO UPDATE
+            "INSERT INTO rtl_string(string) VALUES (?1) ON CONFLICT(string) DO UPDATE
              SET string = string RETURNING id",
             [text],
             |r| r.get(0),
@@ -763,7 +818,7 @@ impl Database {
         Ok(id)
     }
 
-    /// The id of `counter` in `rocpd_info_pmc`, recording it when new; dispatches store their
+    /// The id of `counter` in `rtl_counter`, recording it when new; dispatches store their
     /// counters in this order.
     pub fn counter_id(&mut self, counter: &Counter) -> Result<i64, DatabaseError> {
         if let Some(&id) = self.pmcs.get(&counter.name) {
@@ -775,7 +830,7 @@ impl Database {
             counter.dimensions.as_str()
         };
         let r = self.conn.query_row(
-            "INSERT INTO rocpd_info_pmc(name, dimensions) VALUES (?1, ?2) ON CONFLICT(name)
+            "INSERT INTO rtl_counter(name, dimensions) VALUES (?1, ?2) ON CONFLICT(name)
              DO UPDATE SET dimensions = CASE WHEN dimensions = '' THEN excluded.dimensions
              ELSE dimensions END RETURNING id",
             params![counter.name, dimensions],
@@ -791,7 +846,7 @@ impl Database {
     pub fn declare_counters(&mut self, names: &[String]) -> Result<(), DatabaseError> {
         for name in names {
             let r = self.conn.execute(
-                "INSERT OR IGNORE INTO rocpd_info_pmc(name, dimensions) VALUES (?1, '')",
+                "INSERT OR IGNORE INTO rtl_counter(name, dimensions) VALUES (?1, '')",
                 [name],
             );
             self.err(r)?;
@@ -958,7 +1013,7 @@ impl Database {
             if join.matched > 0 {
                 let r = self.conn.execute(
                     "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
-                       (SELECT merged_id FROM rocpd_kernel_dispatch WHERE id >= ?1
+                       (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
                         AND merged_id <= ?2)",
                     params![join.first_row, join.merged_before],
                 );
@@ -996,10 +1051,10 @@ impl Database {
             .any(|pmc| self.collected_before.contains_key(pmc));
         if repeated {
             let r = self.conn.execute(
-                "UPDATE rocpd_pmc_event AS v SET reported = 0
-                 FROM rocpd_kernel_dispatch k
+                "UPDATE rtl_pmc_value AS v SET reported = 0
+                 FROM rtl_dispatch k
                  WHERE k.id = v.dispatch_id AND k.pass = ?1 AND EXISTS (
-                   SELECT 1 FROM rocpd_kernel_dispatch e JOIN rocpd_pmc_event ev
+                   SELECT 1 FROM rtl_dispatch e JOIN rtl_pmc_value ev
                      ON ev.dispatch_id = e.id AND ev.pmc_id = v.pmc_id
                    WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
                 [pass],
@@ -1007,7 +1062,7 @@ impl Database {
             self.err(r)?;
             let mut stmt = self.err(self.conn.prepare(
                 "SELECT k.kernel_id, v.pmc_id, v.value
-                 FROM rocpd_kernel_dispatch k JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+                 FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
                  WHERE k.pass = ?1 AND v.reported ORDER BY k.id, v.pmc_id",
             ))?;
             let rows = self.err(stmt.query_map([pass], |r| {
@@ -1045,7 +1100,7 @@ impl Database {
                 let mut stmt = self.err(self.conn.prepare(
                     "SELECT agent, start_ns - max(end_ns) OVER (PARTITION BY agent
                        ORDER BY start_ns, id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-                     FROM rocpd_kernel_dispatch WHERE pass = ?1",
+                     FROM rtl_dispatch WHERE pass = ?1",
                 ))?;
                 let rows = self.err(stmt.query_map([pass], |r| {
                     Ok((r.get::<_, u32>(0)?, r.get::<_, Option<i64>>(1)?))
@@ -1081,7 +1136,7 @@ impl Database {
         let mut stmt = self.err(self.conn.prepare(
             "SELECT k.kernel_id, k.agent, count(*), sum(k.end_ns - k.start_ns), min(k.start_ns),
                     max(k.end_ns)
-             FROM rtl_merged_dispatch m JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+             FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch
              WHERE m.id > ?1 GROUP BY k.kernel_id, k.agent",
         ))?;
         let rows = self.err(stmt.query_map([id], |r| {
@@ -1125,7 +1180,7 @@ impl Database {
                         row_number() OVER (PARTITION BY source, pid, {agent}, {queue}, kernel_id
                                            ORDER BY dispatch_id, id) AS occurrence,
                         dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
-                 FROM rocpd_kernel_dispatch WHERE pass = ?1"
+                 FROM rtl_dispatch WHERE pass = ?1"
             ),
             // New keys become merged dispatches in start order; known ones count one more pass.
             format!(
@@ -1134,7 +1189,7 @@ impl Database {
                  FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
                  ON CONFLICT({KEY}) DO UPDATE SET passes = passes + 1"
             ),
-            "UPDATE rocpd_kernel_dispatch AS k SET occurrence = p.occurrence,
+            "UPDATE rtl_dispatch AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
              FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
                ON m.source = p.source AND m.process_order = p.process_order
@@ -1170,9 +1225,10 @@ impl Database {
 
     /// The processes with dispatches in `pass`, by pid.
     pub fn pass_processes(&self, pass: u32) -> Result<Vec<u32>, DatabaseError> {
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT DISTINCT pid FROM rocpd_kernel_dispatch WHERE pass = ?1 ORDER BY pid",
-        ))?;
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT DISTINCT pid FROM rtl_dispatch WHERE pass = ?1 ORDER BY pid"),
+        )?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
     }
@@ -1182,7 +1238,7 @@ impl Database {
     pub fn kernel_stats(&self) -> Result<Vec<KernelStats>, DatabaseError> {
         // Aggregated in SQL, so memory does not grow with the dispatches.
         let mut stmt = self.err(self.conn.prepare(
-            "WITH d AS (SELECT kernel, max(duration_ns, 0) AS ns FROM dispatches), \
+            "WITH d AS (SELECT kernel, max(duration_ns, 0) AS ns FROM rtl_dispatches), \
                   k AS (SELECT kernel, count(*) AS calls, sum(ns) AS total, min(ns) AS lo, \
                                max(ns) AS hi, avg(ns) AS mean FROM d GROUP BY kernel) \
              SELECT k.kernel, k.calls, k.total, k.lo, k.hi, \
@@ -1236,37 +1292,74 @@ impl Database {
         let Some(pass) = pass else {
             let mut stmt = self.err(
                 self.conn
-                    .prepare("SELECT name FROM rocpd_info_pmc ORDER BY id"),
+                    .prepare("SELECT name FROM rtl_counter ORDER BY id"),
             )?;
             let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
             return self.err(rows.collect());
         };
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT p.name FROM rocpd_info_pmc p WHERE EXISTS (SELECT 1 FROM rocpd_pmc_event v
-             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+            "SELECT p.name FROM rtl_counter p WHERE EXISTS (SELECT 1 FROM rtl_pmc_value v
+             JOIN rtl_dispatch k ON k.id = v.dispatch_id
              WHERE v.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
         ))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
     }
 
+    /// What the JSON header says of the profile: counters, kernels, processes and times.
+    pub fn facts(&self) -> Result<ProfileFacts, DatabaseError> {
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT id, dimensions FROM rtl_counter ORDER BY id"),
+        )?;
+        let rows =
+            self.err(stmt.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))))?;
+        let ids: Vec<(i64, String)> = self.err(rows.collect())?;
+        let counters = ids
+            .into_iter()
+            .zip(self.counter_info()?)
+            .map(|((id, dimensions), info)| (id, info, dimensions))
+            .collect();
+        let mut stmt = self.err(
+            self.conn
+                .prepare("SELECT id, string FROM rtl_string ORDER BY id"),
+        )?;
+        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+        let kernels = self.err(rows.collect())?;
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT DISTINCT k.pid FROM rtl_merged_dispatch m JOIN rtl_dispatch k
+             ON k.id = m.first_dispatch ORDER BY k.pid",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
+        let processes = self.err(rows.collect())?;
+        let span = self.err(self.conn.query_row(
+            "SELECT coalesce(min(start_ns), 0), coalesce(max(end_ns), 0) FROM rtl_dispatches",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
+        ))?;
+        Ok(ProfileFacts {
+            counters,
+            kernels,
+            processes,
+            span,
+            run: self.run_info()?,
+        })
+    }
+
     fn pmc_name_by_id(&self) -> Result<FastMap<i64, String>, DatabaseError> {
-        let mut stmt = self.err(self.conn.prepare("SELECT id, name FROM rocpd_info_pmc"))?;
+        let mut stmt = self.err(self.conn.prepare("SELECT id, name FROM rtl_counter"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
 
     fn kernel_names_by_id(&self) -> Result<FastMap<i64, String>, DatabaseError> {
-        let mut stmt = self.err(self.conn.prepare("SELECT id, string FROM rocpd_string"))?;
+        let mut stmt = self.err(self.conn.prepare("SELECT id, string FROM rtl_string"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
 
     fn pmc_dimensions(&self) -> Result<FastMap<i64, String>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT id, dimensions FROM rocpd_info_pmc"),
-        )?;
+        let mut stmt = self.err(self.conn.prepare("SELECT id, dimensions FROM rtl_counter"))?;
         let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
         self.err(rows.collect())
     }
@@ -1280,13 +1373,13 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         let dispatches = format!(
-            "SELECT k.id, {DISPATCH_COLUMNS} FROM rocpd_kernel_dispatch k
+            "SELECT k.id, {DISPATCH_COLUMNS} FROM rtl_dispatch k
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
         let json = dimension_column(dimensions);
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
-             FROM rocpd_kernel_dispatch k CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k.id
+             FROM rtl_dispatch k CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k.id
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
         );
         self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
@@ -1303,14 +1396,14 @@ impl Database {
         // dispatch by row id, then its counters by id.
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
-             FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch
+             FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
              ORDER BY m.start_ns, m.id"
         );
         let json = dimension_column(dimensions);
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
-             FROM rtl_merged_dispatch m CROSS JOIN rocpd_kernel_dispatch k2 ON k2.merged_id = m.id
-             CROSS JOIN rocpd_pmc_event v ON v.dispatch_id = k2.id
+             FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
+             CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k2.id
              WHERE v.reported ORDER BY m.start_ns, m.id"
         );
         self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
@@ -1400,7 +1493,7 @@ impl Database {
             .collect()
     }
 
-    /// Kernels by total time (what the `top` view answers), at most `limit`, over the dispatches
+    /// Kernels by total time (what the `rtl_top` view answers), at most `limit`, over the dispatches
     /// inserted through this handle.
     pub fn top(&self, limit: usize) -> Result<Vec<KernelTime>, DatabaseError> {
         let names = self.kernel_names();
@@ -1425,7 +1518,7 @@ impl Database {
         Ok(top)
     }
 
-    /// Per-GPU busy time (what the `busy` view answers), over the dispatches inserted through
+    /// Per-GPU busy time (what the `rtl_busy` view answers), over the dispatches inserted through
     /// this handle.
     pub fn busy(&self) -> Result<Vec<AgentBusy>, DatabaseError> {
         let agents = self.agents()?;
@@ -1449,7 +1542,7 @@ impl Database {
         Ok(busy)
     }
 
-    /// The counters of `kernel` in counter order (what the `kernel_counters` view's `value` and
+    /// The counters of `kernel` in counter order (what the `rtl_kernel_counters` view's `value` and
     /// `unit` answer), over the dispatches inserted through this handle: a derived counter
     /// recomputed from its inputs summed over the kernel's dispatches (see
     /// [`Database::add_kernel_derived`]), any other the sum of its reported values.
@@ -1493,7 +1586,7 @@ impl Database {
 
     /// Records the per-kernel value of a derived counter in a pass, recomputed from its inputs
     /// summed over the kernel's dispatches (on GPUs of one topology): a ratio of sums, never a
-    /// sum of ratios. The summary and the `kernel_counters` view take each kernel's from the
+    /// sum of ratios. The summary and the `rtl_kernel_counters` view take each kernel's from the
     /// earliest pass that has one; values of one pass for several topologies (or, with
     /// `rtl-pmc merge`, several runs) are weighed by their dispatches.
     pub fn add_kernel_derived(&mut self, derived: &KernelDerived) -> Result<(), DatabaseError> {
@@ -1520,7 +1613,7 @@ impl Database {
             .derived
             .entry((kernel_id, pmc))
             .or_insert((pass, 0.0, 0));
-        // The earliest pass counts, as in the kernel_derived view, whatever order passes come in.
+        // The earliest pass counts, as in the rtl_kernel_derived_value view, whatever order passes come in.
         if pass < entry.0 {
             *entry = (pass, 0.0, 0);
         }
@@ -1535,7 +1628,7 @@ impl Database {
     pub fn kernel_derived(&self) -> Result<Vec<KernelDerived>, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare(
             "SELECT d.pass, s.string, p.name, d.value, d.dispatches FROM rtl_kernel_derived d
-             JOIN rocpd_string s ON s.id = d.kernel_id JOIN rocpd_info_pmc p ON p.id = d.pmc_id
+             JOIN rtl_string s ON s.id = d.kernel_id JOIN rtl_counter p ON p.id = d.pmc_id
              ORDER BY d.rowid",
         ))?;
         let rows = self.err(stmt.query_map([], |r| {
@@ -1550,26 +1643,91 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// Records the unit of each named counter (`percent`, `cycles`, ...; empty for none).
-    pub fn set_counter_units(&mut self, units: &[(String, String)]) -> Result<(), DatabaseError> {
-        for (name, unit) in units {
+    /// Records what the catalog says of each named counter.
+    pub fn set_counter_info(&mut self, info: &[CounterInfo]) -> Result<(), DatabaseError> {
+        for c in info {
             let r = self.conn.execute(
-                "UPDATE rocpd_info_pmc SET unit = ?2 WHERE name = ?1",
-                params![name, unit],
+                "UPDATE rtl_counter SET unit = ?2, description = ?3, block = ?4, expression = ?5,
+                 derived = ?6 WHERE name = ?1",
+                params![
+                    c.name,
+                    c.unit,
+                    c.description,
+                    c.block,
+                    c.expression,
+                    c.derived
+                ],
             );
             self.err(r)?;
         }
         Ok(())
     }
 
-    /// The unit of every counter with one, by name.
-    pub fn counter_units(&self) -> Result<Vec<(String, String)>, DatabaseError> {
-        let mut stmt = self.err(
-            self.conn
-                .prepare("SELECT name, unit FROM rocpd_info_pmc WHERE unit != '' ORDER BY id"),
-        )?;
-        let rows = self.err(stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))))?;
+    /// What the catalog said of every counter, in counter order.
+    pub fn counter_info(&self) -> Result<Vec<CounterInfo>, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare(
+            "SELECT name, unit, description, block, expression, derived FROM rtl_counter
+             ORDER BY id",
+        ))?;
+        let rows = self.err(stmt.query_map([], |r| {
+            Ok(CounterInfo {
+                name: r.get(0)?,
+                unit: r.get(1)?,
+                description: r.get(2)?,
+                block: r.get(3)?,
+                expression: r.get(4)?,
+                derived: r.get(5)?,
+            })
+        }))?;
         self.err(rows.collect())
+    }
+
+    /// The unit of every counter with one, by name.
+    fn counter_units(&self) -> Result<Vec<(String, String)>, DatabaseError> {
+        Ok(self
+            .counter_info()?
+            .into_iter()
+            .filter(|c| !c.unit.is_empty())
+            .map(|c| (c.name, c.unit))
+            .collect())
+    }
+
+    /// Records the application's command line and environment, and the processes' parent, for
+    /// rocpd's process rows.
+    pub fn set_run(&mut self, run: &RunInfo) -> Result<(), DatabaseError> {
+        let command = serde_json::to_string(&run.command).unwrap_or_default();
+        let environment = serde_json::to_string(&run.environment).unwrap_or_default();
+        let ppid = run.ppid.map_or(String::new(), |p| p.to_string());
+        for (tag, value) in [
+            ("command", command),
+            ("environment", environment),
+            ("ppid", ppid),
+        ] {
+            let r = self.conn.execute(
+                "INSERT OR REPLACE INTO rtl_run(tag, value) VALUES (?1, ?2)",
+                params![tag, value],
+            );
+            self.err(r)?;
+        }
+        Ok(())
+    }
+
+    /// What [`Database::set_run`] recorded (empty when nothing was).
+    pub fn run_info(&self) -> Result<RunInfo, DatabaseError> {
+        let mut stmt = self.err(self.conn.prepare("SELECT tag, value FROM rtl_run"))?;
+        let rows =
+            self.err(stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))))?;
+        let mut run = RunInfo::default();
+        for row in rows {
+            let (tag, value) = self.err(row)?;
+            match tag.as_str() {
+                "command" => run.command = serde_json::from_str(&value).unwrap_or_default(),
+                "environment" => run.environment = serde_json::from_str(&value).unwrap_or_default(),
+                "ppid" => run.ppid = value.parse().ok(),
+                _ => {}
+            }
+        }
+        Ok(run)
     }
 
     /// The dispatches not joined in every pass, over the dispatches inserted through this
@@ -1587,7 +1745,7 @@ impl Database {
         // Only the dispatches of incomplete merged dispatches are read, through the index.
         let mut stmt = self.err(self.conn.prepare(
             "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
-             CROSS JOIN rocpd_kernel_dispatch k ON k.merged_id = m.id
+             CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
              WHERE m.passes < ?1 GROUP BY k.pass",
         ))?;
         let rows = self.err(stmt.query_map([all], |r| {
@@ -1619,6 +1777,18 @@ impl Database {
         if !keep {
             return Ok(None);
         }
+        let rocpd = (|| {
+            let run = self.run_info()?;
+            // The projection's temporary tables get a small page cache of their own, so that
+            // memory stays flat however many dispatches there are.
+            self.err(
+                self.conn
+                    .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
+            )?;
+            self.err(rocpd::write(&self.conn, &rocpd::new_guid(), &run))?;
+            self.err(self.conn.execute_batch("COMMIT"))
+        })();
+        rocpd?;
         // Statistics from a sample of each index are enough for the planner.
         self.err(
             self.conn

@@ -4,10 +4,11 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use super::csv::{CounterCollectionWriter, ResultsWriter};
+use super::csv::{ResultsWriter, Table};
 use super::database::{Database, DatabaseError};
 use super::json::JsonWriter;
 use super::model::Dispatch;
+use super::pass::{CounterCollectionFiles, CsvPaths};
 use super::perfetto::PerfettoWriter;
 
 /// Why outputs could not be written.
@@ -49,13 +50,15 @@ impl Default for Formats {
     }
 }
 
-/// Writes the `counter_collection.csv` of `pass` at `path` from the database.
+/// Writes the per-process `tables` of `pass` from the database, each process's at the path
+/// `paths` gives its pid.
 pub fn write_counter_collection(
     db: &Database,
     pass: u32,
-    path: &Path,
-) -> Result<PathBuf, OutputError> {
-    let mut out = CounterCollectionWriter::create(path)?;
+    paths: &CsvPaths<'_>,
+    tables: &[Table],
+) -> Result<Vec<PathBuf>, OutputError> {
+    let mut out = CounterCollectionFiles::new(paths, tables);
     db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
     Ok(out.commit()?)
 }
@@ -116,7 +119,8 @@ pub fn write_merged_files(
         true => Some(JsonWriter::create(
             &dir.join(format!("{base}.json")),
             &agents,
-            &counters,
+            &db.cpus()?,
+            &db.facts()?,
         )?),
         false => None,
     };
@@ -155,7 +159,7 @@ pub fn write_merged_files(
                 &super::regions::first_pass_dispatch_ranges(db)?,
             )),
         };
-        written.push(w.commit(roctx.as_ref().map(|v| ("roctx", v)))?);
+        written.push(w.commit(roctx.as_ref().map(|v| ("rtl-pmc-roctx", v)))?);
     }
     if let Some(mut w) = trace {
         w.write_regions(&regions)?;

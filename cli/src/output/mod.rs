@@ -11,6 +11,7 @@ pub mod model;
 pub mod pass;
 pub mod perfetto;
 pub mod regions;
+pub mod rocpd;
 pub mod totals;
 
 #[cfg(test)]

@@ -7,11 +7,12 @@
 use std::cmp::{Ordering, Reverse};
 use std::collections::BinaryHeap;
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use super::csv::CounterCollectionWriter;
+use super::csv::{CounterCollectionWriter, Table};
 use super::database::{Database, DatabaseError};
+use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
 
@@ -129,14 +130,17 @@ impl StartOrder {
 }
 
 /// One pass to write.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct PassSpec<'a> {
     /// The pass number.
     pub pass: u32,
     /// What the pass collects, as recorded in `rtl_pass`.
     pub label: &'a str,
-    /// Where its `counter_collection.csv` goes, if written.
-    pub csv: Option<&'a Path>,
+    /// Where each process's CSV files go (by pid and table), if written: processes given the
+    /// same path share the file.
+    pub csv: Option<&'a CsvPaths<'a>>,
+    /// The per-process tables written: `counter_collection`, `kernel_trace` or both.
+    pub tables: &'a [Table],
     /// Per input (0 for a single run), the processes with dispatches in the pass (see
     /// [`Database::declare_processes`]).
     pub processes: &'a [(u32, Vec<u32>)],
@@ -147,10 +151,72 @@ pub struct PassSpec<'a> {
 /// What [`write_pass`] wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PassWritten {
-    /// The pass's `counter_collection.csv`, if written.
-    pub csv: Option<PathBuf>,
+    /// The pass's `counter_collection.csv` files, by path.
+    pub csv: Vec<PathBuf>,
     /// The dispatches of the pass.
     pub dispatches: u64,
+}
+
+/// The path of a process's file of a table, by pid.
+pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
+
+/// The per-process CSV files of a pass being written: for every process, one file of each
+/// table asked for (processes given the same path share the file).
+pub struct CounterCollectionFiles<'a> {
+    paths: &'a CsvPaths<'a>,
+    tables: &'a [Table],
+    by_pid: FastMap<u32, Vec<usize>>,
+    files: Vec<(PathBuf, CounterCollectionWriter)>,
+}
+
+impl<'a> CounterCollectionFiles<'a> {
+    /// No file yet; each is created with the first dispatch of a process it holds.
+    pub fn new(paths: &'a CsvPaths<'a>, tables: &'a [Table]) -> CounterCollectionFiles<'a> {
+        CounterCollectionFiles {
+            paths,
+            tables,
+            by_pid: FastMap::default(),
+            files: Vec::new(),
+        }
+    }
+
+    /// The files of process `pid`, created when new.
+    fn of(&mut self, pid: u32) -> io::Result<Vec<usize>> {
+        if let Some(indices) = self.by_pid.get(&pid) {
+            return Ok(indices.clone());
+        }
+        let mut indices = Vec::with_capacity(self.tables.len());
+        for &table in self.tables {
+            let path = (self.paths)(pid, table);
+            let i = match self.files.iter().position(|(p, _)| *p == path) {
+                Some(i) => i,
+                None => {
+                    let out = CounterCollectionWriter::of(table, &path)?;
+                    self.files.push((path, out));
+                    self.files.len() - 1
+                }
+            };
+            indices.push(i);
+        }
+        self.by_pid.insert(pid, indices.clone());
+        Ok(indices)
+    }
+
+    /// Appends `d` to its process's files.
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        for i in self.of(d.pid)? {
+            self.files[i].1.write(d)?;
+        }
+        Ok(())
+    }
+
+    /// Gives every file its name; returns them in the order they were started.
+    pub fn commit(self) -> io::Result<Vec<PathBuf>> {
+        self.files
+            .into_iter()
+            .map(|(_, out)| out.commit())
+            .collect()
+    }
 }
 
 /// Dispatches handed between threads together, with whether every dispatch so far, these
@@ -239,10 +305,10 @@ fn insert_all(
 }
 
 /// The file thread.
-fn write_all(
-    mut out: CounterCollectionWriter,
+fn write_all<'a>(
+    mut out: CounterCollectionFiles<'a>,
     from: Receiver<Batch>,
-) -> io::Result<CounterCollectionWriter> {
+) -> io::Result<CounterCollectionFiles<'a>> {
     for batch in from {
         for (_, d) in &batch.dispatches {
             out.write(d)?;
@@ -265,10 +331,9 @@ pub fn write_pass<E: From<OutputError>>(
     spec: &PassSpec<'_>,
     feed: impl FnOnce(&mut PassInput) -> Result<(), E>,
 ) -> Result<PassWritten, E> {
-    let out = match spec.csv {
-        Some(path) => Some(CounterCollectionWriter::create(path).map_err(OutputError::from)?),
-        None => None,
-    };
+    let out = spec
+        .csv
+        .map(|paths| CounterCollectionFiles::new(paths, spec.tables));
     db.begin_pass(spec.pass, spec.label)
         .map_err(OutputError::from)?;
     for (source, pids) in spec.processes {
@@ -309,14 +374,14 @@ pub fn write_pass<E: From<OutputError>>(
     db.end_pass(spec.pass, spec.exit_status)
         .map_err(OutputError::from)?;
     let csv = match (out, spec.csv) {
-        (Some(out), _) if sorted => Some(out.commit().map_err(OutputError::from)?),
-        (out, Some(path)) => {
-            // The file as written so far goes (and its temporary with it) before it is
-            // written again from the database.
+        (Some(out), _) if sorted => out.commit().map_err(OutputError::from)?,
+        (out, Some(paths)) => {
+            // The files as written so far go (and their temporaries with them) before they
+            // are written again from the database.
             drop(out);
-            Some(write_counter_collection(db, spec.pass, path)?)
+            write_counter_collection(db, spec.pass, paths, spec.tables)?
         }
-        (_, None) => None,
+        (_, None) => Vec::new(),
     };
     Ok(PassWritten { csv, dispatches })
 }

@@ -6,7 +6,7 @@
 //! |---|---|
 //! | `rtl_region` | `id, pass, pid, tid, kind` (`range` for push/pop, `process_range` for start/stop, `mark`, `pause`, `resume`, `name_thread`, `name_hsa_agent`, `name_hip_device`, `name_hip_stream`, and the misuses `pop` and `stop`, and `dropped`)`, name, start_ns, end_ns, end_tid` (the thread that ended it)`, depth` (push/pop level from 0, else -1)`, parent_id` (the enclosing push/pop range)`, roctx_id` (the application's range id)`, object` (the agent, device, stream or thread id of a naming or control call)`, problem` (what was wrong, NULL when nothing) |
 //! | `rtl_dispatch_range` | `pass, pid, dispatch_id, depth, region_id, innermost`: each dispatch's enclosing push/pop ranges, outermost first |
-//! | `rtl_dispatch_region` | `dispatch_row_id, region_id`: each dispatch row's innermost enclosing range |
+//! | `rtl_dispatch_region` | `dispatch_row_id, region_id`: each `rtl_dispatch` row's innermost enclosing range |
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -354,7 +354,7 @@ fn insert_region(
 fn link_innermost(conn: &Connection, pass: u32, first_region: i64) -> rusqlite::Result<usize> {
     conn.execute(
         "INSERT INTO rtl_dispatch_region(dispatch_row_id, region_id)
-         SELECT d.id, r.region_id FROM rtl_dispatch_range r JOIN rocpd_kernel_dispatch d
+         SELECT d.id, r.region_id FROM rtl_dispatch_range r JOIN rtl_dispatch d
            ON d.pass = r.pass AND d.pid = r.pid AND d.dispatch_id = r.dispatch_id
          WHERE r.pass = ?1 AND r.innermost AND r.region_id >= ?2",
         params![pass, first_region],

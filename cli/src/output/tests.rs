@@ -2,7 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-use super::csv::write_agent_info;
+use serde_json::{json, Value};
+
+use super::csv::{write_agent_info, Table};
 use super::database::{AgentBusy, Database, KernelTime};
 use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
@@ -130,7 +132,11 @@ fn pass_files_are_rocprofv3_shaped() {
     let dir = temp_dir("pass");
     let db = two_passes(&dir);
     let path = dir.join("counter_collection.csv");
-    assert_eq!(write_counter_collection(&db, 1, &path).unwrap(), path);
+    assert_eq!(
+        write_counter_collection(&db, 1, &|_, _| path.clone(), &[Table::CounterCollection])
+            .unwrap(),
+        std::slice::from_ref(&path)
+    );
     let path = dir.join("agent_info.csv");
     let mut gpus = db.agents().unwrap();
     gpus[0].properties.extend([
@@ -200,19 +206,49 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
-    let root = &json["rtl-pmc"];
+    let tool = &json["rocprofiler-sdk-tool"][0];
+    let names: Vec<&Value> = tool["counters"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| &c["name"])
+        .collect();
+    assert_eq!(names, [&json!("SQ_WAVES"), &json!("GRBM_COUNT")]);
+    assert_eq!(tool["counters"][0]["id"], json!({"handle": 1}));
     assert_eq!(
-        root["counters"],
-        serde_json::json!(["SQ_WAVES", "GRBM_COUNT"])
+        tool["counters"][0]["dimensions"],
+        json!([{"id": 0, "instance_size": 2, "name": "DIMENSION_XCC"}])
     );
-    assert_eq!(root["agents"][0]["properties"]["cu_count"], 304);
-    assert_eq!(root["dispatches"].as_array().unwrap().len(), 5);
+    assert_eq!(tool["agents"][0]["cu_count"], 304);
+    assert_eq!(tool["agents"][0]["id"], json!({"handle": 2}));
+    assert_eq!(tool["agents"][0]["type"], 2);
+    let records = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
+    assert_eq!(records.len(), 5);
+    // One value per dimension position, each named by its counter's id.
     assert_eq!(
-        root["dispatches"][0]["counters"],
-        serde_json::json!([
-            {"name": "SQ_WAVES", "value": 16.0, "dimensions": "DIMENSION_XCC[0:1]", "values": [8.0, 8.0]},
-            {"name": "GRBM_COUNT", "value": 3000.0, "dimensions": "DIMENSION_NONE", "values": [3000.0]},
+        records[0]["records"],
+        json!([
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 2}, "value": 3000.0},
         ])
+    );
+    let data = &records[0]["dispatch_data"];
+    assert_eq!(data["start_timestamp"], 1000);
+    assert_eq!(data["end_timestamp"], 1300);
+    assert_eq!(data["dispatch_info"]["agent_id"], json!({"handle": 2}));
+    let kernel = data["dispatch_info"]["kernel_id"].as_u64().unwrap() as usize;
+    assert_eq!(tool["kernel_symbols"][kernel]["kernel_name"], "vadd");
+    assert_eq!(
+        records[0]["rtl-pmc"]["counters"],
+        json!({"SQ_WAVES": 16.0, "GRBM_COUNT": 3000.0})
+    );
+    // The dispatch only pass 2 has: SQ_WAVES is None, so no record of it.
+    assert_eq!(
+        records[4]["records"],
+        json!([{"counter_id": {"handle": 2}, "value": 9100.0}])
     );
     // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
@@ -274,7 +310,7 @@ fn database_views_answer_top_and_busy() {
         page_size, 65536,
         "rebuilt with bulk pages by the first pass"
     );
-    let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM top");
+    let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM rtl_top");
     assert_eq!(
         rows,
         vec![("vmul".into(), 2, 2000), ("vadd".into(), 3, 900)]
@@ -282,7 +318,7 @@ fn database_views_answer_top_and_busy() {
     // Every dispatch is in both passes but the parent's second vmul, only in pass 2.
     let passes: Vec<(String, i64, i64)> = rows3(
         &conn,
-        "SELECT kernel, start_ns, passes FROM dispatches ORDER BY id",
+        "SELECT kernel, start_ns, passes FROM rtl_dispatches ORDER BY id",
     );
     assert_eq!(
         passes,
@@ -294,13 +330,13 @@ fn database_views_answer_top_and_busy() {
             ("vmul".into(), 15000, 1),
         ]
     );
-    let dims: Vec<(String, i64, f64)> = rows3(&conn, "SELECT counter, position, value FROM pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position");
+    let dims: Vec<(String, i64, f64)> = rows3(&conn, "SELECT counter, position, value FROM rtl_pmc_dimension WHERE dispatch_id = (SELECT first_dispatch FROM rtl_merged_dispatch ORDER BY start_ns LIMIT 1) ORDER BY counter, position");
     assert_eq!(
         dims,
         vec![("SQ_WAVES".into(), 0, 8.0), ("SQ_WAVES".into(), 1, 8.0)]
     );
     let busy: (i64, i64) = conn
-        .query_row("SELECT agent, busy_ns FROM busy", [], |r| {
+        .query_row("SELECT agent, busy_ns FROM rtl_busy", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
         })
         .unwrap();
@@ -510,7 +546,8 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     for pass in [1, 2] {
         let path = dir.join(format!("pass_{pass}.csv"));
         if !path.exists() {
-            write_counter_collection(&db, pass, &path).unwrap();
+            write_counter_collection(&db, pass, &|_, _| path.clone(), &[Table::CounterCollection])
+                .unwrap();
         }
         contents.push(std::fs::read_to_string(path).unwrap());
     }
@@ -532,21 +569,23 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     let db = db.commit(true).unwrap().unwrap();
     let conn = rusqlite::Connection::open(db).unwrap();
     let view_top: Vec<(String, i64, f64)> =
-        rows3(&conn, "SELECT kernel, total_ns, percent FROM top");
+        rows3(&conn, "SELECT kernel, total_ns, percent FROM rtl_top");
     let top: Vec<(String, i64, f64)> = top
         .into_iter()
         .map(|k| (k.kernel, k.total_ns as i64, k.percent))
         .collect();
     assert_eq!(top, view_top);
     let view_busy: Vec<(u32, i64, f64)> =
-        rows3(&conn, "SELECT agent, busy_ns, busy_percent FROM busy");
+        rows3(&conn, "SELECT agent, busy_ns, busy_percent FROM rtl_busy");
     let busy: Vec<(u32, i64, f64)> = busy
         .into_iter()
         .map(|b| (b.agent, b.busy_ns as i64, b.busy_percent))
         .collect();
     assert_eq!(busy, view_busy);
-    let mut view_counters: Vec<(String, String, f64)> =
-        rows3(&conn, "SELECT kernel, counter, value FROM kernel_counters");
+    let mut view_counters: Vec<(String, String, f64)> = rows3(
+        &conn,
+        "SELECT kernel, counter, value FROM rtl_kernel_counters",
+    );
     let mut counters = counters;
     counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
     view_counters.sort_by(|a, b| a.partial_cmp(b).unwrap());
@@ -568,14 +607,14 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     };
     contents.push(rows(
         "SELECT k.pass, k.pid, k.dispatch_id, s.string, k.process_order, k.occurrence,
-                k.merged_id FROM rocpd_kernel_dispatch k JOIN rocpd_string s ON s.id = k.kernel_id
+                k.merged_id FROM rtl_dispatch k JOIN rtl_string s ON s.id = k.kernel_id
          ORDER BY k.pass, k.pid, k.dispatch_id",
     ));
     contents.push(rows(
         "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.passes,
                 k.pass, k.pid, k.dispatch_id
-         FROM rtl_merged_dispatch m JOIN rocpd_string s ON s.id = m.kernel_id
-         JOIN rocpd_kernel_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
+         FROM rtl_merged_dispatch m JOIN rtl_string s ON s.id = m.kernel_id
+         JOIN rtl_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
     ));
     contents
 }
@@ -651,7 +690,8 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&csv),
+            csv: Some(&|_, _| csv.clone()),
+            tables: &[Table::CounterCollection],
             processes: &[(0, vec![300, 200, 100])],
             exit_status: Some(0),
         };
@@ -664,7 +704,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             Ok::<_, OutputError>(())
         });
         let expected = PassWritten {
-            csv: Some(csv),
+            csv: vec![csv],
             dispatches: dispatches.len() as u64,
         };
         assert_eq!(written.unwrap(), expected);
@@ -684,7 +724,8 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
         let spec = PassSpec {
             pass: *pass,
             label: "",
-            csv: Some(&csv),
+            csv: Some(&|_, _| csv.clone()),
+            tables: &[Table::CounterCollection],
             processes: &[(0, declared)],
             exit_status: Some(0),
         };
@@ -694,7 +735,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             }
             Ok::<_, OutputError>(())
         });
-        assert_eq!(written.unwrap().csv, Some(csv));
+        assert_eq!(written.unwrap().csv, [csv]);
     }
     assert_eq!(profile_contents(&slow, db), expected);
     for dir in [sql, fast, slow] {
@@ -713,7 +754,8 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     let spec = PassSpec {
         pass: 1,
         label: "",
-        csv: Some(&csv),
+        csv: Some(&|_, _| csv.clone()),
+        tables: &[Table::CounterCollection],
         processes: &[(0, vec![100])],
         exit_status: Some(0),
     };
@@ -731,7 +773,13 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         .collect();
     assert_eq!(names, ["\"A\"", "\"B\"", "\"A\"", "\"B\""]);
     let csv_again = dir.join("again.csv");
-    write_counter_collection(&db, 1, &csv_again).unwrap();
+    write_counter_collection(
+        &db,
+        1,
+        &|_, _| csv_again.clone(),
+        &[Table::CounterCollection],
+    )
+    .unwrap();
     assert_eq!(
         std::fs::read_to_string(&csv).unwrap(),
         std::fs::read_to_string(&csv_again).unwrap()
@@ -837,19 +885,35 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let json: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap())
                 .unwrap();
-        for (d, grbm) in json["rtl-pmc"]["dispatches"]
+        let tool = &json["rocprofiler-sdk-tool"][0];
+        for (d, grbm) in tool["callback_records"]["counter_collection"]
             .as_array()
             .unwrap()
             .iter()
             .zip([200.0, 400.0, 200.0])
         {
-            let counters = d["counters"].as_array().unwrap();
-            let names: Vec<&str> = counters
+            let totals = d["rtl-pmc"]["counters"].as_object().unwrap();
+            let names: Vec<&String> = totals.keys().collect();
+            assert_eq!(names, ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"]);
+            assert_eq!(totals["GRBM_COUNT"], grbm);
+            // Each counter's two positions once, from the pass that reports it.
+            let ids: Vec<&Value> = d["records"]
+                .as_array()
+                .unwrap()
                 .iter()
-                .map(|c| c["name"].as_str().unwrap())
+                .map(|r| &r["counter_id"]["handle"])
                 .collect();
-            assert_eq!(names, ["SQ_WAVES", "GRBM_COUNT", "TCC_HIT"]);
-            assert_eq!(counters[1]["value"], grbm);
+            assert_eq!(
+                ids,
+                [
+                    &json!(1),
+                    &json!(1),
+                    &json!(2),
+                    &json!(2),
+                    &json!(3),
+                    &json!(3)
+                ]
+            );
         }
         let kernel_counters = named_values(db.kernel_counters("vadd").unwrap());
         assert_eq!(
@@ -866,7 +930,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let conn = rusqlite::Connection::open(path).unwrap();
         let view: Vec<(String, String, f64)> = rows3(
             &conn,
-            "SELECT kernel, counter, total FROM kernel_counters WHERE kernel = 'vadd'",
+            "SELECT kernel, counter, total FROM rtl_kernel_counters WHERE kernel = 'vadd'",
         );
         let from_totals: Vec<(String, String, f64)> = kernel_counters
             .into_iter()
@@ -875,7 +939,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         assert_eq!(view, from_totals);
         let dimensions: Vec<(String, i64, f64)> = rows3(
             &conn,
-            "SELECT counter, count(*), sum(value) FROM pmc_dimension GROUP BY counter ORDER BY counter",
+            "SELECT counter, count(*), sum(value) FROM rtl_pmc_dimension GROUP BY counter ORDER BY counter",
         );
         assert_eq!(
             dimensions,
@@ -888,8 +952,8 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         // The second pass's own values stay in the database, marked as repeats.
         let repeats: Vec<(i64, i64, f64)> = rows3(
             &conn,
-            "SELECT k.pass, count(*), sum(v.value) FROM rocpd_pmc_event v
-             JOIN rocpd_kernel_dispatch k ON k.id = v.dispatch_id
+            "SELECT k.pass, count(*), sum(v.value) FROM rtl_pmc_value v
+             JOIN rtl_dispatch k ON k.id = v.dispatch_id
              WHERE NOT v.reported GROUP BY k.pass",
         );
         assert_eq!(repeats, [(2, 3, 888.0)]);

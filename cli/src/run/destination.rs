@@ -50,6 +50,20 @@ impl Destination {
     }
 }
 
+/// The file `kind` (`counter_collection`, `agent_info`, ...) of application process `pid` in
+/// `dir`, named as rocprofv3 names it: `<pid>_<kind>.csv`, or with `-o NAME`,
+/// `NAME_<kind>.csv` (the name's keys expanded for that process, so `%pid%` is its pid).
+pub fn process_file(
+    dir: &Path,
+    output_file: Option<&str>,
+    app: &[String],
+    pid: u32,
+    kind: &str,
+) -> PathBuf {
+    let name = paths::expand_for_process(output_file.unwrap_or("%pid%"), app, pid);
+    dir.join(format!("{name}_{kind}.csv"))
+}
+
 /// What in `directory` shows an earlier profile: `pass_N` entries and merged files of any of
 /// `bases`, by name, sorted.
 fn earlier_profile(directory: &Path, bases: &[&str]) -> Vec<String> {

@@ -208,14 +208,25 @@ pub fn expand(template: &str, context: &Context<'_>) -> String {
 
 /// [`expand`] for this process, which runs `app`.
 pub fn expand_here(template: &str, app: &[String]) -> String {
-    use nix::unistd::{getpgid, getpid, getppid, getsid};
-    let ppid = getppid().as_raw() as u32;
+    let pid = nix::unistd::getpid().as_raw() as u32;
+    let ppid = nix::unistd::getppid().as_raw() as u32;
+    expand_with(template, app, pid, ppid)
+}
+
+/// [`expand`] for the application process `pid` this process ran (its parent): the names of
+/// a process's own files, as rocprofv3 names them in the application.
+pub fn expand_for_process(template: &str, app: &[String], pid: u32) -> String {
+    expand_with(template, app, pid, nix::unistd::getpid().as_raw() as u32)
+}
+
+fn expand_with(template: &str, app: &[String], pid: u32, ppid: u32) -> String {
+    use nix::unistd::{getpgid, getsid};
     let psize = std::fs::read_to_string(format!("/proc/{ppid}/task/{ppid}/children"))
         .map(|s| s.split_whitespace().count())
         .unwrap_or(1);
     let env = |name: &str| std::env::var(name).ok();
     let context = Context {
-        pid: getpid().as_raw() as u32,
+        pid,
         ppid,
         pgid: getpgid(None).map_or(0, |p| p.as_raw() as u32),
         psid: getsid(None).map_or(0, |p| p.as_raw() as u32),

@@ -235,7 +235,12 @@ impl DeviceState {
         loop {
             for dq in &mut self.queues {
                 // SAFETY: attached queues are alive (destroy detaches under the device lock).
-                dq.visible = unsafe { &*dq.queue }.write_index().load(SeqCst);
+                let queue = unsafe { &*dq.queue };
+                // As a command processor: the packets up to the one the doorbell names, not
+                // those merely reserved, so packets written together start together.
+                // SAFETY: a queue's doorbell lives as long as the queue.
+                let rung = unsafe { &*queue.doorbell }.load().saturating_add(1).max(0) as u64;
+                dq.visible = queue.write_index().load(SeqCst).min(rung);
             }
             let real = now_ns();
             self.clock = self.clock.max(real);

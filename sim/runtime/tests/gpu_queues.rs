@@ -44,6 +44,7 @@ extern "C" {
     fn hsa_queue_add_write_index_relaxed(queue: *const Queue, value: u64) -> u64;
     fn hsa_signal_create(initial: i64, consumers: u32, list: *const u64, signal: *mut u64) -> u32;
     fn hsa_signal_store_relaxed(signal: u64, value: i64);
+    fn hsa_signal_load_relaxed(signal: u64) -> i64;
     fn hsa_signal_wait_scacquire(
         signal: u64,
         condition: u32,
@@ -56,6 +57,9 @@ extern "C" {
 }
 
 const VENDOR: u16 = 0;
+
+/// The GPU's counters see every kernel on it: one test at a time uses it.
+static DEVICE: std::sync::Mutex<()> = std::sync::Mutex::new(());
 const DISPATCH: u16 = 2;
 const BARRIER: u16 = 1 << 8;
 const SYSTEM_FENCES: u16 = (2 << 9) | (2 << 11);
@@ -84,6 +88,13 @@ fn signal() -> u64 {
 
 /// Writes one 64-byte packet (header last) and rings the doorbell.
 fn submit(queue: *mut Queue, header: u16, body: [u8; 64]) {
+    let index = write(queue, header, body);
+    // SAFETY: a live queue from hsa_queue_create.
+    unsafe { hsa_signal_store_relaxed((*queue).doorbell_signal, index as i64) };
+}
+
+/// Writes one 64-byte packet (header last) without ringing the doorbell; returns its index.
+fn write(queue: *mut Queue, header: u16, body: [u8; 64]) -> u64 {
     // SAFETY: a live queue from hsa_queue_create; the slot is reserved by the write index.
     unsafe {
         let index = hsa_queue_add_write_index_relaxed(queue, 1);
@@ -92,7 +103,7 @@ fn submit(queue: *mut Queue, header: u16, body: [u8; 64]) {
         std::ptr::copy_nonoverlapping(body.as_ptr().add(2), slot.add(2), 62);
         (*(slot as *const std::sync::atomic::AtomicU16))
             .store(header, std::sync::atomic::Ordering::Release);
-        hsa_signal_store_relaxed((*queue).doorbell_signal, index as i64);
+        index
     }
 }
 
@@ -222,47 +233,65 @@ fn share(total: u64, s: u64, e: u64, a: u64, b: u64) -> u64 {
     produced(b) - produced(a)
 }
 
-#[test]
-fn counting_windows_on_real_queues() {
+/// The simulated GPU, the runtime initialised.
+fn gpu() -> u64 {
     // SAFETY: plain HSA calls with valid arguments.
     unsafe {
         assert_eq!(hsa_init(), 0);
         let mut agent = 0u64;
         hsa_iterate_agents(first_gpu, (&mut agent as *mut u64).cast());
         assert_ne!(agent, 0, "no GPU agent");
-        let mut queues = [std::ptr::null_mut::<Queue>(); 2];
-        for q in &mut queues {
-            assert_eq!(
-                hsa_queue_create(
-                    agent,
-                    64,
-                    0,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                    u32::MAX,
-                    u32::MAX,
-                    q
-                ),
-                0
-            );
-            hsa_amd_profiling_set_profiler_enabled(*q, 1);
-        }
+        agent
+    }
+}
 
-        // One kernel alone inside a window reads exactly its ground truth.
+/// A new queue of 64 packets on `agent`, with dispatch timestamps on.
+fn profiled_queue(agent: u64) -> *mut Queue {
+    let mut queue = std::ptr::null_mut::<Queue>();
+    // SAFETY: valid arguments and out-pointer.
+    unsafe {
+        assert_eq!(
+            hsa_queue_create(
+                agent,
+                64,
+                0,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                u32::MAX,
+                u32::MAX,
+                &mut queue
+            ),
+            0
+        );
+        hsa_amd_profiling_set_profiler_enabled(queue, 1);
+    }
+    queue
+}
+
+#[test]
+fn counting_windows_on_real_queues() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plain HSA calls with valid arguments.
+    unsafe {
+        let agent = gpu();
+        let queues = [profiled_queue(agent), profiled_queue(agent)];
+
+        // One kernel alone inside a window reads exactly its ground truth, its packets
+        // written together and rung once, as a profiler does.
         let mut out = vec![0u64; 64];
         let (start, read, stop) = commands(&mut out);
         let (s_start, s_kernel, s_read) = (signal(), signal(), signal());
-        submit(
+        write(
             queues[0],
             VENDOR | BARRIER | SYSTEM_FENCES,
             pm4_packet(&start, s_start),
         );
-        submit(
+        write(
             queues[0],
             DISPATCH | BARRIER | SYSTEM_FENCES,
             dispatch_packet(1 << 20, 0x1000, s_kernel),
         );
-        submit(
+        write(
             queues[0],
             VENDOR | BARRIER | SYSTEM_FENCES,
             pm4_packet(&read, s_read),
@@ -296,7 +325,7 @@ fn counting_windows_on_real_queues() {
             DISPATCH | SYSTEM_FENCES,
             dispatch_packet(1 << 21, 0x3000, s_b),
         );
-        submit(
+        write(
             queues[0],
             DISPATCH | BARRIER | SYSTEM_FENCES,
             dispatch_packet(1 << 22, 0x2000, s_a),
@@ -325,5 +354,31 @@ fn counting_windows_on_real_queues() {
             .collect();
         assert_eq!(mixed, with_b);
         assert_ne!(mixed, expected(&a));
+    }
+}
+
+#[test]
+fn packets_run_once_the_doorbell_names_them() {
+    let _device = DEVICE.lock().unwrap_or_else(|e| e.into_inner());
+    // SAFETY: plain HSA calls with valid arguments.
+    unsafe {
+        let queue = profiled_queue(gpu());
+        // Two packets written, headers valid, the doorbell naming the first: the command
+        // processor runs the first only, as on hardware, however far the write index is.
+        let (first, second) = (signal(), signal());
+        let packet = |completion| dispatch_packet(64, 0x1000, completion);
+        let index = write(queue, DISPATCH | BARRIER | SYSTEM_FENCES, packet(first));
+        let later = write(queue, DISPATCH | BARRIER | SYSTEM_FENCES, packet(second));
+        assert_eq!(later, index + 1);
+        hsa_signal_store_relaxed((*queue).doorbell_signal, index as i64);
+        wait(first);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert_eq!(
+            hsa_signal_load_relaxed(second),
+            1,
+            "ran before its doorbell"
+        );
+        hsa_signal_store_relaxed((*queue).doorbell_signal, later as i64);
+        wait(second);
     }
 }
