@@ -513,7 +513,7 @@ pub fn summary_lines(db: &Database) -> Result<Vec<String>, DatabaseError> {
         if problem == DROPPED {
             let n: u64 = matching.iter().map(|r| r.object).sum();
             lines.push(format!(
-                "rtl-pmc: warning: roctx: {n} calls were not recorded: the application made more than a million before the HSA runtime started"
+                "rtl-pmc: warning: roctx: {n} calls were not recorded: the application made more than a million before the HSA runtime's first queue or within a quarter of a second"
             ));
             continue;
         }

@@ -84,8 +84,9 @@ pub struct Event {
     pub object: u64,
 }
 
-/// Events kept while no interposer takes them (a process that never starts the HSA runtime);
-/// later ones are counted, not kept.
+/// Events kept until the interposer takes them (every quarter of a second once the runtime has
+/// a queue; never in a process that does not start the runtime); later ones are counted, not
+/// kept.
 const MAX_BUFFERED: usize = 1 << 20;
 
 struct State {
