@@ -167,10 +167,32 @@ fn rocprofv3_flags_write_their_files_where_the_path_keys_say() {
     for line in [
         format!("rtl-pmc: pass 1: RTL_PMC_PLAN={}", plan.display()),
         "rtl-pmc: pass 1: RTL_PMC_TRUNCATE_KERNELS=1".to_string(),
-        "rtl-pmc: pass 1: LD_PRELOAD=libm.so.6".to_string(),
     ] {
         assert!(stderr.lines().any(|l| l == line), "{line} in {stderr}");
     }
+    // rtl-pmc's roctx library after --preload, from a directory of its own that is also first
+    // on the library path, and gone after the run.
+    let roctx_dir = format!("/rtl-pmc-roctx-{pid}");
+    let preload = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rtl-pmc: pass 1: LD_PRELOAD="))
+        .unwrap();
+    let (first, roctx_library) = preload.split_once(':').unwrap();
+    assert_eq!(first, "libm.so.6");
+    assert!(
+        roctx_library.ends_with(&format!("{roctx_dir}/libroctx64.so.4")),
+        "{preload}"
+    );
+    let library_path = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("rtl-pmc: pass 1: LD_LIBRARY_PATH="))
+        .unwrap();
+    let roctx_path = roctx_library.strip_suffix("/libroctx64.so.4").unwrap();
+    assert!(
+        library_path.starts_with(&format!("{roctx_path}:")),
+        "{library_path}"
+    );
+    assert!(!Path::new(roctx_path).exists(), "{roctx_path} is removed");
 
     let config: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(base.join("run_rtl-demo-app_config.json")).unwrap(),

@@ -199,3 +199,15 @@ fn a_failing_runtime_is_reported() {
         "{stderr}"
     );
 }
+
+#[test]
+fn roctx_without_a_roctx_library_runs_unannotated() {
+    let out = demo("gfx942", &["--roctx"]);
+    assert_ok(&out);
+    assert_eq!(
+        stdout(&out),
+        "rtl-demo-app: 4 dispatches verified (vadd,saxpy,fill,increment) on 1 GPU(s) [gfx942], \
+         1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+}

@@ -1,6 +1,7 @@
 //! A C program built against Debian's ROCm headers and linked with `-lhsa-runtime64` against
 //! Debian's real `libhsa-runtime64.so.1` (symbols versioned `ROCR_1`) runs unmodified on the
-//! simulated runtime: no loader warnings, and the vadd it dispatches is computed.
+//! simulated runtime: no loader warnings, and the vadd it dispatches is computed. It also links
+//! ROCm's roctx library, for which a do-nothing stand-in is built (`sim_support::roctx_stand_in`).
 //!
 //! Needs the Debian packages `libhsa-runtime-dev` and `libhsa-runtime64-1`.
 
@@ -9,20 +10,12 @@ mod sim_support;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use sim_support::{fixture, sim_env};
-
-/// Builds `sim/c-app/app.c` once per test binary.
-fn c_app() -> PathBuf {
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    BUILT
-        .get_or_init(|| sim_support::build_c_program("sim/c-app/app.c", "rtl-c-app"))
-        .clone()
-}
+use sim_support::{c_app, fixture, sim_env, with_roctx_stand_in};
 
 fn run(env: Vec<(String, String)>, code_object: PathBuf) -> Output {
     Command::new(c_app())
         .arg(code_object)
-        .envs(env)
+        .envs(with_roctx_stand_in(env))
         .output()
         .expect("the C app starts")
 }
@@ -37,6 +30,7 @@ fn c_app_links_against_the_real_rocr() {
     assert!(
         String::from_utf8_lossy(&needed.stdout).contains("Shared library: [libhsa-runtime64.so.1]")
     );
+    assert!(String::from_utf8_lossy(&needed.stdout).contains("Shared library: [libroctx64.so.4]"));
     let symbols = Command::new("readelf")
         .arg("--dyn-syms")
         .arg("-W")
@@ -44,6 +38,7 @@ fn c_app_links_against_the_real_rocr() {
         .output()
         .unwrap();
     assert!(String::from_utf8_lossy(&symbols.stdout).contains("hsa_init@ROCR_1"));
+    assert!(String::from_utf8_lossy(&symbols.stdout).contains("roctxRangePushA@ROCTX_4.1"));
     // Debian's runtime, with no GPU, refuses to start: the binary really uses it by default.
     if !std::path::Path::new("/dev/kfd").exists() {
         let out = run(Vec::new(), fixture("gfx942"));

@@ -61,6 +61,23 @@ pub struct Args {
     #[arg(long, value_name = "RANGES")]
     pub kernel_iteration_range: Option<String>,
 
+    /// Only profile dispatches submitted while a roctx push/pop range whose message matches this
+    /// regular expression is open on the submitting thread.
+    #[arg(long, value_name = "REGEX")]
+    pub roctx_include_regex: Option<String>,
+
+    /// Only profile dispatches submitted between roctxProfilerResume and roctxProfilerPause; the
+    /// application starts paused.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub selected_regions: bool,
+
+    /// Name each dispatch after the innermost roctx push/pop range open on the submitting
+    /// thread, in every output.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub kernel_rename: bool,
+
     /// Directory the results are written to (default: %hostname%/%pid% under the current
     /// directory, new for every run; an existing profile there is never overwritten).
     #[arg(short = 'd', long, value_name = "DIR")]

@@ -50,6 +50,8 @@ pub struct Settings {
     pub truncate_kernels: bool,
     /// `--mangled-kernels` / `mangled_kernels`.
     pub mangled_kernels: bool,
+    /// `--kernel-rename` / `kernel_rename`.
+    pub kernel_rename: bool,
     /// `--summary` / `summary`.
     pub summary: bool,
     /// `--summary-output-file` / `summary_output_file`.
@@ -208,6 +210,8 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
             include_regex: regex("--kernel-include-regex", &args.kernel_include_regex)?,
             exclude_regex: regex("--kernel-exclude-regex", &args.kernel_exclude_regex)?,
             iterations,
+            roctx_include_regex: regex("--roctx-include-regex", &args.roctx_include_regex)?,
+            selected_regions: args.selected_regions,
             ..KernelFilters::default()
         },
         output_directory: args.output_directory.clone(),
@@ -215,6 +219,7 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
         output_format,
         truncate_kernels: args.truncate_kernels,
         mangled_kernels: args.mangled_kernels,
+        kernel_rename: args.kernel_rename,
         summary: args.summary,
         summary_output_file: args.summary_output_file.clone(),
         stats: args.stats,
@@ -476,6 +481,12 @@ struct JobSpec {
     #[serde(default)]
     mangled_kernels: Option<bool>,
     #[serde(default)]
+    kernel_rename: Option<bool>,
+    #[serde(default)]
+    selected_regions: Option<bool>,
+    #[serde(default)]
+    roctx_include_regex: Option<Spanned<String>>,
+    #[serde(default)]
     summary: Option<bool>,
     #[serde(default)]
     summary_output_file: Option<Spanned<String>>,
@@ -650,6 +661,12 @@ fn job_from_spec(
         "kernel_exclude_regex",
         "--kernel-exclude-regex",
     )?;
+    settings.filters.roctx_include_regex = regex(
+        spec.roctx_include_regex,
+        &cli.filters.roctx_include_regex,
+        "roctx_include_regex",
+        "--roctx-include-regex",
+    )?;
     if let Some(v) = spec.kernel_iteration_range {
         let where_ = at(v.referenced.line(), v.referenced.column());
         let text = v.value.into_vec().join(",");
@@ -774,6 +791,8 @@ fn job_from_spec(
     settings.kernel_trace |= spec.kernel_trace.unwrap_or(false);
     settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
     settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
+    settings.kernel_rename |= spec.kernel_rename.unwrap_or(false);
+    settings.filters.selected_regions |= spec.selected_regions.unwrap_or(false);
     if settings.truncate_kernels && settings.mangled_kernels {
         return Err(contradicting_names(&format!(
             "{job_at}: truncate_kernels and mangled_kernels"

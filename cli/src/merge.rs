@@ -107,6 +107,7 @@ pub fn merge_directories(
         }
     }
     for source in &sources {
+        crate::output::regions::copy(source, &db)?;
         for derived in source.kernel_derived()? {
             db.add_kernel_derived(&derived)?;
         }

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use rtl_pmc::dispatch::config::{MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV};
+use rtl_pmc::dispatch::config::{KERNEL_RENAME_ENV, MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV};
 use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN_VERSION};
 use rtl_pmc::passes::{
     plan_group, refusal, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions,
@@ -179,11 +179,12 @@ pub struct Run {
 impl Run {
     /// The variables that tell the interposer how to record kernel names in this run
     /// (`--mangled-kernels`, `--truncate-kernels` or the job's keys): each set to `1` or `0`.
-    pub fn name_environment(&self) -> [(&'static str, &'static str); 2] {
+    pub fn name_environment(&self) -> [(&'static str, &'static str); 3] {
         let flag = |on: bool| if on { "1" } else { "0" };
         [
             (MANGLED_KERNELS_ENV, flag(self.settings.mangled_kernels)),
             (TRUNCATE_KERNELS_ENV, flag(self.settings.truncate_kernels)),
+            (KERNEL_RENAME_ENV, flag(self.settings.kernel_rename)),
         ]
     }
 
@@ -495,29 +496,32 @@ mod tests {
     #[test]
     fn kernel_name_flags_reach_the_interposer_of_each_run() {
         let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
-        let job = |truncate_kernels, mangled_kernels| Job {
+        let job = |truncate_kernels, mangled_kernels, kernel_rename| Job {
             label: "input.yaml job".into(),
             collection: Collection::Passes(names(&["SQ_WAVES"])),
             settings: Settings {
                 truncate_kernels,
                 mangled_kernels,
+                kernel_rename,
                 ..Settings::default()
             },
         };
-        let jobs = vec![job(true, false), job(false, true)];
+        let jobs = vec![job(true, false, false), job(false, true, true)];
         let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
         assert_eq!(
             plan.runs[0].name_environment(),
             [
                 ("RTL_PMC_MANGLED_KERNELS", "0"),
-                ("RTL_PMC_TRUNCATE_KERNELS", "1")
+                ("RTL_PMC_TRUNCATE_KERNELS", "1"),
+                ("RTL_PMC_KERNEL_RENAME", "0")
             ]
         );
         assert_eq!(
             plan.runs[1].name_environment(),
             [
                 ("RTL_PMC_MANGLED_KERNELS", "1"),
-                ("RTL_PMC_TRUNCATE_KERNELS", "0")
+                ("RTL_PMC_TRUNCATE_KERNELS", "0"),
+                ("RTL_PMC_KERNEL_RENAME", "1")
             ]
         );
     }

@@ -31,6 +31,7 @@ use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
 use crate::output::database::{CounterInfo, Database};
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
+use crate::output::regions;
 use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
 use crate::replay::Replay;
@@ -46,6 +47,17 @@ pub const LIBRARY_NAME: &str = "librtl_pmc.so";
 
 /// The dynamic loader's list of libraries loaded first (`--preload` goes before it).
 pub const PRELOAD_ENV: &str = "LD_PRELOAD";
+/// The dynamic loader's search path, where rtl-pmc's roctx library stands in for ROCm's.
+pub const LIBRARY_PATH_ENV: &str = "LD_LIBRARY_PATH";
+/// rtl-pmc's roctx library's file name (next to `librtl_pmc.so`).
+pub const ROCTX_LIBRARY_NAME: &str = "librtl_pmc_roctx.so";
+/// The names applications link roctx by: ROCm's (roctracer) and rocprofiler-sdk's library.
+pub const ROCTX_SONAMES: [&str; 4] = [
+    "libroctx64.so.4",
+    "libroctx64.so",
+    "librocprofiler-sdk-roctx.so.1",
+    "librocprofiler-sdk-roctx.so",
+];
 
 /// Exit code when a profile is interrupted with Ctrl-C.
 pub const INTERRUPTED_EXIT: i32 = 130;
@@ -123,6 +135,68 @@ pub fn library_path() -> Result<PathBuf, CliError> {
         });
     }
     Ok(path)
+}
+
+/// A directory holding rtl-pmc's roctx library under [`ROCTX_SONAMES`], for the application's
+/// `LD_LIBRARY_PATH`; removed when dropped.
+struct RoctxDirectory {
+    path: PathBuf,
+}
+
+impl RoctxDirectory {
+    /// Links `library` (`librtl_pmc_roctx.so` beside `librtl_pmc.so`) under every roctx name in
+    /// a new directory under the temporary directory.
+    fn create(tools_library: &Path) -> Result<RoctxDirectory, CliError> {
+        let library = tools_library.with_file_name(ROCTX_LIBRARY_NAME);
+        if !library.is_file() {
+            return Err(CliError {
+                message: format!(
+                    "{} not found next to {}; build it with `cargo build --workspace`",
+                    ROCTX_LIBRARY_NAME,
+                    tools_library.display()
+                ),
+                exit_code: 1,
+            });
+        }
+        let library = std::fs::canonicalize(&library).map_err(|e| io_error(&library, e))?;
+        let path = std::env::temp_dir().join(format!("rtl-pmc-roctx-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path).map_err(|e| io_error(&path, e))?;
+        let directory = RoctxDirectory { path };
+        for name in ROCTX_SONAMES {
+            let link = directory.path.join(name);
+            std::os::unix::fs::symlink(&library, &link).map_err(|e| io_error(&link, e))?;
+        }
+        Ok(directory)
+    }
+
+    /// The library itself.
+    fn library(&self) -> PathBuf {
+        self.path.join(ROCTX_SONAMES[0])
+    }
+}
+
+impl Drop for RoctxDirectory {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// `value` put in front of the list variable `name` (`:`-separated) as the application would
+/// otherwise get it: from `added`, else from rtl-pmc's own environment.
+fn prepend(added: &mut Vec<(String, String)>, name: &str, value: String) {
+    let earlier = added
+        .iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var(name).ok())
+        .filter(|v| !v.trim().is_empty());
+    let joined = match earlier {
+        Some(earlier) => format!("{value}:{earlier}"),
+        None => value,
+    };
+    added.retain(|(k, _)| k != name);
+    added.push((name.to_string(), joined));
 }
 
 /// What the agents of the topology the application will see are.
@@ -311,6 +385,7 @@ pub fn run(
     let Some((program, arguments)) = options.app.split_first() else {
         return Err(CliError::input("no application given"));
     };
+    let roctx = RoctxDirectory::create(&library)?;
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
     db.set_pass_match(options.pass_match);
@@ -434,20 +509,14 @@ pub fn run(
                 .iter()
                 .map(|(k, v)| (k.to_string(), v.to_string())),
         );
-        if !run.settings.preload.is_empty() {
-            let earlier = added
-                .iter()
-                .find(|(k, _)| k == PRELOAD_ENV)
-                .map(|(_, v)| v.clone())
-                .or_else(|| std::env::var(PRELOAD_ENV).ok())
-                .filter(|v| !v.trim().is_empty());
-            let mut libraries = run.settings.preload.join(":");
-            if let Some(earlier) = earlier {
-                libraries = format!("{libraries}:{earlier}");
-            }
-            added.retain(|(k, _)| k != PRELOAD_ENV);
-            added.push((PRELOAD_ENV.into(), libraries));
-        }
+        let mut preload = run.settings.preload.clone();
+        preload.push(roctx.library().display().to_string());
+        prepend(&mut added, PRELOAD_ENV, preload.join(":"));
+        prepend(
+            &mut added,
+            LIBRARY_PATH_ENV,
+            roctx.path.display().to_string(),
+        );
         if options.log_level.shows_environment() {
             for (name, value) in &added {
                 eprintln!("rtl-pmc: pass {pass}: {name}={value}");
@@ -522,6 +591,7 @@ pub fn run(
             processes: &[(0, processes.clone())],
             exit_status: Some(code),
         };
+        let mut dispatch_ranges: Vec<(u32, u64, Vec<u64>)> = Vec::new();
         let pass_written = write_pass(&mut db, &spec, |input| {
             for record in records {
                 match record {
@@ -536,6 +606,13 @@ pub fn run(
                             },
                             None => record,
                         };
+                        if !record.ranges.is_empty() {
+                            dispatch_ranges.push((
+                                record.pid,
+                                record.dispatch,
+                                record.ranges.clone(),
+                            ));
+                        }
                         let dispatch = converter.convert(&record);
                         zeros.observe(pass, &dispatch);
                         input.write(0, dispatch)?
@@ -547,6 +624,18 @@ pub fn run(
         })
         .map_err(output_error)?;
         let dispatches = pass_written.dispatches;
+        let mut roctx_events = Vec::new();
+        for file in record_files(&pass_dir) {
+            let mut events = Vec::new();
+            for region in records::read_regions(&file) {
+                match region {
+                    Ok(region) => events.push(region),
+                    Err(e) => options.warn(e),
+                }
+            }
+            roctx_events.push(events);
+        }
+        regions::store_pass(&db, pass, &roctx_events, &dispatch_ranges).map_err(output_error)?;
         written.extend(pass_written.csv);
         for agent in converter.seen_agents(&known) {
             if !known.iter().any(|k| k.node_id == agent.node_id) {
@@ -724,6 +813,9 @@ fn write_config(
                     .map(|f| format!("{f:?}").to_lowercase()).collect::<Vec<_>>(),
                 "truncate_kernels": s.truncate_kernels,
                 "mangled_kernels": s.mangled_kernels,
+                "kernel_rename": s.kernel_rename,
+                "selected_regions": s.filters.selected_regions,
+                "roctx_include_regex": s.filters.roctx_include_regex,
                 "summary": s.summary,
                 "summary_output_file": s.summary_output_file,
                 "stats": s.stats,

@@ -1,5 +1,6 @@
 //! The summary printed after a run: the top kernels by time with their counters, each GPU's busy
-//! time and the idle gaps between its dispatches, and where the files are.
+//! time and the idle gaps between its dispatches, the application's roctx ranges and how it
+//! misused roctx, and where the files are.
 //!
 //! Numbers are for people: thousands grouped, 4 significant digits, the catalog's unit. A
 //! kernel's derived counters are recomputed from their inputs summed over its dispatches (a
@@ -188,6 +189,9 @@ pub fn render(db: &Database, files: &[PathBuf], top: usize) -> Result<String, Da
         if let Some((_, g)) = gaps.iter().find(|(agent, _)| *agent == gpu.agent) {
             gap_histogram(&mut out, g);
         }
+    }
+    for line in crate::output::regions::summary_lines(db)? {
+        let _ = writeln!(out, "{line}");
     }
     for file in files {
         let _ = writeln!(out, "rtl-pmc: wrote {}", file.display());

@@ -31,7 +31,6 @@ const REFUSED: &[Refused] = &[
     (&["--kokkos-trace"], "kokkos_trace", TRACING),
     (&["-s", "--sys-trace"], "sys_trace", TRACING),
     (&["-r", "--runtime-trace"], "runtime_trace", TRACING),
-    (&["--kernel-rename"], "kernel_rename", "renames kernels by the ROCTx ranges around them, which rtl-pmc does not trace; drop it"),
     (&["--pc-sampling-beta-enabled"], "pc_sampling_beta_enabled", PC_SAMPLING),
     (&["--pc-sampling-unit"], "pc_sampling_unit", PC_SAMPLING),
     (&["--pc-sampling-method"], "pc_sampling_method", PC_SAMPLING),

@@ -579,6 +579,34 @@ fn filter_errors() {
         &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &json]),
         &format!("{json}:1:57: bad regular expression 'a(': unclosed group"),
     );
+    assert_error(
+        &plan(&["--roctx-include-regex", "step("]),
+        "--roctx-include-regex: bad regular expression 'step(': unclosed group",
+    );
+    let roctx = s.file(
+        "roctx.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    roctx_include_regex: \"[step\"\n",
+    );
+    assert_error(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &roctx]),
+        &format!("{roctx}:3:26: bad regular expression '[step': unclosed character class"),
+    );
+    let conflict = s.file(
+        "conflict.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    roctx_include_regex: \"^a\"\n",
+    );
+    assert_error(
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "--roctx-include-regex",
+            "^b",
+            "-i",
+            &conflict,
+        ]),
+        &format!("{conflict}:3:26: roctx_include_regex conflicts with --roctx-include-regex on the command line"),
+    );
     let txt = s.file("input.txt", "pmc: SQ_WAVES\nrange: 4:2\n");
     assert_error(
         &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &txt]),
@@ -602,7 +630,8 @@ fn malformed_files() {
             "{yaml}:3:5: unknown field `kernel_regex`, expected one of pmc, pmc_groups, \
              pmc_group_interval, kernel_include_regex, kernel_exclude_regex, \
              kernel_iteration_range, output_directory, output_file, output_format, \
-             truncate_kernels, mangled_kernels, summary, summary_output_file, stats, output_config, \
+             truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
+             summary, summary_output_file, stats, output_config, \
              log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget"
         ),
     );
@@ -887,7 +916,8 @@ fn rocprofv3_job_keys_and_format_spellings_are_taken() {
         "keys.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    list_avail: true\n    log_level: INFO\n    \
          preload: [libm.so.6]\n    stats: true\n    summary: true\n    \
-         summary_output_file: stdout\n    output_config: true\n    output_format: \"CSV, json\"\n",
+         summary_output_file: stdout\n    output_config: true\n    output_format: \"CSV, json\"\n    \
+         kernel_rename: true\n    selected_regions: true\n    roctx_include_regex: \"^step\"\n",
     );
     let listing = rtl_pmc(&["-L", "--arch", "gfx942"]).stdout;
     assert!(listing.starts_with("GPU:0\nName:gfx942\n"));

@@ -73,6 +73,8 @@ fn flagged() -> Settings {
             include_regex: Some("copy".into()),
             exclude_regex: Some("^init".into()),
             iterations: vec![IterationRange { first: 1, last: 2 }],
+            roctx_include_regex: Some("^step".into()),
+            selected_regions: true,
             ..KernelFilters::default()
         },
         output_directory: Some(PathBuf::from("results")),
@@ -81,6 +83,9 @@ fn flagged() -> Settings {
         // Not mangled as well: the two contradict each other.
         truncate_kernels: true,
         mangled_kernels: false,
+        kernel_rename: true,
+        // Off: with it a job may have no counters, which the checks below take as an error.
+        kernel_trace: false,
         summary: true,
         summary_output_file: Some("summary".into()),
         stats: true,
@@ -216,6 +221,18 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
         (
             "iteration range",
             kept(&cli.filters.iterations, &filters.iterations),
+        ),
+        (
+            "roctx include regex",
+            kept(&cli.filters.roctx_include_regex, &filters.roctx_include_regex),
+        ),
+        (
+            "--selected-regions",
+            kept(&cli.filters.selected_regions, &filters.selected_regions),
+        ),
+        (
+            "--kernel-rename",
+            kept(&cli.kernel_rename, &settings.kernel_rename),
         ),
         (
             "output directory",

@@ -2,9 +2,22 @@
  * A plain C HSA program, built against the ROCm headers and linked with -lhsa-runtime64 like any
  * ROCm application: it initialises HSA, loads the code object named on the command line onto
  * every GPU (so it must be built for their target), dispatches `vadd` on each, and checks the
- * result on the host.
+ * result on the host. It annotates its work with roctx, linked against ROCm's libroctx64.so.4:
  *
- *   cc app.c -I/usr/include/hsa -lhsa-runtime64 -o app && ./app kernels-gfx942.co
+ *   cc app.c -I/usr/include/hsa -lhsa-runtime64 -lroctx64 -o app && ./app kernels-gfx942.co
+ *   ./app kernels-gfx942.co 4           # four iterations
+ *   ./app kernels-gfx942.co 4 misuse    # and roctx used wrongly, as applications do
+ *
+ * The roctx calls, in order (every iteration i from 0, every GPU g by agent order):
+ *   roctxNameOsThread("c-app main"), roctxMarkA("start"), id = roctxRangeStartA("all iterations");
+ *   per iteration: roctxRangePushA("iteration i"); when i is odd roctxProfilerResume(0);
+ *     per GPU: roctxRangePushA("vadd i on gfxNNN"), the vadd dispatch, roctxRangePop();
+ *     when i is odd roctxProfilerPause(0); roctxRangePop();
+ *   roctxRangeStop(id), roctxMarkA("end");
+ *   with `misuse`: roctxRangePop() on an empty stack, roctxRangeStop(id + 1000), one vadd per GPU
+ *     inside roctxRangePushA("bad \xff name") (not UTF-8, popped), and
+ *     roctxRangePushA("left open") never popped;
+ *   then hsa_shut_down.
  *
  * Exit status: 0 if every GPU computed the right sums, 1 otherwise (with a message on stderr).
  */
@@ -15,6 +28,18 @@
 
 #include <hsa.h>
 #include <hsa_ext_amd.h>
+
+/* The roctx C API of ROCm's roctx.h (libroctx64.so.4). */
+typedef uint64_t roctx_range_id_t;
+typedef uint64_t roctx_thread_id_t;
+void roctxMarkA(const char *message);
+int roctxRangePushA(const char *message);
+int roctxRangePop(void);
+roctx_range_id_t roctxRangeStartA(const char *message);
+void roctxRangeStop(roctx_range_id_t id);
+int roctxProfilerPause(roctx_thread_id_t tid);
+int roctxProfilerResume(roctx_thread_id_t tid);
+int roctxNameOsThread(const char *name);
 
 #define N 1000
 #define WORKGROUP 256
@@ -201,9 +226,36 @@ static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, s
   return wrong;
 }
 
+/* Dispatches vadd on every GPU, each inside a roctx range `range` or naming the iteration and
+   the GPU. */
+static int run_all(struct agents *agents, const unsigned char *code, size_t code_size,
+                   const char *range, int iteration) {
+  int failures = 0;
+  for (int g = 0; g < agents->gpu_count; ++g) {
+    char name[64] = {0};
+    char label[96];
+    CHECK(hsa_agent_get_info(agents->gpus[g], HSA_AGENT_INFO_NAME, name));
+    if (range) {
+      snprintf(label, sizeof label, "%s", range);
+    } else {
+      snprintf(label, sizeof label, "vadd %d on %s", iteration, name);
+    }
+    roctxRangePushA(label);
+    if (run_on(agents->gpus[g], agents->cpu, code, code_size) != 0) {
+      failures++;
+    } else {
+      printf("c-app: vadd of %d elements verified on %s\n", N, name);
+    }
+    roctxRangePop();
+  }
+  return failures;
+}
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    fprintf(stderr, "usage: %s CODE_OBJECT\n", argv[0]);
+  int iterations = argc >= 3 ? atoi(argv[2]) : 1;
+  int misuse = argc == 4 && strcmp(argv[3], "misuse") == 0;
+  if (argc < 2 || argc > 4 || iterations < 1 || (argc == 4 && !misuse)) {
+    fprintf(stderr, "usage: %s CODE_OBJECT [ITERATIONS [misuse]]\n", argv[0]);
     return 2;
   }
   size_t code_size;
@@ -216,14 +268,29 @@ int main(int argc, char **argv) {
     return 1;
   }
   int failures = 0;
-  for (int g = 0; g < agents.gpu_count; ++g) {
-    char name[64] = {0};
-    CHECK(hsa_agent_get_info(agents.gpus[g], HSA_AGENT_INFO_NAME, name));
-    if (run_on(agents.gpus[g], agents.cpu, code, code_size) != 0) {
-      failures++;
-    } else {
-      printf("c-app: vadd of %d elements verified on %s\n", N, name);
+  roctxNameOsThread("c-app main");
+  roctxMarkA("start");
+  roctx_range_id_t all = roctxRangeStartA("all iterations");
+  for (int i = 0; i < iterations; ++i) {
+    char label[32];
+    snprintf(label, sizeof label, "iteration %d", i);
+    roctxRangePushA(label);
+    if (i % 2 == 1) {
+      roctxProfilerResume(0);
     }
+    failures += run_all(&agents, code, code_size, NULL, i);
+    if (i % 2 == 1) {
+      roctxProfilerPause(0);
+    }
+    roctxRangePop();
+  }
+  roctxRangeStop(all);
+  roctxMarkA("end");
+  if (misuse) {
+    roctxRangePop();
+    roctxRangeStop(all + 1000);
+    failures += run_all(&agents, code, code_size, "bad \xff name", 0);
+    roctxRangePushA("left open");
   }
   CHECK(hsa_shut_down());
   free(code);

@@ -19,8 +19,9 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::counters::{GpuCounters, PacketSet};
-use super::records::{Record, RecordFile, ReplayStats};
+use super::records::{Record, RecordFile, RegionKind, ReplayStats};
 use super::replay::Replay;
+use super::roctx::Roctx;
 use super::runtime::Hsa;
 use crate::hsa::*;
 
@@ -247,6 +248,8 @@ pub struct Completion {
     progress: Condvar,
     /// The raw record files: one, or one per event group with kernel replay.
     outputs: Vec<PathBuf>,
+    /// Where the application's roctx events come from, when it has any.
+    roctx: Option<Arc<Roctx>>,
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -255,11 +258,13 @@ fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
 
 impl Completion {
     /// Starts the worker; records go to `<output directory>/<pid>.rtlraw`, those of event
-    /// group `g` to the `g`-th directory when there are several.
+    /// group `g` to the `g`-th directory when there are several, with the roctx events `roctx`
+    /// gives between them (in the first).
     pub fn start(
         hsa: Arc<Hsa>,
         signals: Arc<SignalPool>,
         output_directories: &[PathBuf],
+        roctx: Option<Arc<Roctx>>,
     ) -> Arc<Completion> {
         let outputs = output_directories
             .iter()
@@ -280,6 +285,7 @@ impl Completion {
             wake_up: Condvar::new(),
             progress: Condvar::new(),
             outputs,
+            roctx,
         });
         let worker = Arc::clone(&completion);
         let spawned = std::thread::Builder::new()
@@ -429,6 +435,26 @@ impl Completion {
                 }
                 None => true,
             });
+            let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
+            if stop {
+                if let Some(roctx) = &self.roctx {
+                    regions.push(roctx.marker(RegionKind::Exit, 0));
+                }
+            }
+            if !regions.is_empty() && files[0].is_none() && !file_failed {
+                match self.open(0) {
+                    Ok(f) => files[0] = Some(f),
+                    Err(e) => {
+                        file_failed = true;
+                        super::warn(&format!("cannot write records: {e}"));
+                    }
+                }
+            }
+            if let Some(f) = files[0].as_mut() {
+                for r in &regions {
+                    f.push_region(r);
+                }
+            }
             for r in &records {
                 let at = r.group.unwrap_or(0) as usize;
                 let at = if at < self.outputs.len() { at } else { 0 };

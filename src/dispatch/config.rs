@@ -7,6 +7,7 @@
 //! | `RTL_PMC_COUNTERS` | without a plan: counters to collect (names separated by spaces or commas) |
 //! | `RTL_PMC_MANGLED_KERNELS=1` | keep mangled kernel names |
 //! | `RTL_PMC_TRUNCATE_KERNELS=1` | reduce kernel names to their base name |
+//! | `RTL_PMC_KERNEL_RENAME=1` | name each kernel dispatch after the innermost roctx push/pop range open on the submitting thread |
 //! | `RTL_PMC_WRAP_BATCHES=1` | also wrap dispatches submitted several at once (possible graph replays) |
 //! | `RTL_PMC_AQLPROFILE_API=v2\|legacy` | use this aqlprofile API only |
 //! | `RTL_PMC_SERIALIZE=0` | diagnosis only: let counted kernels of one GPU overlap (values become wrong) |
@@ -26,6 +27,9 @@ pub const COUNTERS_ENV: &str = "RTL_PMC_COUNTERS";
 pub const MANGLED_KERNELS_ENV: &str = "RTL_PMC_MANGLED_KERNELS";
 /// `1`: reduce kernel names to their base name (`--truncate-kernels`).
 pub const TRUNCATE_KERNELS_ENV: &str = "RTL_PMC_TRUNCATE_KERNELS";
+
+/// `1`: name dispatches after their innermost roctx range (`--kernel-rename`).
+pub const KERNEL_RENAME_ENV: &str = "RTL_PMC_KERNEL_RENAME";
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +64,8 @@ pub struct Config {
     pub counter_names: Vec<String>,
     /// Kernel name style.
     pub names: NameOptions,
+    /// Name each dispatch inside a roctx push/pop range after the innermost one.
+    pub kernel_rename: bool,
     /// Wrap dispatches of multi-dispatch batches too.
     pub wrap_batches: bool,
     /// Force one aqlprofile API.
@@ -137,6 +143,7 @@ impl Config {
                 mangled: flag(get, MANGLED_KERNELS_ENV),
                 truncate: flag(get, TRUNCATE_KERNELS_ENV),
             },
+            kernel_rename: flag(get, KERNEL_RENAME_ENV),
             wrap_batches: flag(get, "RTL_PMC_WRAP_BATCHES"),
             serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
             group_interval: 1,

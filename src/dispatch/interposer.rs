@@ -19,8 +19,9 @@ use super::kernel_names::KernelNames;
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
 use super::rewrite::{passes_through, wrap, wrap_replay, CounterPackets, ReplayWrapping, Wrapping};
+use super::roctx::Roctx;
 use super::runtime::Hsa;
-use super::selection::{Decision, Selector};
+use super::selection::{Decision, Enclosing, Selector};
 use super::warn_once;
 use crate::hsa::*;
 
@@ -43,6 +44,8 @@ pub struct Interposer {
     queues: Mutex<HashMap<usize, usize>>,
     /// The application's allocations (tracked with kernel replay only).
     memory: Arc<Memory>,
+    /// rtl-pmc's roctx library, when the application runs with it.
+    roctx: Option<Arc<Roctx>>,
 }
 
 /// State created at the first queue creation, when the runtime is fully up.
@@ -81,7 +84,9 @@ pub(crate) fn memory() -> Option<(&'static Hsa, &'static Memory)> {
 /// Installs the wrappers into the runtime's tables.
 pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
     let hsa = Arc::new(Hsa::new(tables.core_orig, tables.amd_orig));
+    let roctx = Roctx::find(|| hsa.system_time_ns()).map(Arc::new);
     let state = Interposer {
+        roctx,
         tables,
         memory: Arc::new(Memory::new(Arc::clone(&hsa))),
         hsa,
@@ -189,8 +194,12 @@ impl Interposer {
             };
             self.memory
                 .set_host_pool(agents.host_pools.first().copied());
-            let completion =
-                Completion::start(Arc::clone(&self.hsa), Arc::clone(&signals), &outputs);
+            let completion = Completion::start(
+                Arc::clone(&self.hsa),
+                Arc::clone(&signals),
+                &outputs,
+                self.roctx.clone(),
+            );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
             let mut chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
                 .gpus
@@ -351,12 +360,14 @@ impl Interposer {
             return None;
         }
         let groups = counters.map_or(0, |c| c.group_count());
+        let enclosing = self.enclosing();
         let Decision::Wrap { mut group } = self.selector.decide_kernel(
             &info.name,
             &info.symbol,
             queue.gpu.index,
             queue.gpu.node_id,
             groups,
+            &enclosing,
         ) else {
             if counters.is_some() {
                 self.warn_unselected_overlap(session, queue);
@@ -374,8 +385,9 @@ impl Interposer {
                 };
                 match buffers {
                     Ok(buffers) => {
-                        let record =
-                            || self.record(session, queue, kernel, &info, queue_index, tid);
+                        let record = || {
+                            self.record(session, queue, kernel, &info, queue_index, tid, &enclosing)
+                        };
                         return self.prepare_replay(
                             session,
                             queue,
@@ -444,7 +456,7 @@ impl Interposer {
                 previous,
             });
         }
-        let mut record = self.record(session, queue, kernel, &info, queue_index, tid);
+        let mut record = self.record(session, queue, kernel, &info, queue_index, tid, &enclosing);
         record.replay = declined;
         let wrapping = Wrapping {
             kernel_signal,
@@ -472,6 +484,7 @@ impl Interposer {
             .get(&queue.gpu.agent.handle)
             .map_or(0, |c| c.group_count());
         let tid = gettid();
+        let enclosing = self.enclosing();
         let mut notes = Vec::new();
         for (i, packet) in input.iter().enumerate() {
             if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
@@ -486,10 +499,12 @@ impl Interposer {
                 queue.gpu.index,
                 queue.gpu.node_id,
                 groups,
+                &enclosing,
             );
             if let Decision::Wrap { .. } = decision {
                 let index = user_index + i as u64;
-                let mut record = self.record(session, queue, &kernel, &info, index, tid);
+                let mut record =
+                    self.record(session, queue, &kernel, &info, index, tid, &enclosing);
                 record.replay = Some(ReplayStats {
                     passes: 0,
                     declined: Some(MULTI_PACKET.into()),
@@ -527,6 +542,16 @@ impl Interposer {
             })
     }
 
+    /// The roctx ranges open on the calling thread and whether the profiler is resumed.
+    fn enclosing(&self) -> Enclosing {
+        self.roctx
+            .as_ref()
+            .map_or_else(Enclosing::default, |roctx| Enclosing {
+                ranges: roctx.thread_stack(),
+                resumed: roctx.resumed(),
+            })
+    }
+
     /// The record of a selected dispatch, complete but for what its completion gives.
     fn record(
         &self,
@@ -536,9 +561,14 @@ impl Interposer {
         info: &super::kernel_names::KernelInfo,
         queue_index: u64,
         tid: u32,
+        enclosing: &Enclosing,
     ) -> Record {
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
+        let kernel_name = match enclosing.ranges.last() {
+            Some(innermost) if self.config.kernel_rename => innermost.name.clone(),
+            _ => info.name.clone(),
+        };
         Record {
             pid: std::process::id(),
             tid,
@@ -550,7 +580,7 @@ impl Interposer {
             queue_index,
             dispatch,
             correlation: dispatch,
-            kernel: info.name.clone(),
+            kernel: kernel_name,
             kernel_object: kernel.kernel_object,
             signal: kernel.completion_signal.handle,
             grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
@@ -565,6 +595,7 @@ impl Interposer {
             accum_vgpr: r.accum_vgpr,
             sgpr: r.sgpr,
             wave_size: r.wave_size,
+            ranges: enclosing.ranges.iter().map(|r| r.id).collect(),
             ..Record::default()
         }
     }

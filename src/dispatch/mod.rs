@@ -34,6 +34,7 @@ pub mod memory;
 pub mod records;
 pub mod replay;
 pub mod rewrite;
+pub mod roctx;
 pub mod runtime;
 pub mod selection;
 pub mod tracking;

@@ -95,6 +95,10 @@ pub struct Record {
     /// Kernel replay: how this dispatch was run; on the record of each of its passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<ReplayStats>,
+    /// The roctx push/pop ranges open on the submitting thread when the dispatch was submitted,
+    /// outermost first, by their [`Region::id`] (empty without roctx, and in older files).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ranges: Vec<u64>,
     /// Per event of the group (plan order), the per-sample values in aqlprofile's order; last,
     /// as [`RecordFile`] writes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -117,6 +121,96 @@ pub struct ReplayStats {
     /// Why the dispatch was not replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub declined: Option<String>,
+}
+
+/// What a [`Region`] line records: one roctx call of the application, or the end of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RegionKind {
+    /// `roctxMarkA`.
+    Mark,
+    /// `roctxRangePushA`: a range `id` opens at level `depth` of the thread's stack.
+    Push,
+    /// `roctxRangePop` ending the thread's innermost range `id`.
+    Pop,
+    /// `roctxRangePop` with no range open on the thread.
+    PopEmpty,
+    /// `roctxRangeStartA` returning `id`.
+    Start,
+    /// `roctxRangeStop` of the open range `id`.
+    Stop,
+    /// `roctxRangeStop` with an `id` no open range has.
+    StopUnknown,
+    /// `roctxProfilerPause` (`object`: the thread id given).
+    Pause,
+    /// `roctxProfilerResume` (`object`: the thread id given).
+    Resume,
+    /// `roctxNameOsThread`: `name` names thread `tid`.
+    NameThread,
+    /// `roctxNameHsaAgent` (`object`: the agent handle).
+    NameHsaAgent,
+    /// `roctxNameHipDevice` (`object`: the device ordinal).
+    NameHipDevice,
+    /// `roctxNameHipStream` (`object`: the stream address).
+    NameHipStream,
+    /// roctx calls not kept (`object` of them) because the process made too many before the
+    /// runtime started.
+    Dropped,
+    /// The interposer finished: ranges still open end here.
+    Exit,
+}
+
+/// One roctx event of the process, on the dispatch clock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Region {
+    /// What happened.
+    pub kind: RegionKind,
+    /// Process id.
+    pub pid: u32,
+    /// Linux thread id of the calling thread.
+    pub tid: u32,
+    /// The range id (from 1), 0 where none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub id: u64,
+    /// Push/pop nesting level from 0, -1 where none.
+    #[serde(default = "no_depth")]
+    pub depth: i32,
+    /// When, ns, in the clock domain of the dispatches' timestamps.
+    pub timestamp: u64,
+    /// The message or name (non-UTF-8 bytes replaced by U+FFFD); `None` when the application
+    /// passed NULL or the call takes none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// False when the application's bytes were not UTF-8.
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub utf8: bool,
+    /// The object a naming or control call is about; the count of a [`RegionKind::Dropped`].
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub object: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+fn no_depth() -> i32 {
+    -1
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
+/// The key of a region line: `{"roctx":{...}}`.
+const REGION_KEY: &str = "{\"roctx\":";
+
+#[derive(Serialize, Deserialize)]
+struct RegionLine {
+    roctx: Region,
 }
 
 /// Why a raw record file cannot be read or written.
@@ -200,6 +294,16 @@ impl RecordFile {
         push_record(&mut self.buffer, record);
     }
 
+    /// Appends one region line to the buffer.
+    pub fn push_region(&mut self, region: &Region) {
+        push_line(
+            &mut self.buffer,
+            &RegionLine {
+                roctx: region.clone(),
+            },
+        );
+    }
+
     /// Whether records are waiting to be written.
     pub fn has_pending(&self) -> bool {
         !self.buffer.is_empty()
@@ -241,6 +345,7 @@ fn push_record(buffer: &mut Vec<u8>, record: &Record) {
     let head = Record {
         arch: record.arch.clone(),
         kernel: record.kernel.clone(),
+        ranges: record.ranges.clone(),
         counters: Vec::new(),
         replay: record.replay.clone(),
         ..*record
@@ -286,25 +391,48 @@ fn push_decimal(buffer: &mut Vec<u8>, mut value: u64) {
     buffer.extend_from_slice(&digits[at..]);
 }
 
-/// Reads the records of a raw record file written by [`RecordFile`], in file order.
+/// Reads the records of a raw record file written by [`RecordFile`], in file order, leaving out
+/// its region lines.
 ///
 /// An unterminated last line (the process was killed while writing it) is skipped silently;
 /// any other damage is an error item, after which iteration ends.
 pub fn read(path: &Path) -> impl Iterator<Item = Result<Record, RecordError>> {
-    Reader::open(path)
+    Reader::open(path, false).filter_map(|line| match line {
+        Ok(Line::Dispatch(record)) => Some(Ok(record)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    })
+}
+
+/// Reads the region lines of a raw record file, in file order, as [`read`] reads records.
+pub fn read_regions(path: &Path) -> impl Iterator<Item = Result<Region, RecordError>> {
+    Reader::open(path, true).filter_map(|line| match line {
+        Ok(Line::Region(region)) => Some(Ok(region)),
+        Ok(_) => None,
+        Err(e) => Some(Err(e)),
+    })
+}
+
+enum Line {
+    Dispatch(Record),
+    Region(Region),
+    Other,
 }
 
 struct Reader {
     path: PathBuf,
+    /// Parse region lines and skip records unparsed, instead of the reverse.
+    regions: bool,
     lines: Option<BufReader<File>>,
     line: usize,
     failed: Option<RecordError>,
 }
 
 impl Reader {
-    fn open(path: &Path) -> Reader {
+    fn open(path: &Path, regions: bool) -> Reader {
         let mut reader = Reader {
             path: path.to_path_buf(),
+            regions,
             lines: None,
             line: 0,
             failed: None,
@@ -368,19 +496,34 @@ impl Reader {
 }
 
 impl Iterator for Reader {
-    type Item = Result<Record, RecordError>;
+    type Item = Result<Line, RecordError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             return Some(Err(e));
         }
-        let item = match self.next_line()? {
-            Ok(text) => serde_json::from_str(&text).map_err(|source| RecordError::Malformed {
-                path: self.path.clone(),
-                line: self.line,
-                source,
-            }),
-            Err(e) => Err(e),
+        let text = match self.next_line()? {
+            Ok(text) => text,
+            Err(e) => {
+                self.lines = None;
+                return Some(Err(e));
+            }
+        };
+        let malformed = |source| RecordError::Malformed {
+            path: self.path.clone(),
+            line: self.line,
+            source,
+        };
+        let region = text.starts_with(REGION_KEY);
+        let item = match (region, self.regions) {
+            (true, true) => serde_json::from_str::<RegionLine>(&text)
+                .map(|l| Line::Region(l.roctx))
+                .map_err(malformed),
+            (false, false) => serde_json::from_str(&text)
+                .map(Line::Dispatch)
+                .map_err(malformed),
+            // The kind of line this reader does not want, left unparsed.
+            _ => Ok(Line::Other),
         };
         if item.is_err() {
             self.lines = None;
@@ -424,8 +567,49 @@ mod tests {
             end: 2_000 + n,
             group: Some(1),
             replay: None,
+            ranges: vec![3, 5],
             counters: vec![vec![1, 2, 3], vec![u64::MAX]],
         }
+    }
+
+    #[test]
+    fn region_lines_sit_between_records_and_each_reader_takes_its_own() {
+        let path = temp("regions");
+        let mut file = RecordFile::create(&path).unwrap();
+        let push = Region {
+            kind: RegionKind::Push,
+            pid: 42,
+            tid: 43,
+            id: 3,
+            depth: 0,
+            timestamp: 900,
+            name: Some("step \u{fffd}".into()),
+            utf8: false,
+            object: 0,
+        };
+        let exit = Region {
+            kind: RegionKind::Exit,
+            id: 0,
+            depth: -1,
+            name: None,
+            utf8: true,
+            timestamp: 5_000,
+            ..push.clone()
+        };
+        file.push_region(&push);
+        file.push(&sample(1));
+        file.push_region(&exit);
+        file.flush().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text.lines().nth(3).unwrap(),
+            r#"{"roctx":{"kind":"exit","pid":42,"tid":43,"depth":-1,"timestamp":5000}}"#
+        );
+        let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(records, [sample(1)]);
+        let regions: Vec<Region> = read_regions(&path).map(Result::unwrap).collect();
+        assert_eq!(regions, [push, exit]);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
@@ -486,10 +670,11 @@ mod tests {
     }
 
     #[test]
-    fn records_without_a_queue_order_read_as_unknown() {
+    fn records_without_a_queue_order_or_ranges_read_as_unknown() {
         let path = temp("no-queue-order");
         let mut line = serde_json::to_value(sample(1)).unwrap();
         line.as_object_mut().unwrap().remove("queue_order");
+        line.as_object_mut().unwrap().remove("ranges");
         let header = format!("{{\"format\":\"{FORMAT}\",\"version\":{VERSION}}}");
         std::fs::write(&path, format!("{header}\n{line}\n")).unwrap();
         let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
@@ -497,6 +682,7 @@ mod tests {
             records,
             [Record {
                 queue_order: 0,
+                ranges: Vec::new(),
                 ..sample(1)
             }]
         );

@@ -91,6 +91,27 @@ impl Hsa {
         String::from_utf8_lossy(&name[..end]).into_owned()
     }
 
+    /// The runtime's system clock (`HSA_SYSTEM_INFO_TIMESTAMP`, the domain of dispatch
+    /// timestamps) in ns, or `None`.
+    pub fn system_time_ns(&self) -> Option<u64> {
+        let mut ticks = 0u64;
+        let mut frequency = 0u64;
+        let read = |attribute, value: &mut u64| {
+            status_call!(
+                self.core.hsa_system_get_info_fn,
+                attribute,
+                value as *mut u64 as *mut c_void
+            ) == HSA_STATUS_SUCCESS
+        };
+        if !read(HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY, &mut frequency)
+            || !read(HSA_SYSTEM_INFO_TIMESTAMP, &mut ticks)
+            || frequency == 0
+        {
+            return None;
+        }
+        Some((u128::from(ticks) * 1_000_000_000 / u128::from(frequency)) as u64)
+    }
+
     /// A new signal with `value`, or `None`.
     pub fn signal_create(&self, value: i64) -> Option<hsa_signal_t> {
         let mut signal = hsa_signal_t::default();

@@ -5,16 +5,17 @@ use std::sync::Mutex;
 
 use regex::Regex;
 
+use super::roctx::OpenRange;
 use crate::passes::group_for_dispatch;
 use crate::passes::plan_file::KernelFilters;
 
 /// Why the filters of a plan cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum SelectionError {
-    /// A kernel-name regular expression does not compile.
-    #[error("kernel {which} filter {pattern:?}: {source}")]
+    /// A kernel-name or roctx-range regular expression does not compile.
+    #[error("{which} filter {pattern:?}: {source}")]
     Regex {
-        /// `include` or `exclude`.
+        /// `kernel include`, `kernel exclude` or `roctx include`.
         which: &'static str,
         /// The expression.
         pattern: String,
@@ -35,6 +36,15 @@ pub enum Decision {
     },
 }
 
+/// The application's roctx state when it submits a dispatch.
+#[derive(Debug, Clone, Default)]
+pub struct Enclosing {
+    /// The submitting thread's open push/pop ranges, outermost first.
+    pub ranges: Vec<OpenRange>,
+    /// Whether the application resumed the profiler (and did not pause it since).
+    pub resumed: bool,
+}
+
 /// The filters of a run, with the counting state they need (per-process dispatch index,
 /// per-kernel launch counts, per-agent counts of wrapped dispatches).
 #[derive(Debug)]
@@ -42,6 +52,7 @@ pub struct Selector {
     filters: KernelFilters,
     include: Option<Regex>,
     exclude: Option<Regex>,
+    roctx_include: Option<Regex>,
     group_interval: u64,
     state: Mutex<Counts>,
 }
@@ -70,8 +81,9 @@ impl Selector {
     /// A selector for `filters`, rotating groups every `group_interval` wrapped dispatches.
     pub fn new(filters: &KernelFilters, group_interval: u64) -> Result<Selector, SelectionError> {
         Ok(Selector {
-            include: compile("include", &filters.include_regex)?,
-            exclude: compile("exclude", &filters.exclude_regex)?,
+            include: compile("kernel include", &filters.include_regex)?,
+            exclude: compile("kernel exclude", &filters.exclude_regex)?,
+            roctx_include: compile("roctx include", &filters.roctx_include_regex)?,
             filters: filters.clone(),
             group_interval,
             state: Mutex::new(Counts::default()),
@@ -82,13 +94,14 @@ impl Selector {
     /// index `gpu` among the GPUs and KFD node `agent`, whose architecture has `groups` event
     /// groups. Every call consumes a per-process dispatch index and a launch of `name`.
     pub fn decide(&self, name: &str, gpu: u32, agent: u32, groups: usize) -> Decision {
-        self.decide_kernel(name, name, gpu, agent, groups)
+        self.decide_kernel(name, name, gpu, agent, groups, &Enclosing::default())
     }
 
     /// [`decide`](Self::decide) for a kernel recorded as `name` whose launches are counted by
     /// its `symbol`, as rocprofv3 counts them per kernel: two kernels whose truncated names
     /// coincide (`scale<float>` and `scale<int>` are both `scale`) keep their own launch counts
     /// for the iteration ranges, while the regular expressions see the recorded name.
+    /// `enclosing` is the application's roctx state at the submission.
     pub fn decide_kernel(
         &self,
         name: &str,
@@ -96,6 +109,7 @@ impl Selector {
         gpu: u32,
         agent: u32,
         groups: usize,
+        enclosing: &Enclosing,
     ) -> Decision {
         let Ok(mut counts) = self.state.lock() else {
             return Decision::Skip;
@@ -116,7 +130,12 @@ impl Selector {
             && self.filters.selects_gpu(gpu)
             && self.include.as_ref().is_none_or(|re| re.is_match(name))
             && !self.exclude.as_ref().is_some_and(|re| re.is_match(name))
-            && self.filters.selects_iteration(launch);
+            && self.filters.selects_iteration(launch)
+            && (!self.filters.selected_regions || enclosing.resumed)
+            && self
+                .roctx_include
+                .as_ref()
+                .is_none_or(|re| enclosing.ranges.iter().any(|r| re.is_match(&r.name)));
         if !selected {
             return Decision::Skip;
         }
@@ -191,7 +210,7 @@ mod tests {
             ("other", "_Z4other"),
         ]
         .iter()
-        .map(|(name, symbol)| s.decide_kernel(name, symbol, 0, 1, 1))
+        .map(|(name, symbol)| s.decide_kernel(name, symbol, 0, 1, 1, &Enclosing::default()))
         .collect();
         let wrap = Decision::Wrap { group: 0 };
         assert_eq!(
@@ -272,6 +291,46 @@ mod tests {
         let message = Selector::new(&filters, 1).unwrap_err().to_string();
         assert!(
             message.starts_with("kernel exclude filter \"(\": regex parse error"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn roctx_ranges_and_the_profiler_state_select() {
+        let range = |id, name: &str| OpenRange {
+            id,
+            name: name.into(),
+        };
+        let filters = KernelFilters {
+            roctx_include_regex: Some("^step [24]$".into()),
+            selected_regions: true,
+            ..KernelFilters::default()
+        };
+        let s = Selector::new(&filters, 1).unwrap();
+        let decide = |ranges: Vec<OpenRange>, resumed| {
+            s.decide_kernel("k", "k", 0, 1, 1, &Enclosing { ranges, resumed })
+        };
+        let wrap = Decision::Wrap { group: 0 };
+        assert_eq!(
+            decide(vec![range(1, "step 2")], false),
+            Decision::Skip,
+            "paused"
+        );
+        assert_eq!(decide(vec![range(1, "step 2")], true), wrap);
+        assert_eq!(
+            decide(vec![range(1, "step 4"), range(2, "inner")], true),
+            wrap,
+            "any enclosing range may match"
+        );
+        assert_eq!(decide(vec![range(3, "step 3")], true), Decision::Skip);
+        assert_eq!(decide(vec![], true), Decision::Skip, "outside every range");
+        let bad = KernelFilters {
+            roctx_include_regex: Some("[".into()),
+            ..KernelFilters::default()
+        };
+        let message = Selector::new(&bad, 1).unwrap_err().to_string();
+        assert!(
+            message.starts_with("roctx include filter \"[\": regex parse error"),
             "{message}"
         );
     }

@@ -108,6 +108,14 @@ pub struct KernelFilters {
     /// Only GPUs with these indices among the GPUs, from 0 (rocprof v1 `gpu:`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<u32>,
+    /// Only dispatches submitted while a roctx push/pop range whose message matches is open on
+    /// the submitting thread (`--roctx-include-regex`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub roctx_include_regex: Option<String>,
+    /// Only dispatches submitted between `roctxProfilerResume` and `roctxProfilerPause`; a
+    /// process starts paused (rocprofv3's `--selected-regions`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub selected_regions: bool,
 }
 
 /// Launches `first..=last` of a kernel, counted from 1.
@@ -248,6 +256,8 @@ mod tests {
                     end: None,
                 }),
                 gpus: vec![0, 2],
+                roctx_include_regex: Some("^step".into()),
+                selected_regions: true,
             },
             group_interval: 4,
             agents: vec![AgentPlan {

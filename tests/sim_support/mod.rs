@@ -123,6 +123,125 @@ pub fn total(t: &serde_json::Value, counter: &str) -> u64 {
         .sum()
 }
 
+/// The roctx libraries an application links against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RoctxLibrary {
+    /// ROCm's (roctracer) `libroctx64.so.4`, functions versioned `ROCTX_4.1`.
+    Rocm,
+    /// rocprofiler-sdk's `librocprofiler-sdk-roctx.so.1`.
+    Sdk,
+}
+
+impl RoctxLibrary {
+    /// Its soname, and the name `-l` links it by.
+    pub fn names(self) -> (&'static str, &'static str) {
+        match self {
+            RoctxLibrary::Rocm => ("libroctx64.so.4", "roctx64"),
+            RoctxLibrary::Sdk => ("librocprofiler-sdk-roctx.so.1", "rocprofiler-sdk-roctx"),
+        }
+    }
+}
+
+/// Builds `key`'s file once per test binary with `build` (which gets the path to write, and
+/// must not build another file this way: the lock is held).
+fn built_once(key: String, build: impl FnOnce(&Path)) -> PathBuf {
+    static BUILT: std::sync::Mutex<Option<HashMap<String, PathBuf>>> = std::sync::Mutex::new(None);
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    let built = built.get_or_insert_with(HashMap::new);
+    if let Some(path) = built.get(&key) {
+        return path.clone();
+    }
+    let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(&key);
+    build(&path);
+    built.insert(key, path.clone());
+    path
+}
+
+/// A do-nothing roctx library as an installed ROCm provides one (`which`'s soname and symbol
+/// versions, also linkable with `-l`), built once per test binary; its directory.
+pub fn roctx_stand_in(which: RoctxLibrary) -> PathBuf {
+    built_once(format!("roctx-stand-in-{which:?}"), |dir| {
+        let (soname, link) = which.names();
+        std::fs::create_dir_all(dir).unwrap();
+        let source = dir.join("roctx.c");
+        std::fs::write(
+            &source,
+            "#include <stdint.h>\n\
+             void roctxMarkA(const char *m) { (void)m; }\n\
+             int roctxRangePushA(const char *m) { (void)m; return 0; }\n\
+             int roctxRangePop(void) { return 0; }\n\
+             uint64_t roctxRangeStartA(const char *m) { (void)m; return 1; }\n\
+             void roctxRangeStop(uint64_t id) { (void)id; }\n\
+             int roctxProfilerPause(uint64_t tid) { (void)tid; return 0; }\n\
+             int roctxProfilerResume(uint64_t tid) { (void)tid; return 0; }\n\
+             int roctxNameOsThread(const char *n) { (void)n; return 0; }\n",
+        )
+        .unwrap();
+        let mut cc = Command::new("cc");
+        cc.args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join(soname))
+            .arg(&source)
+            .arg(format!("-Wl,-soname,{soname}"));
+        if which == RoctxLibrary::Rocm {
+            std::fs::write(
+                dir.join("roctx.map"),
+                "ROCTX_4.1 { global: roctx*; local: *; };\n",
+            )
+            .unwrap();
+            cc.arg(format!(
+                "-Wl,--version-script={}",
+                dir.join("roctx.map").display()
+            ));
+        }
+        assert!(
+            cc.status().expect("cc runs").success(),
+            "building the roctx stand-in failed"
+        );
+        let link_name = dir.join(format!("lib{link}.so"));
+        let _ = std::fs::remove_file(&link_name);
+        std::os::unix::fs::symlink(soname, &link_name).unwrap();
+    })
+}
+
+/// `sim/c-app/app.c` built once per test binary against Debian's ROCr and the roctx stand-in
+/// `which`; with `rpath`, the stand-in's directory is the binary's `DT_RPATH`, searched before
+/// `LD_LIBRARY_PATH`, as an application built against an installed ROCm may have it.
+pub fn c_app_linked(which: RoctxLibrary, rpath: bool) -> PathBuf {
+    let roctx = roctx_stand_in(which);
+    built_once(format!("rtl-c-app-{which:?}-{rpath}"), |out| {
+        let source = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("sim/c-app/app.c");
+        let mut cc = Command::new("cc");
+        cc.arg(&source)
+            .args(["-I/usr/include/hsa", "-lhsa-runtime64", "-L"])
+            .arg(&roctx)
+            .arg(format!("-l{}", which.names().1));
+        if rpath {
+            cc.arg(format!(
+                "-Wl,--disable-new-dtags,-rpath,{}",
+                roctx.display()
+            ));
+        }
+        let status = cc.arg("-o").arg(out).status().expect("cc runs");
+        assert!(status.success(), "building {} failed", source.display());
+    })
+}
+
+/// `sim/c-app/app.c` linked against ROCm's `libroctx64.so.4` (the stand-in).
+pub fn c_app() -> PathBuf {
+    c_app_linked(RoctxLibrary::Rocm, false)
+}
+
+/// `env` with the stand-in of ROCm's roctx library last on `LD_LIBRARY_PATH`, where an
+/// installed ROCm's libraries are found.
+pub fn with_roctx_stand_in(mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    let dir = roctx_stand_in(RoctxLibrary::Rocm).display().to_string();
+    match env.iter_mut().find(|(k, _)| k == "LD_LIBRARY_PATH") {
+        Some((_, path)) => *path = format!("{path}:{dir}"),
+        None => env.push(("LD_LIBRARY_PATH".into(), dir)),
+    }
+    env
+}
+
 /// `dir/<pass>/<pid>_<kind>.csv` for a path given as `<pass>/<kind>.csv`: the one application
 /// process's file of that kind in the pass directory (rocprofv3's `<pid>_` names).
 #[allow(dead_code)]

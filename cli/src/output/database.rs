@@ -608,6 +608,12 @@ fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
 }
 
 impl Database {
+    /// The connection and the file's name, for the tables other modules keep in the same
+    /// database ([`super::regions`]).
+    pub fn connection(&self) -> (&Connection, &Path) {
+        (&self.conn, &self.target)
+    }
+
     /// Creates the database that will be named `target` once committed. On failure nothing is
     /// left behind.
     pub fn create(target: &Path) -> Result<Database, DatabaseError> {

@@ -63,6 +63,42 @@ pub fn write_counter_collection(
     Ok(out.commit()?)
 }
 
+/// The roctx part of `results.json`: the regions of the first pass and each of its dispatches'
+/// enclosing ranges, by region id.
+fn roctx_json(
+    regions: &[super::regions::RegionRow],
+    dispatch_ranges: &[(u32, u64, Vec<i64>)],
+) -> serde_json::Value {
+    let regions: Vec<serde_json::Value> = regions
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "id": r.id,
+                "pass": r.pass,
+                "pid": r.pid,
+                "tid": r.tid,
+                "kind": r.kind,
+                "name": r.name,
+                "start_ns": r.start_ns,
+                "end_ns": r.end_ns,
+                "end_tid": r.end_tid,
+                "depth": r.depth,
+                "parent_id": r.parent,
+                "roctx_id": r.roctx_id,
+                "object": r.object,
+                "problem": r.problem,
+            })
+        })
+        .collect();
+    let dispatches: Vec<serde_json::Value> = dispatch_ranges
+        .iter()
+        .map(|(pid, dispatch, ranges)| {
+            serde_json::json!({"pid": pid, "dispatch_id": dispatch, "ranges": ranges})
+        })
+        .collect();
+    serde_json::json!({"regions": regions, "dispatch_ranges": dispatches})
+}
+
 /// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database.
 pub fn write_merged_files(
     db: &Database,
@@ -107,14 +143,26 @@ pub fn write_merged_files(
         }
         Ok(())
     })?;
+    let regions = match json.is_some() || trace.is_some() {
+        true => super::regions::first_pass(db)?,
+        false => Vec::new(),
+    };
     let mut written = Vec::new();
     if let Some(w) = csv {
         written.push(w.commit()?);
     }
     if let Some(w) = json {
-        written.push(w.commit()?);
+        let roctx = match regions.is_empty() {
+            true => None,
+            false => Some(roctx_json(
+                &regions,
+                &super::regions::first_pass_dispatch_ranges(db)?,
+            )),
+        };
+        written.push(w.commit(roctx.as_ref().map(|v| ("rtl-pmc-roctx", v)))?);
     }
-    if let Some(w) = trace {
+    if let Some(mut w) = trace {
+        w.write_regions(&regions)?;
         written.push(w.commit()?);
     }
     Ok(written)

@@ -15,6 +15,8 @@
 //! merged dispatches, each with its first pass's process). rtl-pmc's additions are under
 //! `"rtl-pmc"`: in the document, the format version, the processes and each counter's unit
 //! and dimensions; in each record, the process id, the packet index and the counters' totals.
+//! The application's roctx regions, when it made roctx calls, are under `"rtl-pmc-roctx"`,
+//! after `callback_records`.
 
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -265,9 +267,14 @@ impl JsonWriter {
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
     }
 
-    /// Closes the document and gives the file its name.
-    pub fn commit(mut self) -> io::Result<PathBuf> {
-        self.out.write_all(b"\n]}}]}\n")?;
+    /// Closes the document, with `"key": value` after `callback_records` when given, and gives
+    /// the file its name.
+    pub fn commit(mut self, extra: Option<(&str, &Value)>) -> io::Result<PathBuf> {
+        self.out.write_all(b"\n]}")?;
+        if let Some((key, value)) = extra {
+            write!(self.out, ",{}:{value}", Value::from(key))?;
+        }
+        self.out.write_all(b"}]}\n")?;
         self.out.commit()
     }
 }

@@ -10,6 +10,7 @@ pub mod json;
 pub mod model;
 pub mod pass;
 pub mod perfetto;
+pub mod regions;
 pub mod rocpd;
 pub mod totals;
 

@@ -1,6 +1,7 @@
 //! `results.pftrace`: a Perfetto protobuf trace with a slice per dispatch (one track per GPU
 //! queue, grouped under a track per GPU) and a counter track per GPU and counter holding each
-//! dispatch's total while it runs.
+//! dispatch's total while it runs; and the application's roctx ranges and marks per process and
+//! thread.
 //!
 //! The few messages needed are written by hand with prost; field numbers are those of
 //! Perfetto's `perfetto_trace.proto`. A trace is a sequence of `Trace.packet` fields, so packets
@@ -14,6 +15,7 @@ use prost::Message;
 
 use super::atomic::AtomicFile;
 use super::model::{Agent, Dispatch};
+use super::regions::RegionRow;
 
 /// `perfetto.protos.Trace`.
 #[derive(Clone, PartialEq, Message)]
@@ -97,6 +99,9 @@ pub struct DebugAnnotation {
     /// Floating value.
     #[prost(double, optional, tag = "5")]
     pub double_value: Option<f64>,
+    /// Text value.
+    #[prost(string, optional, tag = "6")]
+    pub string_value: Option<String>,
     /// Argument name.
     #[prost(string, optional, tag = "10")]
     pub name: Option<String>,
@@ -106,6 +111,8 @@ pub struct DebugAnnotation {
 pub const SLICE_BEGIN: i32 = 1;
 /// `TrackEvent.Type.TYPE_SLICE_END`.
 pub const SLICE_END: i32 = 2;
+/// `TrackEvent.Type.TYPE_INSTANT`.
+pub const INSTANT: i32 = 3;
 /// `TrackEvent.Type.TYPE_COUNTER`.
 pub const COUNTER: i32 = 4;
 
@@ -277,6 +284,98 @@ impl PerfettoWriter {
                 ..TrackEvent::default()
             },
         )
+    }
+
+    /// A track of its own named `name` under `parent` (none: a top-level track).
+    fn named_track(&mut self, name: String, parent: Option<u64>) -> io::Result<u64> {
+        let uuid = self.new_uuid();
+        self.descriptor(TrackDescriptor {
+            uuid: Some(uuid),
+            name: Some(name),
+            parent_uuid: parent,
+            ..TrackDescriptor::default()
+        })?;
+        Ok(uuid)
+    }
+
+    /// Adds the application's roctx regions: a track per process with a child track per thread
+    /// holding its push/pop ranges as nested slices and its marks, pauses, resumes and misuses as
+    /// instants, and a child track per start/stop range (they may overlap anything).
+    pub fn write_regions(&mut self, rows: &[RegionRow]) -> io::Result<()> {
+        let mut thread_names: HashMap<(u32, u32), String> = HashMap::new();
+        for r in rows.iter().filter(|r| r.kind == "name_thread") {
+            if let Some(name) = &r.name {
+                thread_names.insert((r.pid, r.tid), name.clone());
+            }
+        }
+        let mut processes: HashMap<u32, u64> = HashMap::new();
+        let mut threads: HashMap<(u32, u32), u64> = HashMap::new();
+        for r in rows {
+            if r.kind.starts_with("name_") {
+                continue;
+            }
+            let process = match processes.get(&r.pid) {
+                Some(&uuid) => uuid,
+                None => {
+                    let uuid = self.named_track(format!("roctx, process {}", r.pid), None)?;
+                    processes.insert(r.pid, uuid);
+                    uuid
+                }
+            };
+            let track = if r.kind == "process_range" {
+                let name = r.name.clone().unwrap_or_default();
+                self.named_track(format!("range {name}"), Some(process))?
+            } else {
+                match threads.get(&(r.pid, r.tid)) {
+                    Some(&uuid) => uuid,
+                    None => {
+                        let name = match thread_names.get(&(r.pid, r.tid)) {
+                            Some(name) => format!("thread {} ({name})", r.tid),
+                            None => format!("thread {}", r.tid),
+                        };
+                        let uuid = self.named_track(name, Some(process))?;
+                        threads.insert((r.pid, r.tid), uuid);
+                        uuid
+                    }
+                }
+            };
+            let name = match (r.kind.as_str(), &r.name) {
+                ("pause", _) => "roctxProfilerPause".to_string(),
+                ("resume", _) => "roctxProfilerResume".to_string(),
+                (_, Some(name)) => name.clone(),
+                (_, None) => r.problem.clone().unwrap_or_else(|| r.kind.clone()),
+            };
+            let mut annotations = vec![uint("roctx_id", r.roctx_id)];
+            if let Some(problem) = &r.problem {
+                annotations.push(DebugAnnotation {
+                    name: Some("problem".into()),
+                    string_value: Some(problem.clone()),
+                    ..DebugAnnotation::default()
+                });
+            }
+            let slice = r.kind == "range" || r.kind == "process_range";
+            self.event(
+                r.start_ns,
+                TrackEvent {
+                    debug_annotations: annotations,
+                    r#type: Some(if slice { SLICE_BEGIN } else { INSTANT }),
+                    track_uuid: Some(track),
+                    name: Some(name),
+                    ..TrackEvent::default()
+                },
+            )?;
+            if slice {
+                self.event(
+                    r.end_ns,
+                    TrackEvent {
+                        r#type: Some(SLICE_END),
+                        track_uuid: Some(track),
+                        ..TrackEvent::default()
+                    },
+                )?;
+            }
+        }
+        Ok(())
     }
 
     /// Finishes the trace and gives the file its name.

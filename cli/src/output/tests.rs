@@ -962,3 +962,132 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
     }
     assert_eq!(outputs[0], outputs[1]);
 }
+
+#[test]
+fn roctx_regions_become_process_thread_and_range_tracks() {
+    use rtl_pmc::dispatch::records::{Region, RegionKind};
+    let event = |kind, tid, id, depth, timestamp, name: Option<&str>| Region {
+        kind,
+        pid: 7,
+        tid,
+        id,
+        depth,
+        timestamp,
+        name: name.map(str::to_string),
+        utf8: true,
+        object: 0,
+    };
+    let rows = super::regions::pair(
+        1,
+        &[
+            event(RegionKind::NameThread, 8, 0, -1, 5, Some("main")),
+            event(RegionKind::Push, 8, 1, 0, 10, Some("outer")),
+            event(RegionKind::Start, 8, 2, -1, 11, Some("async")),
+            event(RegionKind::Push, 8, 3, 1, 12, Some("inner")),
+            event(RegionKind::Mark, 9, 0, -1, 13, Some("here")),
+            event(RegionKind::Resume, 8, 0, -1, 14, None),
+            event(RegionKind::Pop, 8, 3, 1, 15, None),
+            event(RegionKind::Stop, 9, 2, -1, 16, None),
+            event(RegionKind::PopEmpty, 9, 0, -1, 17, None),
+            event(RegionKind::Exit, 8, 0, -1, 20, None),
+        ],
+    );
+    let dir = temp_dir("roctx-pftrace");
+    let path = dir.join("roctx.pftrace");
+    let mut writer = super::perfetto::PerfettoWriter::create(&path, &[]).unwrap();
+    writer.write_regions(&rows).unwrap();
+    writer.commit().unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let trace = <super::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
+    let lines: Vec<String> = trace
+        .packet
+        .iter()
+        .map(|p| match (&p.track_descriptor, &p.track_event) {
+            (Some(d), _) => format!(
+                "track {} {} {:?}",
+                d.uuid.unwrap(),
+                d.name.as_deref().unwrap(),
+                d.parent_uuid
+            ),
+            (None, Some(e)) => format!(
+                "{} {} {} {}",
+                p.timestamp.unwrap(),
+                e.r#type.unwrap(),
+                e.track_uuid.unwrap(),
+                e.name.as_deref().unwrap_or("-")
+            ),
+            _ => panic!("an empty packet"),
+        })
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            "track 1 roctx, process 7 None",
+            "track 2 thread 8 (main) Some(1)",
+            "10 1 2 outer",
+            "20 2 2 -",
+            "track 3 range async Some(1)",
+            "11 1 3 async",
+            "16 2 3 -",
+            "12 1 2 inner",
+            "15 2 2 -",
+            "track 4 thread 9 Some(1)",
+            "13 3 4 here",
+            "14 3 2 roctxProfilerResume",
+            "17 3 4 roctxRangePop with no range open",
+        ]
+    );
+    if let Some(decoded) = decode_with_perfetto(&path) {
+        assert_eq!(decoded.lines().count(), lines.len(), "{decoded}");
+        assert!(
+            decoded.contains("track 2 thread 8 (main) 1 False"),
+            "{decoded}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
+    use rtl_pmc::dispatch::records::{Region, RegionKind};
+    let event = |pid, kind, id, timestamp, name: Option<&str>, object| Region {
+        kind,
+        pid,
+        tid: pid,
+        id,
+        depth: -1,
+        timestamp,
+        name: name.map(str::to_string),
+        utf8: true,
+        object,
+    };
+    let dir = temp_dir("roctx-summary");
+    let db = Database::create(&dir.join("results.db")).unwrap();
+    assert_eq!(
+        super::regions::summary_lines(&db).unwrap(),
+        Vec::<String>::new()
+    );
+    let first = vec![
+        event(1, RegionKind::Push, 1, 10, Some("a"), 0),
+        event(1, RegionKind::Push, 2, 11, Some("b"), 0),
+        event(1, RegionKind::StopUnknown, 9, 12, None, 0),
+        event(1, RegionKind::StopUnknown, 8, 13, None, 0),
+        event(1, RegionKind::Dropped, 0, 14, None, 12),
+    ];
+    let second = vec![
+        event(2, RegionKind::Mark, 0, 10, Some("m"), 0),
+        event(2, RegionKind::Pause, 0, 11, None, 0),
+    ];
+    super::regions::store_pass(&db, 1, &[first.clone(), second], &[]).unwrap();
+    super::regions::store_pass(&db, 2, &[first], &[]).unwrap();
+    assert_eq!(
+        super::regions::summary_lines(&db).unwrap(),
+        [
+            "rtl-pmc: roctx (pass 1): 2 ranges, 1 mark, 1 pause or resume in 2 processes",
+            "rtl-pmc: warning: roctx: 2 roctxRangeStop calls of ids no open range has (ignored)",
+            "rtl-pmc: warning: roctx: 2 ranges still open when the process ended (ended there): \"a\", \"b\"",
+            "rtl-pmc: warning: roctx: 12 calls were not recorded: the application made more than a million before the HSA runtime's first queue or within a quarter of a second",
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

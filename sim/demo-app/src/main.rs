@@ -11,6 +11,7 @@ mod gpu;
 #[path = "../../../src/hsa/mod.rs"]
 mod hsa;
 mod hsa_api;
+mod roctx;
 mod workload;
 
 use std::process::ExitCode;
@@ -68,6 +69,12 @@ struct Args {
     /// its data before its first kernel.
     #[arg(long, default_value_t = 0)]
     startup_ms: u64,
+    /// Annotate with roctx (libroctx64.so.4, opened at run time; nothing without one): each
+    /// worker thread named `worker N`, each iteration a range `iteration I` holding a range
+    /// `KERNEL in iteration I` around each dispatch, and marks `begin` and `end` on the main
+    /// thread around the work.
+    #[arg(long)]
+    roctx: bool,
 }
 
 /// A failed HSA call.
@@ -112,7 +119,11 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
     if args.cpp {
         kernels.extend(CPP_KERNELS.iter().map(|(name, _)| *name));
     }
+    if args.roctx {
+        roctx::enable();
+    }
     let plan = Plan {
+        roctx: args.roctx,
         iterations: args.iterations,
         queues: args.queues,
         kernels,
@@ -120,6 +131,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         crash: args.crash,
         untracked_buffers: args.untracked_buffers,
     };
+    roctx::mark("begin");
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..args.threads)
             .map(|thread| {
@@ -135,6 +147,7 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             })
             .collect()
     });
+    roctx::mark("end");
     let names: Vec<String> = system.gpus.iter().map(|g| g.name.clone()).collect();
     drop(system);
     if !args.no_shutdown {

@@ -100,6 +100,8 @@ pub struct Plan {
     pub crash: bool,
     /// Buffers from mmap instead of the runtime.
     pub untracked_buffers: bool,
+    /// Annotate with roctx.
+    pub roctx: bool,
 }
 
 /// A queue with its completion signal, kernarg segment and three buffers.
@@ -447,15 +449,23 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
             ));
         }
     }
+    if plan.roctx {
+        crate::roctx::name_thread(&format!("worker {thread}"));
+    }
     for iteration in 0..plan.iterations {
+        crate::roctx::push(&format!("iteration {iteration}"));
         for (lane_index, (lane, kernels)) in lanes.iter_mut().enumerate() {
             for (name, kernel) in plan.kernels.iter().zip(kernels) {
                 let seed = iteration
                     .wrapping_mul(31)
                     .wrapping_add(thread * 7 + lane_index as u32);
-                lane.run(name, kernel, plan.size, seed)?;
+                crate::roctx::push(&format!("{name} in iteration {iteration}"));
+                let result = lane.run(name, kernel, plan.size, seed);
+                crate::roctx::pop();
+                result?;
             }
         }
+        crate::roctx::pop();
         if plan.crash && thread == 0 {
             // The standard library's own SIGSEGV handler (stack-overflow detection) would
             // swallow a raised signal once, so the default action is restored first.
