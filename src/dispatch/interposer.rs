@@ -361,6 +361,10 @@ impl Interposer {
         }
         let groups = counters.map_or(0, |c| c.group_count());
         let enclosing = self.enclosing();
+        let thread = Submitter {
+            tid,
+            enclosing: &enclosing,
+        };
         let Decision::Wrap { mut group } = self.selector.decide_kernel(
             &info.name,
             &info.symbol,
@@ -385,9 +389,8 @@ impl Interposer {
                 };
                 match buffers {
                     Ok(buffers) => {
-                        let record = || {
-                            self.record(session, queue, kernel, &info, queue_index, tid, &enclosing)
-                        };
+                        let record =
+                            || self.record(session, queue, kernel, &info, queue_index, &thread);
                         return self.prepare_replay(
                             session,
                             queue,
@@ -456,7 +459,7 @@ impl Interposer {
                 previous,
             });
         }
-        let mut record = self.record(session, queue, kernel, &info, queue_index, tid, &enclosing);
+        let mut record = self.record(session, queue, kernel, &info, queue_index, &thread);
         record.replay = declined;
         let wrapping = Wrapping {
             kernel_signal,
@@ -503,8 +506,11 @@ impl Interposer {
             );
             if let Decision::Wrap { .. } = decision {
                 let index = user_index + i as u64;
-                let mut record =
-                    self.record(session, queue, &kernel, &info, index, tid, &enclosing);
+                let thread = Submitter {
+                    tid,
+                    enclosing: &enclosing,
+                };
+                let mut record = self.record(session, queue, &kernel, &info, index, &thread);
                 record.replay = Some(ReplayStats {
                     passes: 0,
                     declined: Some(MULTI_PACKET.into()),
@@ -560,9 +566,9 @@ impl Interposer {
         kernel: &hsa_kernel_dispatch_packet_t,
         info: &super::kernel_names::KernelInfo,
         queue_index: u64,
-        tid: u32,
-        enclosing: &Enclosing,
+        thread: &Submitter<'_>,
     ) -> Record {
+        let Submitter { tid, enclosing } = *thread;
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
         let kernel_name = match enclosing.ranges.last() {
@@ -743,6 +749,13 @@ impl Interposer {
         );
         Some((Prepared::Replay(wrapping), pending))
     }
+}
+
+/// The thread submitting a dispatch: its id and the roctx ranges open on it.
+#[derive(Clone, Copy)]
+struct Submitter<'a> {
+    tid: u32,
+    enclosing: &'a Enclosing,
 }
 
 /// Why dispatches submitted together are not replayed.

@@ -413,6 +413,9 @@ pub fn read_regions(path: &Path) -> impl Iterator<Item = Result<Region, RecordEr
     })
 }
 
+/// One line as read: consumed at once, never kept in bulk, so its size does not matter and a
+/// box per dispatch would only cost.
+#[allow(clippy::large_enum_variant)]
 enum Line {
     Dispatch(Record),
     Region(Region),
