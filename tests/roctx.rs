@@ -414,6 +414,40 @@ fn kernel_rename_and_range_regex_name_and_select_exactly_in_every_output() {
         .map(Result::unwrap)
         .collect();
     assert_eq!(top, ["vadd 0 on gfx942", "vadd 2 on gfx942"]);
+    // rocpd: each dispatch's region is its innermost range, and the ranges and marks of the
+    // first pass's process are rocpd regions, each range holding its kernel.
+    let db = p.db();
+    let rows = |sql: &str| -> Vec<(String, String, i64, i64)> {
+        db.prepare(sql)
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    let kernels = rows("SELECT name, region, start, end FROM kernels ORDER BY start");
+    assert_eq!(kernels.len(), 2);
+    for (name, region, start, end) in &kernels {
+        assert_eq!(name, region);
+        let holding = rows(&format!(
+            "SELECT name, category, start, end FROM regions WHERE name = '{name}'"
+        ));
+        assert_eq!(holding.len(), 1, "{name}: {holding:?}");
+        assert_eq!(holding[0].1, "MARKER_CORE_RANGE_API");
+        assert!(
+            holding[0].2 <= *start && *end <= holding[0].3,
+            "{holding:?}"
+        );
+    }
+    let regions = rows("SELECT name, category, start, end FROM regions ORDER BY start, id");
+    let expected = rows(
+        "SELECT coalesce(name, ''), CASE kind WHEN 'mark' THEN 'MARKER_CORE_API'
+                ELSE 'MARKER_CORE_RANGE_API' END, start_ns, end_ns
+         FROM rtl_region WHERE kind IN ('range', 'process_range', 'mark')
+           AND pid = (SELECT pid FROM processes) ORDER BY start_ns, id",
+    );
+    assert!(regions.len() >= 8, "{regions:?}");
+    assert_eq!(regions, expected);
     let stats = sim_support::read_table(&p.out.join("results_kernel_stats.csv"));
     let mut names: Vec<&str> = stats.iter().map(|r| r["Name"].as_str()).collect();
     names.sort_unstable();

@@ -628,6 +628,7 @@ impl Database {
             )?;
             conn.execute_batch(CACHE_SIZE)?;
             conn.execute_batch(SCHEMA)?;
+            conn.execute_batch(super::regions::SCHEMA)?;
             Ok(conn)
         });
         let conn = match conn {

@@ -16,7 +16,8 @@ use rusqlite::{params, Connection};
 
 use super::database::{Database, DatabaseError};
 
-const SCHEMA: &str = "
+/// rtl-pmc's roctx tables, created with every database.
+pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS rtl_region(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
   kind TEXT NOT NULL, name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,

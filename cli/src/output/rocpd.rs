@@ -15,6 +15,9 @@
 //! - one `rocpd_pmc_event` row per merged dispatch and reported counter, its value the total
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
 //!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`);
+//! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
+//!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
+//!   dispatch's innermost enclosing range as its `region_name_id`;
 //! - processes, threads, the CPU and GPU agents, queues (ids numbered from 1, the handle in
 //!   `extdata`; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
 //!   process and GPU (code objects are not traced: no URI) and one kernel symbol per process,
@@ -531,11 +534,22 @@ const FIRST: &str = "CREATE TEMP TABLE rocpd_first AS
 
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 const FILL: &str = "
+CREATE TEMP TABLE rocpd_roctx AS
+  SELECT r.*, coalesce((SELECT max(id) FROM rtl_merged_dispatch), 0)
+              + row_number() OVER (ORDER BY r.start_ns, r.id) AS event
+  FROM rtl_region r
+  WHERE r.kind IN ('range', 'process_range', 'mark')
+    AND r.pid IN (SELECT id FROM rocpd_info_process);
 INSERT INTO rocpd_string(string)
-  SELECT s FROM (SELECT '' AS s UNION SELECT 'KERNEL_DISPATCH' UNION SELECT string FROM rtl_string)
+  SELECT s FROM (SELECT '' AS s UNION SELECT 'KERNEL_DISPATCH' UNION SELECT string FROM rtl_string
+                 UNION SELECT 'MARKER_CORE_API' FROM rocpd_roctx WHERE kind = 'mark'
+                 UNION SELECT 'MARKER_CORE_RANGE_API' FROM rocpd_roctx WHERE kind != 'mark'
+                 UNION SELECT coalesce(name, '') FROM rocpd_roctx)
   ORDER BY s;
 INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
   SELECT tid, :nid, :ppid, min(pid), tid, min(start_ns), max(end_ns) FROM rocpd_first GROUP BY tid;
+INSERT OR IGNORE INTO rocpd_info_thread(id, nid, ppid, pid, tid)
+  SELECT DISTINCT tid, :nid, :ppid, pid, tid FROM rocpd_roctx;
 CREATE TEMP TABLE rocpd_queue AS
   SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, queue_id AS handle
   FROM rocpd_first GROUP BY pid, queue_id;
@@ -576,13 +590,30 @@ INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_
   SELECT event, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), correlation_id,
          correlation_id, 0
   FROM rocpd_first;
+INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
+  SELECT event,
+         (SELECT id FROM rocpd_string
+          WHERE string = CASE kind WHEN 'mark' THEN 'MARKER_CORE_API' ELSE 'MARKER_CORE_RANGE_API' END),
+         roctx_id, 0, 0
+  FROM rocpd_roctx;
+INSERT INTO rocpd_region(nid, pid, tid, start, end, name_id, event_id, extdata)
+  SELECT :nid, pid, tid, start_ns, end_ns,
+         (SELECT id FROM rocpd_string WHERE string = coalesce(name, '')), event,
+         json_object('kind', kind, 'depth', depth, 'roctx_id', roctx_id, 'end_tid', end_tid,
+                     'problem', problem)
+  FROM rocpd_roctx ORDER BY start_ns, id;
 INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id,
   stream_id, start, end, private_segment_size, group_segment_size, workgroup_size_x,
   workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id,
   event_id)
   SELECT f.event, :nid, f.pid, f.tid, f.agent, y.id, f.dispatch_id, q.id, 0, f.start_ns, f.end_ns,
          f.scratch, f.lds, f.workgroup_x, f.workgroup_y, f.workgroup_z, f.grid_x, f.grid_y,
-         f.grid_z, (SELECT id FROM rocpd_string WHERE string = ''), f.event
+         f.grid_z,
+         coalesce((SELECT s.id FROM rtl_dispatch_region d JOIN rtl_region r ON r.id = d.region_id
+                   JOIN rocpd_string s ON s.string = r.name
+                   WHERE d.dispatch_row_id = f.id),
+                  (SELECT id FROM rocpd_string WHERE string = '')),
+         f.event
   FROM rocpd_first f
   JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
   JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
@@ -602,6 +633,7 @@ INSERT INTO rocpd_pmc_event(event_id, pmc_id, value)
   FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
   WHERE v.reported AND k.merged_id IS NOT NULL;
 DROP TABLE temp.rocpd_first;
+DROP TABLE temp.rocpd_roctx;
 DROP TABLE temp.rocpd_queue;
 DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
@@ -763,12 +795,13 @@ pub fn write(conn: &Connection, guid: &str, run: &RunInfo) -> rusqlite::Result<(
     conn.execute_batch(&into_tables(&fill, &uuid))
 }
 
-/// `sql` with every `INSERT INTO rocpd_<name>` aimed at the physical table (the unsuffixed
+/// `sql` with every `INSERT [OR IGNORE] INTO rocpd_<name>` aimed at the physical table (the unsuffixed
 /// names are views).
 fn into_tables(sql: &str, uuid: &str) -> String {
-    let insert = regex::Regex::new(r"INSERT INTO (rocpd_[a-z_]+)").expect("a valid pattern");
+    let insert = regex::Regex::new(r"(INSERT (?:OR IGNORE )?INTO) (rocpd_[a-z_]+)")
+        .expect("a valid pattern");
     insert
-        .replace_all(sql, format!("INSERT INTO \"${{1}}{uuid}\""))
+        .replace_all(sql, format!("${{1}} \"${{2}}{uuid}\""))
         .into_owned()
 }
 
