@@ -628,7 +628,6 @@ impl Database {
             )?;
             conn.execute_batch(CACHE_SIZE)?;
             conn.execute_batch(SCHEMA)?;
-            conn.execute_batch(super::regions::SCHEMA)?;
             Ok(conn)
         });
         let conn = match conn {
@@ -1786,6 +1785,8 @@ impl Database {
                 self.conn
                     .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
             )?;
+            // The roctx tables exist once a pass had regions; the projection reads them anyway.
+            self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
             self.err(rocpd::write(&self.conn, &rocpd::new_guid(), &run))?;
             self.err(self.conn.execute_batch("COMMIT"))
         })();

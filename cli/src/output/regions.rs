@@ -16,7 +16,7 @@ use rusqlite::{params, Connection};
 
 use super::database::{Database, DatabaseError};
 
-/// rtl-pmc's roctx tables, created with every database.
+/// rtl-pmc's roctx tables, created when a pass has regions and before the rocpd projection.
 pub(super) const SCHEMA: &str = "
 CREATE TABLE IF NOT EXISTS rtl_region(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
