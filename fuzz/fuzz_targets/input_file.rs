@@ -92,9 +92,6 @@ fn flagged() -> Settings {
         output_config: true,
         log_level: Some(LogLevel::Info),
         list_avail: true,
-        // Not set: with it, a file's job without counters becomes a kernel-tracing job, which
-        // the file alone refuses.
-        kernel_trace: false,
         preload: vec!["libfirst.so".into()],
         replay_mode: Some(ReplayMode::Kernel),
         replay_memory_budget: Some(1 << 30),
