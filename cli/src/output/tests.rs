@@ -8,7 +8,8 @@ use super::csv::{write_agent_info, Table};
 use super::database::{AgentBusy, Database, KernelTime};
 use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
-use crate::merge::{write_merged_files, Formats, OutputError};
+use crate::merge::{Formats, OutputError};
+use crate::output::files::write_merged_files;
 
 /// The names and values of a kernel's counters.
 fn named_values(counters: Vec<super::database::KernelCounter>) -> Vec<(String, f64)> {

@@ -28,6 +28,10 @@ pub struct Settings {
     pub fail_signal_create: Option<u64>,
     /// `RTL_SIM_SLOW=F`: kernel duration factor.
     pub slow: f64,
+    /// `RTL_SIM_VARIATION=SEED`: per-dispatch variation of the value model.
+    pub variation: Option<u64>,
+    /// This process's run index, counted in `RTL_SIM_RUN_FILE` (0 without it).
+    pub run: u64,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -95,8 +99,31 @@ impl Settings {
             fail_queue_create: count("RTL_SIM_FAIL_QUEUE_CREATE"),
             fail_signal_create: count("RTL_SIM_FAIL_SIGNAL_CREATE"),
             slow,
+            variation: env("RTL_SIM_VARIATION").and_then(|v| match v.trim().parse::<u64>() {
+                Ok(seed) => Some(seed),
+                Err(_) => {
+                    warn(format!(
+                        "RTL_SIM_VARIATION={v} must be an unsigned integer seed; ignored"
+                    ));
+                    None
+                }
+            }),
+            run: env("RTL_SIM_RUN_FILE").map_or(0, |path| next_run(&path)),
         }
     }
+}
+
+/// Reads the run index in `path` (0 when the file is missing) and writes the next one, so each
+/// process of a sequence of runs gets its own.
+fn next_run(path: &str) -> u64 {
+    let run = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if let Err(e) = std::fs::write(path, format!("{}\n", run + 1)) {
+        warn(format!("RTL_SIM_RUN_FILE={path}: cannot write: {e}"));
+    }
+    run
 }
 
 /// The process's settings.
