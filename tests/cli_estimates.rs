@@ -266,3 +266,241 @@ fn intervals_cover_the_true_totals_in_90_to_99_percent_of_strata() {
         "95% intervals covered {covered} of {varying} true totals"
     );
 }
+
+/// A ratio its author declares a percentage, misses over reads, comes out above 100% because
+/// the L2's misses include writes: every file reports the measured value unchanged, and the
+/// database, the JSON, the summary and a warning say it cannot be true. The counter rotates
+/// with another group, so `results.csv` also carries its estimate columns.
+#[test]
+fn an_impossible_percentage_is_flagged_and_reported_unclamped() {
+    let dir = scratch("impossible");
+    let extra = dir.join("extra.yaml");
+    std::fs::write(
+        &extra,
+        "rocprofiler-sdk:
+  counters-schema-version: 1
+  counters:
+    - name: MissPerRead
+      description: \"L2 misses per L2 read\"
+      unit: percent
+      properties: []
+      definitions:
+        - architectures: [gfx942]
+          expression: 100*reduce(TCC_MISS,sum)/reduce(TCC_READ,sum)
+",
+    )
+    .unwrap();
+    let input = dir.join("input.yaml");
+    std::fs::write(
+        &input,
+        "jobs:\n  - pmc_groups: [[MissPerRead], [SQ_WAVES]]\n    pmc_group_interval: 1\n",
+    )
+    .unwrap();
+    // Seed 2 makes `increment` stable.
+    let run = profile(
+        &dir,
+        2,
+        &[
+            "-E",
+            extra.to_str().unwrap(),
+            "-i",
+            input.to_str().unwrap(),
+            "-f",
+            "csv",
+            "json",
+            "rocpd",
+        ],
+        &["--iterations", "6", "--kernel", "increment"],
+        &["TCC_MISS", "TCC_READ", "SQ_WAVES"],
+        &[],
+    );
+    run.assert_success();
+    assert_eq!(run.behaviour("increment"), "stable");
+    // Each dispatch's true ratio; the kernel is stable, so all are equal.
+    let ratio =
+        |t: &serde_json::Value| 100.0 * total(t, "TCC_MISS") as f64 / total(t, "TCC_READ") as f64;
+    let truth = ratio(&run.truth[0]);
+    assert!(truth > 100.0, "{truth}");
+    let rows = read_table(&run.out.join("results.csv"));
+    assert_eq!(rows.len(), 6);
+    for (i, row) in rows.iter().enumerate() {
+        let (value, estimate, error) = (
+            &row["MissPerRead"],
+            &row["MissPerRead_estimate"],
+            &row["MissPerRead_error"],
+        );
+        match i % 2 {
+            0 => {
+                let v: f64 = value.parse().unwrap();
+                assert!(
+                    (v - truth).abs() < 1e-9 * truth,
+                    "row {i}: {v} against {truth}"
+                );
+                assert_eq!((estimate, error.as_str()), (value, "0"), "row {i}");
+            }
+            _ => {
+                assert_eq!(value, "None", "row {i}");
+                let e: f64 = estimate.parse().unwrap();
+                assert!((e - truth).abs() < 1e-9 * truth, "row {i}: {e}");
+                assert_eq!(
+                    error, "0",
+                    "row {i}: a stable kernel's values do not spread"
+                );
+            }
+        }
+        assert_eq!(row["SQ_WAVES_estimate"], "64", "row {i}");
+    }
+    let why = "3 of 3 measured dispatches outside 0–100";
+    assert_eq!(
+        run.estimates()
+            .iter()
+            .find(|e| e.counter == "MissPerRead")
+            .and_then(|e| e.impossible.clone())
+            .as_deref(),
+        Some(why)
+    );
+    let warning = format!(
+        "rtl-pmc: warning: MissPerRead of increment [4096/256] cannot be true: {why} (reported as \
+         measured, not clamped)"
+    );
+    assert!(
+        run.stderr().lines().any(|l| l == warning),
+        "{}",
+        run.stderr()
+    );
+    let summary_line = run
+        .stderr()
+        .lines()
+        .find(|l| l.starts_with("  increment [4096/256]  MissPerRead = "))
+        .map(str::to_string)
+        .unwrap_or_else(|| panic!("{}", run.stderr()));
+    assert!(
+        summary_line.ends_with(&format!("± 0  (3 of 6 dispatches) * ! {why}")),
+        "{summary_line}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(run.out.join("results.json")).unwrap())
+            .unwrap();
+    let estimates = &json["rocprofiler-sdk-tool"][0]["rtl-pmc"]["estimates"];
+    let ratio_estimate = estimates
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["counter"] == "MissPerRead")
+        .unwrap();
+    assert_eq!(ratio_estimate["impossible"], why);
+    assert_eq!(ratio_estimate["dispatches"], 6);
+    assert_eq!(ratio_estimate["sampled"], 3);
+    assert_eq!(ratio_estimate["reliable"], false);
+    assert!((ratio_estimate["mean"].as_f64().unwrap() - truth).abs() < 1e-9 * truth);
+}
+
+/// Two passes of a run whose drifting kernels are 10% slower in the second run
+/// (`RTL_SIM_RUN_FILE`): the drifting kernels are named in one warning with their durations'
+/// difference, which equals the ground truth's; the stable kernel and the noisy one (whose
+/// dispatches differ from each other but not from run to run) are not. GRBM_COUNT, collected in
+/// both passes, drifts with them.
+#[test]
+fn kernels_whose_passes_disagree_are_flagged_and_stable_ones_are_not() {
+    let dir = scratch("drift");
+    // Seed 1: vadd stable, increment noisy, saxpy and fill drifting.
+    let run = profile(
+        &dir,
+        1,
+        &[
+            "--pmc",
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "--pmc",
+            "TCC_HIT",
+            "GRBM_COUNT",
+        ],
+        &["--iterations", "4"],
+        &["GRBM_COUNT"],
+        &[("RTL_SIM_RUN_FILE", dir.join("runs").display().to_string())],
+    );
+    run.assert_success();
+    let behaviours: Vec<String> = ["vadd", "increment", "saxpy", "fill"]
+        .iter()
+        .map(|k| run.behaviour(k))
+        .collect();
+    assert_eq!(behaviours, ["stable", "noisy", "drifting", "drifting"]);
+    // Per kernel and pass (the two processes, in order), the true total duration.
+    let mut pids: Vec<u64> = run
+        .truth
+        .iter()
+        .map(|t| t["pid"].as_u64().unwrap())
+        .collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 2);
+    let duration = |kernel: &str, pid: u64| -> f64 {
+        run.truth
+            .iter()
+            .filter(|t| t["kernel"] == kernel && t["pid"] == pid)
+            .map(|t| (t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap()) as f64)
+            .sum()
+    };
+    let relative = |kernel: &str| {
+        let (first, second) = (duration(kernel, pids[0]), duration(kernel, pids[1]));
+        (second - first) / first
+    };
+    assert_eq!(relative("vadd"), 0.0);
+    assert_eq!(relative("increment"), 0.0);
+    let warning = format!(
+        "rtl-pmc: warning: passes disagree by more than 5% of the first pass for fill \
+         (duration_ns {:+.1}% in pass 2), saxpy (duration_ns {:+.1}% in pass 2): counters of \
+         different passes (and ratios built from them) describe different executions of these \
+         kernels",
+        100.0 * relative("fill"),
+        100.0 * relative("saxpy")
+    );
+    assert!(
+        run.stderr().lines().any(|l| l == warning),
+        "{warning}\n{}",
+        run.stderr()
+    );
+    let conn = rusqlite::Connection::open(run.out.join("results.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT kernel, quantity, pass, dispatches, relative, drifting FROM rtl_drift
+             WHERE pass = 2 ORDER BY kernel, quantity",
+        )
+        .unwrap();
+    let rows: Vec<(String, String, u32, u32, f64, bool)> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let quantities: Vec<(&str, &str, bool)> = rows
+        .iter()
+        .map(|r| (r.0.as_str(), r.1.as_str(), r.5))
+        .collect();
+    assert_eq!(
+        quantities,
+        [
+            ("fill", "GRBM_COUNT", true),
+            ("fill", "duration_ns", true),
+            ("increment", "GRBM_COUNT", false),
+            ("increment", "duration_ns", false),
+            ("saxpy", "GRBM_COUNT", true),
+            ("saxpy", "duration_ns", true),
+            ("vadd", "GRBM_COUNT", false),
+            ("vadd", "duration_ns", false),
+        ]
+    );
+    for (kernel, quantity, _, dispatches, rel, _) in &rows {
+        assert_eq!(*dispatches, 4);
+        if quantity == "duration_ns" {
+            assert!((rel - relative(kernel)).abs() < 1e-12, "{kernel}: {rel}");
+        }
+    }
+}

@@ -260,17 +260,20 @@ pub struct RankGroup {
     pub ranks: Vec<u32>,
 }
 
-/// One kernel's duration in one pass, against the first pass.
+/// One kernel's duration (or a counter collected in several passes, such as an `--anchor`) in
+/// one pass, against the first pass that has it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Drift {
     /// Kernel name.
     pub kernel: String,
+    /// `duration_ns`, or the counter's name.
+    pub quantity: String,
     /// Pass number.
     pub pass: u32,
     /// Dispatches of the kernel matched in every pass.
     pub dispatches: u64,
-    /// Their total duration in this pass, ns.
-    pub duration_ns: u64,
+    /// Their total in this pass.
+    pub total: f64,
     /// `(this pass − first pass) / first pass`.
     pub relative: f64,
 }
@@ -301,8 +304,9 @@ CREATE TABLE rtl_estimate(
   method TEXT NOT NULL, reliable INTEGER NOT NULL, impossible TEXT);
 CREATE TABLE rtl_rank_group(grp INTEGER NOT NULL, counters TEXT NOT NULL,
   ranks INTEGER NOT NULL, inputs TEXT NOT NULL);
-CREATE TABLE rtl_drift(kernel TEXT NOT NULL, pass INTEGER NOT NULL, dispatches INTEGER NOT NULL,
-  duration_ns INTEGER NOT NULL, relative REAL NOT NULL, drifting INTEGER NOT NULL);
+CREATE TABLE rtl_drift(kernel TEXT NOT NULL, quantity TEXT NOT NULL, pass INTEGER NOT NULL,
+  dispatches INTEGER NOT NULL, total REAL NOT NULL, relative REAL NOT NULL,
+  drifting INTEGER NOT NULL);
 ";
 
 /// Key of a stratum in SQL: kernel id, grid, workgroup.
@@ -369,14 +373,16 @@ impl Estimates {
                 inputs.join(" ")
             ])?;
         }
-        let mut insert = conn.prepare("INSERT INTO rtl_drift VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+        let mut insert =
+            conn.prepare("INSERT INTO rtl_drift VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
         let drifting = self.drifting_kernels();
         for d in &self.drift {
             insert.execute(rusqlite::params![
                 d.kernel,
+                d.quantity,
                 d.pass,
                 d.dispatches as i64,
-                d.duration_ns as i64,
+                d.total,
                 d.relative,
                 drifting.iter().any(|(k, _)| *k == d.kernel),
             ])?;
@@ -395,21 +401,18 @@ impl Estimates {
         names
     }
 
-    /// Kernels whose duration in some pass differs from the first pass's by more than
-    /// [`DRIFT_THRESHOLD`], each with its largest difference (pass, relative).
-    pub fn drifting_kernels(&self) -> Vec<(String, (u32, f64))> {
-        let mut out: Vec<(String, (u32, f64))> = Vec::new();
+    /// Kernels whose duration (or a counter collected in several passes, such as an anchor) in
+    /// some pass differs from the first pass's by more than [`DRIFT_THRESHOLD`], each with the
+    /// first difference found: the duration's when it is one, in the earliest pass.
+    pub fn drifting_kernels(&self) -> Vec<(String, &Drift)> {
+        let mut out: Vec<(String, &Drift)> = Vec::new();
         for d in self
             .drift
             .iter()
             .filter(|d| d.relative.abs() > DRIFT_THRESHOLD)
         {
-            match out.iter_mut().find(|(k, _)| *k == d.kernel) {
-                Some((_, worst)) if d.relative.abs() > worst.1.abs() => {
-                    *worst = (d.pass, d.relative)
-                }
-                Some(_) => {}
-                None => out.push((d.kernel.clone(), (d.pass, d.relative))),
+            if !out.iter().any(|(k, _)| *k == d.kernel) {
+                out.push((d.kernel.clone(), d));
             }
         }
         out
@@ -423,14 +426,21 @@ impl Estimates {
         if !drifting.is_empty() {
             let list: Vec<String> = drifting
                 .iter()
-                .map(|(k, (pass, r))| format!("{k} ({:+.1}% in pass {pass})", 100.0 * r))
+                .map(|(k, d)| {
+                    format!(
+                        "{k} ({} {:+.1}% in pass {})",
+                        d.quantity,
+                        100.0 * d.relative,
+                        d.pass
+                    )
+                })
                 .collect();
             out.push(format!(
-                "the duration of {} differs between passes by more than {}% of the first pass's: \
-                 counters of different passes (and ratios built from them) describe different \
-                 executions of these kernels",
+                "passes disagree by more than {}% of the first pass for {}: counters of different \
+                 passes (and ratios built from them) describe different executions of these \
+                 kernels",
+                100.0 * DRIFT_THRESHOLD,
                 list.join(", "),
-                100.0 * DRIFT_THRESHOLD
             ));
         }
         for e in &self.estimates {
@@ -511,9 +521,10 @@ impl Estimates {
             .map(|d| {
                 json!({
                     "kernel": d.kernel,
+                    "quantity": d.quantity,
                     "pass": d.pass,
                     "dispatches": d.dispatches,
-                    "duration_ns": d.duration_ns,
+                    "total": d.total,
                     "relative": d.relative,
                     "drifting": drifting.iter().any(|(k, _)| *k == d.kernel),
                 })
@@ -588,11 +599,13 @@ impl Estimates {
                 .collect();
             let _ = writeln!(out, "rtl-pmc: ranks per counter group: {}", list.join("; "));
         }
-        for (kernel, (pass, r)) in self.drifting_kernels() {
+        for (kernel, d) in self.drifting_kernels() {
             let _ = writeln!(
                 out,
-                "rtl-pmc: {kernel}: duration {:+.1}% in pass {pass} against pass 1 (threshold {}%): ratios across passes unsafe",
-                100.0 * r,
+                "rtl-pmc: {kernel}: {} {:+.1}% in pass {} against the first pass (threshold {}%): ratios across passes unsafe",
+                d.quantity,
+                100.0 * d.relative,
+                d.pass,
                 100.0 * DRIFT_THRESHOLD
             );
         }
@@ -901,8 +914,8 @@ fn rank_groups(conn: &Connection) -> rusqlite::Result<Vec<RankGroup>> {
     Ok(groups)
 }
 
-/// Each kernel's total duration per pass over its dispatches matched in every pass, against
-/// the first pass.
+/// Each kernel's total duration per pass, and the totals of counters collected in more than
+/// one pass, over its dispatches matched in every pass, against the first pass.
 fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
     let passes: i64 = conn.query_row("SELECT count(DISTINCT pass) FROM rtl_dispatch", [], |r| {
         r.get(0)
@@ -911,43 +924,52 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
         return Ok(Vec::new());
     }
     let mut stmt = conn.prepare(
-        "SELECT s.string, k.pass, count(*), sum(k.end_ns - k.start_ns)
+        "SELECT * FROM (
+         SELECT s.string AS kernel, 'duration_ns' AS quantity, k.pass AS pass,
+                count(*) AS dispatches, sum(k.end_ns - k.start_ns) AS total
          FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
          JOIN rtl_string s ON s.id = k.kernel_id
          WHERE m.passes = ?1
-         GROUP BY s.string, k.pass ORDER BY s.string, k.pass",
+         GROUP BY s.string, k.pass
+         UNION ALL
+         SELECT s.string, p.name, k.pass, count(*), sum(v.value)
+         FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
+         JOIN rtl_string s ON s.id = k.kernel_id
+         JOIN rtl_pmc_value v ON v.dispatch_id = k.id JOIN rtl_counter p ON p.id = v.pmc_id
+         WHERE m.passes = ?1 AND v.pmc_id IN (
+           SELECT v2.pmc_id FROM rtl_pmc_value v2 JOIN rtl_dispatch k2 ON k2.id = v2.dispatch_id
+           GROUP BY v2.pmc_id HAVING count(DISTINCT k2.pass) > 1)
+         GROUP BY s.string, p.name, k.pass)
+         ORDER BY kernel, quantity != 'duration_ns', quantity, pass",
     )?;
     let rows = stmt.query_map([passes], |r| {
-        Ok((
-            r.get::<_, String>(0)?,
-            r.get::<_, u32>(1)?,
-            r.get::<_, i64>(2)? as u64,
-            r.get::<_, i64>(3)? as u64,
-        ))
+        Ok(Drift {
+            kernel: r.get(0)?,
+            quantity: r.get(1)?,
+            pass: r.get(2)?,
+            dispatches: r.get::<_, i64>(3)? as u64,
+            total: r.get(4)?,
+            relative: 0.0,
+        })
     })?;
     let mut out: Vec<Drift> = Vec::new();
-    let mut first: Option<(String, u64)> = None;
     for row in rows {
-        let (kernel, pass, dispatches, duration_ns) = row?;
-        let base = match &first {
-            Some((k, d)) if *k == kernel => *d,
-            _ => {
-                first = Some((kernel.clone(), duration_ns));
-                duration_ns
-            }
+        let mut d = row?;
+        let base = match out.last() {
+            Some(first) if first.kernel == d.kernel && first.quantity == d.quantity => out
+                .iter()
+                .rev()
+                .take_while(|o| o.kernel == d.kernel && o.quantity == d.quantity)
+                .last()
+                .map_or(d.total, |o| o.total),
+            _ => d.total,
         };
-        let relative = if base > 0 {
-            (duration_ns as f64 - base as f64) / base as f64
+        d.relative = if base != 0.0 {
+            (d.total - base) / base
         } else {
             0.0
         };
-        out.push(Drift {
-            kernel,
-            pass,
-            dispatches,
-            duration_ns,
-            relative,
-        });
+        out.push(d);
     }
     Ok(out)
 }
