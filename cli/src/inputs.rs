@@ -66,6 +66,11 @@ pub struct Settings {
     pub kernel_trace: bool,
     /// `--preload` / `preload`: libraries put before the application's `LD_PRELOAD`.
     pub preload: Vec<String>,
+    /// `--anchor` / `anchor`: a counter added to every pass with room for it, to compare passes.
+    pub anchor: Option<String>,
+    /// `--spatial-multiplexing` / `spatial_multiplexing`: each rank collects its share of the
+    /// plan's groups for the whole run.
+    pub spatial_multiplexing: bool,
 }
 
 /// One user group: a `--pmc`, a `pmc:` line or a YAML/JSON job.
@@ -226,6 +231,8 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
         list_avail: args.list_avail,
         kernel_trace: args.kernel_trace,
         preload: args.preload.clone(),
+        anchor: args.anchor.clone(),
+        spatial_multiplexing: args.spatial_multiplexing,
     })
 }
 
@@ -479,6 +486,10 @@ struct JobSpec {
     kernel_trace: Option<bool>,
     #[serde(default)]
     preload: Option<Spanned<OneOrMany>>,
+    #[serde(default)]
+    anchor: Option<Spanned<String>>,
+    #[serde(default)]
+    spatial_multiplexing: Option<bool>,
 }
 
 /// Parses rocprofv3's `jobs:` schema (YAML, or JSON, which YAML reads as well).
@@ -714,6 +725,14 @@ fn job_from_spec(
         }
         settings.preload = libraries;
     }
+    if let Some(anchor) = spec.anchor {
+        let where_ = at(anchor.referenced.line(), anchor.referenced.column());
+        if cli.anchor.as_ref().is_some_and(|a| *a != anchor.value) {
+            return Err(conflict("anchor", "--anchor", &where_));
+        }
+        settings.anchor = Some(anchor.value);
+    }
+    settings.spatial_multiplexing |= spec.spatial_multiplexing.unwrap_or(false);
     settings.summary |= spec.summary.unwrap_or(false);
     settings.stats |= spec.stats.unwrap_or(false);
     settings.output_config |= spec.output_config.unwrap_or(false);
