@@ -379,9 +379,9 @@ impl DeviceState {
                 unknown_name.as_str()
             }
         };
-        let variation = settings().variation.map(|seed| {
+        let variation = settings().variation.map(|(seed, stream)| {
             let occurrence = self.occurrences.entry(name.to_string()).or_default();
-            let scale = gpu::variation::scale(seed, name, *occurrence, settings().run);
+            let scale = gpu::variation::scale(seed, stream, name, *occurrence, settings().run);
             *occurrence += 1;
             gpu::Variation {
                 behaviour: gpu::variation::behaviour(seed, name),

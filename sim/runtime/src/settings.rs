@@ -28,8 +28,9 @@ pub struct Settings {
     pub fail_signal_create: Option<u64>,
     /// `RTL_SIM_SLOW=F`: kernel duration factor.
     pub slow: f64,
-    /// `RTL_SIM_VARIATION=SEED`: per-dispatch variation of the value model.
-    pub variation: Option<u64>,
+    /// `RTL_SIM_VARIATION=SEED[:STREAM]`: per-dispatch variation of the value model (seed,
+    /// stream; stream 0 when not given).
+    pub variation: Option<(u64, u64)>,
     /// This process's run index, counted in `RTL_SIM_RUN_FILE` (0 without it).
     pub run: u64,
 }
@@ -99,13 +100,16 @@ impl Settings {
             fail_queue_create: count("RTL_SIM_FAIL_QUEUE_CREATE"),
             fail_signal_create: count("RTL_SIM_FAIL_SIGNAL_CREATE"),
             slow,
-            variation: env("RTL_SIM_VARIATION").and_then(|v| match v.trim().parse::<u64>() {
-                Ok(seed) => Some(seed),
-                Err(_) => {
-                    warn(format!(
-                        "RTL_SIM_VARIATION={v} must be an unsigned integer seed; ignored"
-                    ));
-                    None
+            variation: env("RTL_SIM_VARIATION").and_then(|v| {
+                let (seed, stream) = v.trim().split_once(':').unwrap_or((v.trim(), "0"));
+                match (seed.parse::<u64>(), stream.parse::<u64>()) {
+                    (Ok(seed), Ok(stream)) => Some((seed, stream)),
+                    _ => {
+                        warn(format!(
+                            "RTL_SIM_VARIATION={v} must be SEED or SEED:STREAM (unsigned integers); ignored"
+                        ));
+                        None
+                    }
                 }
             }),
             run: env("RTL_SIM_RUN_FILE").map_or(0, |path| next_run(&path)),

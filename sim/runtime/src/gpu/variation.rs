@@ -1,4 +1,4 @@
-//! Per-dispatch variation of the value model (`RTL_SIM_VARIATION=SEED`), so that estimates from
+//! Per-dispatch variation of the value model (`RTL_SIM_VARIATION=SEED[:STREAM]`), so that estimates from
 //! sampled dispatches can be checked against totals that really differ from dispatch to dispatch.
 //!
 //! Each kernel name gets a behaviour from the seed: stable (every dispatch reads the same),
@@ -44,11 +44,14 @@ pub fn behaviour(seed: u64, kernel: &str) -> Behaviour {
 }
 
 /// The work factor, in thousandths, of the `occurrence`-th dispatch (from 0) of `kernel` on its
-/// GPU in the `run`-th run (from 0).
-pub fn scale(seed: u64, kernel: &str, occurrence: u64, run: u64) -> u32 {
+/// GPU in the `run`-th run (from 0). The noise also depends on `stream`, so that processes with
+/// one seed (the ranks of a job: one program, different data) share kernel behaviours but not
+/// values.
+pub fn scale(seed: u64, stream: u64, kernel: &str, occurrence: u64, run: u64) -> u32 {
     let noise = |spread: u64| {
         let h = hash(&[
             &seed.to_le_bytes(),
+            &stream.to_le_bytes(),
             kernel.as_bytes(),
             &occurrence.to_le_bytes(),
         ]);
@@ -85,15 +88,23 @@ mod tests {
                 .expect("every behaviour occurs")
         };
         let stable = find(Behaviour::Stable);
-        assert!((0..50).all(|i| scale(7, &stable, i, 0) == UNIT));
+        assert!((0..50).all(|i| scale(7, 0, &stable, i, 0) == UNIT));
         let noisy = find(Behaviour::Noisy);
-        let values: Vec<u32> = (0..200).map(|i| scale(7, &noisy, i, 0)).collect();
+        let values: Vec<u32> = (0..200).map(|i| scale(7, 0, &noisy, i, 0)).collect();
         assert!(values.iter().all(|&v| (700..=1300).contains(&v)));
         assert!(values.iter().any(|&v| v != values[0]));
         let drifting = find(Behaviour::Drifting);
-        assert!(scale(7, &drifting, 40, 0) > scale(7, &drifting, 0, 0));
-        assert!(scale(7, &drifting, 0, 3) > scale(7, &drifting, 0, 0));
-        assert_eq!(scale(7, &noisy, 5, 0), scale(7, &noisy, 5, 0));
+        assert!(scale(7, 0, &drifting, 40, 0) > scale(7, 0, &drifting, 0, 0));
+        assert!(scale(7, 0, &drifting, 0, 3) > scale(7, 0, &drifting, 0, 0));
+        assert_eq!(scale(7, 0, &noisy, 5, 0), scale(7, 0, &noisy, 5, 0));
+        assert_ne!(
+            (0..8)
+                .map(|i| scale(7, 0, &noisy, i, 0))
+                .collect::<Vec<_>>(),
+            (0..8)
+                .map(|i| scale(7, 1, &noisy, i, 0))
+                .collect::<Vec<_>>()
+        );
     }
 
     #[test]
