@@ -398,8 +398,8 @@ fn an_impossible_percentage_is_flagged_and_reported_unclamped() {
 /// Two passes of a run whose drifting kernels are 10% slower in the second run
 /// (`RTL_SIM_RUN_FILE`): the drifting kernels are named in one warning with their durations'
 /// difference, which equals the ground truth's; the stable kernel and the noisy one (whose
-/// dispatches differ from each other but not from run to run) are not. GRBM_COUNT, collected in
-/// both passes, drifts with them.
+/// dispatches differ from each other but not from run to run) are not. The anchor GRBM_COUNT
+/// (`--anchor`), placed in both passes, drifts with them.
 #[test]
 fn kernels_whose_passes_disagree_are_flagged_and_stable_ones_are_not() {
     let dir = scratch("drift");
@@ -408,12 +408,12 @@ fn kernels_whose_passes_disagree_are_flagged_and_stable_ones_are_not() {
         &dir,
         "1",
         &[
+            "--anchor",
+            "GRBM_COUNT",
             "--pmc",
             "SQ_WAVES",
-            "GRBM_COUNT",
             "--pmc",
             "TCC_HIT",
-            "GRBM_COUNT",
         ],
         &["--iterations", "4"],
         &["GRBM_COUNT"],
