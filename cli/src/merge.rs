@@ -214,7 +214,9 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         eprintln!("rtl-pmc: warning: {warning}");
     }
     let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?
-        + &estimates.summary();
+        + &estimates
+            .summary(&db, args.summary_top)
+            .map_err(|e| fail(e.into()))?;
     written.extend(db.commit(formats.rocpd).map_err(|e| fail(e.into()))?);
     eprint!("{summary}");
     for file in &written {

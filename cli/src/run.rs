@@ -526,7 +526,9 @@ pub fn run(
     let merged = write_merged_files_with(&db, &directory, &base, formats, &estimates)
         .map_err(output_error)?;
     let summary = crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?
-        + &estimates.summary();
+        + &estimates
+            .summary(&db, options.summary_top)
+            .map_err(output_error)?;
     let any =
         |on: fn(&rtl_pmc_cli::inputs::Settings) -> bool| plan.runs.iter().any(|r| on(&r.settings));
     if any(|s| s.stats) {

@@ -542,14 +542,19 @@ impl Estimates {
         })
     }
 
-    /// The summary's lines: estimates of counters not measured on every dispatch, values that
-    /// cannot be true, rank groups and drifting kernels (nothing when everything was measured).
-    pub fn summary(&self) -> String {
+    /// The summary's lines: estimates of counters not measured on every dispatch of the `top`
+    /// kernels the summary lists (by total time in `db`), values that cannot be true, rank
+    /// groups and drifting kernels (nothing when everything was measured).
+    pub fn summary(&self, db: &Database, top: usize) -> Result<String, DatabaseError> {
+        let kernels: Vec<String> = db.top(top)?.into_iter().map(|k| k.kernel).collect();
         let mut out = String::new();
         let shown: Vec<&Estimate> = self
             .estimates
             .iter()
-            .filter(|e| e.method != Method::Exact || e.impossible.is_some())
+            .filter(|e| {
+                (e.method != Method::Exact && kernels.contains(&e.stratum.kernel))
+                    || e.impossible.is_some()
+            })
             .collect();
         if !shown.is_empty() {
             let _ = writeln!(
@@ -609,7 +614,7 @@ impl Estimates {
                 100.0 * DRIFT_THRESHOLD
             );
         }
-        out
+        Ok(out)
     }
 }
 
