@@ -97,6 +97,9 @@ pub struct Estimate {
     pub stratum: Stratum,
     /// Counter name.
     pub counter: String,
+    /// Whether the counter is derived (its total, a sum of ratios, is seldom what one wants;
+    /// the summary shows its mean per dispatch).
+    pub derived: bool,
     /// Dispatches of the stratum (`N`).
     pub dispatches: u64,
     /// Dispatches on which the counter was measured (`n`).
@@ -565,9 +568,14 @@ impl Estimates {
             );
         }
         for e in shown {
+            // A derived counter's mean per dispatch, with the interval scaled alike.
+            let (value, per, scale) = match e.derived {
+                true => (e.mean, " per dispatch", 1.0 / e.dispatches.max(1) as f64),
+                false => (e.total, "", 1.0),
+            };
             let half = match (e.interval(), e.method) {
                 (_, Method::Exact) => "exact".to_string(),
-                (Some((low, _)), _) => format!("± {}", significant(e.total - low)),
+                (Some((low, _)), _) => format!("± {}", significant((e.total - low) * scale)),
                 (None, _) => "± ?".to_string(),
             };
             let ranks = match e.method {
@@ -576,10 +584,10 @@ impl Estimates {
             };
             let _ = writeln!(
                 out,
-                "  {}  {} = {} {half}  ({} of {} dispatches{ranks}){}{}",
+                "  {}  {} = {}{per} {half}  ({} of {} dispatches{ranks}){}{}",
                 e.stratum.label(),
                 e.counter,
-                significant(e.total),
+                significant(value),
                 e.sampled,
                 e.dispatches,
                 if e.reliable() { "" } else { " *" },
@@ -676,7 +684,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         names.insert(id, name);
     }
     // Counter id -> (name, possible range).
-    let mut counters: HashMap<i64, (String, Option<Range>)> = HashMap::new();
+    let mut counters: HashMap<i64, (String, bool, Option<Range>)> = HashMap::new();
     let mut stmt = conn.prepare("SELECT id, name, derived, unit, description FROM rtl_counter")?;
     for row in stmt.query_map([], |r| {
         Ok((
@@ -688,7 +696,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         ))
     })? {
         let (id, name, derived, unit, description) = row?;
-        counters.insert(id, (name, Range::of(derived, &unit, &description)));
+        counters.insert(id, (name, derived, Range::of(derived, &unit, &description)));
     }
     let key_of = |r: &rusqlite::Row<'_>, at: usize| -> rusqlite::Result<StratumKey> {
         let mut config = [0u32; 6];
@@ -724,7 +732,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         let value: f64 = r.get(9)?;
         let moments = samples.entry((key_of(r, 1)?, pmc, r.get(0)?)).or_default();
         moments.add(value);
-        if let Some((_, Some(range))) = counters.get(&pmc) {
+        if let Some((_, _, Some(range))) = counters.get(&pmc) {
             moments.outside += u64::from(!range.holds(value));
         }
     }
@@ -743,14 +751,21 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
             .range((stratum, i64::MIN)..=(stratum, i64::MAX))
             .map(|(&(_, source), &n)| (source, n))
             .collect();
-        let (name, range) = counters.get(&pmc).cloned().unwrap_or((String::new(), None));
+        let (name, derived, range) =
+            counters
+                .get(&pmc)
+                .cloned()
+                .unwrap_or((String::new(), false, None));
         let (kernel, config) = stratum;
         let stratum = Stratum {
             kernel: names.get(&kernel).cloned().unwrap_or_default(),
             grid: [config[0], config[1], config[2]],
             workgroup: [config[3], config[4], config[5]],
         };
-        out.push(combine(stratum, name, range, &sources, &per_source));
+        out.push(Estimate {
+            derived,
+            ..combine(stratum, name, range, &sources, &per_source)
+        });
     }
     out.sort_by(|a, b| a.stratum.cmp(&b.stratum));
     Ok(out)
@@ -875,6 +890,7 @@ fn combine(
     Estimate {
         stratum,
         counter,
+        derived: false,
         dispatches: population,
         sampled: pooled.n,
         ranks,
