@@ -171,42 +171,82 @@ pub fn t975(degrees: u64) -> f64 {
     }
 }
 
-/// Count, mean and sum of squared deviations, updated one value at a time (Welford).
+/// Values are summed exactly, so that estimates do not depend on the order dispatches are read
+/// in: scaled by 2^SCALE_BITS, values that are then integers (every count, and halves,
+/// quarters, ... of them) go into 128-bit integer sums; any other value makes the moments fall
+/// back to floating-point sums.
+const SCALE_BITS: i32 = 10;
+
+/// Count, sum and sum of squares of measured values, and how many were impossible.
 #[derive(Debug, Clone, Copy, Default)]
 struct Moments {
     n: u64,
-    /// The sum, exact for counts below 2^53 (the mean is not).
+    /// Σx and Σx², scaled by 2^SCALE_BITS and 2^(2·SCALE_BITS), while every value allowed it.
+    exact: Option<(i128, i128)>,
+    /// Σx and Σx² in floating point, always kept.
     sum: f64,
-    mean: f64,
-    m2: f64,
+    squares: f64,
     /// Measured values outside the counter's possible range.
     outside: u64,
 }
 
 impl Moments {
     fn add(&mut self, x: f64) {
+        if self.n == 0 {
+            self.exact = Some((0, 0));
+        }
         self.n += 1;
         self.sum += x;
-        let delta = x - self.mean;
-        self.mean += delta / self.n as f64;
-        self.m2 += delta * (x - self.mean);
+        self.squares += x * x;
+        let scaled = x * f64::from(1u32 << SCALE_BITS);
+        self.exact = self.exact.and_then(|(s, q)| {
+            if scaled.fract() != 0.0 || scaled.abs() >= 9.007_199_254_740_992e15 {
+                return None;
+            }
+            let v = scaled as i128;
+            Some((s.checked_add(v)?, q.checked_add(v.checked_mul(v)?)?))
+        });
     }
 
     fn merge(&mut self, o: &Moments) {
         if o.n == 0 {
             return;
         }
-        let n = self.n + o.n;
+        self.exact = match (self.n, self.exact, o.exact) {
+            (0, _, e) => e,
+            (_, Some((s, q)), Some((os, oq))) => s.checked_add(os).zip(q.checked_add(oq)),
+            _ => None,
+        };
+        self.n += o.n;
         self.sum += o.sum;
-        let delta = o.mean - self.mean;
-        self.mean += delta * o.n as f64 / n as f64;
-        self.m2 += o.m2 + delta * delta * (self.n as f64) * (o.n as f64) / n as f64;
-        self.n = n;
+        self.squares += o.squares;
         self.outside += o.outside;
     }
 
+    /// Σx, exact whenever the values allowed it.
+    fn total(&self) -> f64 {
+        match self.exact {
+            Some((s, _)) => s as f64 / f64::from(1u32 << SCALE_BITS),
+            None => self.sum,
+        }
+    }
+
+    /// The sample variance (divisor n − 1), from `n·Σx² − (Σx)²` computed exactly where it can
+    /// be; never negative.
     fn variance(&self) -> Option<f64> {
-        (self.n >= 2).then(|| self.m2 / (self.n - 1) as f64)
+        if self.n < 2 {
+            return None;
+        }
+        let n = self.n as f64;
+        let pairs = n * (n - 1.0);
+        let exact = self.exact.and_then(|(s, q)| {
+            let spread = (self.n as i128)
+                .checked_mul(q)?
+                .checked_sub(s.checked_mul(s)?)?;
+            Some(spread as f64 / pairs / f64::from(1u32 << (2 * SCALE_BITS)))
+        });
+        let variance = exact.unwrap_or_else(|| (n * self.squares - self.sum * self.sum) / pairs);
+        Some(variance.max(0.0))
     }
 }
 
@@ -717,25 +757,59 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
     while let Some(r) = rows.next()? {
         population.insert((key_of(r, 1)?, r.get(0)?), r.get::<_, i64>(8)? as u64);
     }
-    // (stratum, counter, source) -> moments.
-    let mut samples: BTreeMap<(StratumKey, i64, i64), Moments> = BTreeMap::new();
-    let mut stmt = conn.prepare(
-        "SELECT m.source, m.kernel_id, m.grid_x, m.grid_y, m.grid_z, m.workgroup_x,
-                m.workgroup_y, m.workgroup_z, v.pmc_id, v.value
-         FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-         CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k.id
-         WHERE v.reported",
+    // (stratum, counter, source) -> moments. Two cursors in dispatch id order, as the tables
+    // are stored: each dispatch's stratum is read once, then its counters' values.
+    let mut cells: HashMap<(StratumKey, i64), Vec<(i64, Moments)>> = HashMap::new();
+    let mut dispatches = conn.prepare(
+        "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
+                workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
     )?;
-    let mut rows = stmt.query([])?;
+    let mut values = conn.prepare(
+        "SELECT dispatch_id, pmc_id, value FROM rtl_pmc_value WHERE reported
+         ORDER BY dispatch_id",
+    )?;
+    let mut rows = dispatches.query([])?;
+    let mut value_rows = values.query([])?;
+    let next_value = |rows: &mut rusqlite::Rows<'_>| -> rusqlite::Result<Option<(i64, i64, f64)>> {
+        Ok(match rows.next()? {
+            Some(r) => Some((r.get(0)?, r.get(1)?, r.get(2)?)),
+            None => None,
+        })
+    };
+    let mut value = next_value(&mut value_rows)?;
     while let Some(r) = rows.next()? {
-        let pmc: i64 = r.get(8)?;
-        let value: f64 = r.get(9)?;
-        let moments = samples.entry((key_of(r, 1)?, pmc, r.get(0)?)).or_default();
-        moments.add(value);
-        if let Some((_, _, Some(range))) = counters.get(&pmc) {
-            moments.outside += u64::from(!range.holds(value));
+        let id: i64 = r.get(0)?;
+        while value.is_some_and(|(d, _, _)| d < id) {
+            value = next_value(&mut value_rows)?;
+        }
+        if !value.is_some_and(|(d, _, _)| d == id) {
+            continue;
+        }
+        let cell = cells.entry((key_of(r, 2)?, r.get(1)?)).or_default();
+        while let Some((_, pmc, v)) = value.filter(|(d, _, _)| *d == id) {
+            let at = match cell.iter().position(|(p, _)| *p == pmc) {
+                Some(at) => at,
+                None => {
+                    cell.push((pmc, Moments::default()));
+                    cell.len() - 1
+                }
+            };
+            let moments = &mut cell[at].1;
+            moments.add(v);
+            if let Some((_, _, Some(range))) = counters.get(&pmc) {
+                moments.outside += u64::from(!range.holds(v));
+            }
+            value = next_value(&mut value_rows)?;
         }
     }
+    let samples: BTreeMap<(StratumKey, i64, i64), Moments> = cells
+        .into_iter()
+        .flat_map(|((stratum, source), per_counter)| {
+            per_counter
+                .into_iter()
+                .map(move |(pmc, m)| ((stratum, pmc, source), m))
+        })
+        .collect();
     let mut out = Vec::new();
     let mut at = samples.iter().peekable();
     while let Some((&(stratum, pmc, _), _)) = at.peek() {
@@ -771,6 +845,12 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
     Ok(out)
 }
 
+/// The variance of the estimated total `N·x̄` of a population of `big` from a sample of `small`
+/// with sample variance `s2`: `N²·(1 − n/N)·s²/n`.
+fn sampling_variance(big: f64, small: f64, s2: f64) -> f64 {
+    big * big * (1.0 - small / big) * s2 / small
+}
+
 /// One estimate from the dispatches of each run (`sources`: run, dispatches) and the moments of
 /// the runs that measured the counter.
 fn combine(
@@ -799,10 +879,10 @@ fn combine(
         let small = m.n as f64;
         let variance = match m.variance() {
             _ if m.n as f64 >= big => Some(0.0),
-            Some(s2) => Some(big * big * (1.0 - small / big) * s2 / small),
+            Some(s2) => Some(sampling_variance(big, small, s2)),
             None => None,
         };
-        (m.sum * (big / small), variance)
+        (m.total() * (big / small), variance)
     };
     let (total, variance, method, degrees) = if measuring == ranks || measuring == 1 {
         // Every run measured it (or only one did, and its dispatches stand for all): the
@@ -826,9 +906,9 @@ fn combine(
             let small = pooled.n as f64;
             let variance = pooled
                 .variance()
-                .map(|s2| big * big * (1.0 - small / big) * s2 / small);
+                .map(|s2| sampling_variance(big, small, s2));
             (
-                pooled.sum * (big / small),
+                pooled.total() * (big / small),
                 variance,
                 Method::Dispatches,
                 pooled.n.saturating_sub(1),
