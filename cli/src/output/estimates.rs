@@ -23,6 +23,7 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use super::database::{Database, DatabaseError};
+use super::fast_map::FastMap;
 use super::model::{push_value, Dispatch};
 
 /// Estimates from fewer measured dispatches than this are unreliable (rank estimates from fewer
@@ -359,9 +360,10 @@ impl Estimates {
     /// Computes every estimate from `db` and keeps them in its `rtl_*` tables.
     pub fn compute(db: &Database) -> Result<Estimates, DatabaseError> {
         let estimates = db.with_connection(|conn| {
+            let (estimates, rank_groups) = estimate(conn)?;
             let estimates = Estimates {
-                estimates: estimate(conn)?,
-                rank_groups: rank_groups(conn)?,
+                estimates,
+                rank_groups,
                 drift: drift(conn)?,
             };
             estimates.store(conn)?;
@@ -716,7 +718,7 @@ impl PerDispatch {
 
 /// Per run (input source), stratum and counter: the measured values' moments; per run and
 /// stratum: its dispatches.
-fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
+fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup>)> {
     let mut names: HashMap<i64, String> = HashMap::new();
     let mut stmt = conn.prepare("SELECT id, string FROM rtl_string")?;
     for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
@@ -724,7 +726,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         names.insert(id, name);
     }
     // Counter id -> (name, possible range).
-    let mut counters: HashMap<i64, (String, bool, Option<Range>)> = HashMap::new();
+    let mut counters: FastMap<i64, (String, bool, Option<Range>)> = FastMap::default();
     let mut stmt = conn.prepare("SELECT id, name, derived, unit, description FROM rtl_counter")?;
     for row in stmt.query_map([], |r| {
         Ok((
@@ -759,7 +761,8 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
     }
     // (stratum, counter, source) -> moments. Two cursors in dispatch id order, as the tables
     // are stored: each dispatch's stratum is read once, then its counters' values.
-    let mut cells: HashMap<(StratumKey, i64), Vec<(i64, Moments)>> = HashMap::new();
+    let mut cells: FastMap<(StratumKey, i64), Vec<(i64, Moments, Option<Range>)>> =
+        FastMap::default();
     let mut dispatches = conn.prepare(
         "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
                 workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
@@ -787,16 +790,19 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         }
         let cell = cells.entry((key_of(r, 2)?, r.get(1)?)).or_default();
         while let Some((_, pmc, v)) = value.filter(|(d, _, _)| *d == id) {
-            let at = match cell.iter().position(|(p, _)| *p == pmc) {
+            // A dispatch's counters come in the same order each time: the next slot is
+            // usually the one wanted.
+            let at = match cell.iter().position(|(p, _, _)| *p == pmc) {
                 Some(at) => at,
                 None => {
-                    cell.push((pmc, Moments::default()));
+                    let range = counters.get(&pmc).and_then(|c| c.2);
+                    cell.push((pmc, Moments::default(), range));
                     cell.len() - 1
                 }
             };
-            let moments = &mut cell[at].1;
+            let (_, moments, range) = &mut cell[at];
             moments.add(v);
-            if let Some((_, _, Some(range))) = counters.get(&pmc) {
+            if let Some(range) = range {
                 moments.outside += u64::from(!range.holds(v));
             }
             value = next_value(&mut value_rows)?;
@@ -807,9 +813,10 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         .flat_map(|((stratum, source), per_counter)| {
             per_counter
                 .into_iter()
-                .map(move |(pmc, m)| ((stratum, pmc, source), m))
+                .map(move |(pmc, m, _)| ((stratum, pmc, source), m))
         })
         .collect();
+    let groups = rank_groups(&samples, &counters);
     let mut out = Vec::new();
     let mut at = samples.iter().peekable();
     while let Some((&(stratum, pmc, _), _)) = at.peek() {
@@ -842,7 +849,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<Vec<Estimate>> {
         });
     }
     out.sort_by(|a, b| a.stratum.cmp(&b.stratum));
-    Ok(out)
+    Ok((out, groups))
 }
 
 /// The variance of the estimated total `N·x̄` of a population of `big` from a sample of `small`
@@ -985,34 +992,35 @@ fn combine(
     }
 }
 
-/// Runs grouped by the counters they reported, when there are several runs.
-fn rank_groups(conn: &Connection) -> rusqlite::Result<Vec<RankGroup>> {
-    let mut stmt = conn.prepare(
-        "SELECT DISTINCT m.source, p.name, p.id
-         FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-         CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k.id JOIN rtl_counter p ON p.id = v.pmc_id
-         WHERE v.reported ORDER BY m.source, p.id",
-    )?;
-    let mut by_source: BTreeMap<u32, Vec<String>> = BTreeMap::new();
-    for row in stmt.query_map([], |r| Ok((r.get::<_, u32>(0)?, r.get::<_, String>(1)?)))? {
-        let (source, name) = row?;
-        by_source.entry(source).or_default().push(name);
+/// Runs grouped by the counters they reported, when there are several runs (`samples` by
+/// stratum, counter and run; counter names in `counters`).
+fn rank_groups(
+    samples: &BTreeMap<(StratumKey, i64, i64), Moments>,
+    counters: &FastMap<i64, (String, bool, Option<Range>)>,
+) -> Vec<RankGroup> {
+    let mut by_source: BTreeMap<u32, std::collections::BTreeSet<i64>> = BTreeMap::new();
+    for &(_, pmc, source) in samples.keys() {
+        by_source.entry(source as u32).or_default().insert(pmc);
     }
     if by_source.len() < 2 {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let mut groups: Vec<RankGroup> = Vec::new();
-    for (source, counters) in by_source {
-        match groups.iter_mut().find(|g| g.counters == counters) {
+    for (source, ids) in by_source {
+        let names: Vec<String> = ids
+            .iter()
+            .map(|id| counters.get(id).map_or(String::new(), |c| c.0.clone()))
+            .collect();
+        match groups.iter_mut().find(|g| g.counters == names) {
             Some(g) => g.ranks.push(source),
             None => groups.push(RankGroup {
                 group: groups.len() as u32 + 1,
-                counters,
+                counters: names,
                 ranks: vec![source],
             }),
         }
     }
-    Ok(groups)
+    groups
 }
 
 /// Each kernel's total duration per pass, and the totals of counters collected in more than
@@ -1024,6 +1032,7 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
     if passes < 2 {
         return Ok(Vec::new());
     }
+    // A value that is not reported repeats an earlier pass's: its counter is in several passes.
     let mut stmt = conn.prepare(
         "SELECT * FROM (
          SELECT s.string AS kernel, 'duration_ns' AS quantity, k.pass AS pass,
@@ -1038,8 +1047,7 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
          JOIN rtl_string s ON s.id = k.kernel_id
          JOIN rtl_pmc_value v ON v.dispatch_id = k.id JOIN rtl_counter p ON p.id = v.pmc_id
          WHERE m.passes = ?1 AND v.pmc_id IN (
-           SELECT v2.pmc_id FROM rtl_pmc_value v2 JOIN rtl_dispatch k2 ON k2.id = v2.dispatch_id
-           GROUP BY v2.pmc_id HAVING count(DISTINCT k2.pass) > 1)
+           SELECT DISTINCT pmc_id FROM rtl_pmc_value WHERE NOT reported)
          GROUP BY s.string, p.name, k.pass)
          ORDER BY kernel, quantity != 'duration_ns', quantity, pass",
     )?;

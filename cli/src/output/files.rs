@@ -65,9 +65,9 @@ pub fn write_counter_collection(
 }
 
 /// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database, with
-/// the estimates computed (and kept in the database) first. The binary computes them itself
-/// (for its warnings and summary); the tests and the outputs benchmark write through this.
-#[allow(dead_code)]
+/// the estimates computed (and kept in the database) first. The binary computes them itself,
+/// for its warnings and summary.
+#[cfg(test)]
 pub fn write_merged_files(
     db: &Database,
     dir: &Path,
