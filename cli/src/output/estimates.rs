@@ -356,6 +356,9 @@ CREATE TABLE rtl_drift(kernel TEXT NOT NULL, quantity TEXT NOT NULL, pass INTEGE
 /// Key of a stratum in SQL: kernel id, grid, workgroup.
 type StratumKey = (i64, [u32; 6]);
 
+/// One counter's sums in one stratum of one run, with the counter's possible range.
+type Cell = (i64, Moments, Option<Range>);
+
 impl Estimates {
     /// Computes every estimate from `db` and keeps them in its `rtl_*` tables.
     pub fn compute(db: &Database) -> Result<Estimates, DatabaseError> {
@@ -761,8 +764,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup
     }
     // (stratum, counter, source) -> moments. Two cursors in dispatch id order, as the tables
     // are stored: each dispatch's stratum is read once, then its counters' values.
-    let mut cells: FastMap<(StratumKey, i64), Vec<(i64, Moments, Option<Range>)>> =
-        FastMap::default();
+    let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
     let mut dispatches = conn.prepare(
         "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
                 workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
@@ -785,7 +787,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup
         while value.is_some_and(|(d, _, _)| d < id) {
             value = next_value(&mut value_rows)?;
         }
-        if !value.is_some_and(|(d, _, _)| d == id) {
+        if value.is_none_or(|(d, _, _)| d != id) {
             continue;
         }
         let cell = cells.entry((key_of(r, 2)?, r.get(1)?)).or_default();
