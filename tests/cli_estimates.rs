@@ -615,3 +615,89 @@ fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
         ]
     );
 }
+
+/// Two ranks and four groups: each rank rotates through its two groups per dispatch (rank 0
+/// groups 1 and 3, rank 1 groups 2 and 4), and the merge, with one measuring rank per counter,
+/// estimates each counter from that rank's measured dispatches standing for all dispatches of
+/// both ranks: `N·x̄` with the finite-population error, recomputed here from the ranks' own
+/// `results.csv`.
+#[test]
+fn fewer_ranks_than_groups_rotate_and_merge_from_the_dispatches() {
+    let dir = scratch("spatial-rotating");
+    let groups = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
+    let runs: Vec<Run> = (0..2)
+        .map(|rank| {
+            let rank_dir = dir.join(format!("rank_{rank}"));
+            std::fs::create_dir_all(&rank_dir).unwrap();
+            let mut args = vec!["--spatial-multiplexing"];
+            for g in &groups {
+                args.extend(["--pmc", g]);
+            }
+            let run = profile(
+                &rank_dir,
+                &format!("4:{rank}"),
+                &args,
+                &[
+                    "--iterations",
+                    "4",
+                    "--kernel",
+                    "vadd",
+                    "--kernel",
+                    "saxpy",
+                    "--kernel",
+                    "fill",
+                ],
+                &groups,
+                &[
+                    ("OMPI_COMM_WORLD_RANK", rank.to_string()),
+                    ("OMPI_COMM_WORLD_SIZE", "2".to_string()),
+                ],
+            );
+            run.assert_success();
+            let mine = format!("[pass 1/1] {} {}\n", groups[rank], groups[rank + 2]);
+            assert!(run.stderr().contains(&mine), "{mine}{}", run.stderr());
+            run
+        })
+        .collect();
+    let merged = dir.join("merged");
+    let output = Command::new(artifact("rtl-pmc"))
+        .arg("merge")
+        .arg("-d")
+        .arg(&merged)
+        .args(runs.iter().map(|r| &r.out))
+        .output()
+        .expect("rtl-pmc merge starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l
+            == "rtl-pmc: ranks per counter group: group 1 (SQ_WAVES SQ_INSTS_VALU): 1 rank; \
+                group 2 (TCC_HIT GRBM_COUNT): 1 rank"),
+        "{stderr}"
+    );
+    let all = Run {
+        output,
+        out: merged,
+        truth: Vec::new(),
+    };
+    let estimates = all.estimates();
+    assert_eq!(estimates.len(), 3 * groups.len());
+    for e in &estimates {
+        let rank = groups.iter().position(|g| *g == e.counter).unwrap() % 2;
+        let measured: Vec<f64> = read_table(&runs[rank].out.join("results.csv"))
+            .iter()
+            .filter(|row| row["KernelName"] == e.kernel && row[&e.counter] != "None")
+            .map(|row| row[&e.counter].parse().unwrap())
+            .collect();
+        let (big, small) = (8.0, measured.len() as f64);
+        assert_eq!(small, 2.0, "{} {}", e.kernel, e.counter);
+        let mean = measured.iter().sum::<f64>() / small;
+        let s2 = measured.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (small - 1.0);
+        let error = big * ((1.0 - small / big) * s2 / small).sqrt();
+        assert_eq!(e.method, "dispatches");
+        assert_eq!((e.get("dispatches"), e.get("sampled")), (big, small));
+        assert_eq!(e.get("total"), big * mean, "{} {}", e.kernel, e.counter);
+        assert!((e.get("error") - error).abs() <= 1e-9 * error.max(1.0));
+        assert_eq!(e.get("reliable"), 0.0, "2 measured dispatches are too few");
+    }
+}
