@@ -87,7 +87,10 @@ fn flagged() -> Settings {
         output_config: true,
         log_level: Some(LogLevel::Info),
         list_avail: true,
+        kernel_trace: true,
         preload: vec!["libfirst.so".into()],
+        anchor: Some("GRBM_COUNT".into()),
+        spatial_multiplexing: true,
     }
 }
 
@@ -242,6 +245,15 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
         ("--log-level", kept(&cli.log_level, &settings.log_level)),
         ("--list-avail", kept(&cli.list_avail, &settings.list_avail)),
         ("--preload", kept(&cli.preload, &settings.preload)),
+        (
+            "--kernel-trace",
+            kept(&cli.kernel_trace, &settings.kernel_trace),
+        ),
+        ("--anchor", kept(&cli.anchor, &settings.anchor)),
+        (
+            "--spatial-multiplexing",
+            kept(&cli.spatial_multiplexing, &settings.spatial_multiplexing),
+        ),
     ];
     for (what, kept) in kept {
         assert!(
