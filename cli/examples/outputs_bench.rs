@@ -1,6 +1,6 @@
 //! Merge-and-write throughput and memory: N dispatches × 8 counters in two passes of 4 counters
 //! go through the steps `rtl-pmc` takes after each pass and after the last one (database and
-//! `counter_collection.csv`, the pass join, the count of unmatched dispatches, the merged `results.csv`,
+//! `counter_collection.csv`, the pass join, the count of unmatched dispatches, the estimates, the merged `results.csv`,
 //! the summary, the database's commit), with the same functions. Prints rows/s per step and in
 //! total, and the peak resident memory, which should not grow with N.
 //!
@@ -18,7 +18,8 @@ use std::time::{Duration, Instant};
 
 use output::csv::Table;
 use output::database::Database;
-use output::files::{write_merged_files, Formats};
+use output::estimates::Estimates;
+use output::files::{write_merged_files_with, Formats};
 use output::model::{Counter, Dispatch};
 use output::pass::{write_pass, PassSpec};
 
@@ -143,7 +144,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let unmatched = db.unmatched()?.incomplete;
     steps.push(("unmatched count", rows, took(&started)));
     let started = now();
-    write_merged_files(&db, &dir, "results", Formats::default())?;
+    let estimates = Estimates::compute(&db)?;
+    steps.push(("estimates", rows, took(&started)));
+    let started = now();
+    write_merged_files_with(&db, &dir, "results", Formats::default(), &estimates)?;
     steps.push(("merged results.csv", rows, took(&started)));
     let started = now();
     let summary = summary::render(&db, &[], 10)?;

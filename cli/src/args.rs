@@ -109,6 +109,18 @@ pub struct Args {
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub kernel_trace: bool,
 
+    /// A counter added to every pass where the hardware has room for it, so that passes can be
+    /// compared (drift); the counters of each group stay as planned.
+    #[arg(long, value_name = "COUNTER")]
+    pub anchor: Option<String>,
+
+    /// Under a launcher (mpirun, srun, torchrun), rank r of R collects group r mod G of the
+    /// plan's G groups for the whole run (with R < G, rank r rotates through groups r, r+R, ...);
+    /// `rtl-pmc merge` combines the ranks' results into estimates.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub spatial_multiplexing: bool,
+
     /// Print the summary (it is printed anyway; kept for rocprofv3 command lines).
     #[arg(short = 'S', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]

@@ -72,6 +72,11 @@ pub struct Settings {
     pub replay_mode: Option<ReplayMode>,
     /// `--replay-memory-budget` / `replay_memory_budget`, in bytes.
     pub replay_memory_budget: Option<u64>,
+    /// `--anchor` / `anchor`: a counter added to every pass with room for it, to compare passes.
+    pub anchor: Option<String>,
+    /// `--spatial-multiplexing` / `spatial_multiplexing`: each rank collects its share of the
+    /// plan's groups for the whole run.
+    pub spatial_multiplexing: bool,
 }
 
 /// One user group: a `--pmc`, a `pmc:` line or a YAML/JSON job.
@@ -243,6 +248,8 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
             ),
             None => None,
         },
+        anchor: args.anchor.clone(),
+        spatial_multiplexing: args.spatial_multiplexing,
     })
 }
 
@@ -506,6 +513,10 @@ struct JobSpec {
     replay_mode: Option<Spanned<String>>,
     #[serde(default)]
     replay_memory_budget: Option<Spanned<SizeValue>>,
+    #[serde(default)]
+    anchor: Option<Spanned<String>>,
+    #[serde(default)]
+    spatial_multiplexing: Option<bool>,
 }
 
 /// A size in a job: a number of bytes or a string with a unit.
@@ -784,6 +795,14 @@ fn job_from_spec(
         }
         settings.replay_memory_budget = Some(bytes);
     }
+    if let Some(anchor) = spec.anchor {
+        let where_ = at(anchor.referenced.line(), anchor.referenced.column());
+        if cli.anchor.as_ref().is_some_and(|a| *a != anchor.value) {
+            return Err(conflict("anchor", "--anchor", &where_));
+        }
+        settings.anchor = Some(anchor.value);
+    }
+    settings.spatial_multiplexing |= spec.spatial_multiplexing.unwrap_or(false);
     settings.summary |= spec.summary.unwrap_or(false);
     settings.stats |= spec.stats.unwrap_or(false);
     settings.output_config |= spec.output_config.unwrap_or(false);

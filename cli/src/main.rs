@@ -200,9 +200,16 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     // Before any directory is made: a typo must not touch earlier results.
     run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
         .map_err(|e| CliError::input(e.to_string()))?;
+    let spread = spread_over_ranks(plan, &|name| std::env::var(name).ok())?;
     if log_level.shows_plan() && !args.plan {
-        eprint!("{}", plan.render());
+        eprint!("{}", spread.render());
     }
+    // This rank's share, when a job spreads its groups over the ranks.
+    let profiles = spread.by_output();
+    let choices = profiles
+        .iter()
+        .map(|p| replay::choose(p, measured.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
     let options = run::RunOptions {
         app: &args.app,
         continue_on_error: args.continue_on_error,
@@ -280,6 +287,29 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<(), CliError> {
     };
     write_stdout(&text);
     Ok(())
+}
+
+/// This rank's share of `plan` when a job spreads its groups over the ranks of a launcher
+/// (`--spatial-multiplexing`); the rank and the number of ranks come from the launcher's
+/// variables, read through `lookup`. Without them, one message and exit 2.
+fn spread_over_ranks(
+    plan: planning::ProfilePlan,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<planning::ProfilePlan, CliError> {
+    if !plan.runs.iter().any(|r| r.settings.spatial_multiplexing) {
+        return Ok(plan);
+    }
+    use run::paths::{first_set, RANK_VARIABLES, SIZE_VARIABLES};
+    let number =
+        |variables: &[&str]| first_set(variables, lookup).and_then(|v| v.parse::<usize>().ok());
+    match (number(&RANK_VARIABLES), number(&SIZE_VARIABLES)) {
+        (Some(rank), Some(ranks)) if rank < ranks => Ok(plan.for_rank(rank, ranks)),
+        _ => Err(CliError::input(format!(
+            "--spatial-multiplexing: no rank below the number of ranks from a launcher (one of {} and one of {}); run rtl-pmc under mpirun, srun or torchrun, once per rank",
+            RANK_VARIABLES.join(", "),
+            SIZE_VARIABLES.join(", ")
+        ))),
+    }
 }
 
 /// `rtl-pmc help [merge]`: the help of the command or of `merge`.

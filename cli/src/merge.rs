@@ -8,7 +8,9 @@ use crate::output::csv::{write_agent_info, Table};
 use rtl_pmc_cli::args::PassMatch;
 
 use crate::output::database::{Database, Unmatched};
-pub use crate::output::files::{write_merged_files, Formats, OutputError};
+use crate::output::estimates::Estimates;
+use crate::output::files::write_merged_files_with;
+pub use crate::output::files::{Formats, OutputError};
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::run::destination::process_file;
 
@@ -21,7 +23,7 @@ pub fn merge_directories(
     base: &str,
     formats: Formats,
     pass_match: PassMatch,
-) -> Result<(Database, Vec<PathBuf>), OutputError> {
+) -> Result<(Database, Vec<PathBuf>, Estimates), OutputError> {
     let sources = inputs
         .iter()
         .map(|dir| {
@@ -113,8 +115,11 @@ pub fn merge_directories(
         }
         db.set_counter_info(&source.counter_info()?)?;
     }
-    written.extend(write_merged_files(&db, output, base, formats)?);
-    Ok((db, written))
+    let estimates = Estimates::compute(&db)?;
+    written.extend(write_merged_files_with(
+        &db, output, base, formats, &estimates,
+    )?);
+    Ok((db, written, estimates))
 }
 
 /// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
@@ -194,7 +199,7 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         directory: output,
         base: base.clone(),
     }])?;
-    let (db, mut written) = merge_directories(
+    let (db, mut written, estimates) = merge_directories(
         &args.inputs,
         &args.output_directory,
         &base,
@@ -206,7 +211,13 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     if let Some(warning) = unmatched_warning(&unmatched, args.pass_match) {
         eprintln!("rtl-pmc: warning: {warning}");
     }
-    let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?;
+    for warning in estimates.warnings() {
+        eprintln!("rtl-pmc: warning: {warning}");
+    }
+    let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?
+        + &estimates
+            .summary(&db, args.summary_top)
+            .map_err(|e| fail(e.into()))?;
     written.extend(db.commit(formats.rocpd).map_err(|e| fail(e.into()))?);
     eprint!("{summary}");
     for file in &written {

@@ -279,6 +279,7 @@ pub fn plan_profile(
     let mut notes = Vec::new();
     let mut lower_bound = 0;
     for (j, job) in jobs.iter().enumerate() {
+        let first_run = runs.len();
         match &job.collection {
             Collection::Passes(names) => {
                 let mut per_arch = Vec::new();
@@ -342,6 +343,14 @@ pub fn plan_profile(
                 });
             }
         }
+        if let Some(anchor) = &job.settings.anchor {
+            notes.extend(add_anchor(
+                &mut runs[first_run..],
+                catalogs,
+                anchor,
+                options,
+            )?);
+        }
     }
     Ok(ProfilePlan {
         archs: catalogs.iter().map(|c| c.arch().to_string()).collect(),
@@ -352,7 +361,111 @@ pub fn plan_profile(
     })
 }
 
+/// Adds counter `anchor` to every group of `runs` whose hardware has room for it beside the
+/// group's own counters, which stay as planned; returns a note for each group without room.
+fn add_anchor(
+    runs: &mut [Run],
+    catalogs: &[ArchCatalog],
+    anchor: &str,
+    options: &PlanOptions,
+) -> Result<Vec<String>, CliError> {
+    let mut notes = Vec::new();
+    let named = |name: &str, at: &str| CounterName {
+        name: name.to_string(),
+        at: at.to_string(),
+    };
+    for run in runs {
+        for (agent, cat) in run.agents.iter_mut().zip(catalogs) {
+            cat.counter(&named(anchor, "--anchor"))?;
+            for (g, group) in agent.groups.iter_mut().enumerate() {
+                if group.counters.iter().any(|c| c == anchor) {
+                    continue;
+                }
+                let mut names: Vec<CounterName> =
+                    group.counters.iter().map(|c| named(c, "")).collect();
+                names.push(named(anchor, "--anchor"));
+                let strict = PlanOptions {
+                    strict: false,
+                    ..options.clone()
+                };
+                match cat.plan("--anchor", &names, &strict) {
+                    Ok(plan) if plan.passes.len() == 1 => {
+                        *group = run_group(&names, &plan.passes[0]);
+                    }
+                    _ => notes.push(format!(
+                        "{}: pass {}{}: no room for the anchor {anchor}; that pass is compared by \
+                         duration only",
+                        cat.arch(),
+                        run.number,
+                        if g > 0 {
+                            format!(" group {}", g + 1)
+                        } else {
+                            String::new()
+                        }
+                    )),
+                }
+            }
+        }
+    }
+    Ok(notes)
+}
+
 impl ProfilePlan {
+    /// The plan rank `rank` of `ranks` runs when jobs spread their groups over ranks
+    /// (`--spatial-multiplexing`): the groups of every such run (each pass, each rotating group),
+    /// numbered 0..G in plan order, become one run in which rank r collects group r mod G for
+    /// the whole run; with fewer ranks than groups, rank r rotates through groups r, r + ranks,
+    /// ... at the first such run's interval. That run takes the first such job's settings; runs
+    /// without spatial multiplexing stay as they are.
+    pub fn for_rank(&self, rank: usize, ranks: usize) -> ProfilePlan {
+        let spread: Vec<&Run> = self
+            .runs
+            .iter()
+            .filter(|r| r.settings.spatial_multiplexing)
+            .collect();
+        let mut runs: Vec<Run> = Vec::new();
+        for run in &self.runs {
+            if !run.settings.spatial_multiplexing {
+                runs.push(run.clone());
+                continue;
+            }
+            if !std::ptr::eq(run, spread[0]) {
+                continue;
+            }
+            let agents = (0..run.agents.len())
+                .map(|a| {
+                    let groups: Vec<&RunGroup> =
+                        spread.iter().flat_map(|r| &r.agents[a].groups).collect();
+                    let count = groups.len().max(1);
+                    let mine: Vec<RunGroup> = groups
+                        .iter()
+                        .enumerate()
+                        .filter(|(g, _)| match ranks >= count {
+                            true => *g == rank % count,
+                            false => g % ranks == rank,
+                        })
+                        .map(|(_, g)| (*g).clone())
+                        .collect();
+                    RunAgent {
+                        arch: run.agents[a].arch.clone(),
+                        groups: mine,
+                    }
+                })
+                .collect();
+            runs.push(Run {
+                agents,
+                ..run.clone()
+            });
+        }
+        for (i, run) in runs.iter_mut().enumerate() {
+            run.number = i + 1;
+        }
+        ProfilePlan {
+            runs,
+            ..self.clone()
+        }
+    }
+
     /// The runs grouped by where their results go (the job's output directory and file), in
     /// order of first appearance: each group is a profile of its own, with its own merged
     /// results, as rocprofv3 gives each job its own output. Runs are numbered from 1 per output
@@ -606,6 +719,74 @@ mod tests {
                 "gfx942: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per pass)); split into 2 passes".to_string(),
                 "gfx90a: --pmc group 1 does not fit one pass (GRBM needs 3 counters (2 per pass)); split into 2 passes".to_string(),
             ]
+        );
+    }
+
+    /// Four single-counter groups spread over ranks: one group per rank with as many ranks as
+    /// groups (and more: rank 5 of 8 takes group 2), two rotating groups per rank with two ranks.
+    #[test]
+    fn ranks_take_their_share_of_the_groups() {
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let job = |counter: &str| Job {
+            label: "--pmc".into(),
+            collection: Collection::Passes(names(&[counter])),
+            settings: Settings {
+                spatial_multiplexing: true,
+                ..Settings::default()
+            },
+        };
+        let jobs = ["SQ_WAVES", "TCC_HIT", "GRBM_COUNT", "SQ_INSTS_VALU"]
+            .into_iter()
+            .map(job)
+            .collect();
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        assert_eq!(plan.runs.len(), 4);
+        let share = |rank, ranks| plan.for_rank(rank, ranks).render();
+        assert_eq!(share(1, 4), "pass 1: TCC_HIT\npasses: 1 (lower bound: 4)\n");
+        assert_eq!(share(5, 8), "pass 1: TCC_HIT\npasses: 1 (lower bound: 4)\n");
+        assert_eq!(
+            share(0, 2),
+            "pass 1: SQ_WAVES | GRBM_COUNT (rotating every 1 dispatches)\npasses: 1 (lower bound: 4)\n"
+        );
+        assert_eq!(
+            share(1, 2),
+            "pass 1: TCC_HIT | SQ_INSTS_VALU (rotating every 1 dispatches)\npasses: 1 (lower bound: 4)\n"
+        );
+        assert_eq!(plan.for_rank(1, 2).runs[0].interval, 1);
+    }
+
+    /// The anchor joins every pass with room and leaves each group's counters as planned; a pass
+    /// without room is named in a note.
+    #[test]
+    fn the_anchor_joins_every_pass_with_room() {
+        let catalog = ArchCatalog::load("gfx942", &[] as &[&str]).unwrap();
+        let job = |counters: &[&str]| Job {
+            label: "--pmc".into(),
+            collection: Collection::Passes(names(counters)),
+            settings: Settings {
+                anchor: Some("GRBM_COUNT".into()),
+                ..Settings::default()
+            },
+        };
+        let jobs = vec![
+            job(&["SQ_WAVES"]),
+            job(&["GRBM_COUNT", "TCC_HIT"]),
+            // GRBM's counters per pass are taken by these.
+            job(&["GRBM_GUI_ACTIVE", "GRBM_CP_BUSY"]),
+        ];
+        let plan = plan_profile(jobs, &[catalog], &PlanOptions::default()).unwrap();
+        let render = plan.render();
+        assert!(
+            render.starts_with("pass 1: SQ_WAVES GRBM_COUNT\npass 2: GRBM_COUNT TCC_HIT\n"),
+            "{render}"
+        );
+        assert!(
+            render.contains("pass 3: GRBM_GUI_ACTIVE GRBM_CP_BUSY"),
+            "{render}"
+        );
+        assert_eq!(
+            plan.notes,
+            ["gfx942: pass 3: no room for the anchor GRBM_COUNT; that pass is compared by duration only"]
         );
     }
 }

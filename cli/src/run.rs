@@ -26,9 +26,11 @@ use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{unmatched_warning, write_merged_files, Formats, OutputError};
+use crate::merge::{unmatched_warning, Formats, OutputError};
 use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
 use crate::output::database::{CounterInfo, Database};
+use crate::output::estimates::Estimates;
+use crate::output::files::write_merged_files_with;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::output::regions;
@@ -689,7 +691,12 @@ pub fn run(
     if let Some(warning) = zeros.warning() {
         options.warn(warning);
     }
-    let merged = write_merged_files(&db, &directory, &base, formats).map_err(output_error)?;
+    let estimates = Estimates::compute(&db).map_err(output_error)?;
+    for warning in estimates.warnings() {
+        options.warn(warning);
+    }
+    let merged = write_merged_files_with(&db, &directory, &base, formats, &estimates)
+        .map_err(output_error)?;
     if !child::interrupted() {
         record_costs(
             options.app,
@@ -702,6 +709,11 @@ pub fn run(
     }
     let mut summary =
         crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    summary.push_str(
+        &estimates
+            .summary(&db, options.summary_top)
+            .map_err(output_error)?,
+    );
     if let Replay::Kernel { .. } = replay {
         summary.push_str(&replay_report.render(plan.runs.len()));
     }

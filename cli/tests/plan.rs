@@ -632,7 +632,8 @@ fn malformed_files() {
              kernel_iteration_range, output_directory, output_file, output_format, \
              truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
              summary, summary_output_file, stats, output_config, \
-             log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget"
+             log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget, anchor, \
+             spatial_multiplexing"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
@@ -1161,5 +1162,66 @@ fn replay_modes_are_planned_and_refused_where_they_cannot_apply() {
         &format!(
             "{budget}:3:27: replay_memory_budget: 'lots' is not a size (bytes, or a number with K, M, G or T)"
         ),
+    );
+}
+
+/// `--anchor` and the job key `anchor` put the counter in every pass with room; the flag and
+/// the key naming different counters is one message; `--spatial-multiplexing` without a
+/// launcher's rank and size is refused before the application runs.
+#[test]
+fn anchor_and_spatial_multiplexing() {
+    let s = Scratch::new("anchor");
+    let yaml = s.file(
+        "anchor.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    anchor: GRBM_COUNT\n  - pmc: [TCC_HIT]\n    anchor: GRBM_COUNT\n",
+    );
+    let plan =
+        "pass 1: SQ_WAVES GRBM_COUNT\npass 2: TCC_HIT GRBM_COUNT\npasses: 2 (lower bound: 2)\n";
+    assert_plan(
+        &rtl_pmc(&["--plan", "--arch", "gfx942", "-i", &yaml]),
+        plan,
+        "",
+    );
+    assert_plan(
+        &rtl_pmc(&[
+            "--plan",
+            "--arch",
+            "gfx942",
+            "--anchor",
+            "GRBM_COUNT",
+            "--pmc",
+            "SQ_WAVES",
+            "--pmc",
+            "TCC_HIT",
+        ]),
+        plan,
+        "",
+    );
+    assert_error(
+        &rtl_pmc(&[
+            "--plan", "--arch", "gfx942", "--anchor", "SQ_WAVES", "-i", &yaml,
+        ]),
+        &format!("{yaml}:3:13: anchor conflicts with --anchor on the command line"),
+    );
+    let out = rtl_pmc_in(
+        &s.0,
+        None,
+        &[
+            "--arch",
+            "gfx942",
+            "--spatial-multiplexing",
+            "--pmc",
+            "SQ_WAVES",
+            "--",
+            "true",
+        ],
+    );
+    assert_error(
+        &out,
+        "--spatial-multiplexing: no rank below the number of ranks from a launcher (one \
+         of OMPI_COMM_WORLD_RANK, PMI_RANK, SLURM_PROCID, RANK, LOCAL_RANK, MPI_RANK, \
+         MPI_LOCALRANKID, MPI_RANKID, MV2_COMM_WORLD_RANK and one of OMPI_COMM_WORLD_SIZE, \
+         PMI_SIZE, SLURM_NTASKS, WORLD_SIZE, MPI_SIZE, MV2_COMM_WORLD_SIZE); run rtl-pmc under \
+         mpirun, srun or torchrun, once per rank",
     );
 }

@@ -95,6 +95,8 @@ fn flagged() -> Settings {
         preload: vec!["libfirst.so".into()],
         replay_mode: Some(ReplayMode::Kernel),
         replay_memory_budget: Some(1 << 30),
+        anchor: Some("GRBM_COUNT".into()),
+        spatial_multiplexing: true,
     }
 }
 
@@ -265,6 +267,15 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
             kept(&cli.kernel_trace, &settings.kernel_trace),
         ),
         ("--preload", kept(&cli.preload, &settings.preload)),
+        (
+            "--kernel-trace",
+            kept(&cli.kernel_trace, &settings.kernel_trace),
+        ),
+        ("--anchor", kept(&cli.anchor, &settings.anchor)),
+        (
+            "--spatial-multiplexing",
+            kept(&cli.spatial_multiplexing, &settings.spatial_multiplexing),
+        ),
     ];
     for (what, kept) in kept {
         assert!(

@@ -457,17 +457,25 @@ pub struct ResultsWriter {
     counters: Vec<String>,
     index: u64,
     line: String,
+    estimates: super::estimates::PerDispatch,
 }
 
 impl ResultsWriter {
-    /// Starts `path` with the counter columns `counters` (in this order).
-    pub fn create(path: &Path, counters: &[String]) -> io::Result<ResultsWriter> {
+    /// Starts `path` with the counter columns `counters` (in this order), and after `EndNs` the
+    /// columns of counters `estimates` has for unmeasured dispatches.
+    pub fn create(
+        path: &Path,
+        counters: &[String],
+        estimates: &super::estimates::Estimates,
+    ) -> io::Result<ResultsWriter> {
         let mut out = AtomicFile::create(path)?;
+        let extra = estimates.csv_columns();
         let header: Vec<&str> = RESULTS_LEADING_COLUMNS
             .iter()
             .copied()
             .chain(counters.iter().map(String::as_str))
             .chain(["BeginNs", "EndNs"])
+            .chain(extra.iter().map(String::as_str))
             .collect();
         writeln!(out, "{}", header.join(","))?;
         Ok(ResultsWriter {
@@ -475,6 +483,7 @@ impl ResultsWriter {
             counters: counters.to_vec(),
             index: 0,
             line: String::new(),
+            estimates: estimates.per_dispatch(),
         })
     }
 
@@ -515,6 +524,7 @@ impl ResultsWriter {
             }
         }
         push_fields(line, &[d.start_ns, d.end_ns]);
+        self.estimates.push_csv_fields(line, d);
         line.push('\n');
         self.out.write_all(line.as_bytes())?;
         self.index += 1;

@@ -690,6 +690,15 @@ impl Database {
         sql(&self.temporary, r)
     }
 
+    /// Runs `work` on the connection, for modules that keep tables of their own (the
+    /// `rtl_estimate` family of `estimates`); SQLite's errors name this database.
+    pub fn with_connection<T>(
+        &self,
+        work: impl FnOnce(&Connection) -> rusqlite::Result<T>,
+    ) -> Result<T, DatabaseError> {
+        self.err(work(&self.conn))
+    }
+
     /// Records (or updates) a GPU.
     pub fn add_agent(&mut self, agent: &Agent) -> Result<(), DatabaseError> {
         self.add_node(agent, false)

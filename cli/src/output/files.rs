@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::csv::{ResultsWriter, Table};
 use super::database::{Database, DatabaseError};
+use super::estimates::Estimates;
 use super::json::JsonWriter;
 use super::model::Dispatch;
 use super::pass::{CounterCollectionFiles, CsvPaths};
@@ -99,12 +100,27 @@ fn roctx_json(
     serde_json::json!({"regions": regions, "dispatch_ranges": dispatches})
 }
 
-/// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database.
+/// Writes the merged files `<dir>/<base>.csv|.json|.pftrace` in one scan of the database, with
+/// the estimates computed (and kept in the database) first. The binary computes them itself,
+/// for its warnings and summary.
+#[cfg(test)]
 pub fn write_merged_files(
     db: &Database,
     dir: &Path,
     base: &str,
     formats: Formats,
+) -> Result<Vec<PathBuf>, OutputError> {
+    let estimates = Estimates::compute(db)?;
+    write_merged_files_with(db, dir, base, formats, &estimates)
+}
+
+/// [`write_merged_files`] with the profile's `estimates` already computed.
+pub fn write_merged_files_with(
+    db: &Database,
+    dir: &Path,
+    base: &str,
+    formats: Formats,
+    estimates: &Estimates,
 ) -> Result<Vec<PathBuf>, OutputError> {
     let counters = db.counter_names(None)?;
     let agents = db.agents()?;
@@ -112,6 +128,7 @@ pub fn write_merged_files(
         true => Some(ResultsWriter::create(
             &dir.join(format!("{base}.csv")),
             &counters,
+            estimates,
         )?),
         false => None,
     };
@@ -121,6 +138,7 @@ pub fn write_merged_files(
             &agents,
             &db.cpus()?,
             &db.facts()?,
+            estimates.json(),
         )?),
         false => None,
     };

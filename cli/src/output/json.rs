@@ -89,6 +89,7 @@ impl JsonWriter {
         gpus: &[Agent],
         cpus: &[Agent],
         facts: &ProfileFacts,
+        estimates: Value,
     ) -> io::Result<JsonWriter> {
         let mut out = AtomicFile::create(path)?;
         let node = Node::here();
@@ -176,11 +177,14 @@ impl JsonWriter {
                 "formatted_kernel_name": name,
             });
         }
-        let extras = json!({
+        let mut extras = json!({
             "version": JSON_VERSION,
             "processes": facts.processes,
             "counters": extras,
         });
+        if let (Some(extras), Value::Object(estimates)) = (extras.as_object_mut(), estimates) {
+            extras.extend(estimates);
+        }
         write!(
             out,
             "{{\"rocprofiler-sdk-tool\":[{{\"metadata\":{metadata},\"agents\":{},\

@@ -4,6 +4,7 @@
 pub mod atomic;
 pub mod csv;
 pub mod database;
+pub mod estimates;
 pub mod fast_map;
 pub mod files;
 pub mod json;

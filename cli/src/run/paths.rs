@@ -26,7 +26,7 @@ pub const SIZE_VARIABLES: [&str; 6] = [
 ];
 
 /// The first of `variables` set (and not blank) in `lookup`.
-fn first_set(variables: &[&str], lookup: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+pub fn first_set(variables: &[&str], lookup: &dyn Fn(&str) -> Option<String>) -> Option<String> {
     variables
         .iter()
         .find_map(|v| lookup(v).filter(|s| !s.trim().is_empty()))

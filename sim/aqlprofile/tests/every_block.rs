@@ -98,6 +98,7 @@ fn every_block(arch: &'static str, legacy_agent: u64, device: u32) -> usize {
                     start_ns: time + 1_000,
                     end_ns: time + 41_000,
                     computed: false,
+                    variation: None,
                 };
                 execute(device, start, time + 1_000);
                 gpu::kernel_started(&k);

@@ -57,6 +57,8 @@ struct DeviceState {
     clock: u64,
     dispatches: u64,
     order: u64,
+    /// Dispatches launched so far per kernel name, for `RTL_SIM_VARIATION`.
+    occurrences: std::collections::HashMap<String, u64>,
 }
 
 struct DeviceQueue {
@@ -369,7 +371,28 @@ impl DeviceState {
         let grid = [p.grid_size_x, p.grid_size_y, p.grid_size_z];
         let workgroup = [p.workgroup_size_x, p.workgroup_size_y, p.workgroup_size_z];
         let kernel = kernel_by_object(p.kernel_object);
-        let end = start + kernel_duration_ns(grid, workgroup, device.cu_count);
+        let unknown_name;
+        let name = match &kernel {
+            Some(k) => k.name.as_str(),
+            None => {
+                unknown_name = format!("kernel_0x{:x}", p.kernel_object);
+                unknown_name.as_str()
+            }
+        };
+        let variation = settings().variation.map(|(seed, stream)| {
+            let occurrence = self.occurrences.entry(name.to_string()).or_default();
+            let scale = gpu::variation::scale(seed, stream, name, *occurrence, settings().run);
+            *occurrence += 1;
+            gpu::Variation {
+                behaviour: gpu::variation::behaviour(seed, name),
+                scale,
+            }
+        });
+        let duration = kernel_duration_ns(grid, workgroup, device.cu_count);
+        let end = start
+            + variation.map_or(duration, |v| {
+                gpu::variation::apply(duration, v.scale).max(1)
+            });
         let wave_size = kernel
             .as_ref()
             .map(|k| k.meta.wavefront_size)
@@ -385,14 +408,6 @@ impl DeviceState {
                 kernel: k,
             })
         });
-        let unknown;
-        let name = match &kernel {
-            Some(k) => k.name.as_str(),
-            None => {
-                unknown = format!("kernel_0x{:x}", p.kernel_object);
-                unknown.as_str()
-            }
-        };
         gpu::kernel_started(&gpu::KernelRun {
             agent_node_id: device.node_id,
             arch: &device.arch,
@@ -408,6 +423,7 @@ impl DeviceState {
             start_ns: start,
             end_ns: end,
             computed,
+            variation,
         });
         self.dispatches += 1;
         self.order += 1;

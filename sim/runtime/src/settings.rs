@@ -28,6 +28,11 @@ pub struct Settings {
     pub fail_signal_create: Option<u64>,
     /// `RTL_SIM_SLOW=F`: kernel duration factor.
     pub slow: f64,
+    /// `RTL_SIM_VARIATION=SEED[:STREAM]`: per-dispatch variation of the value model (seed,
+    /// stream; stream 0 when not given).
+    pub variation: Option<(u64, u64)>,
+    /// This process's run index, counted in `RTL_SIM_RUN_FILE` (0 without it).
+    pub run: u64,
 }
 
 fn env(name: &str) -> Option<String> {
@@ -95,8 +100,34 @@ impl Settings {
             fail_queue_create: count("RTL_SIM_FAIL_QUEUE_CREATE"),
             fail_signal_create: count("RTL_SIM_FAIL_SIGNAL_CREATE"),
             slow,
+            variation: env("RTL_SIM_VARIATION").and_then(|v| {
+                let (seed, stream) = v.trim().split_once(':').unwrap_or((v.trim(), "0"));
+                match (seed.parse::<u64>(), stream.parse::<u64>()) {
+                    (Ok(seed), Ok(stream)) => Some((seed, stream)),
+                    _ => {
+                        warn(format!(
+                            "RTL_SIM_VARIATION={v} must be SEED or SEED:STREAM (unsigned integers); ignored"
+                        ));
+                        None
+                    }
+                }
+            }),
+            run: env("RTL_SIM_RUN_FILE").map_or(0, |path| next_run(&path)),
         }
     }
+}
+
+/// Reads the run index in `path` (0 when the file is missing) and writes the next one, so each
+/// process of a sequence of runs gets its own.
+fn next_run(path: &str) -> u64 {
+    let run = std::fs::read_to_string(path)
+        .ok()
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if let Err(e) = std::fs::write(path, format!("{}\n", run + 1)) {
+        warn(format!("RTL_SIM_RUN_FILE={path}: cannot write: {e}"));
+    }
+    run
 }
 
 /// The process's settings.

@@ -27,6 +27,7 @@ fn every_dispatch_appends_one_line_with_the_named_counters() {
         start_ns: 1_000,
         end_ns: 2_000,
         computed: false,
+        variation: None,
     };
     gpu::kernel_started(&k);
     k.dispatch_index = 1;

@@ -27,6 +27,7 @@ fn run(
         start_ns: start,
         end_ns: end,
         computed: false,
+        variation: None,
     }
 }
 

@@ -159,6 +159,7 @@ fn run_of(kernel: &'static str, grid: u32, queue: u64, t: Time) -> KernelRun<'st
         start_ns: t.start,
         end_ns: t.end,
         computed: false,
+        variation: None,
     }
 }
 

@@ -25,6 +25,7 @@ fn kernel(device: u32, arch: &'static str, start: u64, end: u64) -> KernelRun<'s
         start_ns: start,
         end_ns: end,
         computed: false,
+        variation: None,
     }
 }
 

@@ -401,6 +401,7 @@ pub fn run(
         start_ns: start,
         end_ns: end,
         computed: false,
+        variation: None,
     }
 }
 

@@ -23,6 +23,7 @@ pub mod model;
 pub mod pm4;
 mod program;
 mod truth;
+pub mod variation;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -65,6 +66,17 @@ pub struct KernelRun<'a> {
     /// Whether the simulated GPU computed the kernel's results on host memory (a fixture or
     /// HIP blit kernel) or only timed and counted it.
     pub computed: bool,
+    /// The dispatch's variation under `RTL_SIM_VARIATION` (`None`: the exact model).
+    pub variation: Option<Variation>,
+}
+
+/// How one dispatch departs from the exact model (see [`variation`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Variation {
+    /// The kernel's behaviour under the seed.
+    pub behaviour: variation::Behaviour,
+    /// The dispatch's work factor, in thousandths.
+    pub scale: u32,
 }
 
 /// What the counter model needs to know about a device beyond its architecture.
@@ -284,6 +296,7 @@ impl KernelRun<'_> {
             private_segment_size: self.private_segment_size,
             wave_size: self.wave_size,
             cycles: cycles_between(self.start_ns, self.end_ns, clock_mhz),
+            scale: self.variation.map_or(variation::UNIT, |v| v.scale),
         }
     }
 }

@@ -8,6 +8,7 @@
 //! a counting window is exact.
 
 use super::arch::{Block, Geometry, Layout};
+use super::variation::apply;
 
 /// What the value model knows about one kernel dispatch.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -28,6 +29,8 @@ pub struct Dispatch {
     pub wave_size: u32,
     /// Duration in engine clock cycles.
     pub cycles: u64,
+    /// Work factor in thousandths (1000: the exact model; see `variation`).
+    pub scale: u32,
 }
 
 /// How a counter behaves over time.
@@ -180,8 +183,8 @@ fn facts(d: &Dispatch, geometry: &Geometry) -> Facts {
         waves,
         cycles: d.cycles,
         prof,
-        rd_req: (items * prof.rd_bytes).div_ceil(64),
-        wr_req: (items * prof.wr_bytes).div_ceil(64),
+        rd_req: apply((items * prof.rd_bytes).div_ceil(64), d.scale),
+        wr_req: apply((items * prof.wr_bytes).div_ceil(64), d.scale),
         resident: waves.min(u64::from(geometry.cu.max(1)) * 32),
     }
 }
@@ -231,7 +234,7 @@ pub fn event_values(
         let h = hash(&[salt.as_bytes(), d.kernel.as_bytes()]);
         f.cycles * (400 + h % 600) / 1000
     };
-    let per_wave = |k: u64| split(f.waves * k, &w);
+    let per_wave = |k: u64| split(apply(f.waves * k, d.scale), &w);
     let key = match name {
         Some(n) => n.to_string(),
         None => format!("{}#{event}", block.name),
@@ -247,7 +250,7 @@ pub fn event_values(
         };
     }
     match key.as_str() {
-        "SQ_WAVES" => per_wave(1),
+        "SQ_WAVES" => split(f.waves, &w),
         "SQ_INSTS_VALU" => per_wave(prof.valu),
         "SQ_INSTS_SALU" => per_wave(prof.salu),
         "SQ_INSTS_SMEM" => per_wave(prof.smem),
@@ -327,7 +330,7 @@ fn hashed(d: &Dispatch, geometry: &Geometry, name: &str, f: &Facts, w: &[u64]) -
     let geo_bytes: Vec<u8> = geo.iter().flat_map(|g| g.to_le_bytes()).collect();
     let grid: Vec<u8> = d.grid.iter().flat_map(|g| g.to_le_bytes()).collect();
     let h = hash(&[name.as_bytes(), d.kernel.as_bytes(), &grid, &geo_bytes]);
-    let total = f.waves * (1 + h % 29) + (h >> 20) % 1013 + 1;
+    let total = apply(f.waves * (1 + h % 29) + (h >> 20) % 1013 + 1, d.scale);
     let weights: Vec<u64> = w
         .iter()
         .enumerate()

@@ -121,8 +121,15 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
             )
         })
         .collect();
+    let variation = run.variation.map_or(String::new(), |v| {
+        format!(
+            "\"behaviour\":\"{}\",\"scale\":{},",
+            v.behaviour.name(),
+            v.scale
+        )
+    });
     format!(
-        "{{\"pid\":{},\"agent\":{},\"queue\":{},\"kernel\":{},\"dispatch\":{},\"start\":{},\"end\":{},\"computed\":{},\"counters\":{{{}}}}}\n",
+        "{{\"pid\":{},\"agent\":{},\"queue\":{},\"kernel\":{},\"dispatch\":{},\"start\":{},\"end\":{},\"computed\":{},{variation}\"counters\":{{{}}}}}\n",
         std::process::id(),
         run.agent_node_id,
         run.queue_id,
