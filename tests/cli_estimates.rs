@@ -701,3 +701,83 @@ fn fewer_ranks_than_groups_rotate_and_merge_from_the_dispatches() {
         assert_eq!(e.get("reliable"), 0.0, "2 measured dispatches are too few");
     }
 }
+
+/// The issue's case: 4 ranks and 4 groups, one rank per group. With one measuring rank there is
+/// no spread between ranks, so the merge estimates each counter from that rank's dispatches
+/// standing for all dispatches of the four ranks (`N·x̄` with the finite-population error) and
+/// says so (method `dispatches`); each true total lies within its 95% interval.
+#[test]
+fn four_ranks_over_four_groups_merge_into_estimates_within_their_errors() {
+    const RANKS: usize = 4;
+    let dir = scratch("spatial-four");
+    let groups = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
+    let runs: Vec<Run> = (0..RANKS)
+        .map(|rank| {
+            let rank_dir = dir.join(format!("rank_{rank}"));
+            std::fs::create_dir_all(&rank_dir).unwrap();
+            let mut args = vec!["--spatial-multiplexing"];
+            for g in &groups {
+                args.extend(["--pmc", g]);
+            }
+            let run = profile(
+                &rank_dir,
+                &format!("4:{rank}"),
+                &args,
+                &["--iterations", "4"],
+                &groups,
+                &[
+                    ("OMPI_COMM_WORLD_RANK", rank.to_string()),
+                    ("OMPI_COMM_WORLD_SIZE", RANKS.to_string()),
+                ],
+            );
+            run.assert_success();
+            assert!(
+                run.stderr()
+                    .contains(&format!("[pass 1/1] {}\n", groups[rank])),
+                "rank {rank}: {}",
+                run.stderr()
+            );
+            run
+        })
+        .collect();
+    let merged = dir.join("merged");
+    let output = Command::new(artifact("rtl-pmc"))
+        .arg("merge")
+        .arg("-d")
+        .arg(&merged)
+        .args(runs.iter().map(|r| &r.out))
+        .output()
+        .expect("rtl-pmc merge starts");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.lines().any(|l| l
+            == "rtl-pmc: ranks per counter group: group 1 (SQ_WAVES): 1 rank; group 2 \
+                (TCC_HIT): 1 rank; group 3 (SQ_INSTS_VALU): 1 rank; group 4 (GRBM_COUNT): 1 \
+                rank"),
+        "{stderr}"
+    );
+    let all = Run {
+        output,
+        out: merged,
+        truth: runs.iter().flat_map(|r| r.truth.clone()).collect(),
+    };
+    let estimates = all.estimates();
+    assert_eq!(estimates.len(), 4 * groups.len());
+    for e in &estimates {
+        let truth = all.true_total(&e.kernel, &e.counter) as f64;
+        assert_eq!(e.method, "dispatches", "{} {}", e.kernel, e.counter);
+        assert_eq!(e.get("dispatches"), (RANKS * 4) as f64);
+        assert_eq!(e.get("sampled"), 4.0, "one rank × 4 dispatches");
+        assert!(
+            e.get("low95") <= truth && truth <= e.get("high95"),
+            "{} {}: {} ± {} (95%: {}..{}) against the true {truth}",
+            e.kernel,
+            e.counter,
+            e.get("total"),
+            e.get("error"),
+            e.get("low95"),
+            e.get("high95")
+        );
+    }
+}
