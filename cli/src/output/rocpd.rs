@@ -30,7 +30,8 @@ use rusqlite::{params, Connection};
 pub struct RunInfo {
     /// The application's command line.
     pub command: Vec<String>,
-    /// The environment the application ran with, as `NAME=value` pairs.
+    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
+    /// `(NAME, value)` pairs.
     pub environment: Vec<(String, String)>,
     /// The application processes' parent (rtl-pmc itself), when it is known.
     pub ppid: Option<u32>,
@@ -798,9 +799,10 @@ pub fn write(conn: &Connection, guid: &str, run: &RunInfo) -> rusqlite::Result<(
 /// `sql` with every `INSERT [OR IGNORE] INTO rocpd_<name>` aimed at the physical table (the unsuffixed
 /// names are views).
 fn into_tables(sql: &str, uuid: &str) -> String {
-    let insert = regex::Regex::new(r"(INSERT (?:OR IGNORE )?INTO) (rocpd_[a-z_]+)")
-        .expect("a valid pattern");
-    insert
+    static INSERT: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"(INSERT (?:OR IGNORE )?INTO) (rocpd_[a-z_]+)").expect("a valid pattern")
+    });
+    INSERT
         .replace_all(sql, format!("${{1}} \"${{2}}{uuid}\""))
         .into_owned()
 }
