@@ -553,7 +553,8 @@ impl Interposer {
         self.roctx
             .as_ref()
             .map_or_else(Enclosing::default, |roctx| Enclosing {
-                ranges: roctx.thread_stack(),
+                ranges: roctx
+                    .thread_stack(self.config.kernel_rename || self.selector.reads_range_names()),
                 resumed: roctx.resumed(),
             })
     }

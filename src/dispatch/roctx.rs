@@ -109,27 +109,33 @@ impl Roctx {
     }
 
     /// The open push/pop ranges of the calling thread, outermost first.
-    pub fn thread_stack(&self) -> Vec<OpenRange> {
+    ///
+    /// The names are copied only `with_names` (a selection or renaming reads them); without,
+    /// each range has an empty name and the call allocates nothing but the list.
+    pub fn thread_stack(&self, with_names: bool) -> Vec<OpenRange> {
+        struct Visit {
+            with_names: bool,
+            out: Vec<OpenRange>,
+        }
         unsafe extern "C" fn visit(context: *mut c_void, id: u64, name: *const u8, len: usize) {
             let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `context` is the Vec below, alive for the call.
-                let out = unsafe { &mut *(context as *mut Vec<OpenRange>) };
-                let bytes = if name.is_null() {
-                    &[][..]
-                } else {
+                // SAFETY: `context` is the Visit below, alive for the call.
+                let visit = unsafe { &mut *(context as *mut Visit) };
+                let name = match (visit.with_names, name.is_null()) {
                     // SAFETY: the library passes `len` readable bytes.
-                    unsafe { std::slice::from_raw_parts(name, len) }
+                    (true, false) => text(unsafe { std::slice::from_raw_parts(name, len) }).0,
+                    _ => String::new(),
                 };
-                out.push(OpenRange {
-                    id,
-                    name: text(bytes).0,
-                });
+                visit.out.push(OpenRange { id, name });
             }));
         }
-        let mut out: Vec<OpenRange> = Vec::new();
+        let mut context = Visit {
+            with_names,
+            out: Vec::new(),
+        };
         // SAFETY: the library's entry point with a callback and context valid for the call.
-        unsafe { (self.stack)(Some(visit), &mut out as *mut Vec<OpenRange> as *mut c_void) };
-        out
+        unsafe { (self.stack)(Some(visit), &mut context as *mut Visit as *mut c_void) };
+        context.out
     }
 
     /// Whether the application resumed the profiler (and did not pause it since).

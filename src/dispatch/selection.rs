@@ -78,6 +78,11 @@ fn compile(which: &'static str, pattern: &Option<String>) -> Result<Option<Regex
 }
 
 impl Selector {
+    /// Whether selecting reads the names of the roctx ranges around a dispatch.
+    pub fn reads_range_names(&self) -> bool {
+        self.roctx_include.is_some()
+    }
+
     /// A selector for `filters`, rotating groups every `group_interval` wrapped dispatches.
     pub fn new(filters: &KernelFilters, group_interval: u64) -> Result<Selector, SelectionError> {
         Ok(Selector {
