@@ -506,51 +506,53 @@ fn kernels_whose_passes_disagree_are_flagged_and_stable_ones_are_not() {
     }
 }
 
-/// A job of 16 ranks spreads four groups over them (`--spatial-multiplexing`, rank and size
-/// from Open MPI's variables), each rank's application varying with its own stream of one seed
-/// (the same kernels stable, noisy or drifting on every rank, with different values); `rtl-pmc
-/// merge` says which group had how many ranks and estimates every counter's total over all 16
-/// ranks from the four that measured it, with an error from the spread between those ranks:
-/// each true total lies within its 95% interval. (An outcome of seed 4, not a certainty: over
-/// seeds 3 to 7, 78 of these 80 intervals cover their true totals; seeds 3 and 6 each leave one
-/// TCC_HIT total just outside, as 95% intervals from four ranks may. The calibration test above
-/// measures coverage.)
-#[test]
-fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
-    const RANKS: usize = 16;
-    let dir = scratch("spatial");
-    let groups = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
+/// The counter groups the spatial multiplexing tests spread over ranks, one per `--pmc`.
+const RANK_GROUPS: [&str; 4] = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
+
+/// Runs `ranks` ranks of a job spreading [`RANK_GROUPS`] over them (`--spatial-multiplexing`,
+/// rank and size from Open MPI's variables, each rank's application varying with its own stream
+/// of seed 4, given `app` arguments), two ranks at a time; checks that rank r collects the
+/// groups `mine(r)` names on its pass line, merges the ranks with `rtl-pmc merge` and checks
+/// its line of ranks per group. Returns the ranks and the merge, with every rank's ground truth.
+fn spread_and_merge(
+    name: &str,
+    ranks: usize,
+    app: &[&str],
+    mine: &(dyn Fn(usize) -> String + Sync),
+    ranks_per_group: &str,
+) -> (Vec<Run>, Run) {
+    let dir = scratch(name);
     let rank_run = |rank: usize| {
         let rank_dir = dir.join(format!("rank_{rank}"));
         std::fs::create_dir_all(&rank_dir).unwrap();
         let mut args = vec!["--spatial-multiplexing"];
-        for g in &groups {
+        for g in &RANK_GROUPS {
             args.extend(["--pmc", g]);
         }
         let run = profile(
             &rank_dir,
             &format!("4:{rank}"),
             &args,
-            &["--iterations", "4"],
-            &groups,
+            app,
+            &RANK_GROUPS,
             &[
                 ("OMPI_COMM_WORLD_RANK", rank.to_string()),
-                ("OMPI_COMM_WORLD_SIZE", RANKS.to_string()),
+                ("OMPI_COMM_WORLD_SIZE", ranks.to_string()),
             ],
         );
         run.assert_success();
+        let line = format!("[pass 1/1] {}\n", mine(rank));
         assert!(
-            run.stderr()
-                .contains(&format!("[pass 1/1] {}\n", groups[rank % 4])),
-            "rank {rank}: {}",
+            run.stderr().contains(&line),
+            "rank {rank}: {line}{}",
             run.stderr()
         );
         run
     };
     let runs: Vec<Run> = std::thread::scope(|s| {
-        let halves: Vec<_> = [0..RANKS / 2, RANKS / 2..RANKS]
+        let halves: Vec<_> = [0..ranks / 2, ranks / 2..ranks]
             .into_iter()
-            .map(|ranks| s.spawn(move || ranks.map(rank_run).collect::<Vec<_>>()))
+            .map(|half| s.spawn(|| half.map(rank_run).collect::<Vec<_>>()))
             .collect();
         halves
             .into_iter()
@@ -565,27 +567,28 @@ fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
         .args(runs.iter().map(|r| &r.out))
         .output()
         .expect("rtl-pmc merge starts");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.lines().any(|l| l
-            == "rtl-pmc: ranks per counter group: group 1 (SQ_WAVES): 4 ranks; group 2 \
-                (TCC_HIT): 4 ranks; group 3 (SQ_INSTS_VALU): 4 ranks; group 4 (GRBM_COUNT): 4 \
-                ranks"),
-        "{stderr}"
-    );
+    let line = format!("rtl-pmc: ranks per counter group: {ranks_per_group}");
+    assert!(stderr.lines().any(|l| l == line), "{line}\n{stderr}");
     let all = Run {
         output,
         out: merged,
         truth: runs.iter().flat_map(|r| r.truth.clone()).collect(),
     };
+    (runs, all)
+}
+
+/// Every estimate of the merge `all` made by `method` over 4 dispatches per kernel of each of
+/// `ranks` ranks, `sampled` of them measured, with its true total within its 95% interval.
+fn assert_estimates_hold_the_truth(all: &Run, method: &str, ranks: usize, sampled: f64) {
     let estimates = all.estimates();
-    assert_eq!(estimates.len(), 4 * groups.len());
+    assert_eq!(estimates.len(), 4 * RANK_GROUPS.len());
     for e in &estimates {
         let truth = all.true_total(&e.kernel, &e.counter) as f64;
-        assert_eq!(e.method, "ranks", "{} {}", e.kernel, e.counter);
-        assert_eq!(e.get("dispatches"), (RANKS * 4) as f64);
-        assert_eq!(e.get("sampled"), 16.0, "4 ranks × 4 dispatches");
+        assert_eq!(e.method, method, "{} {}", e.kernel, e.counter);
+        assert_eq!(e.get("dispatches"), (ranks * 4) as f64);
+        assert_eq!(e.get("sampled"), sampled);
         assert!(
             e.get("low95") <= truth && truth <= e.get("high95"),
             "{} {}: {} ± {} (95%: {}..{}) against the true {truth}",
@@ -597,6 +600,30 @@ fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
             e.get("high95")
         );
     }
+}
+
+/// A job of 16 ranks spreads four groups over them (`--spatial-multiplexing`, rank and size
+/// from Open MPI's variables), each rank's application varying with its own stream of one seed
+/// (the same kernels stable, noisy or drifting on every rank, with different values); `rtl-pmc
+/// merge` says which group had how many ranks and estimates every counter's total over all 16
+/// ranks from the four that measured it, with an error from the spread between those ranks:
+/// each true total lies within its 95% interval. (An outcome of seed 4, not a certainty: over
+/// seeds 3 to 7, 78 of these 80 intervals cover their true totals; seeds 3 and 6 each leave one
+/// TCC_HIT total just outside, as 95% intervals from four ranks may. The calibration test above
+/// measures coverage.)
+#[test]
+fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
+    const RANKS: usize = 16;
+    let (_, all) = spread_and_merge(
+        "spatial",
+        RANKS,
+        &["--iterations", "4"],
+        &|rank| RANK_GROUPS[rank % 4].to_string(),
+        "group 1 (SQ_WAVES): 4 ranks; group 2 (TCC_HIT): 4 ranks; group 3 (SQ_INSTS_VALU): 4 \
+         ranks; group 4 (GRBM_COUNT): 4 ranks",
+    );
+    // 4 ranks × 4 dispatches measured each counter.
+    assert_estimates_hold_the_truth(&all, "ranks", RANKS, 16.0);
     let conn = rusqlite::Connection::open(all.out.join("results.db")).unwrap();
     let rank_groups: Vec<(u32, String, u32, String)> = conn
         .prepare("SELECT grp, counters, ranks, inputs FROM rtl_rank_group ORDER BY grp")
@@ -616,6 +643,24 @@ fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
     );
 }
 
+/// The issue's case: 4 ranks and 4 groups, one rank per group. With one measuring rank there is
+/// no spread between ranks, so the merge estimates each counter from that rank's dispatches
+/// standing for all dispatches of the four ranks (`N·x̄` with the finite-population error) and
+/// says so (method `dispatches`); each true total lies within its 95% interval.
+#[test]
+fn four_ranks_over_four_groups_merge_into_estimates_within_their_errors() {
+    let (_, all) = spread_and_merge(
+        "spatial-four",
+        4,
+        &["--iterations", "4"],
+        &|rank| RANK_GROUPS[rank].to_string(),
+        "group 1 (SQ_WAVES): 1 rank; group 2 (TCC_HIT): 1 rank; group 3 (SQ_INSTS_VALU): 1 \
+         rank; group 4 (GRBM_COUNT): 1 rank",
+    );
+    // One rank × 4 dispatches measured each counter.
+    assert_estimates_hold_the_truth(&all, "dispatches", 4, 4.0);
+}
+
 /// Two ranks and four groups: each rank rotates through its two groups per dispatch (rank 0
 /// groups 1 and 3, rank 1 groups 2 and 4), and the merge, with one measuring rank per counter,
 /// estimates each counter from that rank's measured dispatches standing for all dispatches of
@@ -623,63 +668,23 @@ fn ranks_spread_groups_and_merge_into_estimates_within_their_errors() {
 /// `results.csv`.
 #[test]
 fn fewer_ranks_than_groups_rotate_and_merge_from_the_dispatches() {
-    let dir = scratch("spatial-rotating");
-    let groups = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
-    let runs: Vec<Run> = (0..2)
-        .map(|rank| {
-            let rank_dir = dir.join(format!("rank_{rank}"));
-            std::fs::create_dir_all(&rank_dir).unwrap();
-            let mut args = vec!["--spatial-multiplexing"];
-            for g in &groups {
-                args.extend(["--pmc", g]);
-            }
-            let run = profile(
-                &rank_dir,
-                &format!("4:{rank}"),
-                &args,
-                &[
-                    "--iterations",
-                    "4",
-                    "--kernel",
-                    "vadd",
-                    "--kernel",
-                    "saxpy",
-                    "--kernel",
-                    "fill",
-                ],
-                &groups,
-                &[
-                    ("OMPI_COMM_WORLD_RANK", rank.to_string()),
-                    ("OMPI_COMM_WORLD_SIZE", "2".to_string()),
-                ],
-            );
-            run.assert_success();
-            let mine = format!("[pass 1/1] {} {}\n", groups[rank], groups[rank + 2]);
-            assert!(run.stderr().contains(&mine), "{mine}{}", run.stderr());
-            run
-        })
-        .collect();
-    let merged = dir.join("merged");
-    let output = Command::new(artifact("rtl-pmc"))
-        .arg("merge")
-        .arg("-d")
-        .arg(&merged)
-        .args(runs.iter().map(|r| &r.out))
-        .output()
-        .expect("rtl-pmc merge starts");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.lines().any(|l| l
-            == "rtl-pmc: ranks per counter group: group 1 (SQ_WAVES SQ_INSTS_VALU): 1 rank; \
-                group 2 (TCC_HIT GRBM_COUNT): 1 rank"),
-        "{stderr}"
+    let groups = RANK_GROUPS;
+    let (runs, all) = spread_and_merge(
+        "spatial-rotating",
+        2,
+        &[
+            "--iterations",
+            "4",
+            "--kernel",
+            "vadd",
+            "--kernel",
+            "saxpy",
+            "--kernel",
+            "fill",
+        ],
+        &|rank| format!("{} {}", RANK_GROUPS[rank], RANK_GROUPS[rank + 2]),
+        "group 1 (SQ_WAVES SQ_INSTS_VALU): 1 rank; group 2 (TCC_HIT GRBM_COUNT): 1 rank",
     );
-    let all = Run {
-        output,
-        out: merged,
-        truth: Vec::new(),
-    };
     let estimates = all.estimates();
     assert_eq!(estimates.len(), 3 * groups.len());
     for e in &estimates {
@@ -699,85 +704,5 @@ fn fewer_ranks_than_groups_rotate_and_merge_from_the_dispatches() {
         assert_eq!(e.get("total"), big * mean, "{} {}", e.kernel, e.counter);
         assert!((e.get("error") - error).abs() <= 1e-9 * error.max(1.0));
         assert_eq!(e.get("reliable"), 0.0, "2 measured dispatches are too few");
-    }
-}
-
-/// The issue's case: 4 ranks and 4 groups, one rank per group. With one measuring rank there is
-/// no spread between ranks, so the merge estimates each counter from that rank's dispatches
-/// standing for all dispatches of the four ranks (`N·x̄` with the finite-population error) and
-/// says so (method `dispatches`); each true total lies within its 95% interval.
-#[test]
-fn four_ranks_over_four_groups_merge_into_estimates_within_their_errors() {
-    const RANKS: usize = 4;
-    let dir = scratch("spatial-four");
-    let groups = ["SQ_WAVES", "TCC_HIT", "SQ_INSTS_VALU", "GRBM_COUNT"];
-    let runs: Vec<Run> = (0..RANKS)
-        .map(|rank| {
-            let rank_dir = dir.join(format!("rank_{rank}"));
-            std::fs::create_dir_all(&rank_dir).unwrap();
-            let mut args = vec!["--spatial-multiplexing"];
-            for g in &groups {
-                args.extend(["--pmc", g]);
-            }
-            let run = profile(
-                &rank_dir,
-                &format!("4:{rank}"),
-                &args,
-                &["--iterations", "4"],
-                &groups,
-                &[
-                    ("OMPI_COMM_WORLD_RANK", rank.to_string()),
-                    ("OMPI_COMM_WORLD_SIZE", RANKS.to_string()),
-                ],
-            );
-            run.assert_success();
-            assert!(
-                run.stderr()
-                    .contains(&format!("[pass 1/1] {}\n", groups[rank])),
-                "rank {rank}: {}",
-                run.stderr()
-            );
-            run
-        })
-        .collect();
-    let merged = dir.join("merged");
-    let output = Command::new(artifact("rtl-pmc"))
-        .arg("merge")
-        .arg("-d")
-        .arg(&merged)
-        .args(runs.iter().map(|r| &r.out))
-        .output()
-        .expect("rtl-pmc merge starts");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(
-        stderr.lines().any(|l| l
-            == "rtl-pmc: ranks per counter group: group 1 (SQ_WAVES): 1 rank; group 2 \
-                (TCC_HIT): 1 rank; group 3 (SQ_INSTS_VALU): 1 rank; group 4 (GRBM_COUNT): 1 \
-                rank"),
-        "{stderr}"
-    );
-    let all = Run {
-        output,
-        out: merged,
-        truth: runs.iter().flat_map(|r| r.truth.clone()).collect(),
-    };
-    let estimates = all.estimates();
-    assert_eq!(estimates.len(), 4 * groups.len());
-    for e in &estimates {
-        let truth = all.true_total(&e.kernel, &e.counter) as f64;
-        assert_eq!(e.method, "dispatches", "{} {}", e.kernel, e.counter);
-        assert_eq!(e.get("dispatches"), (RANKS * 4) as f64);
-        assert_eq!(e.get("sampled"), 4.0, "one rank × 4 dispatches");
-        assert!(
-            e.get("low95") <= truth && truth <= e.get("high95"),
-            "{} {}: {} ± {} (95%: {}..{}) against the true {truth}",
-            e.kernel,
-            e.counter,
-            e.get("total"),
-            e.get("error"),
-            e.get("low95"),
-            e.get("high95")
-        );
     }
 }
