@@ -706,3 +706,52 @@ fn fewer_ranks_than_groups_rotate_and_merge_from_the_dispatches() {
         assert_eq!(e.get("reliable"), 0.0, "2 measured dispatches are too few");
     }
 }
+
+/// Two groups rotating every dispatch over an application that launches four kernels in turn:
+/// each kernel always meets the same group, so half the kernel-counter pairs are never measured.
+/// They get no estimate, and one warning names each of them.
+#[test]
+fn counters_the_rotation_never_reaches_are_named() {
+    let dir = scratch("never-measured");
+    let input = dir.join("groups.yaml");
+    std::fs::write(
+        &input,
+        "jobs:\n  - pmc_groups: [[SQ_WAVES], [SQ_INSTS_VALU]]\n    pmc_group_interval: 1\n",
+    )
+    .unwrap();
+    let run = profile(
+        &dir,
+        "3",
+        &["-i", input.to_str().unwrap()],
+        &["--iterations", "6"],
+        &["SQ_WAVES", "SQ_INSTS_VALU"],
+        &[],
+    );
+    run.assert_success();
+    let pairs: Vec<(String, String)> = run
+        .estimates()
+        .into_iter()
+        .map(|e| (e.kernel, e.counter))
+        .collect();
+    assert_eq!(
+        pairs,
+        [
+            ("fill".to_string(), "SQ_WAVES".to_string()),
+            ("increment".to_string(), "SQ_INSTS_VALU".to_string()),
+            ("saxpy".to_string(), "SQ_INSTS_VALU".to_string()),
+            ("vadd".to_string(), "SQ_WAVES".to_string()),
+        ]
+    );
+    let warning = "rtl-pmc: warning: counters never measured on any dispatch of these kernels, so \
+        neither measured nor estimated there: fill [4096/256] (6 dispatches): SQ_INSTS_VALU; \
+        increment [4096/256] (6 dispatches): SQ_WAVES; saxpy [4096/256] (6 dispatches): \
+        SQ_WAVES; vadd [4096/256] (6 dispatches): SQ_INSTS_VALU; pmc_groups rotating in step \
+        with the order the application launches its kernels (choose another \
+        pmc_group_interval) or passes that never reached them do this";
+    let stderr = run.stderr();
+    assert_eq!(
+        stderr.lines().filter(|l| *l == warning).count(),
+        1,
+        "{stderr}"
+    );
+}

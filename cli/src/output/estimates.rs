@@ -491,6 +491,9 @@ impl Estimates {
                 list.join(", "),
             ));
         }
+        if let Some(unmeasured) = self.unmeasured() {
+            out.push(unmeasured);
+        }
         for e in &self.estimates {
             if let Some(why) = &e.impossible {
                 out.push(format!(
@@ -501,6 +504,44 @@ impl Estimates {
             }
         }
         out
+    }
+
+    /// The warning for counters measured in some strata and never in others: there they are
+    /// neither measured nor estimated.
+    fn unmeasured(&self) -> Option<String> {
+        let mut counters: Vec<&str> = Vec::new();
+        let mut strata: Vec<(String, u64, Vec<&str>)> = Vec::new();
+        for e in &self.estimates {
+            if !counters.contains(&e.counter.as_str()) {
+                counters.push(&e.counter);
+            }
+            let label = e.stratum.label();
+            match strata.iter_mut().find(|s| s.0 == label) {
+                Some(s) => s.2.push(&e.counter),
+                None => strata.push((label, e.dispatches, vec![e.counter.as_str()])),
+            }
+        }
+        let missing: Vec<String> = strata
+            .iter()
+            .filter_map(|(label, dispatches, have)| {
+                let lacking: Vec<&str> = counters
+                    .iter()
+                    .filter(|c| !have.contains(c))
+                    .copied()
+                    .collect();
+                (!lacking.is_empty())
+                    .then(|| format!("{label} ({dispatches} dispatches): {}", lacking.join(" ")))
+            })
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "counters never measured on any dispatch of these kernels, so neither measured \
+                 nor estimated there: {}; pmc_groups rotating in step with the order the \
+                 application launches its kernels (choose another pmc_group_interval) or passes \
+                 that never reached them do this",
+                missing.join("; ")
+            )
+        })
     }
 
     /// The names of the extra `results.csv` columns: `<COUNTER>_estimate` and
