@@ -27,6 +27,9 @@ pub struct SignalObj {
     seq: AtomicU32,
     /// Threads sleeping on `seq`.
     waiters: AtomicU32,
+    /// Waits on several signals (`hsa_amd_signal_wait_any`/`_all`) that include this one: they
+    /// sleep on the global change counter, which this signal's changes then bump.
+    group_waiters: AtomicU32,
     /// For doorbells: the queue whose packets a store announces.
     doorbell_queue: AtomicPtr<QueueObj>,
 }
@@ -72,26 +75,34 @@ pub fn watch_all_signals(on: bool) {
     }
 }
 
-/// Registers the caller as interested in every signal change until the guard drops.
-pub struct GlobalWatch;
-impl GlobalWatch {
-    /// Starts watching.
-    pub fn start() -> GlobalWatch {
-        GLOBAL.watchers.fetch_add(1, SeqCst);
-        GlobalWatch
+/// A wait on several signals: woken by changes of those signals (as ROCr waits on their events),
+/// not by every signal of the process, until the guard drops.
+pub struct GroupWatch<'a> {
+    signals: Vec<&'a SignalObj>,
+}
+impl<'a> GroupWatch<'a> {
+    /// Starts watching `signals`.
+    pub fn start(signals: Vec<&'a SignalObj>) -> GroupWatch<'a> {
+        for s in &signals {
+            s.group_waiters.fetch_add(1, SeqCst);
+        }
+        GroupWatch { signals }
     }
-    /// The change counter to pass to [`GlobalWatch::wait`].
+    /// The change counter to pass to [`GroupWatch::wait`].
     pub fn seq(&self) -> u32 {
         GLOBAL.seq.load(SeqCst)
     }
-    /// Sleeps until any signal changes after `seq` was read, or `timeout_ns`.
+    /// Sleeps until a watched signal changes after `seq` was read, or `timeout_ns` (other
+    /// changes may wake it too).
     pub fn wait(&self, seq: u32, timeout_ns: Option<u64>) {
         futex_wait(&GLOBAL.seq, seq, timeout_ns);
     }
 }
-impl Drop for GlobalWatch {
+impl Drop for GroupWatch<'_> {
     fn drop(&mut self) {
-        GLOBAL.watchers.fetch_sub(1, SeqCst);
+        for s in &self.signals {
+            s.group_waiters.fetch_sub(1, SeqCst);
+        }
     }
 }
 
@@ -121,6 +132,7 @@ impl SignalObj {
             reserved3: [0; 2],
             seq: AtomicU32::new(0),
             waiters: AtomicU32::new(0),
+            group_waiters: AtomicU32::new(0),
             doorbell_queue: AtomicPtr::new(std::ptr::null_mut()),
         }))
     }
@@ -157,7 +169,7 @@ impl SignalObj {
         if self.waiters.load(SeqCst) != 0 {
             futex_wake_all(&self.seq);
         }
-        if GLOBAL.watchers.load(SeqCst) != 0 {
+        if GLOBAL.watchers.load(SeqCst) != 0 || self.group_waiters.load(SeqCst) != 0 {
             notify_global();
         }
     }
@@ -375,7 +387,13 @@ fn wait_many(
     all: bool,
     out: &mut [i64],
 ) -> u32 {
-    let watch = GlobalWatch::start();
+    // SAFETY: the application passes live signals.
+    let watch = GroupWatch::start(
+        signals
+            .iter()
+            .filter_map(|s| unsafe { signal(*s) })
+            .collect(),
+    );
     let deadline = (timeout != u64::MAX).then(|| now_ns().saturating_add(timeout));
     loop {
         let seq = watch.seq();
