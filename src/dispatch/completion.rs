@@ -5,19 +5,25 @@
 //! application's signal exactly once (decrement by 1, as the command processor would have).
 //! With counters it then waits for the stop packet's signal, reads the values and returns the
 //! packet set to its pool. Records are appended to `<output directory>/<pid>.rtlraw` and
-//! flushed whenever nothing is left in flight, and at least every [`FLUSH_INTERVAL`].
+//! flushed once nothing is left in flight (at most every [`QUIET_FLUSH`]), and at least every
+//! [`FLUSH_INTERVAL`].
 //!
 //! The worker never waits on one dispatch alone: an application may make an earlier dispatch
 //! depend (through a barrier packet) on the completion signal of a later one, which only the
-//! worker completes. It waits for any pending signal (and a wake-up signal that new dispatches
-//! set) with `hsa_amd_signal_wait_any`, or, without it, briefly on the oldest signal, and then
-//! checks all of them.
+//! worker completes. It waits with `hsa_amd_signal_wait_any` for any pending dispatch somebody
+//! waits for (one with an application signal, or kernel replay's next step) and a wake-up
+//! signal, or, without it, briefly on the oldest signal, and then checks all of them.
+//!
+//! Dispatches nobody waits for (the application's batches carry a completion signal on their
+//! last packet only) are not worth a wake-up each: the worker collects them when it wakes for
+//! one that is, at least every [`POLL`], or once [`LAZY_LIMIT`] of them arrived. So a stream of
+//! batches costs the worker two wake-ups per batch, not one per dispatch.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::address_map::AddressMap;
 use super::counters::{GpuCounters, PacketSet};
 use super::records::{Record, RecordFile, RegionKind, ReplayStats};
 use super::replay::Replay;
@@ -27,11 +33,17 @@ use crate::hsa::*;
 
 /// Records reach the file at least this often.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
+/// Records are written once nothing is left in flight and the last write is this old, so any
+/// pause in the application's stream puts every record on disk without a write per batch.
+const QUIET_FLUSH: Duration = Duration::from_millis(2);
 /// Records are written once this many bytes are buffered, so that the buffer stays small
 /// when counters give thousands of values per dispatch.
 const FLUSH_BYTES: usize = 1 << 20;
-/// How long one wait on the oldest pending signal lasts before every signal is checked.
+/// How long one wait lasts before every pending signal is checked.
 const POLL: Duration = Duration::from_millis(1);
+/// Dispatches nobody waits for that may arrive before the worker is woken for them, bounding
+/// the signals and packet sets they hold.
+const LAZY_LIMIT: usize = 256;
 
 /// Signals with value 1, reused.
 pub struct SignalPool {
@@ -90,6 +102,17 @@ impl Drop for ChainLink {
     }
 }
 
+/// A record with the names it is written with: shared, not copied per dispatch (the record's
+/// own `arch` and `kernel` stay empty).
+pub struct Named {
+    /// The record.
+    pub record: Record,
+    /// The GPU's architecture.
+    pub arch: Arc<str>,
+    /// The kernel's name.
+    pub kernel: Arc<str>,
+}
+
 /// The counter part of a pending dispatch.
 pub struct CountedPart {
     /// The GPU's counters (pool owner).
@@ -128,8 +151,8 @@ impl PassRun {
 
 /// A wrapped dispatch waiting for completion.
 pub struct Pending {
-    /// The record, complete but for timestamps, group and values.
-    pub record: Record,
+    /// The record, complete but for timestamps, group and values, and its names.
+    pub named: Named,
     /// The GPU.
     pub agent: hsa_agent_t,
     /// The application's completion signal (0 for none).
@@ -147,10 +170,16 @@ pub struct Pending {
     /// The raw start and end timestamps of pass 0's kernel, for the application's signal.
     first_ts: (u64, u64),
     /// Records of the passes that completed.
-    finished: Vec<Record>,
+    finished: Vec<Named>,
 }
 
 impl Pending {
+    /// Whether somebody waits for this dispatch to move on: the application for its signal, or
+    /// kernel replay for the worker to open its next gate.
+    fn awaited_by_others(&self) -> bool {
+        self.app_signal.handle != 0 || self.replay.is_some()
+    }
+
     /// The signal whose completion moves this dispatch on.
     fn awaited(&self) -> hsa_signal_t {
         if let Some(replay) = &self.replay {
@@ -170,7 +199,7 @@ impl Pending {
 
     /// A pending dispatch run once.
     pub fn new(
-        record: Record,
+        named: Named,
         agent: hsa_agent_t,
         kernel_signal: hsa_signal_t,
         app_signal: hsa_signal_t,
@@ -178,13 +207,13 @@ impl Pending {
         queue: usize,
     ) -> Pending {
         let passes = vec![PassRun::new(kernel_signal, counted)];
-        Pending::replayed(record, agent, app_signal, queue, passes, None)
+        Pending::replayed(named, agent, app_signal, queue, passes, None)
     }
 
     /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
     /// replay, whose link is the signal of the barrier after the last pass.
     pub fn replayed(
-        record: Record,
+        named: Named,
         agent: hsa_agent_t,
         app_signal: hsa_signal_t,
         queue: usize,
@@ -193,7 +222,7 @@ impl Pending {
     ) -> Pending {
         let (replay, link) = replay.unzip();
         Pending {
-            record,
+            named,
             agent,
             app_signal,
             queue,
@@ -219,7 +248,7 @@ impl Drop for Pending {
         }
         super::warn(&format!(
             "dispatch {} ({}) was given up during kernel replay; its remaining passes run without their memory restored, so the memory it leaves may be wrong",
-            self.record.dispatch, self.record.kernel
+            self.named.record.dispatch, self.named.kernel
         ));
         replay.open_all();
     }
@@ -229,8 +258,12 @@ impl Drop for Pending {
 struct Shared {
     incoming: Vec<Pending>,
     /// Records of dispatches left untouched, written as they are.
-    notes: Vec<Record>,
-    outstanding: HashMap<usize, usize>,
+    notes: Vec<Named>,
+    outstanding: AddressMap<usize>,
+    /// Dispatches nobody waits for handed over since the worker last took them.
+    lazy: usize,
+    /// The worker sleeps on `wake_up` (nothing in flight).
+    idle: bool,
     flush_tickets: u64,
     flushed: u64,
     stop: bool,
@@ -314,33 +347,40 @@ impl Completion {
     }
 
     /// Hands records of dispatches that run untouched to the worker, to be written as they are.
-    pub fn note(&self, records: Vec<Record>) {
+    pub fn note(&self, records: Vec<Named>) {
         if records.is_empty() {
             return;
         }
-        lock(&self.shared).notes.extend(records);
-        self.nudge();
+        let mut shared = lock(&self.shared);
+        shared.notes.extend(records);
+        drop(self.nudge(shared));
     }
 
-    /// Hands wrapped dispatches to the worker. If it is gone, completes them here.
-    pub fn submit(&self, pending: Vec<Pending>) {
+    /// Hands wrapped dispatches to the worker, leaving `pending` empty (its room kept for the
+    /// caller's next ones).
+    pub fn submit(&self, pending: &mut Vec<Pending>) {
         if pending.is_empty() {
             return;
         }
         let mut shared = lock(&self.shared);
-        for p in &pending {
+        let mut awaited = false;
+        for p in pending.iter() {
             *shared.outstanding.entry(p.queue).or_insert(0) += 1;
+            awaited |= p.awaited_by_others();
         }
-        shared.incoming.extend(pending);
-        drop(shared);
-        self.nudge();
+        shared.lazy += pending.len();
+        shared.incoming.append(pending);
+        if awaited || shared.lazy >= LAZY_LIMIT {
+            drop(self.nudge(shared));
+        }
     }
 
     /// Waits (up to `timeout`) until every dispatch of `queue` (or of all queues) completed,
     /// then until the record file is flushed.
     pub fn drain(&self, queue: Option<usize>, timeout: Duration) {
         let deadline = Instant::now() + timeout;
-        let mut shared = lock(&self.shared);
+        // Dispatches nobody waits for are collected now, not at the next poll.
+        let mut shared = self.nudge(lock(&self.shared));
         loop {
             let busy = match queue {
                 Some(q) => shared.outstanding.get(&q).copied().unwrap_or(0) > 0,
@@ -358,7 +398,7 @@ impl Completion {
         }
         shared.flush_tickets += 1;
         let ticket = shared.flush_tickets;
-        self.nudge();
+        shared = self.nudge(shared);
         while shared.flushed < ticket && !shared.stopped && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
             shared = self
@@ -374,7 +414,7 @@ impl Completion {
         self.drain(None, timeout);
         let mut shared = lock(&self.shared);
         shared.stop = true;
-        self.nudge();
+        shared = self.nudge(shared);
         let deadline = Instant::now() + Duration::from_millis(500);
         while !shared.stopped && Instant::now() < deadline {
             let left = deadline.saturating_duration_since(Instant::now());
@@ -390,42 +430,50 @@ impl Completion {
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
         let mut files: Vec<Option<RecordFile>> = self.outputs.iter().map(|_| None).collect();
-        let mut notes: Vec<Record> = Vec::new();
+        let mut notes: Vec<Named> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
+        let mut unflushed = false;
         loop {
             if let Some(wake) = self.wake {
                 self.hsa.signal_store(wake, 0);
             }
             let (stop, ticket) = {
                 let mut shared = lock(&self.shared);
-                if pending.is_empty()
-                    && shared.incoming.is_empty()
+                let nothing_new = shared.incoming.is_empty()
                     && shared.notes.is_empty()
                     && !shared.stop
-                    && shared.flush_tickets == shared.flushed
-                {
-                    let wait = FLUSH_INTERVAL
+                    && shared.flush_tickets == shared.flushed;
+                if nothing_new && pending.is_empty() {
+                    let due = match unflushed {
+                        true => QUIET_FLUSH,
+                        false => FLUSH_INTERVAL,
+                    };
+                    let wait = due
                         .saturating_sub(last_flush.elapsed())
-                        .max(Duration::from_millis(1));
+                        .max(Duration::from_micros(100));
+                    shared.idle = true;
                     shared = self
                         .wake_up
                         .wait_timeout(shared, wait)
                         .map(|r| r.0)
                         .unwrap_or_else(|p| p.into_inner().0);
+                    shared.idle = false;
+                } else if nothing_new {
+                    drop(shared);
+                    self.wait(
+                        &pending,
+                        FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()),
+                    );
+                    shared = lock(&self.shared);
                 }
+                shared.lazy = 0;
                 pending.append(&mut shared.incoming);
                 notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
-            if !pending.is_empty() && !stop {
-                self.wait(
-                    &pending,
-                    FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()),
-                );
-            }
             let mut finished: Vec<usize> = Vec::new();
-            let mut records: Vec<Record> = Vec::new();
+            let mut records: Vec<Named> = Vec::new();
             records.append(&mut notes);
             pending.retain_mut(|p| match self.advance(p) {
                 Some(done) => {
@@ -456,7 +504,7 @@ impl Completion {
                 }
             }
             for r in &records {
-                let at = r.group.unwrap_or(0) as usize;
+                let at = r.record.group.unwrap_or(0) as usize;
                 let at = if at < self.outputs.len() { at } else { 0 };
                 if files[at].is_none() && !file_failed {
                     match self.open(at) {
@@ -468,17 +516,19 @@ impl Completion {
                     }
                 }
                 if let Some(f) = files[at].as_mut() {
-                    f.push(r);
+                    f.push_named(&r.record, &r.arch, &r.kernel);
                 }
             }
-            // Nothing left in flight: write now, so any pause in the application's stream puts
-            // every record on disk; a busy stream flushes on the interval or a full buffer.
-            let idle = !records.is_empty() && pending.is_empty();
+            // Nothing left in flight and no write for a while: write now, so any pause in the
+            // application's stream puts every record on disk; a busy stream flushes on the
+            // interval or a full buffer.
+            unflushed |= !records.is_empty() || !regions.is_empty();
+            let quiet = unflushed && pending.is_empty() && last_flush.elapsed() >= QUIET_FLUSH;
             let full = files
                 .iter()
                 .flatten()
                 .any(|f| f.pending_bytes() >= FLUSH_BYTES);
-            let flush_due = idle || full || last_flush.elapsed() >= FLUSH_INTERVAL;
+            let flush_due = quiet || full || last_flush.elapsed() >= FLUSH_INTERVAL;
             let flushed_now = {
                 let shared = lock(&self.shared);
                 shared.flushed < ticket
@@ -493,6 +543,7 @@ impl Completion {
                     }
                 }
                 last_flush = Instant::now();
+                unflushed = false;
             }
             {
                 let mut shared = lock(&self.shared);
@@ -521,14 +572,20 @@ impl Completion {
         }
     }
 
-    /// Waits until a pending dispatch can move on, new ones arrive, or `timeout` passed.
+    /// Waits until a pending dispatch somebody waits for can move on, new ones arrive, or
+    /// `timeout` passed; at most [`POLL`] while others are pending.
     fn wait(&self, pending: &[Pending], timeout: Duration) {
+        let mut waits: Vec<(hsa_signal_t, hsa_signal_condition_t, i64)> = pending
+            .iter()
+            .filter(|p| p.awaited_by_others())
+            .map(|p| (p.awaited(), HSA_SIGNAL_CONDITION_LT, 1))
+            .collect();
+        let timeout = match waits.len() < pending.len() {
+            true => timeout.min(POLL),
+            false => timeout,
+        };
         let timeout = timeout.max(Duration::from_millis(1)).as_nanos() as u64;
         if let Some(wake) = self.wake {
-            let mut waits: Vec<(hsa_signal_t, hsa_signal_condition_t, i64)> = pending
-                .iter()
-                .map(|p| (p.awaited(), HSA_SIGNAL_CONDITION_LT, 1))
-                .collect();
             waits.push((wake, HSA_SIGNAL_CONDITION_NE, 0));
             if self.hsa.wait_any(&waits, timeout) {
                 return;
@@ -538,12 +595,19 @@ impl Completion {
             .signal_wait_below(pending[0].awaited(), 1, POLL.as_nanos() as u64);
     }
 
-    /// Wakes the worker, whether it waits for dispatches or on signals.
-    fn nudge(&self) {
-        self.wake_up.notify_one();
+    /// Wakes the worker, whether it sleeps with nothing in flight or waits on signals; gives the
+    /// lock back.
+    fn nudge<'a>(
+        &'a self,
+        shared: std::sync::MutexGuard<'a, Shared>,
+    ) -> std::sync::MutexGuard<'a, Shared> {
+        if shared.idle {
+            self.wake_up.notify_one();
+        }
         if let Some(wake) = self.wake {
             self.hsa.signal_store(wake, 1);
         }
+        shared
     }
 
     fn open(&self, at: usize) -> Result<RecordFile, super::records::RecordError> {
@@ -571,13 +635,13 @@ impl Completion {
 
     /// Moves a dispatch on as far as its signals allow; its records (one per pass) once it is
     /// complete.
-    fn advance(&self, p: &mut Pending) -> Option<Vec<Record>> {
+    fn advance(&self, p: &mut Pending) -> Option<Vec<Named>> {
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {
                     replay.check_stall(
-                        p.record.dispatch,
-                        &p.record.kernel,
+                        p.named.record.dispatch,
+                        &p.named.kernel,
                         "the packets before it on its queue and the previous counted dispatch",
                     );
                     return None;
@@ -593,7 +657,7 @@ impl Completion {
             if !pass.kernel_done {
                 if self.hsa.signal_load(pass.kernel_signal) >= 1 {
                     if let Some(replay) = &mut p.replay {
-                        replay.check_stall(p.record.dispatch, &p.record.kernel, "its kernel");
+                        replay.check_stall(p.named.record.dispatch, &p.named.kernel, "its kernel");
                     }
                     return None;
                 }
@@ -622,22 +686,32 @@ impl Completion {
                 if self.hsa.signal_load(counted.done.signal) >= 1 {
                     if let Some(replay) = &mut p.replay {
                         let what = "its counters to be read";
-                        replay.check_stall(p.record.dispatch, &p.record.kernel, what);
+                        replay.check_stall(p.named.record.dispatch, &p.named.kernel, what);
                     }
                     return None;
                 }
             }
+            // The last pass of a dispatch run once takes the record; others copy it (kernel
+            // replay still names the dispatch after its last pass).
+            let base = match i == last && p.replay.is_none() {
+                true => std::mem::take(&mut p.named.record),
+                false => p.named.record.clone(),
+            };
             let mut record = Record {
                 start: pass.start,
                 end: pass.end,
-                ..p.record.clone()
+                ..base
             };
             if let Some(counted) = pass.counted.take() {
                 record.group = Some(counted.set.group as u32);
                 record.counters = counted.gpu.values(&counted.set);
                 counted.gpu.give_back(counted.set);
             }
-            p.finished.push(record);
+            p.finished.push(Named {
+                record,
+                arch: Arc::clone(&p.named.arch),
+                kernel: Arc::clone(&p.named.kernel),
+            });
             p.current += 1;
             if let Some(replay) = &mut p.replay {
                 if i == 0 {
@@ -660,7 +734,7 @@ impl Completion {
             for problem in replay.problems.drain(..) {
                 super::warn(&format!(
                     "kernel replay of dispatch {} ({}): {problem}",
-                    p.record.dispatch, p.record.kernel
+                    p.named.record.dispatch, p.named.kernel
                 ));
             }
             self.signals.give(replay.ready);
@@ -673,8 +747,8 @@ impl Completion {
                 restored: replay.bytes.restored,
                 declined: None,
             };
-            for record in &mut p.finished {
-                record.replay = Some(stats.clone());
+            for named in &mut p.finished {
+                named.record.replay = Some(stats.clone());
             }
             // Every signal is back in the pool: nothing is left to open when it is dropped.
             replay.opened = replay.gates.len();

@@ -5,13 +5,13 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use super::agents::{Agents, Gpu};
 use super::api::Tables;
-use super::completion::{ChainLink, Completion, CountedPart, PassRun, Pending, SignalPool};
+use super::completion::{ChainLink, Completion, CountedPart, Named, PassRun, Pending, SignalPool};
 use super::config::Config;
 use super::counters::{Aqlprofile, GpuCounters};
 use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
@@ -64,6 +64,8 @@ struct Session {
 /// One intercepted queue; the handler's user data.
 struct QueueState {
     gpu: Gpu,
+    /// The GPU's architecture, shared by every record of the queue.
+    arch: Arc<str>,
     queue_id: u64,
     /// Its place among the queues created on its GPU, from 1.
     order: u32,
@@ -104,6 +106,7 @@ pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
         return false;
     }
     let Some(me) = interposer() else { return false };
+    reset_ids_after_fork();
     // SAFETY: each wrapper has the exact signature of the entry it replaces.
     unsafe {
         me.tables
@@ -460,7 +463,7 @@ impl Interposer {
             });
         }
         let mut record = self.record(session, queue, kernel, &info, queue_index, &thread);
-        record.replay = declined;
+        record.record.replay = declined;
         let wrapping = Wrapping {
             kernel_signal,
             counters: packets
@@ -510,13 +513,13 @@ impl Interposer {
                     tid,
                     enclosing: &enclosing,
                 };
-                let mut record = self.record(session, queue, &kernel, &info, index, &thread);
-                record.replay = Some(ReplayStats {
+                let mut named = self.record(session, queue, &kernel, &info, index, &thread);
+                named.record.replay = Some(ReplayStats {
                     passes: 0,
                     declined: Some(MULTI_PACKET.into()),
                     ..ReplayStats::default()
                 });
-                notes.push(record);
+                notes.push(named);
             }
         }
         session.completion.note(notes);
@@ -559,7 +562,9 @@ impl Interposer {
             })
     }
 
-    /// The record of a selected dispatch, complete but for what its completion gives.
+    /// The record of a selected dispatch, complete but for what its completion gives, and the
+    /// names it is written with (the record's own are left empty: nothing is copied per
+    /// dispatch).
     fn record(
         &self,
         session: &Session,
@@ -568,26 +573,24 @@ impl Interposer {
         info: &super::kernel_names::KernelInfo,
         queue_index: u64,
         thread: &Submitter<'_>,
-    ) -> Record {
+    ) -> Named {
         let Submitter { tid, enclosing } = *thread;
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
-        let kernel_name = match enclosing.ranges.last() {
-            Some(innermost) if self.config.kernel_rename => innermost.name.clone(),
-            _ => info.name.clone(),
+        let name = match enclosing.ranges.last() {
+            Some(innermost) if self.config.kernel_rename => Arc::from(innermost.name.as_str()),
+            _ => Arc::clone(&info.name),
         };
-        Record {
-            pid: std::process::id(),
+        let record = Record {
+            pid: pid(),
             tid,
             agent: queue.gpu.node_id,
             gpu_index: queue.gpu.index,
-            arch: queue.gpu.arch.clone(),
             queue: queue.queue_id,
             queue_order: queue.order,
             queue_index,
             dispatch,
             correlation: dispatch,
-            kernel: kernel_name,
             kernel_object: kernel.kernel_object,
             signal: kernel.completion_signal.handle,
             grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
@@ -604,6 +607,11 @@ impl Interposer {
             wave_size: r.wave_size,
             ranges: enclosing.ranges.iter().map(|r| r.id).collect(),
             ..Record::default()
+        };
+        Named {
+            record,
+            arch: Arc::clone(&queue.arch),
+            kernel: name,
         }
     }
 
@@ -654,7 +662,7 @@ impl Interposer {
         session: &'static Session,
         queue: &QueueState,
         kernel: &hsa_kernel_dispatch_packet_t,
-        record: impl FnOnce() -> Record,
+        record: impl FnOnce() -> Named,
         gpu_counters: &Arc<GpuCounters>,
         buffers: (HostBuffer, HostBuffer),
     ) -> Option<(Prepared, Pending)> {
@@ -771,13 +779,56 @@ enum Prepared {
     Replay(ReplayWrapping),
 }
 
-fn gettid() -> u32 {
-    // SAFETY: gettid has no preconditions.
-    unsafe { libc::gettid() as u32 }
+/// Bumped in the child of a `fork`, where the process and thread ids cached below change.
+static FORK_GENERATION: AtomicU64 = AtomicU64::new(0);
+/// The process id, 0 until read (a system call per dispatch otherwise).
+static PID: AtomicU32 = AtomicU32::new(0);
+
+extern "C" fn forked_child() {
+    FORK_GENERATION.fetch_add(1, Ordering::SeqCst);
+    PID.store(0, Ordering::SeqCst);
+}
+
+/// Has the cached ids read again in a forked child.
+fn reset_ids_after_fork() {
+    // SAFETY: registers a handler that only touches atomics.
+    unsafe { libc::pthread_atfork(None, None, Some(forked_child)) };
+}
+
+fn pid() -> u32 {
+    match PID.load(Ordering::Relaxed) {
+        0 => {
+            let pid = std::process::id();
+            PID.store(pid, Ordering::Relaxed);
+            pid
+        }
+        pid => pid,
+    }
 }
 
 thread_local! {
+    /// The calling thread's id and the fork generation it was read in.
+    static TID: Cell<(u64, u32)> = const { Cell::new((u64::MAX, 0)) };
+}
+
+fn gettid() -> u32 {
+    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    TID.with(|cached| match cached.get() {
+        (g, tid) if g == generation => tid,
+        _ => {
+            // SAFETY: gettid has no preconditions.
+            let tid = unsafe { libc::gettid() as u32 };
+            cached.set((generation, tid));
+            tid
+        }
+    })
+}
+
+thread_local! {
+    /// The packets a submission becomes, and its wrapped dispatches: kept per thread, so
+    /// their room is allocated once.
     static REWRITTEN: Cell<Vec<AqlPacket>> = const { Cell::new(Vec::new()) };
+    static PENDING: Cell<Vec<Pending>> = const { Cell::new(Vec::new()) };
 }
 
 /// The intercept handler: rewrites selected kernel dispatches and submits everything with one
@@ -831,7 +882,7 @@ fn rewrite_and_submit(
     let tid = gettid();
     let mut out = REWRITTEN.with(Cell::take);
     out.clear();
-    let mut pending = Vec::new();
+    let mut pending = PENDING.with(Cell::take);
     let batch = input
         .iter()
         .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
@@ -860,9 +911,10 @@ fn rewrite_and_submit(
         write(input);
     } else {
         write(&out);
-        session.completion.submit(pending);
+        session.completion.submit(&mut pending);
     }
     REWRITTEN.with(|cell| cell.set(out));
+    PENDING.with(|cell| cell.set(pending));
 }
 
 /// Runs a wrapper body; a panic becomes `HSA_STATUS_ERROR`.
@@ -956,6 +1008,7 @@ unsafe extern "C" fn queue_create(
         };
         let state = Box::new(QueueState {
             order,
+            arch: Arc::from(gpu.arch.as_str()),
             gpu,
             // SAFETY: a live queue.
             queue_id: unsafe { (*created).id },

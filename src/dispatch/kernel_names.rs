@@ -93,8 +93,8 @@ fn base_name(name: &str) -> &str {
 /// What the interposer knows about one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
-    /// Display name.
-    pub name: String,
+    /// Display name, shared by the records of its dispatches.
+    pub name: Arc<str>,
     /// Symbol name without `.kd`: what tells kernels apart when display names coincide.
     pub symbol: String,
     /// Registers and wave size from the descriptor (zeros when it could not be read).
@@ -120,7 +120,7 @@ impl KernelNames {
         if let Ok(mut names) = self.by_object.write() {
             for (object, symbol, resources) in &kernels {
                 let info = KernelInfo {
-                    name: display_name(symbol, options),
+                    name: Arc::from(display_name(symbol, options)),
                     symbol: symbol.strip_suffix(".kd").unwrap_or(symbol).to_string(),
                     resources: *resources,
                 };
@@ -158,8 +158,8 @@ impl KernelNames {
             .unwrap_or_else(|| {
                 let name = format!("kernel_0x{kernel_object:x}");
                 Arc::new(KernelInfo {
-                    symbol: name.clone(),
-                    name,
+                    name: Arc::from(name.as_str()),
+                    symbol: name,
                     resources: KernelResources::default(),
                 })
             })
@@ -273,14 +273,14 @@ mod tests {
             KernelResources::default(),
         );
         names.add_executable(2, [fill], DEMANGLED);
-        assert_eq!(names.get(0x1000).name, "vadd");
+        assert_eq!(&*names.get(0x1000).name, "vadd");
         assert_eq!(names.get(0x1000).resources.wave_size, 32);
-        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
+        assert_eq!(&*names.get(0x2000).name, "fill(float*, int)");
         assert_eq!(names.get(0x2000).symbol, "_Z4fillPfi");
         names.remove_executable(1);
-        assert_eq!(names.get(0x1000).name, "kernel_0x1000");
+        assert_eq!(&*names.get(0x1000).name, "kernel_0x1000");
         assert_eq!(names.get(0x1000).symbol, "kernel_0x1000");
         assert_eq!(names.get(0x1000).resources, KernelResources::default());
-        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
+        assert_eq!(&*names.get(0x2000).name, "fill(float*, int)");
     }
 }

@@ -1,9 +1,38 @@
 //! Raw per-dispatch records: the `<pid>.rtlraw` file the interposer streams and the CLI reads.
 //!
-//! The file is JSON lines. The first line is a header naming the format and its version; every
-//! further line is one [`Record`]. Each record is written with its terminating newline in one
-//! piece and the file is only ever appended to, so a process killed mid-write leaves at most one
-//! unterminated last line, which [`read`] skips: everything flushed before stays readable.
+//! The file is binary, little-endian, and only ever appended to:
+//!
+//! ```text
+//! file    = magic version frame*
+//! magic   = "rtl-pmc raw\0"                       12 bytes
+//! version = u32                                    [`VERSION`]
+//! frame   = length:u32 kind:u8 body                length counts kind and body
+//! ```
+//!
+//! Frame kinds:
+//!
+//! | kind | body |
+//! |---|---|
+//! | 1 string | `id:u32` then UTF-8 bytes to the end of the frame; ids count from 0 in file order |
+//! | 2 dispatch | the [`Record`] fields below, in this order |
+//! | 3 roctx | the [`Region`] fields below, in this order |
+//!
+//! A dispatch: `pid tid agent gpu_index:u32`, `arch:u32` (a string id), `queue:u64`,
+//! `queue_order:u32`, `queue_index dispatch correlation:u64`, `kernel:u32` (a string id),
+//! `kernel_object signal:u64`, `grid[3] workgroup[3] lds scratch arch_vgpr accum_vgpr sgpr
+//! wave_size:u32`, `start end:u64`, `group:u32` (`NONE` = `0xffffffff` for none), then
+//! `replay:u8` (0 or 1) and, when 1, `passes:u32 saved:u64 restored:u64 declined:u32` (a string
+//! id or `NONE`), then `ranges:u32` and that many `u64`, then `events:u32` and per event
+//! `samples:u32` and that many `u64` values. A roctx event: `kind:u8` ([`RegionKind`] in
+//! declaration order), `pid tid:u32`, `id:u64`, `depth:i32`, `timestamp:u64`, `utf8:u8`,
+//! `object:u64`, `name length:u32` (`NONE` for none) and its UTF-8 bytes.
+//!
+//! Strings (architectures, kernel names, reasons) are written once per file, in a string frame
+//! before the first frame that names them. Each record goes into the buffer whole and the
+//! buffer is written in one piece, so a process killed mid-write leaves at most one incomplete
+//! last frame, which [`read`] skips: everything flushed before stays readable. The counter
+//! values, nearly all of a record's bytes with counters (thousands of numbers per dispatch on a
+//! large GPU), are copied as they are, with no formatting per value.
 //!
 //! ```
 //! use rtl_pmc::dispatch::records::{read, Record, RecordFile};
@@ -17,25 +46,28 @@
 //! std::fs::remove_file(&path).unwrap();
 //! ```
 
+use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-/// The value of the header's `format` key.
-pub const FORMAT: &str = "rtl-pmc raw records";
+use super::address_map::AddressMap;
+
+/// The first bytes of a raw record file.
+pub const MAGIC: &[u8; 12] = b"rtl-pmc raw\0";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The file name extension of raw record files.
 pub const EXTENSION: &str = "rtlraw";
-
-/// The first line of a raw record file.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-struct Header {
-    format: String,
-    version: u32,
-}
+/// "None" for optional 32-bit fields and string ids.
+const NONE: u32 = u32::MAX;
+/// Frame kinds.
+const STRING: u8 = 1;
+const DISPATCH: u8 = 2;
+const ROCTX: u8 = 3;
 
 /// One kernel dispatch as the interposer saw it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -205,14 +237,6 @@ fn is_true(v: &bool) -> bool {
     *v
 }
 
-/// The key of a region line: `{"roctx":{...}}`.
-const REGION_KEY: &str = "{\"roctx\":";
-
-#[derive(Serialize, Deserialize)]
-struct RegionLine {
-    roctx: Region,
-}
-
 /// Why a raw record file cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
@@ -224,7 +248,7 @@ pub enum RecordError {
         /// What failed.
         source: std::io::Error,
     },
-    /// The first line is not an rtl-pmc raw record header.
+    /// The file does not begin like an rtl-pmc raw record file.
     #[error("{path}: not an rtl-pmc raw record file")]
     NotRecords {
         /// The file.
@@ -238,16 +262,54 @@ pub enum RecordError {
         /// The version found.
         found: u32,
     },
-    /// A complete line is not a record.
-    #[error("{path}:{line}: malformed record: {source}")]
+    /// A complete frame is not what its kind says.
+    #[error("{path}: byte {offset}: malformed record: {reason}")]
     Malformed {
         /// The file.
         path: PathBuf,
-        /// 1-based line number.
-        line: usize,
-        /// What the JSON parser reported.
-        source: serde_json::Error,
+        /// Where the frame begins.
+        offset: u64,
+        /// What is wrong with it.
+        reason: String,
     },
+}
+
+/// The strings of a file being written: each written once, before its first use.
+#[derive(Debug, Default)]
+struct Strings {
+    /// By the address of a shared string, which the entry keeps alive.
+    shared: AddressMap<(Arc<str>, u32)>,
+    /// By content, for strings given by reference.
+    owned: HashMap<String, u32>,
+    next: u32,
+}
+
+impl Strings {
+    /// The id of `text`, writing its string frame first if it is new.
+    fn shared(&mut self, buffer: &mut Vec<u8>, text: &Arc<str>) -> u32 {
+        let key = Arc::as_ptr(text) as *const u8 as usize;
+        if let Some((_, id)) = self.shared.get(&key) {
+            return *id;
+        }
+        let id = self.owned(buffer, text);
+        self.shared.insert(key, (Arc::clone(text), id));
+        id
+    }
+
+    /// The id of `text`, writing its string frame first if it is new.
+    fn owned(&mut self, buffer: &mut Vec<u8>, text: &str) -> u32 {
+        if let Some(id) = self.owned.get(text) {
+            return *id;
+        }
+        let id = self.next;
+        self.next += 1;
+        self.owned.insert(text.to_string(), id);
+        let at = begin_frame(buffer, STRING);
+        put_u32(buffer, id);
+        buffer.extend_from_slice(text.as_bytes());
+        end_frame(buffer, at);
+        id
+    }
 }
 
 /// An append-only raw record file being written; records are buffered until [`RecordFile::flush`].
@@ -256,6 +318,7 @@ pub struct RecordFile {
     path: PathBuf,
     file: File,
     buffer: Vec<u8>,
+    strings: Strings,
 }
 
 impl RecordFile {
@@ -274,12 +337,10 @@ impl RecordFile {
             path: path.to_path_buf(),
             file,
             buffer: Vec::with_capacity(1 << 16),
+            strings: Strings::default(),
         };
-        let header = Header {
-            format: FORMAT.to_string(),
-            version: VERSION,
-        };
-        push_line(&mut out.buffer, &header);
+        out.buffer.extend_from_slice(MAGIC);
+        put_u32(&mut out.buffer, VERSION);
         out.flush()?;
         Ok(out)
     }
@@ -291,17 +352,106 @@ impl RecordFile {
 
     /// Appends one record to the buffer.
     pub fn push(&mut self, record: &Record) {
-        push_record(&mut self.buffer, record);
+        let arch = self.strings.owned(&mut self.buffer, &record.arch);
+        let kernel = self.strings.owned(&mut self.buffer, &record.kernel);
+        self.push_dispatch(record, arch, kernel);
     }
 
-    /// Appends one region line to the buffer.
+    /// Appends one record to the buffer with its architecture and kernel name given apart
+    /// (`record`'s own are not read), as shared strings: each is looked up by address, not
+    /// hashed, and a record needs no copy of them.
+    pub fn push_named(&mut self, record: &Record, arch: &Arc<str>, kernel: &Arc<str>) {
+        let arch = self.strings.shared(&mut self.buffer, arch);
+        let kernel = self.strings.shared(&mut self.buffer, kernel);
+        self.push_dispatch(record, arch, kernel);
+    }
+
+    fn push_dispatch(&mut self, r: &Record, arch: u32, kernel: u32) {
+        let declined = match &r.replay {
+            Some(ReplayStats {
+                declined: Some(reason),
+                ..
+            }) => self.strings.owned(&mut self.buffer, reason),
+            _ => NONE,
+        };
+        let b = &mut self.buffer;
+        let values: usize = r.counters.iter().map(Vec::len).sum();
+        b.reserve(HEAD + 8 * r.ranges.len() + 4 * r.counters.len() + 8 * values + 40);
+        let at = begin_frame(b, DISPATCH);
+        let mut head = Head::default();
+        for v in [r.pid, r.tid, r.agent, r.gpu_index, arch] {
+            head.u32(v);
+        }
+        head.u64(r.queue);
+        head.u32(r.queue_order);
+        for v in [r.queue_index, r.dispatch, r.correlation] {
+            head.u64(v);
+        }
+        head.u32(kernel);
+        head.u64(r.kernel_object);
+        head.u64(r.signal);
+        for v in r.grid.iter().chain(&r.workgroup) {
+            head.u32(*v);
+        }
+        for v in [
+            r.lds,
+            r.scratch,
+            r.arch_vgpr,
+            r.accum_vgpr,
+            r.sgpr,
+            r.wave_size,
+        ] {
+            head.u32(v);
+        }
+        head.u64(r.start);
+        head.u64(r.end);
+        head.u32(r.group.unwrap_or(NONE));
+        debug_assert_eq!(head.at, HEAD);
+        b.extend_from_slice(&head.bytes);
+        match &r.replay {
+            Some(replay) => {
+                b.push(1);
+                put_u32(b, replay.passes);
+                put_u64(b, replay.saved);
+                put_u64(b, replay.restored);
+                put_u32(b, declined);
+            }
+            None => b.push(0),
+        }
+        put_u32(b, r.ranges.len() as u32);
+        for v in &r.ranges {
+            put_u64(b, *v);
+        }
+        put_u32(b, r.counters.len() as u32);
+        for event in &r.counters {
+            put_u32(b, event.len() as u32);
+            for v in event {
+                put_u64(b, *v);
+            }
+        }
+        end_frame(b, at);
+    }
+
+    /// Appends one roctx event to the buffer.
     pub fn push_region(&mut self, region: &Region) {
-        push_line(
-            &mut self.buffer,
-            &RegionLine {
-                roctx: region.clone(),
-            },
-        );
+        let b = &mut self.buffer;
+        let at = begin_frame(b, ROCTX);
+        b.push(region.kind as u8);
+        put_u32(b, region.pid);
+        put_u32(b, region.tid);
+        put_u64(b, region.id);
+        put_u32(b, region.depth as u32);
+        put_u64(b, region.timestamp);
+        b.push(region.utf8 as u8);
+        put_u64(b, region.object);
+        match &region.name {
+            Some(name) => {
+                put_u32(b, name.len() as u32);
+                b.extend_from_slice(name.as_bytes());
+            }
+            None => put_u32(b, NONE),
+        }
+        end_frame(b, at);
     }
 
     /// Whether records are waiting to be written.
@@ -328,95 +478,83 @@ impl RecordFile {
     }
 }
 
-fn push_line<T: Serialize>(buffer: &mut Vec<u8>, value: &T) {
-    // Records and headers hold only integers and strings, which always serialize.
-    if serde_json::to_writer(&mut *buffer, value).is_ok() {
-        buffer.push(b'\n');
+/// Bytes of a dispatch frame's fixed fields, up to its group.
+const HEAD: usize = 5 * 4 + 8 + 4 + 3 * 8 + 4 + 2 * 8 + 12 * 4 + 2 * 8 + 4;
+
+/// A dispatch frame's fixed fields, put together on the stack and appended in one piece.
+struct Head {
+    bytes: [u8; HEAD],
+    at: usize,
+}
+
+impl Default for Head {
+    fn default() -> Head {
+        Head {
+            bytes: [0; HEAD],
+            at: 0,
+        }
     }
 }
 
-/// Appends `record` as one JSON line, exactly as serde writes it. The counters, nearly all of
-/// a record's bytes (thousands of numbers per dispatch on a large GPU), are written here
-/// directly: serde_json spends several times longer on each number.
-fn push_record(buffer: &mut Vec<u8>, record: &Record) {
-    if record.counters.is_empty() {
-        return push_line(buffer, record);
+impl Head {
+    fn u32(&mut self, value: u32) {
+        self.bytes[self.at..self.at + 4].copy_from_slice(&value.to_le_bytes());
+        self.at += 4;
     }
-    let head = Record {
-        arch: record.arch.clone(),
-        kernel: record.kernel.clone(),
-        ranges: record.ranges.clone(),
-        counters: Vec::new(),
-        replay: record.replay.clone(),
-        ..*record
-    };
-    let start = buffer.len();
-    // Integers and strings always serialize.
-    if serde_json::to_writer(&mut *buffer, &head).is_err() || buffer.pop() != Some(b'}') {
-        buffer.truncate(start);
-        return;
+
+    fn u64(&mut self, value: u64) {
+        self.bytes[self.at..self.at + 8].copy_from_slice(&value.to_le_bytes());
+        self.at += 8;
     }
-    let numbers: usize = record.counters.iter().map(Vec::len).sum();
-    buffer.reserve(16 + 3 * record.counters.len() + 3 * numbers);
-    buffer.extend_from_slice(b",\"counters\":[");
-    for (i, values) in record.counters.iter().enumerate() {
-        if i > 0 {
-            buffer.push(b',');
-        }
-        buffer.push(b'[');
-        for (j, &value) in values.iter().enumerate() {
-            if j > 0 {
-                buffer.push(b',');
-            }
-            push_decimal(buffer, value);
-        }
-        buffer.push(b']');
-    }
-    buffer.extend_from_slice(b"]}\n");
 }
 
-/// Appends the decimal digits of `value`.
-fn push_decimal(buffer: &mut Vec<u8>, mut value: u64) {
-    if value < 10 {
-        buffer.push(b'0' + value as u8);
-        return;
-    }
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    while value > 0 {
-        at -= 1;
-        digits[at] = b'0' + (value % 10) as u8;
-        value /= 10;
-    }
-    buffer.extend_from_slice(&digits[at..]);
+fn put_u32(buffer: &mut Vec<u8>, value: u32) {
+    buffer.extend_from_slice(&value.to_le_bytes());
+}
+
+fn put_u64(buffer: &mut Vec<u8>, value: u64) {
+    buffer.extend_from_slice(&value.to_le_bytes());
+}
+
+/// Starts a frame of `kind`; where its length goes, for [`end_frame`].
+fn begin_frame(buffer: &mut Vec<u8>, kind: u8) -> usize {
+    let at = buffer.len();
+    put_u32(buffer, 0);
+    buffer.push(kind);
+    at
+}
+
+fn end_frame(buffer: &mut [u8], at: usize) {
+    let length = (buffer.len() - at - 4) as u32;
+    buffer[at..at + 4].copy_from_slice(&length.to_le_bytes());
 }
 
 /// Reads the records of a raw record file written by [`RecordFile`], in file order, leaving out
-/// its region lines.
+/// its roctx events.
 ///
-/// An unterminated last line (the process was killed while writing it) is skipped silently;
+/// An incomplete last frame (the process was killed while writing it) is skipped silently;
 /// any other damage is an error item, after which iteration ends.
 pub fn read(path: &Path) -> impl Iterator<Item = Result<Record, RecordError>> {
-    Reader::open(path, false).filter_map(|line| match line {
-        Ok(Line::Dispatch(record)) => Some(Ok(record)),
+    Reader::open(path, false).filter_map(|frame| match frame {
+        Ok(Frame::Dispatch(record)) => Some(Ok(record)),
         Ok(_) => None,
         Err(e) => Some(Err(e)),
     })
 }
 
-/// Reads the region lines of a raw record file, in file order, as [`read`] reads records.
+/// Reads the roctx events of a raw record file, in file order, as [`read`] reads records.
 pub fn read_regions(path: &Path) -> impl Iterator<Item = Result<Region, RecordError>> {
-    Reader::open(path, true).filter_map(|line| match line {
-        Ok(Line::Region(region)) => Some(Ok(region)),
+    Reader::open(path, true).filter_map(|frame| match frame {
+        Ok(Frame::Region(region)) => Some(Ok(region)),
         Ok(_) => None,
         Err(e) => Some(Err(e)),
     })
 }
 
-/// One line as read: consumed at once, never kept in bulk, so its size does not matter and a
+/// One frame as read: consumed at once, never kept in bulk, so its size does not matter and a
 /// box per dispatch would only cost.
 #[allow(clippy::large_enum_variant)]
-enum Line {
+enum Frame {
     Dispatch(Record),
     Region(Region),
     Other,
@@ -424,27 +562,35 @@ enum Line {
 
 struct Reader {
     path: PathBuf,
-    /// Parse region lines and skip records unparsed, instead of the reverse.
+    /// Parse roctx frames and skip dispatches unparsed, instead of the reverse.
     regions: bool,
-    lines: Option<BufReader<File>>,
-    line: usize,
+    input: Option<BufReader<File>>,
+    /// Where the next frame begins.
+    offset: u64,
+    strings: Vec<String>,
+    frame: Vec<u8>,
     failed: Option<RecordError>,
 }
+
+/// What [`Reader::open`] finds at the start of a file written by the JSON-lines version 1.
+const VERSION_1_START: &[u8] = b"{\"format\":\"rtl-pmc raw records\",\"version\":";
 
 impl Reader {
     fn open(path: &Path, regions: bool) -> Reader {
         let mut reader = Reader {
             path: path.to_path_buf(),
             regions,
-            lines: None,
-            line: 0,
+            input: None,
+            offset: 0,
+            strings: Vec::new(),
+            frame: Vec::new(),
             failed: None,
         };
         match File::open(path) {
             Ok(file) => {
-                reader.lines = Some(BufReader::new(file));
+                reader.input = Some(BufReader::with_capacity(1 << 16, file));
                 if let Err(e) = reader.check_header() {
-                    reader.lines = None;
+                    reader.input = None;
                     reader.failed = Some(e);
                 }
             }
@@ -458,78 +604,274 @@ impl Reader {
         reader
     }
 
-    /// The next complete line, without its newline; `None` at the end or at an unterminated tail.
-    fn next_line(&mut self) -> Option<Result<String, RecordError>> {
-        let lines = self.lines.as_mut()?;
-        let mut text = String::new();
-        match lines.read_line(&mut text) {
-            Ok(0) => None,
-            Ok(_) if !text.ends_with('\n') => None,
-            Ok(_) => {
-                self.line += 1;
-                text.pop();
-                Some(Ok(text))
-            }
-            Err(source) => Some(Err(RecordError::Io {
-                path: self.path.clone(),
-                source,
-            })),
+    fn io(&self, source: std::io::Error) -> RecordError {
+        RecordError::Io {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Reads up to `n` bytes into `self.frame`; whether all `n` were there.
+    fn fill(&mut self, n: u64) -> Result<bool, RecordError> {
+        self.frame.clear();
+        let Some(input) = self.input.as_mut() else {
+            return Ok(false);
+        };
+        match input.by_ref().take(n).read_to_end(&mut self.frame) {
+            Ok(got) => Ok(got as u64 == n),
+            Err(e) => Err(self.io(e)),
         }
     }
 
     fn check_header(&mut self) -> Result<(), RecordError> {
-        let path = self.path.clone();
-        let not_records = || RecordError::NotRecords { path: path.clone() };
-        let text = match self.next_line() {
-            Some(line) => line?,
-            None => return Err(not_records()),
+        let whole = self.fill(16)?;
+        let not_records = || RecordError::NotRecords {
+            path: self.path.clone(),
         };
-        let header: Header = serde_json::from_str(&text).map_err(|_| not_records())?;
-        if header.format != FORMAT {
-            return Err(not_records());
-        }
-        if header.version != VERSION {
+        if self.frame.starts_with(&VERSION_1_START[..12]) {
             return Err(RecordError::Version {
                 path: self.path.clone(),
-                found: header.version,
+                found: 1,
             });
         }
+        if !whole || &self.frame[..12] != MAGIC {
+            return Err(not_records());
+        }
+        let found = u32::from_le_bytes([
+            self.frame[12],
+            self.frame[13],
+            self.frame[14],
+            self.frame[15],
+        ]);
+        if found != VERSION {
+            return Err(RecordError::Version {
+                path: self.path.clone(),
+                found,
+            });
+        }
+        self.offset = 16;
         Ok(())
+    }
+
+    /// The next frame; `None` at the end or at an incomplete last frame.
+    fn next_frame(&mut self) -> Option<Result<Frame, RecordError>> {
+        let at = self.offset;
+        match self.fill(4) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        let length =
+            u32::from_le_bytes([self.frame[0], self.frame[1], self.frame[2], self.frame[3]]);
+        match self.fill(u64::from(length)) {
+            Ok(true) => {}
+            Ok(false) => return None,
+            Err(e) => return Some(Err(e)),
+        }
+        self.offset += 4 + u64::from(length);
+        let frame = std::mem::take(&mut self.frame);
+        let parsed = self.parse(&frame);
+        self.frame = frame;
+        Some(parsed.map_err(|reason| RecordError::Malformed {
+            path: self.path.clone(),
+            offset: at,
+            reason,
+        }))
+    }
+
+    fn parse(&mut self, frame: &[u8]) -> Result<Frame, String> {
+        let mut f = Fields { rest: frame };
+        let kind = f.u8()?;
+        let parsed = match kind {
+            STRING => {
+                let id = f.u32()?;
+                if id as usize != self.strings.len() {
+                    return Err(format!(
+                        "string {id} where string {} comes next",
+                        self.strings.len()
+                    ));
+                }
+                let text = std::str::from_utf8(f.rest).map_err(|e| format!("string {id}: {e}"))?;
+                self.strings.push(text.to_string());
+                f.rest = &[];
+                Frame::Other
+            }
+            DISPATCH if self.regions => return Ok(Frame::Other),
+            DISPATCH => Frame::Dispatch(self.dispatch(&mut f)?),
+            ROCTX if !self.regions => return Ok(Frame::Other),
+            ROCTX => Frame::Region(region(&mut f)?),
+            other => return Err(format!("unknown frame kind {other}")),
+        };
+        match f.rest.len() {
+            0 => Ok(parsed),
+            n => Err(format!("{n} bytes after the end of the frame")),
+        }
+    }
+
+    fn string(&self, id: u32) -> Result<String, String> {
+        self.strings
+            .get(id as usize)
+            .cloned()
+            .ok_or_else(|| format!("string {id} is not defined before its use"))
+    }
+
+    fn dispatch(&self, f: &mut Fields) -> Result<Record, String> {
+        let mut r = Record {
+            pid: f.u32()?,
+            tid: f.u32()?,
+            agent: f.u32()?,
+            gpu_index: f.u32()?,
+            arch: self.string(f.u32()?)?,
+            queue: f.u64()?,
+            queue_order: f.u32()?,
+            queue_index: f.u64()?,
+            dispatch: f.u64()?,
+            correlation: f.u64()?,
+            kernel: self.string(f.u32()?)?,
+            kernel_object: f.u64()?,
+            signal: f.u64()?,
+            grid: [f.u32()?, f.u32()?, f.u32()?],
+            workgroup: [f.u32()?, f.u32()?, f.u32()?],
+            lds: f.u32()?,
+            scratch: f.u32()?,
+            arch_vgpr: f.u32()?,
+            accum_vgpr: f.u32()?,
+            sgpr: f.u32()?,
+            wave_size: f.u32()?,
+            start: f.u64()?,
+            end: f.u64()?,
+            group: Some(f.u32()?).filter(|g| *g != NONE),
+            ..Record::default()
+        };
+        r.replay = match f.u8()? {
+            0 => None,
+            1 => Some(ReplayStats {
+                passes: f.u32()?,
+                saved: f.u64()?,
+                restored: f.u64()?,
+                declined: match f.u32()? {
+                    NONE => None,
+                    id => Some(self.string(id)?),
+                },
+            }),
+            other => return Err(format!("replay flag {other}")),
+        };
+        let ranges = f.count(8)?;
+        r.ranges = (0..ranges).map(|_| f.u64()).collect::<Result<_, _>>()?;
+        let events = f.count(4)?;
+        r.counters = Vec::with_capacity(events);
+        for _ in 0..events {
+            let samples = f.count(8)?;
+            let values = f.take(8 * samples)?;
+            r.counters.push(
+                values
+                    .chunks_exact(8)
+                    .map(|v| u64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]))
+                    .collect(),
+            );
+        }
+        Ok(r)
+    }
+}
+
+fn region(f: &mut Fields) -> Result<Region, String> {
+    let kind = f.u8()?;
+    let kind = *REGION_KINDS
+        .get(kind as usize)
+        .ok_or_else(|| format!("unknown roctx event kind {kind}"))?;
+    let mut region = Region {
+        kind,
+        pid: f.u32()?,
+        tid: f.u32()?,
+        id: f.u64()?,
+        depth: f.u32()? as i32,
+        timestamp: f.u64()?,
+        name: None,
+        utf8: f.u8()? != 0,
+        object: f.u64()?,
+    };
+    let length = f.u32()?;
+    if length != NONE {
+        let bytes = f.take(length as usize)?;
+        let name = std::str::from_utf8(bytes).map_err(|e| format!("roctx name: {e}"))?;
+        region.name = Some(name.to_string());
+    }
+    Ok(region)
+}
+
+/// Every [`RegionKind`], by its number in the file.
+const REGION_KINDS: [RegionKind; 15] = [
+    RegionKind::Mark,
+    RegionKind::Push,
+    RegionKind::Pop,
+    RegionKind::PopEmpty,
+    RegionKind::Start,
+    RegionKind::Stop,
+    RegionKind::StopUnknown,
+    RegionKind::Pause,
+    RegionKind::Resume,
+    RegionKind::NameThread,
+    RegionKind::NameHsaAgent,
+    RegionKind::NameHipDevice,
+    RegionKind::NameHipStream,
+    RegionKind::Dropped,
+    RegionKind::Exit,
+];
+
+/// The unread part of a frame.
+struct Fields<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Fields<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        if self.rest.len() < n {
+            return Err(format!(
+                "the frame ends {} bytes early",
+                n - self.rest.len()
+            ));
+        }
+        let (taken, rest) = self.rest.split_at(n);
+        self.rest = rest;
+        Ok(taken)
+    }
+
+    fn u8(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn u32(&mut self) -> Result<u32, String> {
+        let b = self.take(4)?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    fn u64(&mut self) -> Result<u64, String> {
+        let b = self.take(8)?;
+        Ok(u64::from_le_bytes([
+            b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7],
+        ]))
+    }
+
+    /// A count of items of `size` bytes each, no more than the frame can hold.
+    fn count(&mut self, size: usize) -> Result<usize, String> {
+        let n = self.u32()? as usize;
+        match n.checked_mul(size) {
+            Some(bytes) if bytes <= self.rest.len() => Ok(n),
+            _ => Err(format!("{n} items do not fit the frame")),
+        }
     }
 }
 
 impl Iterator for Reader {
-    type Item = Result<Line, RecordError>;
+    type Item = Result<Frame, RecordError>;
 
     fn next(&mut self) -> Option<Self::Item> {
         if let Some(e) = self.failed.take() {
             return Some(Err(e));
         }
-        let text = match self.next_line()? {
-            Ok(text) => text,
-            Err(e) => {
-                self.lines = None;
-                return Some(Err(e));
-            }
-        };
-        let malformed = |source| RecordError::Malformed {
-            path: self.path.clone(),
-            line: self.line,
-            source,
-        };
-        let region = text.starts_with(REGION_KEY);
-        let item = match (region, self.regions) {
-            (true, true) => serde_json::from_str::<RegionLine>(&text)
-                .map(|l| Line::Region(l.roctx))
-                .map_err(malformed),
-            (false, false) => serde_json::from_str(&text)
-                .map(Line::Dispatch)
-                .map_err(malformed),
-            // The kind of line this reader does not want, left unparsed.
-            _ => Ok(Line::Other),
-        };
+        let item = self.next_frame()?;
         if item.is_err() {
-            self.lines = None;
+            self.input = None;
         }
         Some(item)
     }
@@ -575,11 +917,8 @@ mod tests {
         }
     }
 
-    #[test]
-    fn region_lines_sit_between_records_and_each_reader_takes_its_own() {
-        let path = temp("regions");
-        let mut file = RecordFile::create(&path).unwrap();
-        let push = Region {
+    fn push_region() -> Region {
+        Region {
             kind: RegionKind::Push,
             pid: 42,
             tid: 43,
@@ -589,7 +928,14 @@ mod tests {
             name: Some("step \u{fffd}".into()),
             utf8: false,
             object: 0,
-        };
+        }
+    }
+
+    #[test]
+    fn roctx_events_sit_between_records_and_each_reader_takes_its_own() {
+        let path = temp("regions");
+        let mut file = RecordFile::create(&path).unwrap();
+        let push = push_region();
         let exit = Region {
             kind: RegionKind::Exit,
             id: 0,
@@ -603,11 +949,6 @@ mod tests {
         file.push(&sample(1));
         file.push_region(&exit);
         file.flush().unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(
-            text.lines().nth(3).unwrap(),
-            r#"{"roctx":{"kind":"exit","pid":42,"tid":43,"depth":-1,"timestamp":5000}}"#
-        );
         let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
         assert_eq!(records, [sample(1)]);
         let regions: Vec<Region> = read_regions(&path).map(Result::unwrap).collect();
@@ -616,16 +957,40 @@ mod tests {
     }
 
     #[test]
-    fn records_are_written_exactly_as_serde_writes_them() {
+    fn every_roctx_event_kind_reads_back_as_itself() {
+        for (number, kind) in REGION_KINDS.iter().enumerate() {
+            assert_eq!(*kind as usize, number);
+        }
+        let path = temp("kinds");
+        let mut file = RecordFile::create(&path).unwrap();
+        for kind in REGION_KINDS {
+            file.push_region(&Region {
+                kind,
+                object: u64::MAX,
+                ..push_region()
+            });
+        }
+        file.flush().unwrap();
+        let kinds: Vec<RegionKind> = read_regions(&path).map(|r| r.unwrap().kind).collect();
+        assert_eq!(kinds, REGION_KINDS);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn records_round_trip_with_every_field_and_strings_written_once() {
+        let path = temp("round-trip");
+        let mut file = RecordFile::create(&path).unwrap();
         let mut with_counters = sample(1);
         with_counters.counters = vec![vec![0, 9, 10, 99, 100, 12_345, u64::MAX], vec![], vec![7]];
-        let mut replayed = sample(3);
-        replayed.replay = Some(ReplayStats {
-            passes: 3,
-            saved: 4096,
-            restored: 12_288,
-            declined: None,
-        });
+        let replayed = Record {
+            replay: Some(ReplayStats {
+                passes: 3,
+                saved: 4096,
+                restored: 12_288,
+                declined: None,
+            }),
+            ..sample(3)
+        };
         let declined = Record {
             replay: Some(ReplayStats {
                 passes: 0,
@@ -634,22 +999,42 @@ mod tests {
             }),
             ..Record::default()
         };
-        for record in [
-            with_counters,
+        let shared_kernel: Arc<str> = Arc::from("vadd(float*, float const*)");
+        let shared_arch: Arc<str> = Arc::from("gfx942");
+        let named = Record {
+            kernel: String::new(),
+            arch: String::new(),
+            ..sample(4)
+        };
+        let all = [
+            with_counters.clone(),
             sample(2),
             Record::default(),
-            replayed,
-            declined,
-        ] {
-            let mut buffer = Vec::new();
-            push_record(&mut buffer, &record);
-            let expected = serde_json::to_string(&record).unwrap() + "\n";
-            assert_eq!(String::from_utf8(buffer).unwrap(), expected);
+            replayed.clone(),
+            declined.clone(),
+        ];
+        for record in &all {
+            file.push(record);
         }
+        file.push_named(&named, &shared_arch, &shared_kernel);
+        file.push_named(&named, &shared_arch, &shared_kernel);
+        file.flush().unwrap();
+        let mut expected = all.to_vec();
+        expected.push(sample(4));
+        expected.push(sample(4));
+        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(read_back, expected);
+        // "gfx942", the kernel name, "" and the reason: four strings, each once.
+        let bytes = std::fs::read(&path).unwrap();
+        let count = |needle: &[u8]| bytes.windows(needle.len()).filter(|w| *w == needle).count();
+        assert_eq!(count(b"gfx942"), 1);
+        assert_eq!(count(b"vadd(float*, float const*)"), 1);
+        assert_eq!(count(b"multi-packet submission"), 1);
+        std::fs::remove_file(&path).unwrap();
     }
 
     #[test]
-    fn records_round_trip_and_a_torn_tail_is_skipped() {
+    fn an_incomplete_last_frame_is_skipped() {
         let path = temp("torn");
         let mut file = RecordFile::create(&path).unwrap();
         let timing_only = Record {
@@ -661,35 +1046,26 @@ mod tests {
         file.push(&timing_only);
         file.flush().unwrap();
         assert!(!file.has_pending());
-        // A record cut short by a kill.
-        let mut raw = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        raw.write_all(b"{\"pid\":42,\"tid\"").unwrap();
-        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
-        assert_eq!(read_back, vec![sample(1), timing_only]);
+        let whole = std::fs::read(&path).unwrap();
+        // A record cut short by a kill, at every length short of whole.
+        let mut next = RecordFile::create(&temp("torn-next")).unwrap();
+        next.strings = std::mem::take(&mut file.strings);
+        next.buffer.clear();
+        next.push(&sample(3));
+        let frame = next.buffer.clone();
+        for cut in 0..frame.len() {
+            let mut bytes = whole.clone();
+            bytes.extend_from_slice(&frame[..cut]);
+            std::fs::write(&path, &bytes).unwrap();
+            let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+            assert_eq!(
+                read_back,
+                vec![sample(1), timing_only.clone()],
+                "cut at {cut}"
+            );
+        }
         std::fs::remove_file(&path).unwrap();
-    }
-
-    #[test]
-    fn records_without_a_queue_order_or_ranges_read_as_unknown() {
-        let path = temp("no-queue-order");
-        let mut line = serde_json::to_value(sample(1)).unwrap();
-        line.as_object_mut().unwrap().remove("queue_order");
-        line.as_object_mut().unwrap().remove("ranges");
-        let header = format!("{{\"format\":\"{FORMAT}\",\"version\":{VERSION}}}");
-        std::fs::write(&path, format!("{header}\n{line}\n")).unwrap();
-        let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
-        assert_eq!(
-            records,
-            [Record {
-                queue_order: 0,
-                ranges: Vec::new(),
-                ..sample(1)
-            }]
-        );
-        std::fs::remove_file(&path).unwrap();
+        std::fs::remove_file(temp("torn-next")).unwrap();
     }
 
     #[test]
@@ -705,16 +1081,13 @@ mod tests {
             )]
         );
 
-        std::fs::write(
-            &path,
-            format!("{{\"format\":\"{FORMAT}\",\"version\":9}}\n{{}}\n"),
-        )
-        .unwrap();
+        let old = "{\"format\":\"rtl-pmc raw records\",\"version\":1}\n{}\n";
+        std::fs::write(&path, old).unwrap();
         let errors: Vec<String> = read(&path).map(|r| r.unwrap_err().to_string()).collect();
         assert_eq!(
             errors,
             vec![format!(
-                "{}: raw record format version 9, this build reads version 1",
+                "{}: raw record format version 1, this build reads version 2",
                 path.display()
             )]
         );
@@ -722,24 +1095,45 @@ mod tests {
         let mut file = RecordFile::create(&path).unwrap();
         file.push(&sample(1));
         file.flush().unwrap();
+        let damaged_at = std::fs::metadata(&path).unwrap().len();
         let mut raw = std::fs::OpenOptions::new()
             .append(true)
             .open(&path)
             .unwrap();
-        raw.write_all(b"[1]\n").unwrap();
+        raw.write_all(&[2, 0, 0, 0, 9, 9]).unwrap();
         file.push(&sample(2));
         file.flush().unwrap();
         let items: Vec<Result<Record, RecordError>> = read(&path).collect();
         assert_eq!(items.len(), 2, "iteration stops at the damage");
         assert_eq!(items[0].as_ref().unwrap(), &sample(1));
-        let message = items[1].as_ref().unwrap_err().to_string();
-        assert!(
-            message.starts_with(&format!("{}:3: malformed record:", path.display())),
-            "{message}"
+        assert_eq!(
+            items[1].as_ref().unwrap_err().to_string(),
+            format!(
+                "{}: byte {damaged_at}: malformed record: unknown frame kind 9",
+                path.display()
+            )
         );
         std::fs::remove_file(&path).unwrap();
 
         let missing: Vec<Result<Record, RecordError>> = read(&path).collect();
         assert!(matches!(missing[..], [Err(RecordError::Io { .. })]));
+    }
+
+    #[test]
+    fn counts_larger_than_their_frame_are_damage_not_allocations() {
+        let path = temp("counts");
+        let mut file = RecordFile::create(&path).unwrap();
+        file.push(&sample(1));
+        let at = file.buffer.len() - 8 - 4;
+        // The last event's sample count, made huge.
+        file.buffer[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        file.flush().unwrap();
+        let errors: Vec<String> = read(&path).map(|r| r.unwrap_err().to_string()).collect();
+        assert_eq!(errors.len(), 1);
+        assert!(
+            errors[0].ends_with("malformed record: 4294967295 items do not fit the frame"),
+            "{errors:?}"
+        );
+        std::fs::remove_file(&path).unwrap();
     }
 }
