@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{artifact, scratch, sim_env};
@@ -147,28 +147,34 @@ fn assert_results_exact(dir: &Path, by_pass: &[Vec<Record>], truth: &[serde_json
     }
 }
 
-#[test]
-fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
-    let dir = scratch("kernel-replay-increment");
+/// Profiles `rtl-demo-app --kernel KERNEL --iterations 3` (ARGS before `--`) on one gfx942 in
+/// the three passes of [`COUNTERS`], with kernel replay, in `scratch(name)`, and checks what any
+/// of the demo's kernels that add 1 to each element of its lane's third buffer must give: the
+/// application ran once and found every element of its 3 dispatches right; each dispatch ran
+/// once per pass, recorded once per pass with that execution's ground truth, in the records and
+/// `results.csv`; the whole lane saved and the bytes the kernel changed restored, per dispatch,
+/// in the records and the summary. Returns the directory.
+fn replay_three_increments(name: &str, kernel: &str, args: &[&str]) -> PathBuf {
+    let dir = scratch(name);
     let app = artifact("rtl-demo-app");
     let (output, truth) = profile(
         &dir,
         "gfx942",
         &COUNTERS,
-        &["--output-config"],
+        args,
         &[
             app.to_str().unwrap(),
             "--kernel",
-            "increment",
+            kernel,
             "--iterations",
             "3",
         ],
         &[],
     );
     assert_success(&output);
-    // The demo checks every element: increment ran once as far as it can tell.
+    // The demo checks every element: the kernel ran once as far as it can tell.
     assert!(
-        text(&output.stdout).contains("rtl-demo-app: 3 dispatches verified (increment)"),
+        text(&output.stdout).contains(&format!("rtl-demo-app: 3 dispatches verified ({kernel})")),
         "{}",
         text(&output.stdout)
     );
@@ -179,11 +185,14 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
     );
     assert!(!stderr.contains("[pass 2/"), "{stderr}");
     assert_eq!(truth.len(), 9, "3 dispatches, each executed in 3 passes");
+    assert!(truth
+        .iter()
+        .all(|t| t["kernel"] == kernel && t["computed"] == true));
     let by_pass = assert_passes_exact(&dir, &truth, 3);
     // The demo's lane: a 512-byte kernarg segment and three buffers of 4096 u32, all from
-    // fine-grained host pools the GPU reaches: 512 + 3 * 16384 bytes saved. Incrementing changes
-    // the low byte of every element (and some others): bytes 0 to 16380 of the buffer differ,
-    // written back before passes 2 and 3 and once more after the last.
+    // fine-grained host pools the GPU reaches: 512 + 3 * 16384 bytes saved. Adding 1 changes
+    // the low byte of every element (and some others): bytes 0 to 16380 of the third buffer
+    // differ, written back before passes 2 and 3 and once more after the last.
     let stats = ReplayStats {
         passes: 3,
         saved: 49_664,
@@ -200,6 +209,12 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         ),
         "{stderr}"
     );
+    dir
+}
+
+#[test]
+fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
+    let dir = replay_three_increments("kernel-replay-increment", "increment", &["--output-config"]);
     let config: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("out/results_config.json")).unwrap(),
     )
@@ -209,6 +224,15 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
     assert_eq!(config["runs"][2]["replay_mode"], "kernel");
     let plan = std::fs::read_to_string(dir.join("out/pass_2/plan.json")).unwrap();
     assert!(plan.contains("\"memory_budget\": 4294967296"), "{plan}");
+}
+
+#[test]
+fn a_kernel_writing_through_a_pointer_read_from_memory_leaves_one_execution() {
+    // indirect_increment's only pointer argument is the lane's first buffer, which holds the
+    // address of the third: the buffer the kernel writes is reached through memory alone. Its
+    // changed bytes are restored all the same (the same counts as for increment, which gets the
+    // third buffer as its argument), so the demo finds every element incremented once.
+    replay_three_increments("kernel-replay-indirect", "indirect_increment", &[]);
 }
 
 #[test]
