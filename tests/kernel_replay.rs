@@ -212,6 +212,27 @@ fn replay_three_increments(name: &str, kernel: &str, args: &[&str]) -> PathBuf {
     dir
 }
 
+/// [`profile`] of `rtl-demo-app --kernel increment APP_ARGS` on one gfx942 in the first two
+/// passes of [`COUNTERS`] (ARGS and ENV added), in `scratch(name)`.
+fn profile_increment(
+    name: &str,
+    args: &[&str],
+    app_args: &[&str],
+    env: &[(&str, &str)],
+) -> (PathBuf, Output, Vec<serde_json::Value>) {
+    let dir = scratch(name);
+    let app = artifact("rtl-demo-app");
+    let mut app = vec![
+        app.to_str().unwrap().to_string(),
+        "--kernel".into(),
+        "increment".into(),
+    ];
+    app.extend(app_args.iter().map(|a| a.to_string()));
+    let app: Vec<&str> = app.iter().map(String::as_str).collect();
+    let (output, truth) = profile(&dir, "gfx942", &COUNTERS[..2], args, &app, env);
+    (dir, output, truth)
+}
+
 #[test]
 fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
     let dir = replay_three_increments("kernel-replay-increment", "increment", &["--output-config"]);
@@ -279,20 +300,10 @@ fn threads_queues_and_gpus_replay_every_dispatch_exactly() {
 
 #[test]
 fn a_snapshot_over_the_budget_runs_once_with_the_first_pass() {
-    let dir = scratch("kernel-replay-budget");
-    let app = artifact("rtl-demo-app");
-    let (output, truth) = profile(
-        &dir,
-        "gfx942",
-        &COUNTERS[..2],
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-budget",
         &["--replay-memory-budget", "1K"],
-        &[
-            app.to_str().unwrap(),
-            "--kernel",
-            "increment",
-            "--iterations",
-            "2",
-        ],
+        &["--iterations", "2"],
         &[],
     );
     assert_success(&output);
@@ -332,19 +343,10 @@ fn a_snapshot_over_the_budget_runs_once_with_the_first_pass() {
 
 #[test]
 fn memory_outside_every_tracked_allocation_declines_the_dispatch() {
-    let dir = scratch("kernel-replay-untracked");
-    let app = artifact("rtl-demo-app");
-    let (output, truth) = profile(
-        &dir,
-        "gfx942",
-        &COUNTERS[..2],
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-untracked",
         &[],
-        &[
-            app.to_str().unwrap(),
-            "--kernel",
-            "increment",
-            "--untracked-buffers",
-        ],
+        &["--untracked-buffers"],
         &[],
     );
     assert_success(&output);
@@ -591,5 +593,51 @@ fn kernel_filters_under_kernel_replay_are_warned_about_once() {
         let records = pass_records(&dir, pass);
         assert_eq!(records.len(), 2);
         assert!(records.iter().all(|r| r.kernel == "increment"));
+    }
+}
+
+#[test]
+fn a_replayed_dispatch_held_past_the_stall_limit_is_reported_once_per_wait() {
+    // Each execution of increment (16 work-groups) takes 2.4 µs × 500,000 = 1.2 s of real time,
+    // four times the stall limit: each pass's wait for its kernel is reported once, however
+    // often the completion worker looks at it, and the dispatch then goes on.
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-stall",
+        &[],
+        &[],
+        &[("RTL_SIM_SLOW", "500000"), ("RTL_PMC_REPLAY_STALL", "0.3")],
+    );
+    assert_success(&output);
+    assert!(text(&output.stdout).contains("rtl-demo-app: 1 dispatches verified (increment)"));
+    assert_eq!(truth.len(), 2, "one dispatch, two passes");
+    let by_pass = assert_passes_exact(&dir, &truth, 2);
+    for t in &truth {
+        let duration = t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap();
+        assert_eq!(duration, 1_200_000_000, "{t}");
+    }
+    let stderr = text(&output.stderr);
+    let warning = format!(
+        "rtl-pmc: kernel replay of dispatch {} (increment) has waited 0.3 s for its kernel; it goes on when that completes\n",
+        by_pass[0][0].dispatch
+    );
+    assert_eq!(stderr.matches(&warning).count(), 2, "{stderr}");
+}
+
+#[test]
+fn a_bad_replay_stall_limit_stops_before_the_application_starts() {
+    for value in ["0", "-2", "30s"] {
+        let (dir, output, truth) = profile_increment(
+            "kernel-replay-stall-bad",
+            &[],
+            &[],
+            &[("RTL_PMC_REPLAY_STALL", value)],
+        );
+        assert_eq!(output.status.code(), Some(2), "{value}");
+        assert_eq!(
+            text(&output.stderr),
+            format!("rtl-pmc: RTL_PMC_REPLAY_STALL={value:?}: expected a positive number of seconds, such as 30 or 0.5\n")
+        );
+        assert!(truth.is_empty(), "the application did not run");
+        assert!(!dir.join("out").exists());
     }
 }

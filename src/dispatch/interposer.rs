@@ -739,6 +739,7 @@ impl Interposer {
             ready,
             gates,
             buffers,
+            self.config.replay_stall,
         );
         let pending = Pending::replayed(
             record,
