@@ -103,14 +103,21 @@ fn iterations_threads_and_queues_multiply_dispatches() {
 
 #[test]
 fn every_fixture_kernel_runs_on_rdna() {
-    let kernels = ["lds_reverse", "scratchy", "copy", "empty", "vadd"];
+    let kernels = [
+        "lds_reverse",
+        "scratchy",
+        "copy",
+        "empty",
+        "indirect_increment",
+        "vadd",
+    ];
     let args: Vec<&str> = kernels.iter().flat_map(|k| ["--kernel", k]).collect();
     let out = demo("gfx1100", &args);
     assert_ok(&out);
     assert_eq!(
         stdout(&out),
-        "rtl-demo-app: 5 dispatches verified (lds_reverse,scratchy,copy,empty,vadd) on 1 GPU(s) \
-         [gfx1100], 1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
+        "rtl-demo-app: 6 dispatches verified (lds_reverse,scratchy,copy,empty,indirect_increment,\
+         vadd) on 1 GPU(s) [gfx1100], 1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
     );
 }
 

@@ -8,7 +8,7 @@
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use common::{artifact, scratch, sim_env};
@@ -147,28 +147,34 @@ fn assert_results_exact(dir: &Path, by_pass: &[Vec<Record>], truth: &[serde_json
     }
 }
 
-#[test]
-fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
-    let dir = scratch("kernel-replay-increment");
+/// Profiles `rtl-demo-app --kernel KERNEL --iterations 3` (ARGS before `--`) on one gfx942 in
+/// the three passes of [`COUNTERS`], with kernel replay, in `scratch(name)`, and checks what any
+/// of the demo's kernels that add 1 to each element of its lane's third buffer must give: the
+/// application ran once and found every element of its 3 dispatches right; each dispatch ran
+/// once per pass, recorded once per pass with that execution's ground truth, in the records and
+/// `results.csv`; the whole lane saved and the bytes the kernel changed restored, per dispatch,
+/// in the records and the summary. Returns the directory.
+fn replay_three_increments(name: &str, kernel: &str, args: &[&str]) -> PathBuf {
+    let dir = scratch(name);
     let app = artifact("rtl-demo-app");
     let (output, truth) = profile(
         &dir,
         "gfx942",
         &COUNTERS,
-        &["--output-config"],
+        args,
         &[
             app.to_str().unwrap(),
             "--kernel",
-            "increment",
+            kernel,
             "--iterations",
             "3",
         ],
         &[],
     );
     assert_success(&output);
-    // The demo checks every element: increment ran once as far as it can tell.
+    // The demo checks every element: the kernel ran once as far as it can tell.
     assert!(
-        text(&output.stdout).contains("rtl-demo-app: 3 dispatches verified (increment)"),
+        text(&output.stdout).contains(&format!("rtl-demo-app: 3 dispatches verified ({kernel})")),
         "{}",
         text(&output.stdout)
     );
@@ -179,11 +185,14 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
     );
     assert!(!stderr.contains("[pass 2/"), "{stderr}");
     assert_eq!(truth.len(), 9, "3 dispatches, each executed in 3 passes");
+    assert!(truth
+        .iter()
+        .all(|t| t["kernel"] == kernel && t["computed"] == true));
     let by_pass = assert_passes_exact(&dir, &truth, 3);
     // The demo's lane: a 512-byte kernarg segment and three buffers of 4096 u32, all from
-    // fine-grained host pools the GPU reaches: 512 + 3 * 16384 bytes saved. Incrementing changes
-    // the low byte of every element (and some others): bytes 0 to 16380 of the buffer differ,
-    // written back before passes 2 and 3 and once more after the last.
+    // fine-grained host pools the GPU reaches: 512 + 3 * 16384 bytes saved. Adding 1 changes
+    // the low byte of every element (and some others): bytes 0 to 16380 of the third buffer
+    // differ, written back before passes 2 and 3 and once more after the last.
     let stats = ReplayStats {
         passes: 3,
         saved: 49_664,
@@ -200,6 +209,33 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
         ),
         "{stderr}"
     );
+    dir
+}
+
+/// [`profile`] of `rtl-demo-app --kernel increment APP_ARGS` on one gfx942 in the first two
+/// passes of [`COUNTERS`] (ARGS and ENV added), in `scratch(name)`.
+fn profile_increment(
+    name: &str,
+    args: &[&str],
+    app_args: &[&str],
+    env: &[(&str, &str)],
+) -> (PathBuf, Output, Vec<serde_json::Value>) {
+    let dir = scratch(name);
+    let app = artifact("rtl-demo-app");
+    let mut app = vec![
+        app.to_str().unwrap().to_string(),
+        "--kernel".into(),
+        "increment".into(),
+    ];
+    app.extend(app_args.iter().map(|a| a.to_string()));
+    let app: Vec<&str> = app.iter().map(String::as_str).collect();
+    let (output, truth) = profile(&dir, "gfx942", &COUNTERS[..2], args, &app, env);
+    (dir, output, truth)
+}
+
+#[test]
+fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
+    let dir = replay_three_increments("kernel-replay-increment", "increment", &["--output-config"]);
     let config: serde_json::Value = serde_json::from_str(
         &std::fs::read_to_string(dir.join("out/results_config.json")).unwrap(),
     )
@@ -209,6 +245,15 @@ fn an_in_place_kernel_replayed_over_three_passes_leaves_one_execution() {
     assert_eq!(config["runs"][2]["replay_mode"], "kernel");
     let plan = std::fs::read_to_string(dir.join("out/pass_2/plan.json")).unwrap();
     assert!(plan.contains("\"memory_budget\": 4294967296"), "{plan}");
+}
+
+#[test]
+fn a_kernel_writing_through_a_pointer_read_from_memory_leaves_one_execution() {
+    // indirect_increment's only pointer argument is the lane's first buffer, which holds the
+    // address of the third: the buffer the kernel writes is reached through memory alone. Its
+    // changed bytes are restored all the same (the same counts as for increment, which gets the
+    // third buffer as its argument), so the demo finds every element incremented once.
+    replay_three_increments("kernel-replay-indirect", "indirect_increment", &[]);
 }
 
 #[test]
@@ -255,20 +300,10 @@ fn threads_queues_and_gpus_replay_every_dispatch_exactly() {
 
 #[test]
 fn a_snapshot_over_the_budget_runs_once_with_the_first_pass() {
-    let dir = scratch("kernel-replay-budget");
-    let app = artifact("rtl-demo-app");
-    let (output, truth) = profile(
-        &dir,
-        "gfx942",
-        &COUNTERS[..2],
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-budget",
         &["--replay-memory-budget", "1K"],
-        &[
-            app.to_str().unwrap(),
-            "--kernel",
-            "increment",
-            "--iterations",
-            "2",
-        ],
+        &["--iterations", "2"],
         &[],
     );
     assert_success(&output);
@@ -308,19 +343,10 @@ fn a_snapshot_over_the_budget_runs_once_with_the_first_pass() {
 
 #[test]
 fn memory_outside_every_tracked_allocation_declines_the_dispatch() {
-    let dir = scratch("kernel-replay-untracked");
-    let app = artifact("rtl-demo-app");
-    let (output, truth) = profile(
-        &dir,
-        "gfx942",
-        &COUNTERS[..2],
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-untracked",
         &[],
-        &[
-            app.to_str().unwrap(),
-            "--kernel",
-            "increment",
-            "--untracked-buffers",
-        ],
+        &["--untracked-buffers"],
         &[],
     );
     assert_success(&output);
@@ -567,5 +593,51 @@ fn kernel_filters_under_kernel_replay_are_warned_about_once() {
         let records = pass_records(&dir, pass);
         assert_eq!(records.len(), 2);
         assert!(records.iter().all(|r| r.kernel == "increment"));
+    }
+}
+
+#[test]
+fn a_replayed_dispatch_held_past_the_stall_limit_is_reported_once_per_wait() {
+    // Each execution of increment (16 work-groups) takes 2.4 µs × 500,000 = 1.2 s of real time,
+    // four times the stall limit: each pass's wait for its kernel is reported once, however
+    // often the completion worker looks at it, and the dispatch then goes on.
+    let (dir, output, truth) = profile_increment(
+        "kernel-replay-stall",
+        &[],
+        &[],
+        &[("RTL_SIM_SLOW", "500000"), ("RTL_PMC_REPLAY_STALL", "0.3")],
+    );
+    assert_success(&output);
+    assert!(text(&output.stdout).contains("rtl-demo-app: 1 dispatches verified (increment)"));
+    assert_eq!(truth.len(), 2, "one dispatch, two passes");
+    let by_pass = assert_passes_exact(&dir, &truth, 2);
+    for t in &truth {
+        let duration = t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap();
+        assert_eq!(duration, 1_200_000_000, "{t}");
+    }
+    let stderr = text(&output.stderr);
+    let warning = format!(
+        "rtl-pmc: kernel replay of dispatch {} (increment) has waited 0.3 s for its kernel; it goes on when that completes\n",
+        by_pass[0][0].dispatch
+    );
+    assert_eq!(stderr.matches(&warning).count(), 2, "{stderr}");
+}
+
+#[test]
+fn a_bad_replay_stall_limit_stops_before_the_application_starts() {
+    for value in ["0", "-2", "30s"] {
+        let (dir, output, truth) = profile_increment(
+            "kernel-replay-stall-bad",
+            &[],
+            &[],
+            &[("RTL_PMC_REPLAY_STALL", value)],
+        );
+        assert_eq!(output.status.code(), Some(2), "{value}");
+        assert_eq!(
+            text(&output.stderr),
+            format!("rtl-pmc: RTL_PMC_REPLAY_STALL={value:?}: expected a positive number of seconds, such as 30 or 0.5\n")
+        );
+        assert!(truth.is_empty(), "the application did not run");
+        assert!(!dir.join("out").exists());
     }
 }

@@ -200,6 +200,9 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     // Before any directory is made: a typo must not touch earlier results.
     run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
         .map_err(|e| CliError::input(e.to_string()))?;
+    // The interposer would refuse to profile with it.
+    rtl_pmc::dispatch::config::replay_stall(&|name| std::env::var(name).ok())
+        .map_err(|e| CliError::input(e.to_string()))?;
     let spread = spread_over_ranks(plan, &|name| std::env::var(name).ok())?;
     if log_level.shows_plan() && !args.plan {
         eprint!("{}", spread.render());

@@ -10,10 +10,12 @@
 //! | `RTL_PMC_KERNEL_RENAME=1` | name each kernel dispatch after the innermost roctx push/pop range open on the submitting thread |
 //! | `RTL_PMC_WRAP_BATCHES=1` | also wrap dispatches submitted several at once (possible graph replays) |
 //! | `RTL_PMC_AQLPROFILE_API=v2\|legacy` | use this aqlprofile API only |
+//! | `RTL_PMC_REPLAY_STALL=SECONDS` | kernel replay: how long a replayed dispatch waits for one step before it is reported (default 30) |
 //! | `RTL_PMC_SERIALIZE=0` | diagnosis only: let counted kernels of one GPU overlap (values become wrong) |
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use super::counters::ApiKind;
 use super::kernel_names::NameOptions;
@@ -30,6 +32,13 @@ pub const TRUNCATE_KERNELS_ENV: &str = "RTL_PMC_TRUNCATE_KERNELS";
 
 /// `1`: name dispatches after their innermost roctx range (`--kernel-rename`).
 pub const KERNEL_RENAME_ENV: &str = "RTL_PMC_KERNEL_RENAME";
+
+/// Seconds a replayed dispatch may wait for one step before it is reported.
+pub const REPLAY_STALL_ENV: &str = "RTL_PMC_REPLAY_STALL";
+
+/// How long a replayed dispatch may wait for one step before it is reported, when
+/// [`REPLAY_STALL_ENV`] does not say.
+pub const REPLAY_STALL: Duration = Duration::from_secs(30);
 
 /// Why the configuration cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -76,10 +85,31 @@ pub struct Config {
     pub serialize: bool,
     /// Kernel replay: every group for each selected dispatch, records per group.
     pub replay: Option<KernelReplay>,
+    /// How long a replayed dispatch may wait for one step before it is reported.
+    pub replay_stall: Duration,
 }
 
 fn flag(get: &dyn Fn(&str) -> Option<String>, name: &str) -> bool {
     get(name).is_some_and(|v| matches!(v.trim(), "1" | "on" | "yes" | "true"))
+}
+
+/// The stall limit of kernel replay: [`REPLAY_STALL_ENV`] in seconds (a positive number, with
+/// a fraction if need be), else [`REPLAY_STALL`].
+pub fn replay_stall(get: &dyn Fn(&str) -> Option<String>) -> Result<Duration, ConfigError> {
+    let Some(value) = get(REPLAY_STALL_ENV).filter(|v| !v.trim().is_empty()) else {
+        return Ok(REPLAY_STALL);
+    };
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .and_then(|seconds| Duration::try_from_secs_f64(seconds).ok())
+        .filter(|limit| !limit.is_zero())
+        .ok_or(ConfigError::Variable {
+            name: REPLAY_STALL_ENV,
+            value,
+            problem: "expected a positive number of seconds, such as 30 or 0.5",
+        })
 }
 
 /// Expands `%p` (pid), `%h` (host name), `%r` (MPI rank, 0 when unknown) and `%%`.
@@ -146,6 +176,7 @@ impl Config {
             kernel_rename: flag(get, KERNEL_RENAME_ENV),
             wrap_batches: flag(get, "RTL_PMC_WRAP_BATCHES"),
             serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
+            replay_stall: replay_stall(get)?,
             group_interval: 1,
             ..Config::default()
         };
@@ -262,6 +293,29 @@ mod tests {
             e.to_string(),
             "RTL_PMC_AQLPROFILE_API=\"v3\": expected v2 or legacy"
         );
+    }
+
+    #[test]
+    fn the_replay_stall_limit_is_seconds_and_30_by_default() {
+        let stall = |value: &str| replay_stall(&env(&[(REPLAY_STALL_ENV, value)]));
+        assert_eq!(replay_stall(&env(&[])).unwrap(), Duration::from_secs(30));
+        assert_eq!(stall(" ").unwrap(), Duration::from_secs(30));
+        assert_eq!(stall("0.25").unwrap(), Duration::from_millis(250));
+        assert_eq!(stall(" 90 ").unwrap(), Duration::from_secs(90));
+        for bad in ["0", "-1", "abc", "inf", "NaN", "1e300", "30s"] {
+            assert_eq!(
+                stall(bad).unwrap_err().to_string(),
+                format!("RTL_PMC_REPLAY_STALL={bad:?}: expected a positive number of seconds, such as 30 or 0.5"),
+                "{bad}"
+            );
+        }
+        let c = Config::from_env(&env(&[
+            ("RTL_PMC_COUNTERS", "SQ_WAVES"),
+            (REPLAY_STALL_ENV, "2.5"),
+        ]))
+        .unwrap()
+        .unwrap();
+        assert_eq!(c.replay_stall, Duration::from_millis(2500));
     }
 
     #[test]

@@ -747,6 +747,7 @@ impl Interposer {
             ready,
             gates,
             buffers,
+            self.config.replay_stall,
         );
         let pending = Pending::replayed(
             record,

@@ -29,9 +29,6 @@ use super::memory::{changed_ranges, MemoryMap, PoolAccess, Reach, Span};
 use super::runtime::Hsa;
 use crate::hsa::*;
 
-/// How long a replayed dispatch may wait for one step before it is reported.
-pub const STALL: std::time::Duration = std::time::Duration::from_secs(30);
-
 /// Changed ranges closer than this are restored as one copy.
 const MERGE_GAP: usize = 256;
 
@@ -234,16 +231,20 @@ pub struct Replay {
     pub problems: Vec<String>,
     /// When the dispatch last moved on, and whether a stall was reported since.
     progress: (std::time::Instant, bool),
+    /// How long it may wait for one step before that is reported.
+    stall: std::time::Duration,
 }
 
 impl Replay {
-    /// A replay with its signals and a snapshot buffer pair sized for `capacity` bytes.
+    /// A replay with its signals and a snapshot buffer pair sized for `capacity` bytes, that
+    /// reports a wait of `stall` or longer for one step.
     pub fn new(
         memory: Arc<Memory>,
         agent: hsa_agent_t,
         ready: hsa_signal_t,
         gates: Vec<hsa_signal_t>,
         buffers: (HostBuffer, HostBuffer),
+        stall: std::time::Duration,
     ) -> Replay {
         Replay {
             ready,
@@ -259,18 +260,19 @@ impl Replay {
             bytes: Bytes::default(),
             problems: Vec::new(),
             progress: (std::time::Instant::now(), false),
+            stall,
         }
     }
 
-    /// Reports, once per stall, that the dispatch has waited [`STALL`] for `what`: the
+    /// Reports, once per stall, that the dispatch has waited its stall limit for `what`: the
     /// application's queue holds the dispatch's packets until then.
     pub fn check_stall(&mut self, dispatch: u64, kernel: &str, what: &str) {
         let (since, reported) = self.progress;
-        if !reported && since.elapsed() >= STALL {
+        if !reported && since.elapsed() >= self.stall {
             self.progress.1 = true;
             super::warn(&format!(
                 "kernel replay of dispatch {dispatch} ({kernel}) has waited {} s for {what}; it goes on when that completes",
-                STALL.as_secs()
+                self.stall.as_secs_f64()
             ));
         }
     }

@@ -17,11 +17,12 @@ const KERNARG_BYTES: usize = 512;
 
 /// The kernels the demo knows how to set up and check: the OpenCL ones by name, then the C++ ones
 /// as they are written in C++.
-pub const KERNELS: [&str; 11] = [
+pub const KERNELS: [&str; 12] = [
     "vadd",
     "saxpy",
     "fill",
     "increment",
+    "indirect_increment",
     "lds_reverse",
     "scratchy",
     "copy",
@@ -311,6 +312,16 @@ impl<'a> Lane<'a> {
                     .collect();
                 self.buffer(2)[..n].copy_from_slice(&start);
                 self.kernargs(kernel, &[(0, &addr(2)), (8, &n32)]);
+                start.iter().map(|v| v.wrapping_add(1)).collect()
+            }
+            "indirect_increment" => {
+                // The only argument pointer is buffer 0, which holds the address of buffer 2:
+                // the kernel writes memory that none of its arguments points to.
+                let start: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(5) ^ seed).collect();
+                self.buffer(2)[..n].copy_from_slice(&start);
+                let target = buffers[2] as u64;
+                self.buffer(0)[..2].copy_from_slice(&[target as u32, (target >> 32) as u32]);
+                self.kernargs(kernel, &[(0, &addr(0)), (8, &n32)]);
                 start.iter().map(|v| v.wrapping_add(1)).collect()
             }
             "lds_reverse" => {

@@ -38,7 +38,7 @@ fn parsed_metadata_equals_llvm_readelf() {
         assert_eq!(co.version, 5, "{target}");
         let kernels = expected["kernels"].as_array().unwrap();
         assert_eq!(co.kernels.len(), kernels.len(), "{target}");
-        assert_eq!(kernels.len(), 11);
+        assert_eq!(kernels.len(), 12);
         for (meta, want) in co.kernels.iter().zip(kernels) {
             let what = format!("{target} {}", meta.name);
             assert_eq!(meta.name, want["name"], "{what}");
@@ -138,7 +138,7 @@ fn loaded_kernel_objects_point_at_the_descriptors() {
         let (co, expected) = fixture(target);
         let image = LoadedImage::load(Arc::new(co)).unwrap();
         assert_eq!(image.base() % 4096, 0);
-        assert_eq!(image.kernels().len(), 11);
+        assert_eq!(image.kernels().len(), 12);
         for (kernel, want) in image
             .kernels()
             .iter()
@@ -286,6 +286,22 @@ fn host_vadd_saxpy_fill_increment() {
     assert!(run("increment", &args, 3));
     assert!(run("increment", &args, 2));
     assert_eq!(data, [9, 1, 1]);
+}
+
+#[test]
+fn host_indirect_increment_writes_where_memory_points() {
+    let mut data: Vec<u32> = vec![7, u32::MAX, 0];
+    let mut holder = [data.as_mut_ptr() as u64, 0];
+    let args: [&[u8]; _] = [&addr(&mut holder), &3u32.to_le_bytes()];
+    assert!(run("indirect_increment", &args, 3));
+    assert!(run("indirect_increment", &args, 2));
+    assert_eq!(data, [9, 1, 1]);
+    assert_eq!(holder, [data.as_ptr() as u64, 0], "the holder is only read");
+
+    // With no work-item below n the holder is not read at all, as in the compiled kernel.
+    let mut null_holder = [0u64];
+    let args: [&[u8]; _] = [&addr(&mut null_holder), &0u32.to_le_bytes()];
+    assert!(run("indirect_increment", &args, 256));
 }
 
 #[test]

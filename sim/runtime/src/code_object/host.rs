@@ -69,13 +69,13 @@ pub struct KernelLaunch<'a> {
 }
 
 /// Executes a kernel on host memory: a fixture kernel (vadd, saxpy, fill, increment,
-/// lds_reverse, scratchy, copy, empty, and the C++ `scale<float>`, `scale<unsigned int>` and
+/// indirect_increment, lds_reverse, scratchy, copy, empty, and the C++ `scale<float>`, `scale<unsigned int>` and
 /// `demo::twice`) or a HIP blit kernel. False if the kernel was not computed: its code object
 /// is neither a fixture nor HIP's blit code object, its arguments do not have the layout of the
 /// fixture kernel of that name, or it is a blit the simulator does not compute.
 ///
-/// The dispatch's memory is the application's, as on a GPU: pointers in the kernarg segment must
-/// be valid for the elements the grid touches.
+/// The dispatch's memory is the application's, as on a GPU: pointers in the kernarg segment (and
+/// the one `indirect_increment` reads through) must be valid for the elements the grid touches.
 pub fn run_on_host(launch: &KernelLaunch) -> bool {
     if launch.kernarg.is_null() && !launch.kernel.meta.args.is_empty() {
         return false;
@@ -140,6 +140,19 @@ fn run_fixture(launch: &KernelLaunch) -> bool {
             let (data, n) = (args.ptr::<u32>(0), args.u32(1));
             // SAFETY: see the function's doc: the buffer holds n elements.
             unsafe { update_each(data, items.min(n), |v| v.wrapping_add(1)) };
+            true
+        }),
+        "indirect_increment" => args.check(&[8, 4]).is_some_and(|()| {
+            let (holder, count) = (args.ptr::<u64>(0), items.min(args.u32(1)));
+            // Like the compiled kernel, holder[0] is read only by work-items below n.
+            if count > 0 {
+                // SAFETY: see the function's doc: holder[0] is readable and the address it holds
+                // has n elements.
+                unsafe {
+                    let data = holder.read_unaligned() as *mut u32;
+                    update_each(data, count, |v| v.wrapping_add(1));
+                }
+            }
             true
         }),
         "lds_reverse" => args.check(&[8, 4]).is_some_and(|()| {

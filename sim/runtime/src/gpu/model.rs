@@ -82,6 +82,7 @@ fn profile(kernel: &str, group_segment_size: u32, private_segment_size: u32) -> 
         ("lds_reverse", p(4, 4, 7, 12, 2, 2, 3, 10)),
         ("scratchy", p(256, 260, 400, 30, 2, 0, 130, 70)),
         ("increment", p(4, 4, 4, 8, 2, 0, 5, 10)),
+        ("indirect_increment", p(4, 4, 4, 9, 3, 0, 5, 10)),
         ("saxpy", p(8, 4, 6, 10, 3, 0, 4, 25)),
         ("vadd", p(8, 4, 5, 9, 3, 0, 4, 25)),
         ("fill", p(0, 4, 3, 8, 2, 0, 4, 0)),
