@@ -63,20 +63,27 @@ impl SignalPool {
     /// A signal with value 1, or `None` if the runtime cannot create one.
     pub fn take(&self) -> Option<hsa_signal_t> {
         let reused = self.free.lock().ok().and_then(|mut f| f.pop());
-        match reused {
-            Some(signal) => {
-                self.hsa.signal_store(signal, 1);
-                Some(signal)
-            }
-            None => self.hsa.signal_create(1),
-        }
+        reused.or_else(|| self.hsa.signal_create(1))
     }
 
-    /// Returns a signal nobody waits on any more.
+    /// Returns a signal nobody waits on or changes any more; it is set back to 1 here, on the
+    /// completion worker, not when the dispatch path takes it.
     pub fn give(&self, signal: hsa_signal_t) {
+        self.hsa.signal_store(signal, 1);
         match self.free.lock() {
             Ok(mut free) => free.push(signal),
             Err(_) => self.hsa.signal_destroy(signal),
+        }
+    }
+
+    /// Returns signals as [`SignalPool::give`] does, under one lock, leaving `signals` empty.
+    pub fn give_all(&self, signals: &mut Vec<hsa_signal_t>) {
+        for signal in signals.iter() {
+            self.hsa.signal_store(*signal, 1);
+        }
+        match self.free.lock() {
+            Ok(mut free) => free.append(signals),
+            Err(_) => signals.drain(..).for_each(|s| self.hsa.signal_destroy(s)),
         }
     }
 }
@@ -130,7 +137,7 @@ pub struct PassRun {
     /// Our kernel completion signal.
     pub kernel_signal: hsa_signal_t,
     /// Counters, when collected.
-    pub counted: Option<CountedPart>,
+    pub counted: Option<Box<CountedPart>>,
     kernel_done: bool,
     start: u64,
     end: u64,
@@ -141,10 +148,36 @@ impl PassRun {
     pub fn new(kernel_signal: hsa_signal_t, counted: Option<CountedPart>) -> PassRun {
         PassRun {
             kernel_signal,
-            counted,
+            counted: counted.map(Box::new),
             kernel_done: false,
             start: 0,
             end: 0,
+        }
+    }
+}
+
+/// The runs of a pending dispatch: one (no allocation), or several with kernel replay.
+enum Passes {
+    One(PassRun),
+    Several(Vec<PassRun>),
+}
+
+impl std::ops::Deref for Passes {
+    type Target = [PassRun];
+
+    fn deref(&self) -> &[PassRun] {
+        match self {
+            Passes::One(run) => std::slice::from_ref(run),
+            Passes::Several(runs) => runs,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Passes {
+    fn deref_mut(&mut self) -> &mut [PassRun] {
+        match self {
+            Passes::One(run) => std::slice::from_mut(run),
+            Passes::Several(runs) => runs,
         }
     }
 }
@@ -160,9 +193,9 @@ pub struct Pending {
     /// Which queue submitted it (for flushing at queue destruction).
     pub queue: usize,
     /// The kernel's runs: one, or one per group with kernel replay.
-    passes: Vec<PassRun>,
+    passes: Passes,
     /// Kernel replay's gates and snapshot.
-    replay: Option<Replay>,
+    replay: Option<Box<Replay>>,
     /// Kernel replay: the signal the last gate's barrier completes.
     link: Option<Arc<ChainLink>>,
     /// The pass being waited for.
@@ -206,8 +239,8 @@ impl Pending {
         counted: Option<CountedPart>,
         queue: usize,
     ) -> Pending {
-        let passes = vec![PassRun::new(kernel_signal, counted)];
-        Pending::replayed(named, agent, app_signal, queue, passes, None)
+        let passes = Passes::One(PassRun::new(kernel_signal, counted));
+        Pending::with_passes(named, agent, app_signal, queue, passes, None)
     }
 
     /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
@@ -220,7 +253,19 @@ impl Pending {
         passes: Vec<PassRun>,
         replay: Option<(Replay, Arc<ChainLink>)>,
     ) -> Pending {
-        let (replay, link) = replay.unzip();
+        let passes = Passes::Several(passes);
+        Pending::with_passes(named, agent, app_signal, queue, passes, replay)
+    }
+
+    fn with_passes(
+        named: Named,
+        agent: hsa_agent_t,
+        app_signal: hsa_signal_t,
+        queue: usize,
+        passes: Passes,
+        replay: Option<(Replay, Arc<ChainLink>)>,
+    ) -> Pending {
+        let (replay, link) = replay.map(|(r, l)| (Box::new(r), l)).unzip();
         Pending {
             named,
             agent,
@@ -434,6 +479,7 @@ impl Completion {
         let mut file_failed = false;
         let mut last_flush = Instant::now();
         let mut unflushed = false;
+        let mut spent: Vec<hsa_signal_t> = Vec::new();
         loop {
             if let Some(wake) = self.wake {
                 self.hsa.signal_store(wake, 0);
@@ -475,14 +521,14 @@ impl Completion {
             let mut finished: Vec<usize> = Vec::new();
             let mut records: Vec<Named> = Vec::new();
             records.append(&mut notes);
-            pending.retain_mut(|p| match self.advance(p) {
-                Some(done) => {
+            pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records) {
+                true => {
                     finished.push(p.queue);
-                    records.extend(done);
                     false
                 }
-                None => true,
+                false => true,
             });
+            self.signals.give_all(&mut spent);
             let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
             if stop {
                 if let Some(roctx) = &self.roctx {
@@ -561,7 +607,7 @@ impl Completion {
             // still pending then never completes and is abandoned.
             if stop {
                 for mut p in pending {
-                    for pass in &mut p.passes {
+                    for pass in p.passes.iter_mut() {
                         if let Some(counted) = pass.counted.take() {
                             counted.gpu.abandon(counted.set);
                         }
@@ -633,9 +679,15 @@ impl Completion {
         self.hsa.signal_subtract(app_signal, 1);
     }
 
-    /// Moves a dispatch on as far as its signals allow; its records (one per pass) once it is
-    /// complete.
-    fn advance(&self, p: &mut Pending) -> Option<Vec<Named>> {
+    /// Moves a dispatch on as far as its signals allow; whether it is complete. Its records (one
+    /// per pass) go to `out` as they complete (with kernel replay, together at the end), the
+    /// signals it no longer needs to `spent`.
+    fn advance(
+        &self,
+        p: &mut Pending,
+        spent: &mut Vec<hsa_signal_t>,
+        out: &mut Vec<Named>,
+    ) -> bool {
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {
@@ -644,7 +696,7 @@ impl Completion {
                         &p.named.kernel,
                         "the packets before it on its queue and the previous counted dispatch",
                     );
-                    return None;
+                    return false;
                 }
                 replay.save();
                 replay.open_next(&self.hsa);
@@ -659,7 +711,7 @@ impl Completion {
                     if let Some(replay) = &mut p.replay {
                         replay.check_stall(p.named.record.dispatch, &p.named.kernel, "its kernel");
                     }
-                    return None;
+                    return false;
                 }
                 if let Some((start, end)) = self.hsa.dispatch_time(p.agent, pass.kernel_signal) {
                     pass.start = start;
@@ -679,7 +731,7 @@ impl Completion {
                         self.complete_app(p.app_signal, p.first_ts);
                     }
                 }
-                self.signals.give(pass.kernel_signal);
+                spent.push(pass.kernel_signal);
                 pass.kernel_done = true;
             }
             if let Some(counted) = &pass.counted {
@@ -688,7 +740,7 @@ impl Completion {
                         let what = "its counters to be read";
                         replay.check_stall(p.named.record.dispatch, &p.named.kernel, what);
                     }
-                    return None;
+                    return false;
                 }
             }
             // The last pass of a dispatch run once takes the record; others copy it (kernel
@@ -707,11 +759,16 @@ impl Completion {
                 record.counters = counted.gpu.values(&counted.set);
                 counted.gpu.give_back(counted.set);
             }
-            p.finished.push(Named {
+            let named = Named {
                 record,
                 arch: Arc::clone(&p.named.arch),
                 kernel: Arc::clone(&p.named.kernel),
-            });
+            };
+            // A dispatch run once is written at once; replayed passes wait for their stats.
+            match p.replay {
+                Some(_) => p.finished.push(named),
+                None => out.push(named),
+            }
             p.current += 1;
             if let Some(replay) = &mut p.replay {
                 if i == 0 {
@@ -729,7 +786,7 @@ impl Completion {
         }
         if let (Some(replay), Some(link)) = (&mut p.replay, &p.link) {
             if self.hsa.signal_load(link.signal) >= 1 {
-                return None;
+                return false;
             }
             for problem in replay.problems.drain(..) {
                 super::warn(&format!(
@@ -753,6 +810,7 @@ impl Completion {
             // Every signal is back in the pool: nothing is left to open when it is dropped.
             replay.opened = replay.gates.len();
         }
-        Some(std::mem::take(&mut p.finished))
+        out.append(&mut p.finished);
+        true
     }
 }

@@ -1,5 +1,5 @@
-//! Time and blocking primitives: the `CLOCK_BOOTTIME` nanosecond clock ROCr reports, and futex
-//! waits so that waiting threads sleep instead of spinning.
+//! Time and blocking primitives: the `CLOCK_BOOTTIME` nanosecond clock ROCr reports, a short
+//! poll before a wait blocks, and futex waits so that waiting threads then sleep.
 
 use std::sync::atomic::AtomicU32;
 
@@ -12,6 +12,27 @@ pub fn now_ns() -> u64 {
     // SAFETY: `ts` is a valid out-pointer for clock_gettime.
     unsafe { libc::clock_gettime(libc::CLOCK_BOOTTIME, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// How long a wait polls before it blocks: ROCr's waits on signals poll for 200 µs before they
+/// sleep on the signal's event (`kMaxElapsed` of `InterruptSignal::WaitRelaxed` and
+/// `Signal::WaitAny`), and a command processor polls its doorbells.
+pub const POLL_NS: u64 = 200_000;
+
+/// Looks at `ready` until it holds, for at most [`POLL_NS`] and never past `deadline` (ns of
+/// [`now_ns`]), yielding the core between looks (where ROCr uses `mwaitx`); whether it held.
+pub fn poll(deadline: Option<u64>, mut ready: impl FnMut() -> bool) -> bool {
+    let end = now_ns().saturating_add(POLL_NS);
+    let end = deadline.map_or(end, |d| d.min(end));
+    loop {
+        if ready() {
+            return true;
+        }
+        if now_ns() >= end {
+            return false;
+        }
+        std::thread::yield_now();
+    }
 }
 
 /// Sleeps while `word` equals `expected`, at most `timeout_ns` (`None` = no limit). Returns on

@@ -12,7 +12,7 @@
 //! enabled on the queue). The counter model sees every kernel launch and every PM4 indirect
 //! buffer through [`crate::gpu`].
 
-use crate::clock::{futex_wait, futex_wake_all, now_ns, tighten_timer_slack};
+use crate::clock::{futex_wait, futex_wake_all, now_ns, poll, tighten_timer_slack};
 use crate::code_object::{kernel_by_object, run_on_host, KernelLaunch};
 use crate::config::GpuConfig;
 use crate::gpu;
@@ -27,8 +27,6 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 
 /// How far the device clock may run ahead of real time.
 pub const LEAD_NS: u64 = 50_000;
-/// How long an idle device thread polls its doorbells before it sleeps, ns.
-const POLL_NS: u64 = 20_000;
 /// Fixed cost of a kernel dispatch, ns.
 pub const KERNEL_BASE_NS: u64 = 2_000;
 /// Cost of each round of workgroups over all compute units, ns.
@@ -205,14 +203,9 @@ fn run(device: &'static Device) {
         }
         device.waiting_dependency.store(dependency, SeqCst);
         // A command processor polls its doorbells: ringing one costs the host no system call.
-        // The thread polls a little while before it sleeps, so that a queue fed steadily does
-        // not pay a wake-up per packet.
-        let polled = now_ns() + POLL_NS;
-        let polled = next.map_or(polled, |t| t.min(polled));
-        while device.seq.load(SeqCst) == seq && now_ns() < polled {
-            std::hint::spin_loop();
-        }
-        if next.is_some_and(|t| t <= now_ns()) {
+        // The thread polls a while before it sleeps, so that a queue fed steadily does not
+        // pay a wake-up per packet.
+        if poll(next, || device.seq.load(SeqCst) != seq) || next.is_some_and(|t| t <= now_ns()) {
             continue;
         }
         device.sleeping.store(true, SeqCst);

@@ -1,7 +1,7 @@
 //! Signals: `amd_signal_t` memory (the handle is its address), every value operation, waits that
 //! block in the kernel (futex), signal groups, and the asynchronous handler thread.
 
-use crate::clock::{futex_wait, futex_wake_all, now_ns};
+use crate::clock::{futex_wait, futex_wake_all, now_ns, poll};
 use crate::ffi::guard;
 use crate::hsa::*;
 use crate::queues::QueueObj;
@@ -223,9 +223,13 @@ impl SignalObj {
         (self.start_ts.load(SeqCst), self.end_ts.load(SeqCst))
     }
 
-    /// Blocks until the condition holds or `timeout_ns` passes; returns the last value seen.
+    /// Polls, then blocks until the condition holds or `timeout_ns` passes; returns the last
+    /// value seen.
     pub fn wait(&self, condition: hsa_signal_condition_t, compare: i64, timeout_ns: u64) -> i64 {
         let deadline = (timeout_ns != u64::MAX).then(|| now_ns().saturating_add(timeout_ns));
+        if poll(deadline, || satisfied(condition, self.load(), compare)) {
+            return self.load();
+        }
         loop {
             self.waiters.fetch_add(1, SeqCst);
             let seq = self.seq.load(SeqCst);
@@ -395,6 +399,17 @@ fn wait_many(
             .collect(),
     );
     let deadline = (timeout != u64::MAX).then(|| now_ns().saturating_add(timeout));
+    let any_satisfied = || {
+        let mut satisfied_now = signals.iter().zip(conds).zip(values).map(|((s, c), v)| {
+            // SAFETY: the application passes live signals.
+            satisfied(*c, unsafe { signal(*s) }.map_or(0, |s| s.load()), *v)
+        });
+        match all {
+            true => satisfied_now.all(|ok| ok),
+            false => satisfied_now.any(|ok| ok),
+        }
+    };
+    poll(deadline, any_satisfied);
     loop {
         let seq = watch.seq();
         let mut all_ok = true;
