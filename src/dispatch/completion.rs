@@ -309,6 +309,8 @@ struct Shared {
     lazy: usize,
     /// The worker sleeps on `wake_up` (nothing in flight).
     idle: bool,
+    /// Threads waiting on `progress` (draining or stopping).
+    watchers: usize,
     flush_tickets: u64,
     flushed: u64,
     stop: bool,
@@ -431,27 +433,34 @@ impl Completion {
                 Some(q) => shared.outstanding.get(&q).copied().unwrap_or(0) > 0,
                 None => shared.outstanding.values().any(|&n| n > 0),
             };
-            let now = Instant::now();
-            if !busy || shared.stopped || now >= deadline {
+            if !busy || shared.stopped || Instant::now() >= deadline {
                 break;
             }
-            shared = self
-                .progress
-                .wait_timeout(shared, deadline - now)
-                .map(|r| r.0)
-                .unwrap_or_else(|p| p.into_inner().0);
+            shared = self.await_progress(shared, deadline);
         }
         shared.flush_tickets += 1;
         let ticket = shared.flush_tickets;
         shared = self.nudge(shared);
         while shared.flushed < ticket && !shared.stopped && Instant::now() < deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            shared = self
-                .progress
-                .wait_timeout(shared, left)
-                .map(|r| r.0)
-                .unwrap_or_else(|p| p.into_inner().0);
+            shared = self.await_progress(shared, deadline);
         }
+    }
+
+    /// Sleeps until the worker reports progress or `deadline`; gives the lock back.
+    fn await_progress<'a>(
+        &'a self,
+        mut shared: std::sync::MutexGuard<'a, Shared>,
+        deadline: Instant,
+    ) -> std::sync::MutexGuard<'a, Shared> {
+        let left = deadline.saturating_duration_since(Instant::now());
+        shared.watchers += 1;
+        shared = self
+            .progress
+            .wait_timeout(shared, left)
+            .map(|r| r.0)
+            .unwrap_or_else(|p| p.into_inner().0);
+        shared.watchers -= 1;
+        shared
     }
 
     /// Drains everything (up to `timeout`) and stops the worker; whether it stopped.
@@ -462,12 +471,7 @@ impl Completion {
         shared = self.nudge(shared);
         let deadline = Instant::now() + Duration::from_millis(500);
         while !shared.stopped && Instant::now() < deadline {
-            let left = deadline.saturating_duration_since(Instant::now());
-            shared = self
-                .progress
-                .wait_timeout(shared, left)
-                .map(|r| r.0)
-                .unwrap_or_else(|p| p.into_inner().0);
+            shared = self.await_progress(shared, deadline);
         }
         shared.stopped
     }
@@ -601,7 +605,9 @@ impl Completion {
                 if flush_due || flushed_now || stop {
                     shared.flushed = shared.flushed.max(ticket);
                 }
-                self.progress.notify_all();
+                if shared.watchers > 0 {
+                    self.progress.notify_all();
+                }
             }
             // `stop` comes after a drain that waited for every dispatch it could; whatever is
             // still pending then never completes and is abandoned.
