@@ -182,13 +182,26 @@ impl std::ops::DerefMut for Passes {
     }
 }
 
+/// The raw start and end timestamps our completed kernel signal holds.
+fn raw_timestamps(signal: hsa_signal_t) -> (u64, u64) {
+    // SAFETY: ROCr signal handles are the addresses of their amd_signal_t; ours completed with
+    // the kernel's raw timestamps.
+    unsafe {
+        let ours = signal.handle as *const amd_signal_t;
+        (
+            std::ptr::addr_of!((*ours).start_ts).read_volatile(),
+            std::ptr::addr_of!((*ours).end_ts).read_volatile(),
+        )
+    }
+}
+
 /// A wrapped dispatch waiting for completion.
 pub struct Pending {
     /// The record, complete but for timestamps, group and values, and its names.
     pub named: Named,
     /// The GPU.
     pub agent: hsa_agent_t,
-    /// The application's completion signal (0 for none).
+    /// The application's completion signal (0 for none, and once completed).
     pub app_signal: hsa_signal_t,
     /// Which queue submitted it (for flushing at queue destruction).
     pub queue: usize,
@@ -525,6 +538,7 @@ impl Completion {
             let mut finished: Vec<usize> = Vec::new();
             let mut records: Vec<Named> = Vec::new();
             records.append(&mut notes);
+            self.complete_awaited(&mut pending);
             pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records) {
                 true => {
                     finished.push(p.queue);
@@ -670,6 +684,19 @@ impl Completion {
         RecordFile::create(output)
     }
 
+    /// Completes, ahead of everything else, the application signals of dispatches run once whose
+    /// kernels completed: the application waits for those, not for the records of the
+    /// dispatches before them.
+    fn complete_awaited(&self, pending: &mut [Pending]) {
+        for p in pending {
+            let signal = p.passes[0].kernel_signal;
+            if p.app_signal.handle == 0 || p.replay.is_some() || self.hsa.signal_load(signal) >= 1 {
+                continue;
+            }
+            self.complete_app(std::mem::take(&mut p.app_signal), raw_timestamps(signal));
+        }
+    }
+
     /// Completes the application's signal with raw timestamps `(start, end)`.
     fn complete_app(&self, app_signal: hsa_signal_t, (start, end): (u64, u64)) {
         if app_signal.handle == 0 {
@@ -724,17 +751,9 @@ impl Completion {
                     pass.end = end;
                 }
                 if i == 0 {
-                    // SAFETY: ROCr signal handles are the addresses of their amd_signal_t; ours
-                    // completed with the kernel's raw timestamps.
-                    p.first_ts = unsafe {
-                        let ours = pass.kernel_signal.handle as *const amd_signal_t;
-                        (
-                            std::ptr::addr_of!((*ours).start_ts).read_volatile(),
-                            std::ptr::addr_of!((*ours).end_ts).read_volatile(),
-                        )
-                    };
+                    p.first_ts = raw_timestamps(pass.kernel_signal);
                     if p.replay.is_none() {
-                        self.complete_app(p.app_signal, p.first_ts);
+                        self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
                     }
                 }
                 spent.push(pass.kernel_signal);
