@@ -7,5 +7,6 @@
 //! and the simulated runtime.
 
 pub mod dispatch;
+pub mod fast_map;
 pub mod hsa;
 pub mod passes;

@@ -23,12 +23,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use super::address_map::AddressMap;
 use super::counters::{GpuCounters, PacketSet};
 use super::records::{Record, RecordFile, RegionKind, ReplayStats};
 use super::replay::Replay;
 use super::roctx::Roctx;
 use super::runtime::Hsa;
+use crate::fast_map::FastMap;
 use crate::hsa::*;
 
 /// Records reach the file at least this often.
@@ -317,7 +317,7 @@ struct Shared {
     incoming: Vec<Pending>,
     /// Records of dispatches left untouched, written as they are.
     notes: Vec<Named>,
-    outstanding: AddressMap<usize>,
+    outstanding: FastMap<usize, usize>,
     /// Dispatches nobody waits for handed over since the worker last took them.
     lazy: usize,
     /// The worker sleeps on `wake_up` (nothing in flight).

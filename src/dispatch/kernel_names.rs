@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
 use super::descriptor::KernelResources;
+use crate::fast_map::FastMap;
 
 /// How kernel names are shown.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -104,7 +105,7 @@ pub struct KernelInfo {
 /// Kernel descriptor address → kernel, for every kernel of every frozen executable.
 #[derive(Debug, Default)]
 pub struct KernelNames {
-    by_object: RwLock<HashMap<u64, Arc<KernelInfo>>>,
+    by_object: RwLock<FastMap<u64, Arc<KernelInfo>>>,
     by_executable: RwLock<HashMap<u64, Vec<u64>>>,
 }
 

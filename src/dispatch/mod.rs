@@ -21,7 +21,6 @@
 //! Whatever is missing at run time (intercept queues, aqlprofile, signals) is reported once on
 //! stderr, prefixed `rtl-pmc:`, and the affected dispatches run exactly as without the tool.
 
-pub mod address_map;
 pub mod agents;
 pub mod api;
 pub mod completion;

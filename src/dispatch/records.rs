@@ -54,7 +54,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use super::address_map::AddressMap;
+use crate::fast_map::FastMap;
 
 /// The first bytes of a raw record file.
 pub const MAGIC: &[u8; 12] = b"rtl-pmc raw\0";
@@ -278,7 +278,7 @@ pub enum RecordError {
 #[derive(Debug, Default)]
 struct Strings {
     /// By the address of a shared string, which the entry keeps alive.
-    shared: AddressMap<(Arc<str>, u32)>,
+    shared: FastMap<usize, (Arc<str>, u32)>,
     /// By content, for strings given by reference.
     owned: HashMap<String, u32>,
     next: u32,

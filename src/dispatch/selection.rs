@@ -6,6 +6,7 @@ use std::sync::Mutex;
 use regex::Regex;
 
 use super::roctx::OpenRange;
+use crate::fast_map::FastMap;
 use crate::passes::group_for_dispatch;
 use crate::passes::plan_file::KernelFilters;
 
@@ -60,7 +61,7 @@ pub struct Selector {
 #[derive(Debug, Default)]
 struct Counts {
     dispatches: u64,
-    launches: HashMap<String, u64>,
+    launches: FastMap<String, u64>,
     wrapped_per_agent: HashMap<u32, u64>,
 }
 
