@@ -497,6 +497,10 @@ impl Completion {
         let mut last_flush = Instant::now();
         let mut unflushed = false;
         let mut spent: Vec<hsa_signal_t> = Vec::new();
+        let mut arrived: Vec<Pending> = Vec::new();
+        // Per round: the queues of the dispatches completed, and the records to write.
+        let mut finished: Vec<usize> = Vec::new();
+        let mut records: Vec<Named> = Vec::new();
         loop {
             if let Some(wake) = self.wake {
                 self.hsa.signal_store(wake, 0);
@@ -531,12 +535,14 @@ impl Completion {
                     shared = lock(&self.shared);
                 }
                 shared.lazy = 0;
-                pending.append(&mut shared.incoming);
+                // Swapped, not copied, under the lock: the dispatch path waits for it.
+                std::mem::swap(&mut shared.incoming, &mut arrived);
                 notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
-            let mut finished: Vec<usize> = Vec::new();
-            let mut records: Vec<Named> = Vec::new();
+            pending.append(&mut arrived);
+            finished.clear();
+            records.clear();
             records.append(&mut notes);
             self.complete_awaited(&mut pending);
             pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records) {
@@ -611,7 +617,7 @@ impl Completion {
             }
             {
                 let mut shared = lock(&self.shared);
-                for q in finished {
+                for &q in &finished {
                     if let Some(n) = shared.outstanding.get_mut(&q) {
                         *n = n.saturating_sub(1);
                     }
