@@ -45,6 +45,16 @@ const POLL: Duration = Duration::from_millis(1);
 /// the signals and packet sets they hold.
 const LAZY_LIMIT: usize = 256;
 
+/// Signals a thread takes from the pool at once.
+const STASH: usize = 32;
+
+thread_local! {
+    /// The calling thread's signals taken from the pool, with the fork generation they were
+    /// taken in.
+    static STASHED: std::cell::RefCell<(u64, Vec<hsa_signal_t>)> =
+        const { std::cell::RefCell::new((0, Vec::new())) };
+}
+
 /// Signals with value 1, reused.
 pub struct SignalPool {
     hsa: Arc<Hsa>,
@@ -61,9 +71,28 @@ impl SignalPool {
     }
 
     /// A signal with value 1, or `None` if the runtime cannot create one.
+    ///
+    /// Each thread takes from a stash of its own, refilled [`STASH`] signals at a time, so that
+    /// the dispatch path shares the pool's lock with the completion worker once per refill, not
+    /// per dispatch. A thread's stash outlives it; signals are never destroyed before the
+    /// runtime is, so nothing is lost but their reuse.
     pub fn take(&self) -> Option<hsa_signal_t> {
-        let reused = self.free.lock().ok().and_then(|mut f| f.pop());
-        reused.or_else(|| self.hsa.signal_create(1))
+        let generation = super::interposer::fork_generation();
+        let stashed = STASHED.with(|cell| {
+            let mut stash = cell.borrow_mut();
+            if stash.0 != generation {
+                // Signals of the parent process, in a forked child.
+                *stash = (generation, Vec::new());
+            }
+            if stash.1.is_empty() {
+                if let Ok(mut free) = self.free.lock() {
+                    let from = free.len().saturating_sub(STASH);
+                    stash.1.extend(free.drain(from..));
+                }
+            }
+            stash.1.pop()
+        });
+        stashed.or_else(|| self.hsa.signal_create(1))
     }
 
     /// Returns a signal nobody waits on or changes any more; it is set back to 1 here, on the

@@ -790,6 +790,12 @@ extern "C" fn forked_child() {
     PID.store(0, Ordering::SeqCst);
 }
 
+/// How many times this process is a forked child of the one the interposer was loaded in:
+/// what was cached per thread before a fork is stale once it changes.
+pub(crate) fn fork_generation() -> u64 {
+    FORK_GENERATION.load(Ordering::Relaxed)
+}
+
 /// Has the cached ids read again in a forked child.
 fn reset_ids_after_fork() {
     // SAFETY: registers a handler that only touches atomics.
@@ -813,7 +819,7 @@ thread_local! {
 }
 
 fn gettid() -> u32 {
-    let generation = FORK_GENERATION.load(Ordering::Relaxed);
+    let generation = fork_generation();
     TID.with(|cached| match cached.get() {
         (g, tid) if g == generation => tid,
         _ => {
