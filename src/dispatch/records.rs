@@ -155,7 +155,7 @@ pub struct ReplayStats {
     pub declined: Option<String>,
 }
 
-/// What a [`Region`] line records: one roctx call of the application, or the end of the process.
+/// What a [`Region`] records: one roctx call of the application, or the end of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum RegionKind {
@@ -190,6 +190,28 @@ pub enum RegionKind {
     Dropped,
     /// The interposer finished: ranges still open end here.
     Exit,
+}
+
+impl RegionKind {
+    /// Every kind, by its number: its place in the declaration, which the raw record file
+    /// and the roctx library both use.
+    pub const ALL: [RegionKind; 15] = [
+        RegionKind::Mark,
+        RegionKind::Push,
+        RegionKind::Pop,
+        RegionKind::PopEmpty,
+        RegionKind::Start,
+        RegionKind::Stop,
+        RegionKind::StopUnknown,
+        RegionKind::Pause,
+        RegionKind::Resume,
+        RegionKind::NameThread,
+        RegionKind::NameHsaAgent,
+        RegionKind::NameHipDevice,
+        RegionKind::NameHipStream,
+        RegionKind::Dropped,
+        RegionKind::Exit,
+    ];
 }
 
 /// One roctx event of the process, on the dispatch clock.
@@ -776,7 +798,7 @@ impl Reader {
 
 fn region(f: &mut Fields) -> Result<Region, String> {
     let kind = f.u8()?;
-    let kind = *REGION_KINDS
+    let kind = *RegionKind::ALL
         .get(kind as usize)
         .ok_or_else(|| format!("unknown roctx event kind {kind}"))?;
     let mut region = Region {
@@ -798,25 +820,6 @@ fn region(f: &mut Fields) -> Result<Region, String> {
     }
     Ok(region)
 }
-
-/// Every [`RegionKind`], by its number in the file.
-const REGION_KINDS: [RegionKind; 15] = [
-    RegionKind::Mark,
-    RegionKind::Push,
-    RegionKind::Pop,
-    RegionKind::PopEmpty,
-    RegionKind::Start,
-    RegionKind::Stop,
-    RegionKind::StopUnknown,
-    RegionKind::Pause,
-    RegionKind::Resume,
-    RegionKind::NameThread,
-    RegionKind::NameHsaAgent,
-    RegionKind::NameHipDevice,
-    RegionKind::NameHipStream,
-    RegionKind::Dropped,
-    RegionKind::Exit,
-];
 
 /// The unread part of a frame.
 struct Fields<'a> {
@@ -958,12 +961,12 @@ mod tests {
 
     #[test]
     fn every_roctx_event_kind_reads_back_as_itself() {
-        for (number, kind) in REGION_KINDS.iter().enumerate() {
+        for (number, kind) in RegionKind::ALL.iter().enumerate() {
             assert_eq!(*kind as usize, number);
         }
         let path = temp("kinds");
         let mut file = RecordFile::create(&path).unwrap();
-        for kind in REGION_KINDS {
+        for kind in RegionKind::ALL {
             file.push_region(&Region {
                 kind,
                 object: u64::MAX,
@@ -972,7 +975,7 @@ mod tests {
         }
         file.flush().unwrap();
         let kinds: Vec<RegionKind> = read_regions(&path).map(|r| r.unwrap().kind).collect();
-        assert_eq!(kinds, REGION_KINDS);
+        assert_eq!(kinds, RegionKind::ALL);
         std::fs::remove_file(&path).unwrap();
     }
 

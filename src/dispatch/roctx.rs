@@ -18,22 +18,11 @@ type Visitor = unsafe extern "C" fn(*mut c_void, u64, *const u8, usize);
 type ThreadStack = unsafe extern "C" fn(Option<Visitor>, *mut c_void) -> usize;
 type Resumed = unsafe extern "C" fn() -> c_int;
 
-/// The event kinds of the library, by the numbers it passes.
-const KINDS: [RegionKind; 13] = [
-    RegionKind::Mark,
-    RegionKind::Push,
-    RegionKind::Pop,
-    RegionKind::PopEmpty,
-    RegionKind::Start,
-    RegionKind::Stop,
-    RegionKind::StopUnknown,
-    RegionKind::Pause,
-    RegionKind::Resume,
-    RegionKind::NameThread,
-    RegionKind::NameHsaAgent,
-    RegionKind::NameHipDevice,
-    RegionKind::NameHipStream,
-];
+/// The event kinds of the library, by the numbers it passes: [`RegionKind`]'s, up to the last
+/// kind of call it records.
+const KINDS: &[RegionKind] = RegionKind::ALL
+    .split_at(RegionKind::NameHipStream as usize + 1)
+    .0;
 
 /// One open push/pop range of a thread.
 #[derive(Debug, Clone, PartialEq, Eq)]
