@@ -166,7 +166,7 @@ pub struct PassRun {
     /// Our kernel completion signal.
     pub kernel_signal: hsa_signal_t,
     /// Counters, when collected.
-    pub counted: Option<Box<CountedPart>>,
+    pub counted: Option<CountedPart>,
     kernel_done: bool,
     start: u64,
     end: u64,
@@ -177,7 +177,7 @@ impl PassRun {
     pub fn new(kernel_signal: hsa_signal_t, counted: Option<CountedPart>) -> PassRun {
         PassRun {
             kernel_signal,
-            counted: counted.map(Box::new),
+            counted,
             kernel_done: false,
             start: 0,
             end: 0,
