@@ -1,7 +1,8 @@
 //! Time and blocking primitives: the `CLOCK_BOOTTIME` nanosecond clock ROCr reports, a short
 //! poll before a wait blocks, and futex waits so that waiting threads then sleep.
 
-use std::sync::atomic::AtomicU32;
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Nanoseconds of `CLOCK_BOOTTIME`, the domain of every timestamp the runtime reports.
 pub fn now_ns() -> u64 {
@@ -19,20 +20,35 @@ pub fn now_ns() -> u64 {
 /// `Signal::WaitAny`), and a command processor polls its doorbells.
 pub const POLL_NS: u64 = 200_000;
 
+/// Threads polling in [`poll`] now.
+static POLLING: AtomicUsize = AtomicUsize::new(0);
+
 /// Looks at `ready` until it holds, for at most [`POLL_NS`] and never past `deadline` (ns of
 /// [`now_ns`]), yielding the core between looks (where ROCr uses `mwaitx`); whether it held.
+///
+/// No more threads poll at once than the host has cores, plus one: the simulated GPUs and the
+/// application share the host's cores, so more pollers would only take turns with the threads
+/// that have work. The others look once and go on to block.
 pub fn poll(deadline: Option<u64>, mut ready: impl FnMut() -> bool) -> bool {
+    static CORES: OnceLock<usize> = OnceLock::new();
+    let cores = *CORES.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    if POLLING.fetch_add(1, Ordering::Relaxed) > cores {
+        POLLING.fetch_sub(1, Ordering::Relaxed);
+        return ready();
+    }
     let end = now_ns().saturating_add(POLL_NS);
     let end = deadline.map_or(end, |d| d.min(end));
-    loop {
+    let held = loop {
         if ready() {
-            return true;
+            break true;
         }
         if now_ns() >= end {
-            return false;
+            break false;
         }
         std::thread::yield_now();
-    }
+    };
+    POLLING.fetch_sub(1, Ordering::Relaxed);
+    held
 }
 
 /// Sleeps while `word` equals `expected`, at most `timeout_ns` (`None` = no limit). Returns on
