@@ -172,6 +172,19 @@ const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches 100000[,N...]] [--r
                      rtl-dispatch-bench --scaling [--runs N] [--keep DIR]\n       \
                      rtl-dispatch-bench --replay [options]";
 
+/// The comma-separated positive integers `value` of `flag`.
+fn positive_integers(flag: &str, value: &str) -> Result<Vec<u64>, String> {
+    value
+        .split(',')
+        .map(|n| {
+            n.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{flag}: `{n}` is not a positive integer"))
+        })
+        .collect()
+}
+
 /// Parses the parent's arguments; an error is one message for exit status 2.
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
@@ -207,16 +220,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         let value = args
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let numbers = |v: &str| -> Result<Vec<u64>, String> {
-            v.split(',')
-                .map(|n| {
-                    n.parse::<u64>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("{flag}: `{n}` is not a positive integer"))
-                })
-                .collect()
-        };
+        let numbers = |v: &str| positive_integers(flag, v);
         let small = |v: &str| -> Result<Vec<u32>, String> {
             numbers(v)?
                 .into_iter()

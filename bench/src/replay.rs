@@ -55,16 +55,7 @@ pub fn parse(args: &[String]) -> Result<Options, String> {
         let value = args
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let numbers = |v: &str| -> Result<Vec<u64>, String> {
-            v.split(',')
-                .map(|n| {
-                    n.parse::<u64>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("{flag}: `{n}` is not a positive integer"))
-                })
-                .collect()
-        };
+        let numbers = |v: &str| crate::positive_integers(flag, v);
         match flag.as_str() {
             "--runs" => options.runs = numbers(value)?[0] as usize,
             "--iterations" => options.iterations = numbers(value)?[0],

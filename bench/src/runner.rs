@@ -12,7 +12,7 @@ use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, KernelFilters, PlanEvent
 use rtl_pmc::passes::plan_file::{PLAN_ENV, PLAN_VERSION};
 use rtl_pmc_counters::Catalog;
 
-use crate::{Mode, BATCH};
+use crate::{Mode, BATCH, MAX_GPUS};
 
 /// Kernel duration factor of the simulator: zero-length kernels (it must be positive).
 const SLOW: &str = "0.000001";
@@ -233,7 +233,9 @@ impl Bench {
                 1 => "gfx942".to_string(),
                 2 => "gfx942x2".to_string(),
                 n => {
-                    config["description"] = format!("{n} AMD Instinct MI300X-like GPUs").into();
+                    if n < MAX_GPUS {
+                        config["description"] = format!("{n} AMD Instinct MI300X-like GPUs").into();
+                    }
                     let path = self.dir.join(format!("gfx942x{n}.json"));
                     std::fs::write(&path, config.to_string())
                         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;

@@ -95,7 +95,7 @@ fn tables() -> Vec<Table> {
                 .into_iter()
                 .flat_map(|d| {
                     [Mode::Timing, Mode::Counters2]
-                        .map(|m| (thousands(d), Config::new(m, 1, 1, 1, d)))
+                        .map(|m| (d.to_string(), Config::new(m, 1, 1, 1, d)))
                 })
                 .collect(),
         },
@@ -127,21 +127,21 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                 Some(_) => format!("| {value} | {} |", config.mode.name()),
                 None => format!("| {} |", config.mode.name()),
             };
-            let dispatches = thousands(config.dispatches);
+            let dispatches = config.dispatches;
             match bench.compare(*config) {
                 Ok((m, none)) => {
                     let samples = m.samples.map_or("—".to_string(), |s| {
                         if s.fract() == 0.0 {
-                            thousands(s as u64)
+                            format!("{s:.0}")
                         } else {
                             format!("{s:.1}")
                         }
                     });
                     println!(
-                        "{first} {dispatches} | {samples} | {} | {} | {} | {:.2} |",
-                        thousands(m.wall_ns.round() as u64),
-                        thousands(m.cpu_ns.round() as u64),
-                        thousands(none.wall_ns.round() as u64),
+                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                        m.wall_ns,
+                        m.cpu_ns,
+                        none.wall_ns,
                         m.wall_ns / none.wall_ns
                     );
                     for warning in m.warnings {
@@ -188,36 +188,9 @@ fn load_average() -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-/// `n` with a comma every three digits.
-fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn thousands_separators() {
-        let cases = [
-            (0, "0"),
-            (999, "999"),
-            (1000, "1,000"),
-            (100_032, "100,032"),
-        ];
-        for (n, text) in cases {
-            assert_eq!(thousands(n), text);
-        }
-        assert_eq!(thousands(1_000_000), "1,000,000");
-    }
 
     #[test]
     fn every_table_has_its_rows() {
