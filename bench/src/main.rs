@@ -4,7 +4,7 @@
 //! counters; 1, 4 and 16 threads) on the simulated gfx942 and prints one line each:
 //!
 //! ```text
-//! mode=<M> threads=<T> queues=<Q> gpus=<G> dispatches=<D> [samples_per_dispatch=<S>] ns_per_dispatch=<X> cpu_ns_per_dispatch=<C> ratio=<X/none>
+//! mode=<M> threads=<T> queues=<Q> gpus=<G> dispatches=<D> [samples_per_dispatch=<S>] ns_per_dispatch=<X> cpu_ns_per_dispatch=<C> peak_rss_mib=<R> ratio=<X/none>
 //! ```
 //!
 //! Each measurement is a child process (this program again, with `--child`) that initialises
@@ -13,7 +13,8 @@
 //! each with `Q` queues of its own, in batches of [`BATCH`] packets that end with a completion
 //! signal; a thread's batches go to its queues in turn. `ns_per_dispatch` is the wall-clock time
 //! of the dispatch phase divided by the dispatches of all threads, `cpu_ns_per_dispatch` the
-//! process's CPU time over the same phase; each is the median of several runs, and `ratio` is
+//! process's CPU time over the same phase, `peak_rss_mib` its peak resident memory; each is the
+//! median of several runs, and `ratio` is
 //! over the `none` run of the same configuration. The child's environment is what
 //! `rtl-pmc --sim <config> --print-env` prints (`gfx942`, `gfx942x2`, or the first `G` GPUs of
 //! `sim/configs/gfx942x8.json`), plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file
@@ -295,9 +296,10 @@ fn grid(options: &Options) -> Result<(), String> {
                                     .map(|s| format!(" samples_per_dispatch={s}"))
                                     .unwrap_or_default();
                                 println!(
-                                    "{line}{samples} ns_per_dispatch={:.0} cpu_ns_per_dispatch={:.0} ratio={:.2}",
+                                    "{line}{samples} ns_per_dispatch={:.0} cpu_ns_per_dispatch={:.0} peak_rss_mib={:.0} ratio={:.2}",
                                     m.wall_ns,
                                     m.cpu_ns,
+                                    m.rss_mib,
                                     m.wall_ns / none.wall_ns
                                 );
                                 for warning in &m.warnings {
@@ -322,14 +324,19 @@ fn grid(options: &Options) -> Result<(), String> {
     }
 }
 
-/// Process CPU time (user + system) in nanoseconds.
-fn cpu_time_ns() -> f64 {
+/// This process's resource usage.
+fn usage() -> libc::rusage {
     let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: getrusage fills the struct it is given.
-    let usage = unsafe {
+    unsafe {
         libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
         usage.assume_init()
-    };
+    }
+}
+
+/// Process CPU time (user + system) in nanoseconds.
+fn cpu_time_ns() -> f64 {
+    let usage = usage();
     let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
     ns(usage.ru_utime) + ns(usage.ru_stime)
 }
@@ -381,9 +388,10 @@ fn child(threads: u32, dispatches: u64, queues: u32, gpus: u32) -> Result<(), St
     // SAFETY: every HSA object was released above.
     unsafe { hsa_api::hsa_shut_down() };
     println!(
-        "wall_ns={} cpu_ns={cpu:.0} dispatches={}",
+        "wall_ns={} cpu_ns={cpu:.0} dispatches={} max_rss_kib={}",
         wall.as_nanos(),
-        per_thread * u64::from(threads)
+        per_thread * u64::from(threads),
+        usage().ru_maxrss
     );
     Ok(())
 }

@@ -64,19 +64,32 @@ pub struct Measurement {
     pub wall_ns: f64,
     /// Process CPU time over the dispatch phase, ns per dispatch.
     pub cpu_ns: f64,
+    /// The process's peak resident memory, MiB.
+    pub rss_mib: f64,
     /// Counter samples per recorded dispatch (`None` without the tool).
     pub samples: Option<f64>,
     /// What the records got wrong (missing dispatches, GPUs or queues), one sentence each.
     pub warnings: Vec<String>,
 }
 
+/// What one child reported.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// Wall and CPU ns of its dispatch phase.
+    wall_ns: f64,
+    cpu_ns: f64,
+    /// Its peak resident memory, KiB.
+    rss_kib: f64,
+}
+
 impl Measurement {
-    /// The medians of `runs` (wall and CPU ns of the dispatch phase), per dispatch.
-    fn of(runs: &[(f64, f64)], dispatches: u64, recorded: Option<&Recorded>) -> Measurement {
+    /// The medians of `runs`: times per dispatch, memory in MiB.
+    fn of(runs: &[Run], dispatches: u64, recorded: Option<&Recorded>) -> Measurement {
         let per = |values: Vec<f64>| median(values) / dispatches as f64;
         Measurement {
-            wall_ns: per(runs.iter().map(|r| r.0).collect()),
-            cpu_ns: per(runs.iter().map(|r| r.1).collect()),
+            wall_ns: per(runs.iter().map(|r| r.wall_ns).collect()),
+            cpu_ns: per(runs.iter().map(|r| r.cpu_ns).collect()),
+            rss_mib: median(runs.iter().map(|r| r.rss_kib).collect()) / 1024.0,
             samples: recorded.map(|r| r.samples as f64 / r.dispatches.max(1) as f64),
             warnings: Vec::new(),
         }
@@ -292,13 +305,13 @@ impl Bench {
         Ok(Some(path))
     }
 
-    /// Runs one child measurement: the wall and CPU ns of its dispatch phase.
+    /// Runs one child measurement.
     fn run_child(
         &self,
         env: &[(String, String)],
         plan: Option<&Path>,
         config: Config,
-    ) -> Result<(f64, f64), String> {
+    ) -> Result<Run, String> {
         let args = [
             config.threads.to_string(),
             config.dispatches.to_string(),
@@ -331,8 +344,13 @@ impl Bench {
                 .split_whitespace()
                 .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
         };
-        match (status.success(), field("wall_ns"), field("cpu_ns")) {
-            (true, Some(wall_ns), Some(cpu_ns)) => Ok((wall_ns, cpu_ns)),
+        let fields = (field("wall_ns"), field("cpu_ns"), field("max_rss_kib"));
+        match (status.success(), fields) {
+            (true, (Some(wall_ns), Some(cpu_ns), Some(rss_kib))) => Ok(Run {
+                wall_ns,
+                cpu_ns,
+                rss_kib,
+            }),
             _ => Err(format!(
                 "{what} (mode {}) failed ({status}):\n{stdout}{stderr}",
                 config.mode.name()

@@ -7,7 +7,7 @@
 //! thread). Each row is one configuration with the tool: its dispatches (each mode's count is
 //! chosen so that the whole run stays within minutes: counters cost up to a hundred times
 //! more per dispatch), the counter samples per dispatch its records hold, wall and CPU ns per
-//! dispatch, the wall ns per dispatch of the same configuration without the tool (measured in
+//! dispatch, the process's peak resident memory, the wall ns per dispatch of the same configuration without the tool (measured in
 //! runs alternating with the tool's), and the ratio of the two. A configuration in several
 //! tables is measured once. Records that miss dispatches, GPUs or queues are reported in a
 //! warning under the table; a configuration that fails is a `failed` row, and the others go on.
@@ -115,8 +115,8 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
     let mut failed = 0;
     for table in tables() {
         println!("\n### {}\n", table.title);
-        let header = "mode | dispatches | samples/dispatch | ns/dispatch | CPU ns/dispatch | ns/dispatch without tool | ratio |";
-        let rule = "---|---:|---:|---:|---:|---:|---:|";
+        let header = "mode | dispatches | samples/dispatch | ns/dispatch | CPU ns/dispatch | peak RSS MiB | ns/dispatch without tool | ratio |";
+        let rule = "---|---:|---:|---:|---:|---:|---:|---:|";
         match table.column {
             Some(column) => println!("| {column} | {header}\n|---:|{rule}"),
             None => println!("| {header}\n|{rule}"),
@@ -138,9 +138,10 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                         }
                     });
                     println!(
-                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} |",
                         m.wall_ns,
                         m.cpu_ns,
+                        m.rss_mib,
                         none.wall_ns,
                         m.wall_ns / none.wall_ns
                     );
@@ -150,7 +151,7 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                 }
                 Err(e) => {
                     failed += 1;
-                    println!("{first} {dispatches} | failed | | | | |");
+                    println!("{first} {dispatches} | failed | | | | | |");
                     let first_line = e.lines().next().unwrap_or_default().to_string();
                     notes.push(format!(
                         "{} {value} failed: {first_line}",
