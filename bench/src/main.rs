@@ -4,7 +4,7 @@
 //! counters; 1, 4 and 16 threads) on the simulated gfx942 and prints one line each:
 //!
 //! ```text
-//! mode=<M> threads=<T> queues=<Q> gpus=<G> dispatches=<D> [samples_per_dispatch=<S>] ns_per_dispatch=<X> cpu_ns_per_dispatch=<C> peak_rss_mib=<R> ratio=<X/none>
+//! mode=<M> threads=<T> queues=<Q> gpus=<G> dispatches=<D> [samples_per_dispatch=<S>] ns_per_dispatch=<X> cpu_ns_per_dispatch=<C> peak_rss_mib=<R> none_ns_per_dispatch=<none> ratio=<X/none> cpu_ratio=<C/none>
 //! ```
 //!
 //! Each measurement is a child process (this program again, with `--child`) that initialises
@@ -14,8 +14,9 @@
 //! signal; a thread's batches go to its queues in turn. `ns_per_dispatch` is the wall-clock time
 //! of the dispatch phase divided by the dispatches of all threads, `cpu_ns_per_dispatch` the
 //! process's CPU time over the same phase, `peak_rss_mib` its peak resident memory; each is the
-//! median of several runs, and `ratio` is
-//! over the `none` run of the same configuration. The child's environment is what
+//! median of several runs, and `ratio` and `cpu_ratio` are over those of the `none` runs of the
+//! same configuration, which alternate with the tool's (`none_ns_per_dispatch`; the `none` line
+//! comes from runs of its own). The child's environment is what
 //! `rtl-pmc --sim <config> --print-env` prints (`gfx942`, `gfx942x2`, or the first `G` GPUs of
 //! `sim/configs/gfx942x8.json`), plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file
 //! (`RTL_PMC_PLAN`) for the modes with a tool. `samples_per_dispatch` is counted from the raw
@@ -296,11 +297,13 @@ fn grid(options: &Options) -> Result<(), String> {
                                     .map(|s| format!(" samples_per_dispatch={s}"))
                                     .unwrap_or_default();
                                 println!(
-                                    "{line}{samples} ns_per_dispatch={:.0} cpu_ns_per_dispatch={:.0} peak_rss_mib={:.0} ratio={:.2}",
+                                    "{line}{samples} ns_per_dispatch={:.0} cpu_ns_per_dispatch={:.0} peak_rss_mib={:.0} none_ns_per_dispatch={:.0} ratio={:.2} cpu_ratio={:.2}",
                                     m.wall_ns,
                                     m.cpu_ns,
                                     m.rss_mib,
-                                    m.wall_ns / none.wall_ns
+                                    none.wall_ns,
+                                    m.wall_ns / none.wall_ns,
+                                    m.cpu_ns / none.cpu_ns
                                 );
                                 for warning in &m.warnings {
                                     eprintln!("warning: {line}: {warning}");

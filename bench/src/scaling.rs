@@ -5,12 +5,13 @@
 //! queue each), queues per thread (1, 4, 16, one thread), GPUs (1, 2, 8, one thread per GPU),
 //! samples per dispatch (the modes, one thread) and dispatches per run (10k, 100k, 1M, one
 //! thread). Each row is one configuration with the tool: its dispatches (each mode's count is
-//! chosen so that the whole run stays within minutes: counters cost up to a hundred times
+//! chosen so that the whole run stays within minutes: counters cost up to a few hundred times
 //! more per dispatch), the counter samples per dispatch its records hold, wall and CPU ns per
-//! dispatch, the process's peak resident memory, the wall ns per dispatch of the same configuration without the tool (measured in
-//! runs alternating with the tool's), and the ratio of the two. A configuration in several
-//! tables is measured once. Records that miss dispatches, GPUs or queues are reported in a
-//! warning under the table; a configuration that fails is a `failed` row, and the others go on.
+//! dispatch, the process's peak resident memory, the wall ns per dispatch of the same
+//! configuration without the tool (measured in runs alternating with the tool's), and the
+//! ratios of wall and of CPU time to those without the tool. A configuration in several tables
+//! is measured once. Records that miss dispatches, GPUs or queues are reported in a warning
+//! under the table; a configuration that fails is a `failed` row, and the others go on.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -108,15 +109,15 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
     let started = Instant::now();
     println!(
         "`rtl-dispatch-bench --scaling`: median of {runs} run(s) per configuration, alternating \
-         with as many runs of the same configuration without the tool, whose median is the \
-         ratio's denominator; load average at the start {}.",
+         with as many runs of the same configuration without the tool, whose medians are the \
+         ratios' denominators; load average at the start {}.",
         load_average()
     );
     let mut failed = 0;
     for table in tables() {
         println!("\n### {}\n", table.title);
-        let header = "mode | dispatches | samples/dispatch | ns/dispatch | CPU ns/dispatch | peak RSS MiB | ns/dispatch without tool | ratio |";
-        let rule = "---|---:|---:|---:|---:|---:|---:|---:|";
+        let header = "mode | dispatches | samples/dispatch | ns/dispatch | CPU ns/dispatch | peak RSS MiB | ns/dispatch without tool | ratio | CPU ratio |";
+        let rule = "---|---:|---:|---:|---:|---:|---:|---:|---:|";
         match table.column {
             Some(column) => println!("| {column} | {header}\n|---:|{rule}"),
             None => println!("| {header}\n|{rule}"),
@@ -138,12 +139,13 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                         }
                     });
                     println!(
-                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} |",
+                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |",
                         m.wall_ns,
                         m.cpu_ns,
                         m.rss_mib,
                         none.wall_ns,
-                        m.wall_ns / none.wall_ns
+                        m.wall_ns / none.wall_ns,
+                        m.cpu_ns / none.cpu_ns
                     );
                     for warning in m.warnings {
                         notes.push(format!("{} {value}: {warning}", config.mode.name()));
@@ -151,7 +153,7 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                 }
                 Err(e) => {
                     failed += 1;
-                    println!("{first} {dispatches} | failed | | | | | |");
+                    println!("{first} {dispatches} | failed | | | | | | |");
                     let first_line = e.lines().next().unwrap_or_default().to_string();
                     notes.push(format!(
                         "{} {value} failed: {first_line}",
