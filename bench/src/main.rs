@@ -296,14 +296,10 @@ fn grid(options: &Options) -> Result<(), String> {
                                     .samples
                                     .map(|s| format!(" samples_per_dispatch={s}"))
                                     .unwrap_or_default();
+                                let [wall, cpu, rss, none_wall, ratio, cpu_ratio] =
+                                    m.against(&none);
                                 println!(
-                                    "{line}{samples} ns_per_dispatch={:.0} cpu_ns_per_dispatch={:.0} peak_rss_mib={:.0} none_ns_per_dispatch={:.0} ratio={:.2} cpu_ratio={:.2}",
-                                    m.wall_ns,
-                                    m.cpu_ns,
-                                    m.rss_mib,
-                                    none.wall_ns,
-                                    m.wall_ns / none.wall_ns,
-                                    m.cpu_ns / none.cpu_ns
+                                    "{line}{samples} ns_per_dispatch={wall:.0} cpu_ns_per_dispatch={cpu:.0} peak_rss_mib={rss:.0} none_ns_per_dispatch={none_wall:.0} ratio={ratio:.2} cpu_ratio={cpu_ratio:.2}"
                                 );
                                 for warning in &m.warnings {
                                     eprintln!("warning: {line}: {warning}");

@@ -83,6 +83,20 @@ struct Run {
 }
 
 impl Measurement {
+    /// The figures printed for this measurement against `none`, that of the same configuration
+    /// without the tool: wall and CPU ns per dispatch, peak MiB, `none`'s wall ns per dispatch,
+    /// and the ratios of wall and of CPU times.
+    pub fn against(&self, none: &Measurement) -> [f64; 6] {
+        [
+            self.wall_ns,
+            self.cpu_ns,
+            self.rss_mib,
+            none.wall_ns,
+            self.wall_ns / none.wall_ns,
+            self.cpu_ns / none.cpu_ns,
+        ]
+    }
+
     /// The medians of `runs`: times per dispatch, memory in MiB.
     fn of(runs: &[Run], dispatches: u64, recorded: Option<&Recorded>) -> Measurement {
         let per = |values: Vec<f64>| median(values) / dispatches as f64;

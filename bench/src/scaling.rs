@@ -138,14 +138,9 @@ pub fn run(runs: usize, keep: Option<PathBuf>) -> Result<(), String> {
                             format!("{s:.1}")
                         }
                     });
+                    let [wall, cpu, rss, none_wall, ratio, cpu_ratio] = m.against(&none);
                     println!(
-                        "{first} {dispatches} | {samples} | {:.0} | {:.0} | {:.0} | {:.0} | {:.2} | {:.2} |",
-                        m.wall_ns,
-                        m.cpu_ns,
-                        m.rss_mib,
-                        none.wall_ns,
-                        m.wall_ns / none.wall_ns,
-                        m.cpu_ns / none.cpu_ns
+                        "{first} {dispatches} | {samples} | {wall:.0} | {cpu:.0} | {rss:.0} | {none_wall:.0} | {ratio:.2} | {cpu_ratio:.2} |"
                     );
                     for warning in m.warnings {
                         notes.push(format!("{} {value}: {warning}", config.mode.name()));
