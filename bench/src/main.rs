@@ -1,22 +1,30 @@
 //! `rtl-dispatch-bench`: what the interposer costs an application per kernel dispatch.
 //!
-//! Run without arguments, it measures every configuration (no tool, timing only, 2 counters,
-//! 16 counters; 1, 4 and 16 threads) on the simulated gfx942 and prints one line each:
+//! Run without arguments, it measures every configuration (no tool, timing only, 2, 8 and 16
+//! counters; 1, 4 and 16 threads) on the simulated gfx942 and prints one line each:
 //!
 //! ```text
-//! mode=<none|timing|counters2|counters16> threads=<N> ns_per_dispatch=<X> ratio=<X/none>
+//! mode=<M> threads=<T> queues=<Q> gpus=<G> dispatches=<D> [samples_per_dispatch=<S>] ns_per_dispatch=<X> cpu_ns_per_dispatch=<C> peak_rss_mib=<R> none_ns_per_dispatch=<none> ratio=<X/none> cpu_ratio=<C/none>
 //! ```
 //!
 //! Each measurement is a child process (this program again, with `--child`) that initialises
-//! HSA through `libhsa-runtime64.so.1`, loads the fixture code object, and dispatches the
-//! zero-length `empty` kernel from its threads, each on its own queue, in batches of
-//! [`BATCH`] packets that end with a completion signal. `ns_per_dispatch` is the wall-clock
-//! time of the dispatch phase divided by the dispatches of all threads; the figure is the median
-//! of several runs. The child's environment is what `rtl-pmc --sim gfx942 --print-env` prints,
-//! plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file (`RTL_PMC_PLAN`) for the modes with a tool.
-//! Process CPU time per dispatch is printed on stderr.
+//! HSA through `libhsa-runtime64.so.1`, loads the fixture code object on each GPU, and
+//! dispatches the zero-length `empty` kernel from its threads (thread `t` on GPU `t mod G`),
+//! each with `Q` queues of its own, in batches of [`BATCH`] packets that end with a completion
+//! signal; a thread's batches go to its queues in turn. `ns_per_dispatch` is the wall-clock time
+//! of the dispatch phase divided by the dispatches of all threads, `cpu_ns_per_dispatch` the
+//! process's CPU time over the same phase, `peak_rss_mib` its peak resident memory; each is the
+//! median of several runs, and `ratio` and `cpu_ratio` are over those of the `none` runs of the
+//! same configuration, which alternate with the tool's (`none_ns_per_dispatch`; the `none` line
+//! comes from runs of its own). The child's environment is what
+//! `rtl-pmc --sim <config> --print-env` prints (`gfx942`, `gfx942x2`, or the first `G` GPUs of
+//! `sim/configs/gfx942x8.json`), plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file
+//! (`RTL_PMC_PLAN`) for the modes with a tool. `samples_per_dispatch` is counted from the raw
+//! records the run wrote, which are also checked: one per dispatch, on every GPU and queue.
 //!
-//! `rtl-dispatch-bench --replay` compares application and kernel replay instead ([`replay`]).
+//! `rtl-dispatch-bench --scaling` measures a fixed set of configurations in one go and prints
+//! one markdown table per dimension ([`scaling`]); `rtl-dispatch-bench --replay` compares
+//! application and kernel replay ([`replay`]).
 
 // Agent discovery and fixture loading are the demo app's; the bench uses part of them.
 #[allow(dead_code)]
@@ -24,29 +32,39 @@
 mod gpu;
 mod hsa_api;
 mod replay;
+mod runner;
+mod scaling;
 mod workload;
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
+use std::path::PathBuf;
+use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
 use rtl_pmc::hsa;
-use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, KernelFilters, PlanEvent, RunPlan};
-use rtl_pmc::passes::plan_file::{PLAN_ENV, PLAN_VERSION};
-use rtl_pmc_counters::Catalog;
+
+use runner::{Bench, Config};
 
 /// Dispatches per configuration by default, over all its threads (rounded up to whole batches).
 const DISPATCHES: u64 = 100_000;
 /// Packets per batch; the last one carries the completion signal the thread waits for.
 pub const BATCH: u64 = 64;
-/// The simulated GPU every measurement runs on.
-const ARCH: &str = "gfx942";
-/// Kernel duration factor of the simulator: zero-length kernels (it must be positive).
-const SLOW: &str = "0.000001";
+/// The most simulated GPUs a configuration has (`sim/configs/gfx942x8.json`).
+pub const MAX_GPUS: u32 = 8;
 
 /// The `counters2` events: two blocks.
 const COUNTERS2: &[&str] = &["SQ_WAVES", "GRBM_COUNT"];
+/// The `counters8` events: half of `counters16`'s in each of its blocks.
+const COUNTERS8: &[&str] = &[
+    "SQ_WAVES",
+    "SQ_INSTS_VALU",
+    "GRBM_COUNT",
+    "SPI_CSN_WAVE",
+    "TCC_HIT",
+    "TCC_MISS",
+    "TA_BUFFER_READ_WAVEFRONTS",
+    "TD_LOAD_WAVEFRONT",
+];
 /// The `counters16` events: six blocks, each within its gfx942 per-pass limit.
 const COUNTERS16: &[&str] = &[
     "SQ_WAVES",
@@ -89,84 +107,146 @@ impl From<HsaError> for String {
 }
 
 /// What the parent measures.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq)]
 struct Options {
-    /// Dispatches per configuration, over all its threads.
-    dispatches: u64,
+    /// Dispatch counts per configuration, over all its threads.
+    dispatches: Vec<u64>,
     /// Runs per configuration; the median is reported.
     runs: usize,
     /// Thread counts.
     threads: Vec<u32>,
+    /// Queues per thread.
+    queues: Vec<u32>,
+    /// Simulated GPU counts.
+    gpus: Vec<u32>,
     /// Modes, `none` first (the ratio's denominator).
     modes: Vec<Mode>,
     /// Where plans and records go; kept afterwards (default: a temporary directory, removed).
     keep: Option<PathBuf>,
+    /// The fixed set of `--scaling` instead of the configurations above.
+    scaling: bool,
 }
 
 /// Whether and how the interposer is loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mode {
     None,
     Timing,
     Counters2,
+    Counters8,
     Counters16,
 }
 
 impl Mode {
-    const ALL: [Mode; 4] = [Mode::None, Mode::Timing, Mode::Counters2, Mode::Counters16];
+    const ALL: [Mode; 5] = [
+        Mode::None,
+        Mode::Timing,
+        Mode::Counters2,
+        Mode::Counters8,
+        Mode::Counters16,
+    ];
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Mode::None => "none",
             Mode::Timing => "timing",
             Mode::Counters2 => "counters2",
+            Mode::Counters8 => "counters8",
             Mode::Counters16 => "counters16",
         }
     }
 
-    fn counters(self) -> Option<&'static [&'static str]> {
+    /// The counters the plan asks for; `None` for no tool.
+    pub fn counters(self) -> Option<&'static [&'static str]> {
         match self {
             Mode::None => None,
             Mode::Timing => Some(&[]),
             Mode::Counters2 => Some(COUNTERS2),
+            Mode::Counters8 => Some(COUNTERS8),
             Mode::Counters16 => Some(COUNTERS16),
         }
     }
 }
 
-const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches N] [--runs N] [--threads 1,4,16] \
-                     [--modes none,timing,counters2,counters16] [--keep DIR]";
+const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches 100000[,N...]] [--runs N] \
+                     [--threads 1,4,16] [--queues 1[,N...]] [--gpus 1[,N...]] \
+                     [--modes none,timing,counters2,counters8,counters16] [--keep DIR]\n       \
+                     rtl-dispatch-bench --scaling [--runs N] [--keep DIR]\n       \
+                     rtl-dispatch-bench --replay [options]";
 
+/// The comma-separated positive integers `value` of `flag`.
+fn positive_integers(flag: &str, value: &str) -> Result<Vec<u64>, String> {
+    value
+        .split(',')
+        .map(|n| {
+            n.parse::<u64>()
+                .ok()
+                .filter(|n| *n > 0)
+                .ok_or_else(|| format!("{flag}: `{n}` is not a positive integer"))
+        })
+        .collect()
+}
+
+/// Parses the parent's arguments; an error is one message for exit status 2.
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
-        dispatches: DISPATCHES,
-        runs: 3,
+        dispatches: vec![DISPATCHES],
+        runs: 0, // set after the flags
         threads: vec![1, 4, 16],
+        queues: vec![1],
+        gpus: vec![1],
         modes: Mode::ALL.to_vec(),
         keep: None,
+        scaling: false,
     };
+    let mut fixed = Vec::new();
+    let mut runs = None;
     let mut args = args.iter();
     while let Some(flag) = args.next() {
+        if flag == "--scaling" {
+            options.scaling = true;
+            continue;
+        }
+        let known = [
+            "--dispatches",
+            "--runs",
+            "--threads",
+            "--queues",
+            "--gpus",
+            "--modes",
+            "--keep",
+        ];
+        if !known.contains(&flag.as_str()) {
+            return Err(format!("unknown argument `{flag}`\n{USAGE}"));
+        }
         let value = args
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let number = |v: &str| -> Result<u64, String> {
-            v.parse::<u64>()
-                .ok()
-                .filter(|n| *n > 0)
-                .ok_or_else(|| format!("{flag}: `{v}` is not a positive integer"))
+        let numbers = |v: &str| positive_integers(flag, v);
+        let small = |v: &str| -> Result<Vec<u32>, String> {
+            numbers(v)?
+                .into_iter()
+                .map(|n| u32::try_from(n).map_err(|_| format!("{flag}: `{n}` is too large")))
+                .collect()
         };
         match flag.as_str() {
-            "--dispatches" => options.dispatches = number(value)?,
-            "--runs" => options.runs = number(value)? as usize,
-            "--threads" => {
-                options.threads = value
-                    .split(',')
-                    .map(|t| number(t).map(|n| n as u32))
-                    .collect::<Result<_, _>>()?
+            "--dispatches" => options.dispatches = numbers(value)?,
+            "--runs" => match numbers(value)?.as_slice() {
+                [n] => runs = Some(*n as usize),
+                _ => return Err(format!("--runs: `{value}` is not one positive integer")),
+            },
+            "--threads" => options.threads = small(value)?,
+            "--queues" => options.queues = small(value)?,
+            "--gpus" => {
+                options.gpus = small(value)?;
+                if let Some(n) = options.gpus.iter().find(|&&n| n > MAX_GPUS) {
+                    return Err(format!(
+                        "--gpus: `{n}`: the simulated systems have at most {MAX_GPUS} GPUs"
+                    ));
+                }
             }
             "--keep" => options.keep = Some(PathBuf::from(value)),
-            "--modes" => {
+            _ => {
                 let mut modes = vec![Mode::None];
                 for name in value.split(',') {
                     let mode = Mode::ALL
@@ -179,230 +259,116 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 }
                 options.modes = modes;
             }
-            _ => return Err(format!("unknown argument `{flag}`\n{USAGE}")),
         }
+        if !["--runs", "--keep"].contains(&flag.as_str()) {
+            fixed.push(flag.as_str());
+        }
+    }
+    // `--scaling` compares more configurations of different sizes, in more runs each.
+    options.runs = runs.unwrap_or(if options.scaling { 5 } else { 3 });
+    if let (true, Some(flag)) = (options.scaling, fixed.first()) {
+        return Err(format!(
+            "{flag} cannot be combined with --scaling, which measures a fixed set of configurations (only --runs and --keep apply)"
+        ));
     }
     Ok(options)
 }
 
-/// The whole environment a program on the simulator gets: this one's after
-/// `eval "$(rtl-pmc --sim gfx942 --print-env)"`, as the documentation tells users to run.
-fn sim_env(exe_dir: &Path) -> Result<Vec<(String, String)>, String> {
-    let cli = exe_dir.join("rtl-pmc");
-    let script = format!(r#"eval "$("$0" --sim {ARCH} --print-env)" && exec env -0"#);
-    let out = Command::new("sh")
-        .args(["-c", &script])
-        .arg(&cli)
-        .output()
-        .map_err(|e| format!("cannot run sh: {e}"))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} --sim {ARCH} --print-env failed ({}): {}",
-            cli.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .split('\0')
-        .filter_map(|entry| entry.split_once('='))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect())
-}
-
-/// The plan event of each named gfx942 counter, from the counter catalog.
-fn events(names: &[&str]) -> Result<Vec<PlanEvent>, String> {
-    let catalog = Catalog::builtin(ARCH).map_err(|e| e.to_string())?;
-    let mut events = Vec::new();
-    for name in names {
-        for e in catalog.hardware_events(name).map_err(|e| e.to_string())? {
-            events.push(PlanEvent {
-                block: e.block,
-                block_id: e.block_id,
-                event: e.event,
-                flags: e.flags,
-            });
-        }
-    }
-    Ok(events)
-}
-
-/// Writes the plan file of `mode` in `dir`, or returns `None` for no tool.
-fn write_plan(dir: &Path, mode: Mode) -> Result<Option<PathBuf>, String> {
-    let Some(counters) = mode.counters() else {
-        return Ok(None);
-    };
-    let groups = if counters.is_empty() {
-        Vec::new()
-    } else {
-        vec![EventGroup {
-            counters: counters.iter().map(|c| c.to_string()).collect(),
-            events: events(counters)?,
-        }]
-    };
-    let plan = RunPlan {
-        version: PLAN_VERSION,
-        pass: 1,
-        output_directory: dir
-            .join(format!("out-{}", mode.name()))
-            .display()
-            .to_string(),
-        filters: KernelFilters::default(),
-        group_interval: 1,
-        agents: if groups.is_empty() {
-            Vec::new()
-        } else {
-            vec![AgentPlan {
-                arch: ARCH.into(),
-                groups,
-            }]
-        },
-        replay: None,
-    };
-    let path = dir.join(format!("{}.json", mode.name()));
-    plan.write(&path).map_err(|e| e.to_string())?;
-    Ok(Some(path))
-}
-
-/// One child's measurement.
-#[derive(Debug, Clone, Copy)]
-struct Sample {
-    wall_ns: f64,
-    cpu_ns: f64,
-}
-
-/// Runs one child measurement.
-fn measure(
-    exe: &Path,
-    env: &[(String, String)],
-    plan: Option<&Path>,
-    out_dir: &Path,
-    threads: u32,
-    dispatches: u64,
-) -> Result<Sample, String> {
-    // Records of earlier runs would only fill the disk.
-    let _ = std::fs::remove_dir_all(out_dir);
-    let mut command = Command::new(exe);
-    command
-        .args(["--child", &threads.to_string(), &dispatches.to_string()])
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (k, v)))
-        .env("RTL_SIM_SLOW", SLOW)
-        .env_remove("HSA_TOOLS_LIB")
-        .env_remove(PLAN_ENV);
-    if let Some(plan) = plan {
-        let tool = exe.with_file_name("librtl_pmc.so");
-        command.env("HSA_TOOLS_LIB", tool).env(PLAN_ENV, plan);
-    }
-    let out = command
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", exe.display()))?;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let field = |name: &str| -> Option<f64> {
-        stdout
-            .split_whitespace()
-            .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
-    };
-    match (out.status.success(), field("wall_ns"), field("cpu_ns")) {
-        (true, Some(wall_ns), Some(cpu_ns)) => Ok(Sample { wall_ns, cpu_ns }),
-        _ => Err(format!(
-            "a measurement with {threads} thread(s) failed ({}):\n{}{}",
-            out.status,
-            stdout,
-            String::from_utf8_lossy(&out.stderr)
-        )),
-    }
-}
-
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    let mid = values.len() / 2;
-    if values.len() % 2 == 1 {
-        values[mid]
-    } else {
-        (values[mid - 1] + values[mid]) / 2.0
-    }
-}
-
-fn parent(options: &Options) -> Result<(), String> {
-    let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
-    let exe_dir = exe.parent().ok_or("this program has no directory")?;
-    let env = sim_env(exe_dir)?;
-    let dir = options.keep.clone().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("rtl-dispatch-bench-{}", std::process::id()))
-    });
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+/// Measures every combination of the options' lists and prints one line each.
+fn grid(options: &Options) -> Result<(), String> {
+    let mut bench = Bench::new(options.runs, options.keep.clone())?;
     let started = Instant::now();
-    let result = (|| -> Result<(), String> {
-        let plans = options
-            .modes
-            .iter()
-            .map(|&m| write_plan(&dir, m).map(|p| (m, p)))
-            .collect::<Result<Vec<_>, _>>()?;
-        for &threads in &options.threads {
-            let mut baseline = None;
-            for (mode, plan) in &plans {
-                let dispatches = options.dispatches.div_ceil(u64::from(threads) * BATCH)
-                    * u64::from(threads)
-                    * BATCH;
-                let out_dir = dir.join(format!("out-{}", mode.name()));
-                let samples = (0..options.runs)
-                    .map(|_| measure(&exe, &env, plan.as_deref(), &out_dir, threads, dispatches))
-                    .collect::<Result<Vec<_>, _>>()?;
-                let per = |f: fn(&Sample) -> f64| {
-                    median(samples.iter().map(f).collect()) / dispatches as f64
-                };
-                let (wall, cpu) = (per(|s| s.wall_ns), per(|s| s.cpu_ns));
-                let none = *baseline.get_or_insert(wall);
-                println!(
-                    "mode={} threads={threads} ns_per_dispatch={wall:.0} ratio={:.2}",
-                    mode.name(),
-                    wall / none
-                );
-                eprintln!(
-                    "mode={} threads={threads} dispatches={dispatches} runs={} cpu_ns_per_dispatch={cpu:.0}",
-                    mode.name(),
-                    options.runs
-                );
+    let mut failed = 0;
+    for &gpus in &options.gpus {
+        for &queues in &options.queues {
+            for &threads in &options.threads {
+                for &dispatches in &options.dispatches {
+                    for &mode in &options.modes {
+                        let config = Config::new(mode, threads, queues, gpus, dispatches);
+                        let line = format!(
+                            "mode={} threads={threads} queues={queues} gpus={gpus} dispatches={}",
+                            mode.name(),
+                            config.dispatches
+                        );
+                        match bench.compare(config) {
+                            Ok((m, none)) => {
+                                let samples = m
+                                    .samples
+                                    .map(|s| format!(" samples_per_dispatch={s}"))
+                                    .unwrap_or_default();
+                                let [wall, cpu, rss, none_wall, ratio, cpu_ratio] =
+                                    m.against(&none);
+                                println!(
+                                    "{line}{samples} ns_per_dispatch={wall:.0} cpu_ns_per_dispatch={cpu:.0} peak_rss_mib={rss:.0} none_ns_per_dispatch={none_wall:.0} ratio={ratio:.2} cpu_ratio={cpu_ratio:.2}"
+                                );
+                                for warning in &m.warnings {
+                                    eprintln!("warning: {line}: {warning}");
+                                }
+                            }
+                            Err(e) => {
+                                failed += 1;
+                                println!("{line} failed");
+                                eprintln!("{line}: {e}");
+                            }
+                        }
+                    }
+                }
             }
         }
-        eprintln!("total wall time {:.1} s", started.elapsed().as_secs_f64());
-        Ok(())
-    })();
-    if options.keep.is_none() {
-        let _ = std::fs::remove_dir_all(&dir);
     }
-    result
+    eprintln!("total wall time {:.1} s", started.elapsed().as_secs_f64());
+    match failed {
+        0 => Ok(()),
+        n => Err(format!("{n} measurement(s) failed")),
+    }
+}
+
+/// This process's resource usage.
+fn usage() -> libc::rusage {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: getrusage fills the struct it is given.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    }
 }
 
 /// Process CPU time (user + system) in nanoseconds.
 fn cpu_time_ns() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: getrusage fills the struct it is given.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
+    let usage = usage();
     let ns = |t: libc::timeval| t.tv_sec as f64 * 1e9 + t.tv_usec as f64 * 1e3;
     ns(usage.ru_utime) + ns(usage.ru_stime)
 }
 
-/// The child: `threads` threads dispatch `dispatches` empty kernels in total.
-fn child(threads: u32, dispatches: u64) -> Result<(), String> {
+/// The child: `threads` threads dispatch `dispatches` empty kernels in total, thread `t` on
+/// GPU `t mod gpus`, each on `queues` queues of its own.
+fn child(threads: u32, dispatches: u64, queues: u32, gpus: u32) -> Result<(), String> {
     // SAFETY: plain library initialisation.
     gpu::check("hsa_init", unsafe { hsa_api::hsa_init() })?;
-    let system = gpu::System::discover(Some(1))?;
-    let gpu = &system.gpus[0];
-    let kernel = gpu.kernel("empty")?;
+    let system = gpu::System::discover(Some(gpus as usize))?;
+    if system.gpus.len() != gpus as usize {
+        return Err(format!(
+            "{gpus} GPU(s) asked, the system has {}",
+            system.gpus.len()
+        ));
+    }
+    let kernels = system
+        .gpus
+        .iter()
+        .map(|g| g.kernel("empty"))
+        .collect::<Result<Vec<_>, _>>()?;
     let kernarg = system.allocate(system.kernarg_pool, 256)?;
     let per_thread = dispatches / u64::from(threads);
     let start = Barrier::new(threads as usize + 1);
     let (wall, cpu, results) = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                let (start, kernel, kernarg) = (&start, &kernel, kernarg as usize);
+        let workers: Vec<_> = (0..threads as usize)
+            .map(|t| {
+                let g = t % system.gpus.len();
+                let (gpu, kernel) = (&system.gpus[g], &kernels[g]);
+                let (start, kernarg) = (&start, kernarg as usize);
                 scope.spawn(move || {
-                    workload::dispatch_empty(gpu, kernel, kernarg as *mut u8, per_thread, start)
+                    let work = (per_thread, queues);
+                    workload::dispatch_empty(gpu, kernel, kernarg as *mut u8, work, start)
                 })
             })
             .collect();
@@ -421,27 +387,67 @@ fn child(threads: u32, dispatches: u64) -> Result<(), String> {
     // SAFETY: every HSA object was released above.
     unsafe { hsa_api::hsa_shut_down() };
     println!(
-        "wall_ns={} cpu_ns={cpu:.0} dispatches={}",
+        "wall_ns={} cpu_ns={cpu:.0} dispatches={} max_rss_kib={}",
         wall.as_nanos(),
-        per_thread * u64::from(threads)
+        per_thread * u64::from(threads),
+        usage().ru_maxrss
     );
     Ok(())
 }
 
+/// `--child THREADS DISPATCHES [QUEUES [GPUS]]`: the positive integers, queues and GPUs 1 when
+/// absent.
+fn child_args(args: &[String]) -> Result<(u32, u64, u32, u32), String> {
+    const CHILD_USAGE: &str =
+        "usage: rtl-dispatch-bench --child THREADS DISPATCHES [QUEUES [GPUS]] (positive integers)";
+    let numbers = args
+        .iter()
+        .map(|v| v.parse::<u64>().ok().filter(|n| *n > 0))
+        .collect::<Option<Vec<u64>>>()
+        .ok_or(CHILD_USAGE)?;
+    let small = |n: u64| u32::try_from(n).map_err(|_| CHILD_USAGE.to_string());
+    match numbers[..] {
+        [threads, dispatches] => Ok((small(threads)?, dispatches, 1, 1)),
+        [threads, dispatches, queues] => Ok((small(threads)?, dispatches, small(queues)?, 1)),
+        [threads, dispatches, queues, gpus] => {
+            Ok((small(threads)?, dispatches, small(queues)?, small(gpus)?))
+        }
+        _ => Err(CHILD_USAGE.into()),
+    }
+}
+
+/// What the arguments ask for.
+enum Task {
+    Help,
+    Child(u32, u64, u32, u32),
+    Replay(replay::Options),
+    Measure(Options),
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match args.first().map(String::as_str) {
-        Some("--child") => {
-            let number = |i: usize| args.get(i).and_then(|v| v.parse::<u64>().ok());
-            match (number(1), number(2)) {
-                (Some(threads), Some(dispatches)) if threads > 0 => {
-                    child(threads as u32, dispatches)
-                }
-                _ => Err("usage: rtl-dispatch-bench --child THREADS DISPATCHES".into()),
-            }
+    // Bad arguments are refused with exit status 2 before anything runs; failures are 1.
+    let task = match args.first().map(String::as_str) {
+        Some("--help" | "-h") => Ok(Task::Help),
+        Some("--child") => child_args(&args[1..]).map(|(t, d, q, g)| Task::Child(t, d, q, g)),
+        Some("--replay") => replay::parse(&args[1..]).map(Task::Replay),
+        _ => parse_options(&args).map(Task::Measure),
+    };
+    let result = match task {
+        Err(message) => {
+            eprintln!("rtl-dispatch-bench: {message}");
+            return ExitCode::from(2);
         }
-        Some("--replay") => replay::main(&args[1..]),
-        _ => parse_options(&args).and_then(|o| parent(&o)),
+        Ok(Task::Help) => {
+            println!("{USAGE}");
+            Ok(())
+        }
+        Ok(Task::Child(threads, dispatches, queues, gpus)) => {
+            child(threads, dispatches, queues, gpus)
+        }
+        Ok(Task::Replay(options)) => replay::run(&options),
+        Ok(Task::Measure(options)) if options.scaling => scaling::run(options.runs, options.keep),
+        Ok(Task::Measure(options)) => grid(&options),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -449,5 +455,141 @@ fn main() -> ExitCode {
             eprintln!("rtl-dispatch-bench: {message}");
             ExitCode::FAILURE
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &str) -> Result<Options, String> {
+        let args: Vec<String> = args.split_whitespace().map(String::from).collect();
+        parse_options(&args)
+    }
+
+    #[test]
+    fn defaults_measure_every_mode_on_one_gpu_and_queue() {
+        let options = parse("").unwrap();
+        assert_eq!(options.dispatches, [100_000]);
+        assert_eq!(options.runs, 3);
+        assert_eq!(options.threads, [1, 4, 16]);
+        assert_eq!(options.queues, [1]);
+        assert_eq!(options.gpus, [1]);
+        assert_eq!(options.modes, Mode::ALL);
+        assert!(!options.scaling);
+    }
+
+    #[test]
+    fn lists_of_every_dimension() {
+        let options = parse(
+            "--dispatches 10000,100000,1000000 --queues 1,4,16 --gpus 1,2,8 \
+             --modes counters16,counters8,counters8 --threads 2 --runs 5 --keep /tmp/k",
+        )
+        .unwrap();
+        assert_eq!(options.dispatches, [10_000, 100_000, 1_000_000]);
+        assert_eq!(options.queues, [1, 4, 16]);
+        assert_eq!(options.gpus, [1, 2, 8]);
+        assert_eq!(
+            options.modes,
+            [Mode::None, Mode::Counters16, Mode::Counters8]
+        );
+        assert_eq!(options.threads, [2]);
+        assert_eq!(options.runs, 5);
+        assert_eq!(options.keep, Some(PathBuf::from("/tmp/k")));
+        let scaling = parse("--runs 1 --scaling --keep /tmp/k").unwrap();
+        assert!(scaling.scaling);
+        assert_eq!(scaling.runs, 1);
+        assert_eq!(parse("--scaling").unwrap().runs, 5);
+    }
+
+    #[test]
+    fn bad_arguments_are_one_exact_message() {
+        let cases = [
+            (
+                "--gpus 1,9",
+                "--gpus: `9`: the simulated systems have at most 8 GPUs",
+            ),
+            ("--threads 0", "--threads: `0` is not a positive integer"),
+            ("--queues 1,,4", "--queues: `` is not a positive integer"),
+            (
+                "--threads 4294967296",
+                "--threads: `4294967296` is too large",
+            ),
+            (
+                "--dispatches 1e6",
+                "--dispatches: `1e6` is not a positive integer",
+            ),
+            ("--runs 1,2", "--runs: `1,2` is not one positive integer"),
+            (
+                "--scaling --threads 4",
+                "--threads cannot be combined with --scaling, which measures a fixed set of \
+                 configurations (only --runs and --keep apply)",
+            ),
+            (
+                "--gpus 2 --scaling",
+                "--gpus cannot be combined with --scaling, which measures a fixed set of \
+                 configurations (only --runs and --keep apply)",
+            ),
+        ];
+        for (args, message) in cases {
+            assert_eq!(parse(args).unwrap_err(), message, "{args}");
+        }
+        let with_usage = [
+            (
+                "--modes timing,counters4",
+                "--modes: unknown mode `counters4`",
+            ),
+            ("--queues", "--queues needs a value"),
+            ("--gpu 2", "unknown argument `--gpu`"),
+        ];
+        for (args, message) in with_usage {
+            assert_eq!(
+                parse(args).unwrap_err(),
+                format!("{message}\n{USAGE}"),
+                "{args}"
+            );
+        }
+    }
+
+    #[test]
+    fn child_arguments() {
+        let args = |a: &str| -> Vec<String> { a.split_whitespace().map(String::from).collect() };
+        assert_eq!(child_args(&args("4 1024")), Ok((4, 1024, 1, 1)));
+        assert_eq!(child_args(&args("4 1024 16")), Ok((4, 1024, 16, 1)));
+        assert_eq!(child_args(&args("8 1024 1 8")), Ok((8, 1024, 1, 8)));
+        let usage = "usage: rtl-dispatch-bench --child THREADS DISPATCHES [QUEUES [GPUS]] \
+                     (positive integers)";
+        for bad in ["", "4", "0 64", "4 64 0", "1 2 3 4 5", "4 x"] {
+            assert_eq!(child_args(&args(bad)), Err(usage.to_string()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn counters8_is_half_of_counters16_per_block() {
+        let block = |c: &str| c.split('_').next().unwrap().to_string();
+        let count = |set: &[&str], b: &str| set.iter().filter(|c| block(c) == b).count();
+        assert!(COUNTERS8.iter().all(|c| COUNTERS16.contains(c)));
+        for c in COUNTERS16 {
+            let b = block(c);
+            assert_eq!(2 * count(COUNTERS8, &b), count(COUNTERS16, &b), "{b}");
+        }
+    }
+
+    #[test]
+    fn dispatches_are_whole_batches_per_thread() {
+        assert_eq!(
+            Config::new(Mode::None, 1, 1, 1, 100_000).dispatches,
+            100_032
+        );
+        assert_eq!(
+            Config::new(Mode::None, 16, 4, 1, 100_000).dispatches,
+            100_352
+        );
+        assert_eq!(Config::new(Mode::None, 3, 1, 1, 192).dispatches, 192);
+        let timing = Config::new(Mode::Timing, 8, 2, 8, 10_000);
+        assert_eq!(
+            timing.without_tool(),
+            Config::new(Mode::None, 8, 2, 8, 10_000)
+        );
     }
 }

@@ -33,7 +33,7 @@ const USAGE: &str = "usage: rtl-dispatch-bench --replay [--runs N] [--passes 2,4
                      [--sizes 4096,1048576] [--startup-ms 0,1000] [--iterations N]";
 
 /// What `--replay` measures.
-struct Options {
+pub struct Options {
     runs: usize,
     passes: Vec<usize>,
     sizes: Vec<u64>,
@@ -41,7 +41,8 @@ struct Options {
     iterations: u64,
 }
 
-fn parse(args: &[String]) -> Result<Options, String> {
+/// Parses the arguments after `--replay`; an error is one message for exit status 2.
+pub fn parse(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
         runs: 3,
         passes: vec![2, 4],
@@ -54,16 +55,7 @@ fn parse(args: &[String]) -> Result<Options, String> {
         let value = args
             .next()
             .ok_or_else(|| format!("{flag} needs a value\n{USAGE}"))?;
-        let numbers = |v: &str| -> Result<Vec<u64>, String> {
-            v.split(',')
-                .map(|n| {
-                    n.parse::<u64>()
-                        .ok()
-                        .filter(|n| *n > 0)
-                        .ok_or_else(|| format!("{flag}: `{n}` is not a positive integer"))
-                })
-                .collect()
-        };
+        let numbers = |v: &str| crate::positive_integers(flag, v);
         match flag.as_str() {
             "--runs" => options.runs = numbers(value)?[0] as usize,
             "--iterations" => options.iterations = numbers(value)?[0],
@@ -142,8 +134,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 /// Runs every configuration and prints one line per replay.
-pub fn main(args: &[String]) -> Result<(), String> {
-    let options = parse(args)?;
+pub fn run(options: &Options) -> Result<(), String> {
     let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
     let exe_dir = exe.parent().ok_or("this program has no directory")?;
     let scratch = std::env::temp_dir().join(format!("rtl-replay-bench-{}", std::process::id()));

@@ -1,4 +1,4 @@
-//! One thread's dispatch loop: zero-length kernels on its own queue, in batches.
+//! One thread's dispatch loop: zero-length kernels on its own queues, in batches.
 
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -9,76 +9,85 @@ use crate::hsa::*;
 use crate::hsa_api::*;
 use crate::BATCH;
 
-/// Slots of each thread's queue: room for several batches.
+/// Slots of each queue: room for several batches.
 const QUEUE_SLOTS: u32 = 1024;
 
-/// Creates a queue and a signal on `gpu`, waits at `start`, then dispatches `kernel`
-/// `dispatches` times (a multiple of [`BATCH`]); each batch ends with a packet carrying the
-/// completion signal, which the thread waits for before the next batch.
+/// Creates `queues` queues and a signal on `gpu`, waits at `start`, then dispatches `kernel`
+/// `dispatches` times (a multiple of [`BATCH`]); each batch goes to the next queue in turn and
+/// ends with a packet carrying the completion signal, which the thread waits for before the
+/// next batch.
 pub fn dispatch_empty(
     gpu: &Gpu,
     kernel: &Kernel,
     kernarg: *mut u8,
-    dispatches: u64,
+    (dispatches, queues): (u64, u32),
     start: &Barrier,
 ) -> Result<(), String> {
-    let mut queue: *mut hsa_queue_t = std::ptr::null_mut();
+    let mut created = Vec::new();
     let mut signal = hsa_signal_t::default();
-    // SAFETY: valid agent and out pointers; no error callback.
-    let created = unsafe {
-        check(
-            "hsa_queue_create",
-            hsa_queue_create(
-                gpu.agent,
-                QUEUE_SLOTS,
-                HSA_QUEUE_TYPE_MULTI,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                u32::MAX,
-                u32::MAX,
-                &mut queue,
-            ),
-        )
-        .and_then(|()| {
-            check(
-                "hsa_signal_create",
-                hsa_signal_create(1, 0, std::ptr::null(), &mut signal),
-            )
+    let ready = (0..queues)
+        .try_for_each(|_| {
+            let mut queue: *mut hsa_queue_t = std::ptr::null_mut();
+            // SAFETY: valid agent and out pointer; no error callback.
+            let status = unsafe {
+                hsa_queue_create(
+                    gpu.agent,
+                    QUEUE_SLOTS,
+                    HSA_QUEUE_TYPE_MULTI,
+                    std::ptr::null(),
+                    std::ptr::null_mut(),
+                    u32::MAX,
+                    u32::MAX,
+                    &mut queue,
+                )
+            };
+            check("hsa_queue_create", status).map(|()| created.push(queue))
         })
-    };
+        .and_then(|()| {
+            // SAFETY: valid out pointer.
+            check("hsa_signal_create", unsafe {
+                hsa_signal_create(1, 0, std::ptr::null(), &mut signal)
+            })
+        });
     // Every thread reaches the barrier, so a failure cannot leave the others waiting.
     start.wait();
-    created?;
-    for _ in 0..dispatches / BATCH {
-        // SAFETY: the signal is ours and no packet of the previous batch still refers to it.
-        unsafe { hsa_signal_store_screlease(signal, 1) };
-        for i in 0..BATCH {
-            let completion = if i + 1 == BATCH {
-                signal
-            } else {
-                hsa_signal_t::default()
-            };
-            // SAFETY: the queue is ours and alive; `kernarg` outlives the dispatches.
-            unsafe { submit(queue, kernel, kernarg, completion) };
+    let result = ready.map_err(String::from).map(|()| {
+        let batches = (dispatches / BATCH) as usize;
+        for &queue in created.iter().cycle().take(batches) {
+            // SAFETY: the signal is ours and no packet of the previous batch still refers to it.
+            unsafe { hsa_signal_store_screlease(signal, 1) };
+            for i in 0..BATCH {
+                let completion = if i + 1 == BATCH {
+                    signal
+                } else {
+                    hsa_signal_t::default()
+                };
+                // SAFETY: the queue is ours and alive; `kernarg` outlives the dispatches.
+                unsafe { submit(queue, kernel, kernarg, completion) };
+            }
+            // SAFETY: waiting on our own signal.
+            while unsafe {
+                hsa_signal_wait_scacquire(
+                    signal,
+                    HSA_SIGNAL_CONDITION_LT,
+                    1,
+                    u64::MAX,
+                    HSA_WAIT_STATE_BLOCKED,
+                )
+            } >= 1
+            {}
         }
-        // SAFETY: waiting on our own signal.
-        while unsafe {
-            hsa_signal_wait_scacquire(
-                signal,
-                HSA_SIGNAL_CONDITION_LT,
-                1,
-                u64::MAX,
-                HSA_WAIT_STATE_BLOCKED,
-            )
-        } >= 1
-        {}
-    }
-    // SAFETY: every dispatch has completed; the queue and signal are this thread's.
+    });
+    // SAFETY: every dispatch has completed; the queues and signal are this thread's.
     unsafe {
-        hsa_signal_destroy(signal);
-        hsa_queue_destroy(queue);
+        if signal.handle != 0 {
+            hsa_signal_destroy(signal);
+        }
+        for queue in created {
+            hsa_queue_destroy(queue);
+        }
     }
-    Ok(())
+    result
 }
 
 /// Writes one dispatch packet of `kernel` (one work-group) with the barrier bit, as HIP does,

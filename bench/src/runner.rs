@@ -1,0 +1,492 @@
+//! Measuring one configuration: its simulated system, its plan, the child runs, and the checks
+//! of the records they wrote.
+
+use std::collections::{BTreeSet, HashMap};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rtl_pmc::dispatch::records;
+use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, KernelFilters, PlanEvent, RunPlan};
+use rtl_pmc::passes::plan_file::{PLAN_ENV, PLAN_VERSION};
+use rtl_pmc_counters::Catalog;
+
+use crate::{Mode, BATCH, MAX_GPUS};
+
+/// Kernel duration factor of the simulator: zero-length kernels (it must be positive).
+const SLOW: &str = "0.000001";
+/// The simulated systems of 1 to 8 MI300X-shaped GPUs: the first N of these.
+const GFX942X8: &str = include_str!("../../sim/configs/gfx942x8.json");
+/// A child that has not finished after this long plus [`TIME_PER_DISPATCH`] per dispatch is
+/// taken to hang and killed.
+const TIME_LIMIT: Duration = Duration::from_secs(60);
+const TIME_PER_DISPATCH: Duration = Duration::from_millis(1);
+
+/// One measured configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Config {
+    pub mode: Mode,
+    pub threads: u32,
+    /// Queues per thread.
+    pub queues: u32,
+    pub gpus: u32,
+    /// Dispatches over all threads: a whole number of batches per thread.
+    pub dispatches: u64,
+}
+
+impl Config {
+    /// A configuration of about `dispatches` dispatches, rounded up to whole batches per thread.
+    pub fn new(mode: Mode, threads: u32, queues: u32, gpus: u32, dispatches: u64) -> Config {
+        let step = u64::from(threads) * BATCH;
+        Config {
+            mode,
+            threads,
+            queues,
+            gpus,
+            dispatches: dispatches.div_ceil(step) * step,
+        }
+    }
+
+    /// The same configuration without the tool: the ratio's denominator.
+    pub fn without_tool(self) -> Config {
+        Config {
+            mode: Mode::None,
+            ..self
+        }
+    }
+}
+
+/// The medians of one configuration's runs, per dispatch, and what its records showed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Measurement {
+    /// Wall time of the dispatch phase, ns per dispatch.
+    pub wall_ns: f64,
+    /// Process CPU time over the dispatch phase, ns per dispatch.
+    pub cpu_ns: f64,
+    /// The process's peak resident memory, MiB.
+    pub rss_mib: f64,
+    /// Counter samples per recorded dispatch (`None` without the tool).
+    pub samples: Option<f64>,
+    /// What the records got wrong (missing dispatches, GPUs or queues), one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// What one child reported.
+#[derive(Debug, Clone, Copy)]
+struct Run {
+    /// Wall and CPU ns of its dispatch phase.
+    wall_ns: f64,
+    cpu_ns: f64,
+    /// Its peak resident memory, KiB.
+    rss_kib: f64,
+}
+
+impl Measurement {
+    /// The figures printed for this measurement against `none`, that of the same configuration
+    /// without the tool: wall and CPU ns per dispatch, peak MiB, `none`'s wall ns per dispatch,
+    /// and the ratios of wall and of CPU times.
+    pub fn against(&self, none: &Measurement) -> [f64; 6] {
+        [
+            self.wall_ns,
+            self.cpu_ns,
+            self.rss_mib,
+            none.wall_ns,
+            self.wall_ns / none.wall_ns,
+            self.cpu_ns / none.cpu_ns,
+        ]
+    }
+
+    /// The medians of `runs`: times per dispatch, memory in MiB.
+    fn of(runs: &[Run], dispatches: u64, recorded: Option<&Recorded>) -> Measurement {
+        let per = |values: Vec<f64>| median(values) / dispatches as f64;
+        Measurement {
+            wall_ns: per(runs.iter().map(|r| r.wall_ns).collect()),
+            cpu_ns: per(runs.iter().map(|r| r.cpu_ns).collect()),
+            rss_mib: median(runs.iter().map(|r| r.rss_kib).collect()) / 1024.0,
+            samples: recorded.map(|r| r.samples as f64 / r.dispatches.max(1) as f64),
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// What one run's raw records hold.
+#[derive(Debug, Default)]
+struct Recorded {
+    dispatches: u64,
+    samples: u64,
+    gpus: BTreeSet<u32>,
+    queues: BTreeSet<(u32, u64)>,
+}
+
+impl Recorded {
+    /// Where the records differ from what `config` dispatched: one sentence each.
+    fn problems(&self, config: Config) -> Vec<String> {
+        let mut problems = Vec::new();
+        if self.dispatches != config.dispatches {
+            problems.push(format!(
+                "recorded {} of {} dispatches",
+                self.dispatches, config.dispatches
+            ));
+        }
+        if self.gpus.len() != config.gpus as usize {
+            problems.push(format!(
+                "the records name {} GPU(s) of {}",
+                self.gpus.len(),
+                config.gpus
+            ));
+        }
+        let queues = config.threads as usize * config.queues as usize;
+        if self.queues.len() != queues {
+            problems.push(format!(
+                "the records name {} queue(s) of {queues}",
+                self.queues.len()
+            ));
+        }
+        problems
+    }
+}
+
+/// A simulated system: the environment of a program on it, and its GPUs' architectures.
+#[derive(Debug, Clone)]
+struct System {
+    env: Vec<(String, String)>,
+    archs: Vec<String>,
+}
+
+/// Runs configurations, each once however many tables show it.
+pub struct Bench {
+    exe: PathBuf,
+    /// Plans, records and simulated-system files.
+    dir: PathBuf,
+    keep: bool,
+    runs: usize,
+    /// Per GPU count, its simulated system.
+    systems: HashMap<u32, System>,
+    plans: HashMap<(Mode, u32), PathBuf>,
+    results: HashMap<Config, Result<(Measurement, Measurement), String>>,
+}
+
+impl Bench {
+    /// A bench working in `keep` (kept afterwards) or in a temporary directory.
+    pub fn new(runs: usize, keep: Option<PathBuf>) -> Result<Bench, String> {
+        let exe = std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))?;
+        let dir = keep.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("rtl-dispatch-bench-{}", std::process::id()))
+        });
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        Ok(Bench {
+            exe,
+            dir,
+            keep: keep.is_some(),
+            runs,
+            systems: HashMap::new(),
+            plans: HashMap::new(),
+            results: HashMap::new(),
+        })
+    }
+
+    /// `config`'s measurement and that of the same configuration without the tool, from runs
+    /// that alternate (one without, one with the tool, and again), so that both see the same
+    /// load from the rest of the machine. A configuration is measured the first time it is
+    /// asked for.
+    pub fn compare(&mut self, config: Config) -> Result<(Measurement, Measurement), String> {
+        if let Some(result) = self.results.get(&config) {
+            return result.clone();
+        }
+        eprintln!(
+            "measuring mode={} threads={} queues={} gpus={} dispatches={} ({} runs)",
+            config.mode.name(),
+            config.threads,
+            config.queues,
+            config.gpus,
+            config.dispatches,
+            self.runs
+        );
+        let result = self.run_both(config);
+        self.results.insert(config, result.clone());
+        result
+    }
+
+    fn run_both(&mut self, config: Config) -> Result<(Measurement, Measurement), String> {
+        let env = self.system(config.gpus)?.env.clone();
+        let plan = self.plan(config.mode, config.gpus)?;
+        let out_dir = self.dir.join(format!("out-{}", config.mode.name()));
+        let (mut none, mut tool) = (Vec::new(), Vec::new());
+        let mut recorded = None;
+        for _ in 0..self.runs {
+            none.push(self.run_child(&env, None, config.without_tool())?);
+            if let Some(plan) = &plan {
+                // Records of earlier runs would only fill the disk.
+                let _ = std::fs::remove_dir_all(&out_dir);
+                tool.push(self.run_child(&env, Some(plan), config)?);
+                // Every run's records are checked; the last one's are reported.
+                recorded = Some(read_records(&out_dir)?);
+            }
+        }
+        let none = Measurement::of(&none, config.dispatches, None);
+        match recorded {
+            Some(recorded) => {
+                let mut measured = Measurement::of(&tool, config.dispatches, Some(&recorded));
+                measured.warnings = recorded.problems(config);
+                Ok((measured, none))
+            }
+            None => Ok((none.clone(), none)),
+        }
+    }
+
+    /// The environment of `gpus` simulated MI300X-shaped GPUs, and their architectures: the
+    /// built-in `gfx942` and `gfx942x2`, or the first `gpus` GPUs of `gfx942x8.json`.
+    fn system(&mut self, gpus: u32) -> Result<&System, String> {
+        if !self.systems.contains_key(&gpus) {
+            let bad = |e: &dyn std::fmt::Display| format!("sim/configs/gfx942x8.json: {e}");
+            let mut config: serde_json::Value =
+                serde_json::from_str(GFX942X8).map_err(|e| bad(&e))?;
+            let list = config["gpus"]
+                .as_array_mut()
+                .ok_or_else(|| bad(&"no `gpus` list"))?;
+            if list.len() < gpus as usize {
+                return Err(bad(&format!("{} GPUs, {gpus} asked", list.len())));
+            }
+            list.truncate(gpus as usize);
+            let mut archs: Vec<String> = list
+                .iter()
+                .map(|g| g["name"].as_str().unwrap_or_default().to_string())
+                .collect();
+            archs.sort();
+            archs.dedup();
+            let spec = match gpus {
+                1 => "gfx942".to_string(),
+                2 => "gfx942x2".to_string(),
+                n => {
+                    if n < MAX_GPUS {
+                        config["description"] = format!("{n} AMD Instinct MI300X-like GPUs").into();
+                    }
+                    let path = self.dir.join(format!("gfx942x{n}.json"));
+                    std::fs::write(&path, config.to_string())
+                        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+                    path.display().to_string()
+                }
+            };
+            let exe_dir = self.exe.parent().ok_or("this program has no directory")?;
+            let env = sim_env(exe_dir, &spec)?;
+            self.systems.insert(gpus, System { env, archs });
+        }
+        Ok(&self.systems[&gpus])
+    }
+
+    /// The plan file of `mode` on `gpus` GPUs (every architecture among them programs the
+    /// mode's events), or `None` for no tool.
+    fn plan(&mut self, mode: Mode, gpus: u32) -> Result<Option<PathBuf>, String> {
+        let Some(counters) = mode.counters() else {
+            return Ok(None);
+        };
+        if let Some(path) = self.plans.get(&(mode, gpus)) {
+            return Ok(Some(path.clone()));
+        }
+        let archs = self.system(gpus)?.archs.clone();
+        let mut agents = Vec::new();
+        for arch in archs.iter().filter(|_| !counters.is_empty()) {
+            agents.push(AgentPlan {
+                arch: arch.clone(),
+                groups: vec![EventGroup {
+                    counters: counters.iter().map(|c| c.to_string()).collect(),
+                    events: events(arch, counters)?,
+                }],
+            });
+        }
+        let plan = RunPlan {
+            version: PLAN_VERSION,
+            pass: 1,
+            output_directory: self
+                .dir
+                .join(format!("out-{}", mode.name()))
+                .display()
+                .to_string(),
+            filters: KernelFilters::default(),
+            group_interval: 1,
+            agents,
+            replay: None,
+        };
+        let name = match gpus {
+            1 => format!("{}.json", mode.name()),
+            n => format!("{}-gpus{n}.json", mode.name()),
+        };
+        let path = self.dir.join(name);
+        plan.write(&path).map_err(|e| e.to_string())?;
+        self.plans.insert((mode, gpus), path.clone());
+        Ok(Some(path))
+    }
+
+    /// Runs one child measurement.
+    fn run_child(
+        &self,
+        env: &[(String, String)],
+        plan: Option<&Path>,
+        config: Config,
+    ) -> Result<Run, String> {
+        let args = [
+            config.threads.to_string(),
+            config.dispatches.to_string(),
+            config.queues.to_string(),
+            config.gpus.to_string(),
+        ];
+        let mut command = Command::new(&self.exe);
+        command
+            .arg("--child")
+            .args(&args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("RTL_SIM_SLOW", SLOW)
+            .env_remove("HSA_TOOLS_LIB")
+            .env_remove(PLAN_ENV)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(plan) = plan {
+            let tool = self.exe.with_file_name("librtl_pmc.so");
+            command.env("HSA_TOOLS_LIB", tool).env(PLAN_ENV, plan);
+        }
+        let what = format!("--child {}", args.join(" "));
+        let per_dispatch = u32::try_from(config.dispatches).unwrap_or(u32::MAX);
+        let limit = TIME_LIMIT.saturating_add(TIME_PER_DISPATCH.saturating_mul(per_dispatch));
+        let (status, stdout, stderr) = run_with_limit(command, limit)
+            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.name()))?;
+        let field = |name: &str| -> Option<f64> {
+            stdout
+                .split_whitespace()
+                .find_map(|w| w.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+        };
+        let fields = (field("wall_ns"), field("cpu_ns"), field("max_rss_kib"));
+        match (status.success(), fields) {
+            (true, (Some(wall_ns), Some(cpu_ns), Some(rss_kib))) => Ok(Run {
+                wall_ns,
+                cpu_ns,
+                rss_kib,
+            }),
+            _ => Err(format!(
+                "{what} (mode {}) failed ({status}):\n{stdout}{stderr}",
+                config.mode.name()
+            )),
+        }
+    }
+}
+
+impl Drop for Bench {
+    fn drop(&mut self) {
+        if !self.keep {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// Runs `command` to its end, or kills it after `limit`: its status, stdout and stderr.
+fn run_with_limit(
+    mut command: Command,
+    limit: Duration,
+) -> Result<(std::process::ExitStatus, String, String), String> {
+    let mut child = command.spawn().map_err(|e| format!("cannot run: {e}"))?;
+    // Both pipes are drained while the child runs, so it never blocks on a full one.
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut text);
+            }
+            String::from_utf8_lossy(&text).into_owned()
+        })
+    };
+    let stdout = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let started = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if started.elapsed() > limit => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("still running after {} s: killed", limit.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        }
+    };
+    let text = |t: std::thread::JoinHandle<String>| t.join().unwrap_or_default();
+    Ok((status, text(stdout), text(stderr)))
+}
+
+/// Counts the records of every raw record file in `dir`.
+fn read_records(dir: &Path) -> Result<Recorded, String> {
+    let entries =
+        std::fs::read_dir(dir).map_err(|e| format!("no records in {}: {e}", dir.display()))?;
+    let mut recorded = Recorded::default();
+    for entry in entries {
+        let path = entry.map_err(|e| e.to_string())?.path();
+        if path.extension().and_then(|e| e.to_str()) != Some(records::EXTENSION) {
+            continue;
+        }
+        for record in records::read(&path) {
+            let record = record.map_err(|e| format!("{}: {e}", path.display()))?;
+            recorded.dispatches += 1;
+            recorded.samples += record.counters.iter().map(|c| c.len() as u64).sum::<u64>();
+            recorded.gpus.insert(record.gpu_index);
+            recorded.queues.insert((record.gpu_index, record.queue));
+        }
+    }
+    Ok(recorded)
+}
+
+/// The whole environment a program on the simulator gets: this one's after
+/// `eval "$(rtl-pmc --sim <spec> --print-env)"`, as the documentation tells users to run.
+fn sim_env(exe_dir: &Path, spec: &str) -> Result<Vec<(String, String)>, String> {
+    let cli = exe_dir.join("rtl-pmc");
+    let script = r#"eval "$("$0" --sim "$1" --print-env)" && exec env -0"#;
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .arg(&cli)
+        .arg(spec)
+        .output()
+        .map_err(|e| format!("cannot run sh: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} --sim {spec} --print-env failed ({}): {}",
+            cli.display(),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .split('\0')
+        .filter_map(|entry| entry.split_once('='))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect())
+}
+
+/// The plan events of the named counters on `arch`, from the counter catalog.
+fn events(arch: &str, names: &[&str]) -> Result<Vec<PlanEvent>, String> {
+    let catalog = Catalog::builtin(arch).map_err(|e| e.to_string())?;
+    let mut events = Vec::new();
+    for name in names {
+        for e in catalog.hardware_events(name).map_err(|e| e.to_string())? {
+            events.push(PlanEvent {
+                block: e.block,
+                block_id: e.block_id,
+                event: e.event,
+                flags: e.flags,
+            });
+        }
+    }
+    Ok(events)
+}
+
+/// The median of `values` (not empty).
+pub fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 1 {
+        values[mid]
+    } else {
+        (values[mid - 1] + values[mid]) / 2.0
+    }
+}
