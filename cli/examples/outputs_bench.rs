@@ -182,6 +182,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     assert_eq!(unmatched, 0);
     // Header, 4 kernels with their counters, the GPU and its 9-line idle-gap histogram.
     assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1 + 9);
-    std::fs::remove_dir_all(&dir)?;
+    if std::env::var_os("RTL_PMC_BENCH_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir)?;
+    }
     Ok(())
 }

@@ -8,8 +8,14 @@
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
-//!   the total and, for counters with several positions, the per-dimension values as a JSON array;
+//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`super::rocpd`]): per dispatch and counter the total
+//!   and, for counters with several positions, the per-dimension values as a JSON array under
+//!   `dimension_values` in `extdata`. Each value is stored there once, as it is inserted: its row
+//!   id is the dispatch row's id shifted left by [`PMC_BITS`] plus the counter id, so a
+//!   dispatch's values are one range of row ids, and its `event_id` is the merged dispatch. A
+//!   value that repeats one an earlier pass reported for the same merged dispatch moves to
+//!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
+//!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
 //!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
 //!
@@ -28,6 +34,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
+use super::estimates::Sampled;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
 use super::rocpd::{self, RunInfo};
@@ -80,10 +87,9 @@ CREATE TABLE rtl_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
-CREATE TABLE rtl_pmc_value(
+CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
-  dimension_values TEXT, reported INTEGER NOT NULL DEFAULT 1,
-  PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
+  dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
 CREATE TABLE rtl_merged_dispatch(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
   agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
@@ -166,16 +172,55 @@ const BULK_PAGE_SIZE: u32 = 65536;
 /// Counter rows per insert statement, at most (a power of two).
 const PMC_ROWS_PER_STATEMENT: usize = 64;
 
-const INSERT_PMC: &str =
-    "INSERT INTO rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values) VALUES";
+/// The bits of a value's row id that hold its counter id: the value of counter `pmc` of
+/// dispatch row `d` is row `d << PMC_BITS | pmc` of the values table, so the values of a
+/// dispatch are one range of row ids, in counter order.
+pub const PMC_BITS: u32 = 20;
 
-/// Appends the per-dimension values as a JSON array (integers without a fraction) to `json`;
-/// false, appending nothing, for a single value.
+/// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
+const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
+
+/// The key of the per-dimension values in a value's `extdata`.
+const DIMENSIONS_KEY: &str = "{\"dimension_values\":";
+
+/// What a value's `extdata` holds when it has a single position (rocpd's default).
+const NO_DIMENSIONS: &str = "{}";
+
+/// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
+/// it, its rocpd view and the `rtl_pmc_value` view.
+fn values_table(guid: &str) -> (String, String) {
+    let uuid = rocpd::uuid_suffix(guid);
+    let table = format!("\"rocpd_{}{uuid}\"", rocpd::VALUES);
+    let ddl = format!(
+        "{}CREATE VIEW rtl_pmc_value AS
+           SELECT id >> {PMC_BITS} AS dispatch_id, pmc_id, value,
+                  json_extract(extdata, '$.dimension_values') AS dimension_values, 1 AS reported
+           FROM {table}
+           UNION ALL
+           SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
+           FROM rtl_pmc_repeat;",
+        rocpd::table_sql(rocpd::VALUES, guid, &uuid)
+    );
+    (table, ddl)
+}
+
+/// The per-dimension values of a value's `extdata` (empty when it has none).
+fn dimensions_of(extdata: &str) -> Vec<f64> {
+    extdata
+        .strip_prefix(DIMENSIONS_KEY)
+        .and_then(|rest| rest.strip_suffix('}'))
+        .and_then(|array| serde_json::from_str(array).ok())
+        .unwrap_or_default()
+}
+
+/// Appends a value's `extdata` to `json`: its per-dimension values as a JSON array (integers
+/// without a fraction) under `dimension_values`; false, appending nothing, for a single value.
 fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
     use std::io::Write as _;
     if values.len() < 2 {
         return false;
     }
+    json.extend_from_slice(DIMENSIONS_KEY.as_bytes());
     json.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
@@ -187,7 +232,7 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
             let _ = write!(json, "{v}");
         }
     }
-    json.push(b']');
+    json.extend_from_slice(b"]}");
     true
 }
 
@@ -512,6 +557,10 @@ impl MergedStatements<'_> {
     }
 }
 
+/// A value waiting to be inserted: dispatch row, counter id, total, range of its `extdata` in
+/// the JSON buffer, merged dispatch.
+type PmcRow = (i64, i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -521,8 +570,9 @@ pub struct Database {
     pmcs: FastMap<String, i64>,
     in_transaction: bool,
     pmc_statements: FastMap<usize, String>,
-    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`).
-    pmc_rows: Vec<(i64, i64, f64, Option<std::ops::Range<usize>>)>,
+    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`,
+    /// merged dispatch).
+    pmc_rows: Vec<PmcRow>,
     /// Per-insert buffer: kernel and counter ids.
     batch_ids: Vec<i64>,
     pmc_json: Vec<u8>,
@@ -547,6 +597,19 @@ pub struct Database {
     totals: Totals,
     /// Whether the database has its bulk page size.
     bulk_pages: bool,
+    /// The run's GUID, which rocpd's tables carry.
+    guid: String,
+    /// The values table (rocpd's `rocpd_pmc_event` of the run), quoted.
+    values: String,
+    /// Whether the values table exists.
+    values_made: bool,
+    /// The moments of the values for the estimates, gathered as they are inserted; `None` once
+    /// they may differ from what the database holds (a value that repeats an earlier pass's).
+    sampled: Option<Sampled>,
+    /// Whether a pass was begun and not ended.
+    pass_open: bool,
+    /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
+    first_agents: FastMap<i64, u32>,
     committed: bool,
 }
 
@@ -558,11 +621,46 @@ impl Drop for Database {
     }
 }
 
-/// The per-dimension values' column of a counter query: read only when wanted.
-fn dimension_column(wanted: bool) -> &'static str {
+/// The `extdata` column of a query of the values table: read only when wanted.
+fn extdata_column(wanted: bool) -> &'static str {
     match wanted {
-        true => "v.dimension_values",
+        true => "v.extdata",
         false => "NULL",
+    }
+}
+
+/// The per-dimension values of a query of `rtl_pmc_repeat` as an `extdata`: read only when
+/// wanted.
+fn repeat_column(wanted: bool) -> &'static str {
+    match wanted {
+        true => "'{\"dimension_values\":' || v.dimension_values || '}'",
+        false => "NULL",
+    }
+}
+
+/// Counter rows of a query of [`Database::stream`], one read ahead: (key, counter id, total),
+/// its `extdata` beside it.
+struct CounterRows<'s> {
+    rows: rusqlite::Rows<'s>,
+    ahead: Option<(i64, i64, f64)>,
+    extdata: String,
+}
+
+impl CounterRows<'_> {
+    /// Reads the next row ahead (its `extdata` only `with_dimensions`).
+    fn advance(&mut self, with_dimensions: bool) -> rusqlite::Result<()> {
+        self.extdata.clear();
+        let Some(row) = self.rows.next()? else {
+            self.ahead = None;
+            return Ok(());
+        };
+        if with_dimensions {
+            if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
+                self.extdata.push_str(text);
+            }
+        }
+        self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+        Ok(())
     }
 }
 
@@ -621,10 +719,12 @@ impl Database {
         let _ = std::fs::remove_file(&temporary);
         let conn = Connection::open(&temporary).and_then(|conn| {
             // A scratch file renamed into place at the end: no journal, no syncs, no other
-            // connection; a fixed page cache keeps memory flat.
+            // connection; a fixed page cache keeps memory flat. Foreign keys hold by
+            // construction and are not checked row by row: the values go into rocpd's
+            // `rocpd_pmc_event` before the events they name are written at the commit.
             conn.execute_batch(
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
-                 PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE;",
+                 PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF;",
             )?;
             conn.execute_batch(CACHE_SIZE)?;
             conn.execute_batch(SCHEMA)?;
@@ -637,7 +737,10 @@ impl Database {
                 return sql(&temporary, Err(e));
             }
         };
-        Ok(Database::on(conn, target.to_path_buf(), temporary, false))
+        let mut db = Database::on(conn, target.to_path_buf(), temporary, false);
+        db.guid = rocpd::new_guid();
+        db.values = values_table(&db.guid).0;
+        Ok(db)
     }
 
     /// Opens a finished database for reading (`rtl-pmc merge`).
@@ -646,12 +749,33 @@ impl Database {
             path,
             Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
         )?;
-        Ok(Database::on(
-            conn,
-            path.to_path_buf(),
-            path.to_path_buf(),
-            true,
-        ))
+        let guid = conn.query_row(
+            "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+            [],
+            |r| r.get::<_, String>(0),
+        );
+        let guid = sql(path, guid)?;
+        let mut db = Database::on(conn, path.to_path_buf(), path.to_path_buf(), true);
+        db.values = values_table(&guid).0;
+        db.guid = guid;
+        db.values_made = true;
+        Ok(db)
+    }
+
+    /// The values table (rocpd's `rocpd_pmc_event` of this run, quoted), for modules that read
+    /// the values directly (row ids as [`PMC_BITS`] says).
+    pub fn values_table(&self) -> &str {
+        &self.values
+    }
+
+    /// Makes the values table and its views, once.
+    fn make_values(&mut self) -> Result<(), DatabaseError> {
+        if !self.values_made {
+            let (_, ddl) = values_table(&self.guid);
+            self.err(self.conn.execute_batch(&ddl))?;
+            self.values_made = true;
+        }
+        Ok(())
     }
 
     /// A handle on `conn`: a new database written under `temporary`, or (`finished`) one that
@@ -677,6 +801,12 @@ impl Database {
             timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
+            guid: String::new(),
+            values: String::new(),
+            values_made: false,
+            sampled: (!finished).then(Sampled::new),
+            pass_open: false,
+            first_agents: FastMap::default(),
             committed: finished,
         }
     }
@@ -777,6 +907,8 @@ impl Database {
             self.err(self.conn.execute_batch(&grow))?;
             self.bulk_pages = true;
         }
+        self.make_values()?;
+        self.pass_open = true;
         let r = self.conn.execute(
             "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
             params![pass, label],
@@ -928,10 +1060,17 @@ impl Database {
             }
             let key = self.join.key(source, d, kernel_id, self.pass_match);
             let merged_id = match key {
-                Some(key) => Some(sql(
-                    path,
-                    merged.join(&mut self.join, &self.known_launches, key, row, d),
-                )?),
+                Some(key) => {
+                    let before = self.join.next_merged;
+                    let id = merged.join(&mut self.join, &self.known_launches, key, row, d);
+                    let id = sql(path, id)?;
+                    if let Some(sampled) = &mut self.sampled {
+                        if self.join.next_merged > before {
+                            sampled.add_merged(source, d, kernel_id);
+                        }
+                    }
+                    Some(id)
+                }
                 None => None,
             };
             let r = insert.execute(params![
@@ -969,9 +1108,11 @@ impl Database {
             ]);
             sql(path, r)?;
             self.next_row += 1;
+            let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
                 self.collected.insert(pmc, ());
+                self.first_agents.entry(pmc).or_insert(d.agent);
                 // A counter an earlier pass collected is summed once the pass is joined and
                 // its repeats are known.
                 if !self.collected_before.contains_key(&pmc) {
@@ -983,7 +1124,11 @@ impl Database {
                 }
                 let from = json.len();
                 let range = push_dimension_json(json, &c.values).then_some(from..json.len());
-                rows.push((row, pmc, c.total, range));
+                rows.push((row, pmc, c.total, range, merged_id));
+            }
+            if let Some(sampled) = &mut self.sampled {
+                let values = rows[first_value..].iter().map(|r| (r.1, r.2));
+                sampled.add(source, pass, d, kernel_id, values);
             }
         }
         // ASCII only, so any range of it is text.
@@ -994,17 +1139,25 @@ impl Database {
             let size = 1 << rest.len().min(PMC_ROWS_PER_STATEMENT).ilog2();
             let (chunk, after) = rest.split_at(size);
             rest = after;
+            let values = &self.values;
             let statement = self.pmc_statements.entry(chunk.len()).or_insert_with(|| {
-                let tuples = vec!["(?,?,?,?)"; chunk.len()].join(",");
-                format!("{INSERT_PMC} {tuples}")
+                let tuples = vec!["(?,?,?,?,?)"; chunk.len()].join(",");
+                format!(
+                    "INSERT INTO {values}(id, event_id, pmc_id, value, extdata) VALUES {tuples}"
+                )
             });
             let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
-                for (i, (row, pmc, total, range)) in chunk.iter().enumerate() {
-                    let at = 4 * i;
-                    stmt.raw_bind_parameter(at + 1, row)?;
-                    stmt.raw_bind_parameter(at + 2, pmc)?;
-                    stmt.raw_bind_parameter(at + 3, total)?;
-                    stmt.raw_bind_parameter(at + 4, range.clone().and_then(|r| json.get(r)))?;
+                for (i, (row, pmc, total, range, merged)) in chunk.iter().enumerate() {
+                    if !(0..=PMC_MASK).contains(pmc) {
+                        return Err(rusqlite::Error::IntegralValueOutOfRange(i, *pmc));
+                    }
+                    let at = 5 * i;
+                    stmt.raw_bind_parameter(at + 1, row << PMC_BITS | pmc)?;
+                    stmt.raw_bind_parameter(at + 2, merged)?;
+                    stmt.raw_bind_parameter(at + 3, pmc)?;
+                    stmt.raw_bind_parameter(at + 4, total)?;
+                    let extdata = range.clone().and_then(|r| json.get(r));
+                    stmt.raw_bind_parameter(at + 5, extdata.unwrap_or(NO_DIMENSIONS))?;
                 }
                 stmt.raw_execute()
             });
@@ -1046,7 +1199,15 @@ impl Database {
             self.err(self.conn.execute_batch("COMMIT"))?;
             self.in_transaction = false;
         }
+        self.pass_open = false;
         Ok(())
+    }
+
+    /// The moments of every stratum's values as the database holds them, gathered while they
+    /// were inserted through this handle; `None` when they must be read back (a pass not
+    /// ended, a value repeating an earlier pass's, or a database only read).
+    pub fn sampled(&self) -> Option<&Sampled> {
+        self.sampled.as_ref().filter(|_| !self.pass_open)
     }
 
     /// Reports each counter of each merged dispatch once: a value `pass` collected for a
@@ -1059,21 +1220,38 @@ impl Database {
             .keys()
             .any(|pmc| self.collected_before.contains_key(pmc));
         if repeated {
-            let r = self.conn.execute(
-                "UPDATE rtl_pmc_value AS v SET reported = 0
-                 FROM rtl_dispatch k
-                 WHERE k.id = v.dispatch_id AND k.pass = ?1 AND EXISTS (
-                   SELECT 1 FROM rtl_dispatch e JOIN rtl_pmc_value ev
-                     ON ev.dispatch_id = e.id AND ev.pmc_id = v.pmc_id
-                   WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
-                [pass],
-            );
-            self.err(r)?;
-            let mut stmt = self.err(self.conn.prepare(
+            self.sampled = None;
+            // The earliest pass with a value of a merged dispatch's counter reports it, so an
+            // earlier pass's value, if any, is in the values table.
+            let values = &self.values;
+            let statements = [
+                format!(
+                    "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
+                     SELECT k.id, v.pmc_id, v.value, json_extract(v.extdata, '$.dimension_values')
+                     FROM rtl_dispatch k CROSS JOIN {values} v
+                       ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                     WHERE k.pass = ?1 AND EXISTS (
+                       SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
+                         ON ev.id = (e.id << {PMC_BITS}) | v.pmc_id
+                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)"
+                ),
+                format!(
+                    "DELETE FROM {values} WHERE id IN (
+                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
+                       FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
+                       WHERE k.pass = ?1)"
+                ),
+            ];
+            for statement in &statements {
+                let r = self.conn.execute(statement, [pass]);
+                self.err(r)?;
+            }
+            let mut stmt = self.err(self.conn.prepare(&format!(
                 "SELECT k.kernel_id, v.pmc_id, v.value
-                 FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
-                 WHERE k.pass = ?1 AND v.reported ORDER BY k.id, v.pmc_id",
-            ))?;
+                 FROM rtl_dispatch k CROSS JOIN {values} v
+                   ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                 WHERE k.pass = ?1 ORDER BY k.id, v.id",
+            )))?;
             let rows = self.err(stmt.query_map([pass], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -1164,6 +1342,9 @@ impl Database {
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        if let Some(sampled) = &mut self.sampled {
+            sampled.lose_population();
+        }
         // Joined dispatches of earlier passes' keys are counted only at the end of the pass.
         if join.next_merged > join.merged_before + 1 {
             let r = self.conn.execute(
@@ -1210,6 +1391,14 @@ impl Database {
              WHERE k.id = p.id"
                 .to_string(),
             "DROP TABLE temp.rtl_pass_key".to_string(),
+            // The pass's values (the last rows of the values table) name their merged dispatch.
+            format!(
+                "UPDATE {values} SET event_id = (SELECT k.merged_id FROM rtl_dispatch k
+                   WHERE k.id = {values}.id >> {PMC_BITS})
+                 WHERE id >= {first} << {PMC_BITS}",
+                values = self.values,
+                first = join.first_row
+            ),
         ];
         for statement in &statements {
             let r = match statement.contains("?1") {
@@ -1306,11 +1495,15 @@ impl Database {
             let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
             return self.err(rows.collect());
         };
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT p.name FROM rtl_counter p WHERE EXISTS (SELECT 1 FROM rtl_pmc_value v
-             JOIN rtl_dispatch k ON k.id = v.dispatch_id
-             WHERE v.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
-        ))?;
+        let values = &self.values;
+        let mut stmt = self.err(self.conn.prepare(&format!(
+            "SELECT p.name FROM rtl_counter p WHERE EXISTS (
+               SELECT 1 FROM rtl_dispatch k CROSS JOIN {values} v
+                 ON v.id = (k.id << {PMC_BITS}) | p.id
+               WHERE k.pass = ?1) OR EXISTS (
+               SELECT 1 FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
+               WHERE r.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
+        )))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
     }
@@ -1385,13 +1578,36 @@ impl Database {
             "SELECT k.id, {DISPATCH_COLUMNS} FROM rtl_dispatch k
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
-        let json = dimension_column(dimensions);
+        let values = &self.values;
+        let json = extdata_column(dimensions);
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
-             FROM rtl_dispatch k CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k.id
+             FROM rtl_dispatch k CROSS JOIN {values} v
+               ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.id"
+        );
+        // The pass's values that repeat an earlier pass's are its own values too.
+        let json = repeat_column(dimensions);
+        let repeats = format!(
+            "SELECT k.id, v.pmc_id, v.value, {json}
+             FROM rtl_dispatch k CROSS JOIN rtl_pmc_repeat v ON v.dispatch_id = k.id
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
         );
+        let counters = match self.has_repeats()? {
+            true => vec![counters, repeats],
+            false => vec![counters],
+        };
         self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
+    }
+
+    /// Whether some value repeats an earlier pass's.
+    fn has_repeats(&self) -> Result<bool, DatabaseError> {
+        let r = self
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM rtl_pmc_repeat)", [], |r| {
+                r.get(0)
+            });
+        self.err(r)
     }
 
     /// Calls `visit` with every merged dispatch, in start order: the properties of its first
@@ -1402,30 +1618,33 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
-        // dispatch by row id, then its counters by id.
+        // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
              ORDER BY m.start_ns, m.id"
         );
-        let json = dimension_column(dimensions);
+        let values = &self.values;
+        let json = extdata_column(dimensions);
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
-             CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k2.id
-             WHERE v.reported ORDER BY m.start_ns, m.id"
+             CROSS JOIN {values} v
+               ON v.id BETWEEN k2.id << {PMC_BITS} AND (k2.id << {PMC_BITS}) | {PMC_MASK}
+             ORDER BY m.start_ns, m.id"
         );
-        self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
+        self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
 
-    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of
-    /// `counters` (the key, counter id, total, per-dimension JSON), both in the same key order,
-    /// and calls `visit` with each dispatch and its counters. Two cursors, so each dispatch's
-    /// columns are read once rather than once per counter.
+    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of each of
+    /// `counters` (the key, counter id, total, `extdata`), all in the same key order, and calls
+    /// `visit` with each dispatch and its counters (in counter order). One cursor for the
+    /// dispatches and one per counter query, so each dispatch's columns are read once rather
+    /// than once per counter.
     fn stream<E: From<DatabaseError>>(
         &self,
         dispatches: &str,
-        counters: &str,
+        counters: &[String],
         params: &[&dyn rusqlite::ToSql],
         with_dimensions: bool,
         visit: &mut dyn FnMut(&Dispatch) -> Result<(), E>,
@@ -1434,61 +1653,62 @@ impl Database {
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
-        let mut counter_stmt = self.err(self.conn.prepare(counters))?;
+        let mut counter_stmts = counters
+            .iter()
+            .map(|q| self.err(self.conn.prepare(q)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut rows = self.err(dispatch_stmt.query(params))?;
-        let mut counter_rows = self.err(counter_stmt.query(params))?;
-        // The counter row read ahead: (key, counter id, total), its JSON in `json`.
-        let mut json = String::new();
-        let mut read_counter =
-            |json: &mut String| -> Result<Option<(i64, i64, f64)>, DatabaseError> {
-                let Some(row) = self.err(counter_rows.next())? else {
-                    return Ok(None);
-                };
-                json.clear();
-                if with_dimensions {
-                    if let Some(text) = self.err(row.get_ref(3))?.as_str_or_null().ok().flatten() {
-                        json.push_str(text);
-                    }
-                }
-                Ok(Some((
-                    self.err(row.get(0))?,
-                    self.err(row.get(1))?,
-                    self.err(row.get(2))?,
-                )))
+        let mut cursors = Vec::with_capacity(counter_stmts.len());
+        for stmt in &mut counter_stmts {
+            let mut cursor = CounterRows {
+                rows: self.err(stmt.query(params))?,
+                ahead: None,
+                extdata: String::new(),
             };
-        let mut next_counter = read_counter(&mut json)?;
+            self.err(cursor.advance(with_dimensions))?;
+            cursors.push(cursor);
+        }
         // One dispatch and its counters are reused from row to row, so their strings and
         // vectors are allocated once rather than per dispatch and counter.
         let mut d = Dispatch::default();
+        let mut ids: Vec<i64> = Vec::new();
         while let Some(row) = self.err(rows.next())? {
             let key: i64 = self.err(row.get(0))?;
             self.err(row_dispatch(row, &kernels, &mut d))?;
-            let mut used = 0;
-            while let Some((_, pmc, total)) = next_counter.filter(|c| c.0 == key) {
-                if used == d.counters.len() {
-                    d.counters.push(Counter::default());
-                }
-                let counter = &mut d.counters[used];
-                used += 1;
-                counter.total = total;
-                counter.name.clear();
-                counter
-                    .name
-                    .push_str(names.get(&pmc).map_or("", String::as_str));
-                counter.dimensions.clear();
-                counter
-                    .dimensions
-                    .push_str(dimensions.get(&pmc).map_or("", String::as_str));
-                counter.values.clear();
-                if with_dimensions {
-                    match json.is_empty() {
-                        false => counter.values = serde_json::from_str(&json).unwrap_or_default(),
-                        true => counter.values.push(total),
+            ids.clear();
+            for cursor in &mut cursors {
+                while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
+                    if ids.len() == d.counters.len() {
+                        d.counters.push(Counter::default());
                     }
+                    let counter = &mut d.counters[ids.len()];
+                    ids.push(pmc);
+                    counter.total = total;
+                    counter.name.clear();
+                    counter
+                        .name
+                        .push_str(names.get(&pmc).map_or("", String::as_str));
+                    counter.dimensions.clear();
+                    counter
+                        .dimensions
+                        .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+                    counter.values.clear();
+                    if with_dimensions {
+                        counter.values = dimensions_of(&cursor.extdata);
+                        if counter.values.is_empty() {
+                            counter.values.push(total);
+                        }
+                    }
+                    self.err(cursor.advance(with_dimensions))?;
                 }
-                next_counter = read_counter(&mut json)?;
             }
-            d.counters.truncate(used);
+            d.counters.truncate(ids.len());
+            if !ids.is_sorted() {
+                let mut by_id: Vec<(i64, Counter)> =
+                    ids.drain(..).zip(d.counters.drain(..)).collect();
+                by_id.sort_by_key(|c| c.0);
+                d.counters.extend(by_id.into_iter().map(|c| c.1));
+            }
             visit(&d)?;
         }
         Ok(())
@@ -1796,7 +2016,9 @@ impl Database {
             )?;
             // The roctx tables exist once a pass had regions; the projection reads them anyway.
             self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
-            self.err(rocpd::write(&self.conn, &rocpd::new_guid(), &run))?;
+            self.make_values()?;
+            let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+            self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
             self.err(self.conn.execute_batch("COMMIT"))
         })();
         rocpd?;
