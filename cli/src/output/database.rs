@@ -141,18 +141,23 @@ CREATE VIEW rtl_pmc_dimension AS
   WHERE v.reported;
 ";
 
+/// Dispatch rows, [`DISPATCH_FIELDS`] values each.
 const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order)
-  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,
-          ?25,?26,?27,?28,?29,?30,?31)";
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order) VALUES";
 
-/// A dispatch joined while it is inserted, with a key no earlier pass had.
+/// The values of a row of [`INSERT_DISPATCH`].
+const DISPATCH_FIELDS: usize = 31;
+
+/// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
+/// values each.
 const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order, agent,
   queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
-  occurrence, first_dispatch, start_ns, passes)
-  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,1)";
+  occurrence, first_dispatch, start_ns, passes) VALUES";
+
+/// The values of a row of [`INSERT_MERGED`].
+const MERGED_FIELDS: usize = 16;
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
@@ -169,8 +174,44 @@ const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
 /// fetch and search).
 const BULK_PAGE_SIZE: u32 = 65536;
 
-/// Counter rows per insert statement, at most (a power of two).
-const PMC_ROWS_PER_STATEMENT: usize = 64;
+/// Rows per insert statement, at most (a power of two).
+const ROWS_PER_STATEMENT: usize = 64;
+
+/// Counter value rows: [`PMC_FIELDS`] values each.
+const INSERT_PMC: &str = "(id, event_id, pmc_id, value, extdata) VALUES";
+
+/// The values of a row of [`INSERT_PMC`].
+const PMC_FIELDS: usize = 5;
+
+/// Inserts `items` with the statement `table` and `head` followed by rows of `fields` values, up to
+/// [`ROWS_PER_STATEMENT`] rows per statement (in chunks of 64, 32, 16, ... rows: few
+/// statements, and few different ones to prepare, each kept in `texts`). `bind` binds an
+/// item's values from the given parameter index on.
+fn insert_chunked<T>(
+    conn: &Connection,
+    texts: &mut FastMap<(&'static str, usize), String>,
+    (head, fields): (&'static str, usize),
+    table: &str,
+    items: &[T],
+    bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let mut rest = items;
+    while !rest.is_empty() {
+        let size = 1 << rest.len().min(ROWS_PER_STATEMENT).ilog2();
+        let (chunk, after) = rest.split_at(size);
+        rest = after;
+        let text = texts.entry((head, size)).or_insert_with(|| {
+            let tuple = format!("({})", vec!["?"; fields].join(","));
+            format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
+        });
+        let mut stmt = conn.prepare_cached(text)?;
+        for (i, item) in chunk.iter().enumerate() {
+            bind(&mut stmt, fields * i + 1, item)?;
+        }
+        stmt.raw_execute()?;
+    }
+    Ok(())
+}
 
 /// The bits of a value's row id that hold its counter id: the value of counter `pmc` of
 /// dispatch row `d` is row `d << PMC_BITS | pmc` of the values table, so the values of a
@@ -512,13 +553,14 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
-/// The statements that join a dispatch to its merged dispatch.
-struct MergedStatements<'conn> {
+/// The statement that finds a dispatch's merged dispatch, and the new merged dispatches to
+/// insert (after the batch's lookups, which only find earlier passes' keys).
+struct MergedStatements<'conn, 'rows> {
     find: rusqlite::CachedStatement<'conn>,
-    insert: rusqlite::CachedStatement<'conn>,
+    new: &'rows mut Vec<[i64; MERGED_FIELDS]>,
 }
 
-impl MergedStatements<'_> {
+impl MergedStatements<'_, '_> {
     /// The merged dispatch of `key` (of `d`, row `row`): an earlier pass's when one had the key,
     /// else a new one.
     fn join(
@@ -544,9 +586,14 @@ impl MergedStatements<'_> {
             }
         }
         let id = join.next_merged;
-        let row_and_start = [row, d.start_ns as i64];
-        let values = std::iter::once(id).chain(columns).chain(row_and_start);
-        self.insert.execute(rusqlite::params_from_iter(values))?;
+        let mut fields = [0; MERGED_FIELDS];
+        fields[0] = id;
+        fields[1..13].copy_from_slice(&columns);
+        fields[13] = row;
+        fields[14] = d.start_ns as i64;
+        // Its passes: this one.
+        fields[15] = 1;
+        self.new.push(fields);
         join.next_merged += 1;
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
@@ -561,6 +608,16 @@ impl MergedStatements<'_> {
 /// the JSON buffer, merged dispatch.
 type PmcRow = (i64, i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
 
+/// A dispatch row waiting to be inserted: where the dispatch is in the batch, its row id, its
+/// kernel id, its key and its merged dispatch.
+struct DispatchRow {
+    at: usize,
+    row: i64,
+    kernel_id: i64,
+    key: Option<MergeKey>,
+    merged: Option<i64>,
+}
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -569,7 +626,12 @@ pub struct Database {
     strings: FastMap<String, i64>,
     pmcs: FastMap<String, i64>,
     in_transaction: bool,
-    pmc_statements: FastMap<usize, String>,
+    /// The text of each multi-row insert, by head and rows.
+    insert_texts: FastMap<(&'static str, usize), String>,
+    /// Per-insert buffer: the dispatch rows.
+    dispatch_rows: Vec<DispatchRow>,
+    /// Per-insert buffer: the new merged dispatches.
+    merged_rows: Vec<[i64; MERGED_FIELDS]>,
     /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`,
     /// merged dispatch).
     pmc_rows: Vec<PmcRow>,
@@ -788,7 +850,9 @@ impl Database {
             strings: FastMap::default(),
             pmcs: FastMap::default(),
             in_transaction: false,
-            pmc_statements: FastMap::default(),
+            insert_texts: FastMap::default(),
+            dispatch_rows: Vec::new(),
+            merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
             pmc_json: Vec::new(),
             batch_ids: Vec::new(),
@@ -1036,18 +1100,20 @@ impl Database {
         ids: &[i64],
     ) -> Result<(), DatabaseError> {
         let path = &self.temporary;
-        let mut insert = sql(path, self.conn.prepare_cached(INSERT_DISPATCH))?;
+        self.merged_rows.clear();
         let mut merged = MergedStatements {
             find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
-            insert: sql(path, self.conn.prepare_cached(INSERT_MERGED))?,
+            new: &mut self.merged_rows,
         };
         // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
         let rows = &mut self.pmc_rows;
         let json = &mut self.pmc_json;
+        let dispatch_rows = &mut self.dispatch_rows;
         rows.clear();
         json.clear();
+        dispatch_rows.clear();
         let mut ids = ids.iter().copied();
-        for (source, d) in dispatches {
+        for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
@@ -1073,40 +1139,13 @@ impl Database {
                 }
                 None => None,
             };
-            let r = insert.execute(params![
+            dispatch_rows.push(DispatchRow {
+                at,
                 row,
-                pass,
-                source,
-                d.pid,
-                d.tid,
-                d.agent,
-                d.queue_id as i64,
-                d.queue_index as i64,
-                d.dispatch_id as i64,
-                d.correlation_id as i64,
                 kernel_id,
-                d.kernel_object as i64,
-                d.grid[0],
-                d.grid[1],
-                d.grid[2],
-                d.workgroup[0],
-                d.workgroup[1],
-                d.workgroup[2],
-                d.lds,
-                d.scratch,
-                d.arch_vgpr,
-                d.accum_vgpr,
-                d.sgpr,
-                d.wave_size,
-                d.signal as i64,
-                d.start_ns as i64,
-                d.end_ns as i64,
-                key.map(|k| k.order),
-                key.map(|k| k.occurrence),
-                merged_id,
-                d.queue_order,
-            ]);
-            sql(path, r)?;
+                key,
+                merged: merged_id,
+            });
             self.next_row += 1;
             let first_value = rows.len();
             for c in &d.counters {
@@ -1131,39 +1170,92 @@ impl Database {
                 sampled.add(source, pass, d, kernel_id, values);
             }
         }
+        drop(merged);
+        let conn = &self.conn;
+        let texts = &mut self.insert_texts;
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_MERGED, MERGED_FIELDS),
+            "",
+            &self.merged_rows,
+            |stmt, from, fields| {
+                fields
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
+            },
+        );
+        sql(path, r)?;
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_DISPATCH, DISPATCH_FIELDS),
+            "",
+            &self.dispatch_rows,
+            |stmt, from, r| {
+                let (source, d) = &dispatches[r.at];
+                let fields: [&dyn rusqlite::ToSql; DISPATCH_FIELDS] = [
+                    &r.row,
+                    &pass,
+                    source,
+                    &d.pid,
+                    &d.tid,
+                    &d.agent,
+                    &(d.queue_id as i64),
+                    &(d.queue_index as i64),
+                    &(d.dispatch_id as i64),
+                    &(d.correlation_id as i64),
+                    &r.kernel_id,
+                    &(d.kernel_object as i64),
+                    &d.grid[0],
+                    &d.grid[1],
+                    &d.grid[2],
+                    &d.workgroup[0],
+                    &d.workgroup[1],
+                    &d.workgroup[2],
+                    &d.lds,
+                    &d.scratch,
+                    &d.arch_vgpr,
+                    &d.accum_vgpr,
+                    &d.sgpr,
+                    &d.wave_size,
+                    &(d.signal as i64),
+                    &(d.start_ns as i64),
+                    &(d.end_ns as i64),
+                    &r.key.map(|k| k.order),
+                    &r.key.map(|k| k.occurrence),
+                    &r.merged,
+                    &d.queue_order,
+                ];
+                fields
+                    .iter()
+                    .enumerate()
+                    .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
+            },
+        );
+        sql(path, r)?;
         // ASCII only, so any range of it is text.
-        let json = std::str::from_utf8(json).unwrap_or_default();
-        // Chunks of 64, 32, 16, ... rows: few statements, and few different ones to prepare.
-        let mut rest = &rows[..];
-        while !rest.is_empty() {
-            let size = 1 << rest.len().min(PMC_ROWS_PER_STATEMENT).ilog2();
-            let (chunk, after) = rest.split_at(size);
-            rest = after;
-            let values = &self.values;
-            let statement = self.pmc_statements.entry(chunk.len()).or_insert_with(|| {
-                let tuples = vec!["(?,?,?,?,?)"; chunk.len()].join(",");
-                format!(
-                    "INSERT INTO {values}(id, event_id, pmc_id, value, extdata) VALUES {tuples}"
-                )
-            });
-            let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
-                for (i, (row, pmc, total, range, merged)) in chunk.iter().enumerate() {
-                    if !(0..=PMC_MASK).contains(pmc) {
-                        return Err(rusqlite::Error::IntegralValueOutOfRange(i, *pmc));
-                    }
-                    let at = 5 * i;
-                    stmt.raw_bind_parameter(at + 1, row << PMC_BITS | pmc)?;
-                    stmt.raw_bind_parameter(at + 2, merged)?;
-                    stmt.raw_bind_parameter(at + 3, pmc)?;
-                    stmt.raw_bind_parameter(at + 4, total)?;
-                    let extdata = range.clone().and_then(|r| json.get(r));
-                    stmt.raw_bind_parameter(at + 5, extdata.unwrap_or(NO_DIMENSIONS))?;
+        let json = std::str::from_utf8(&self.pmc_json).unwrap_or_default();
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_PMC, PMC_FIELDS),
+            &format!("INSERT INTO {}", self.values),
+            &self.pmc_rows,
+            |stmt, from, (row, pmc, total, range, merged)| {
+                if !(0..=PMC_MASK).contains(pmc) {
+                    return Err(rusqlite::Error::IntegralValueOutOfRange(from, *pmc));
                 }
-                stmt.raw_execute()
-            });
-            sql(path, r)?;
-        }
-        Ok(())
+                let extdata = range.clone().and_then(|r| json.get(r));
+                stmt.raw_bind_parameter(from, row << PMC_BITS | pmc)?;
+                stmt.raw_bind_parameter(from + 1, merged)?;
+                stmt.raw_bind_parameter(from + 2, pmc)?;
+                stmt.raw_bind_parameter(from + 3, total)?;
+                stmt.raw_bind_parameter(from + 4, extdata.unwrap_or(NO_DIMENSIONS))
+            },
+        );
+        sql(path, r)
     }
 
     /// Closes the pass: numbers the launches of each lane and joins them to the dispatches of
