@@ -462,8 +462,19 @@ impl Sampled {
 impl Estimates {
     /// Computes every estimate from `db` and keeps them in its `rtl_*` tables.
     pub fn compute(db: &Database) -> Result<Estimates, DatabaseError> {
+        Estimates::compute_from(db, db.sampled())
+    }
+
+    /// [`Estimates::compute`] from every value read back from the database, as it is done
+    /// when the moments gathered on the way in cannot be used.
+    #[cfg(test)]
+    pub fn read_back(db: &Database) -> Result<Estimates, DatabaseError> {
+        Estimates::compute_from(db, None)
+    }
+
+    /// [`Estimates::compute`] with the moments gathered on the way in, if any.
+    fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
         let values = db.values_table();
-        let sampled = db.sampled();
         let estimates = db.with_connection(|conn| {
             let (estimates, rank_groups) = estimate(conn, values, sampled)?;
             let estimates = Estimates {
