@@ -359,6 +359,10 @@ type StratumKey = (i64, [u32; 6]);
 /// One counter's sums in one stratum of one run, with the counter's possible range.
 type Cell = (i64, Moments, Option<Range>);
 
+/// One counter's sums in one stratum of one run as gathered: counter id, moments, least and
+/// greatest value.
+type GatheredCell = (i64, Moments, f64, f64);
+
 /// The counters by id: name, derived, possible range.
 type CounterRanges = FastMap<i64, (String, bool, Option<Range>)>;
 
@@ -370,7 +374,7 @@ type CounterRanges = FastMap<i64, (String, bool, Option<Range>)>;
 /// inserted), and per kernel and pass the dispatches and their total duration.
 #[derive(Debug, Default)]
 pub struct Sampled {
-    cells: FastMap<(StratumKey, i64), Vec<(i64, Moments, f64, f64)>>,
+    cells: FastMap<(StratumKey, i64), Vec<GatheredCell>>,
     population: Option<FastMap<(StratumKey, i64), u64>>,
     durations: FastMap<(i64, u32), (u64, i64)>,
 }

@@ -544,10 +544,13 @@ CREATE VIEW top AS
   FROM kernels GROUP BY name ORDER BY total_duration DESC;
 "#;
 
-/// Each merged dispatch (`event`, its id) with the row of the pass that first saw it.
+/// Each merged dispatch (`event`, its id) with the columns the projection reads of the row of
+/// the pass that first saw it.
 const FIRST: &str = "CREATE TEMP TABLE rocpd_first AS
-  SELECT m.id AS event, m.passes, k.* FROM rtl_merged_dispatch m
-  JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
+  SELECT m.id AS event, k.id, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.dispatch_id,
+         k.correlation_id, k.start_ns, k.end_ns, k.scratch, k.lds, k.workgroup_x, k.workgroup_y,
+         k.workgroup_z, k.grid_x, k.grid_y, k.grid_z
+  FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
 
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 const FILL: &str = "
@@ -590,10 +593,11 @@ CREATE TEMP TABLE rocpd_code_object AS
 INSERT INTO rocpd_info_code_object(id, nid, pid, agent_id)
   SELECT id, :nid, pid, agent FROM rocpd_code_object;
 CREATE TEMP TABLE rocpd_symbol AS
-  SELECT row_number() OVER (ORDER BY min(f.event)) AS id, f.pid, f.agent, f.kernel_id,
-         c.id AS code_object, min(f.event) AS first
-  FROM rocpd_first f JOIN rocpd_code_object c ON c.pid = f.pid AND c.agent = f.agent
-  GROUP BY f.pid, f.agent, f.kernel_id;
+  SELECT row_number() OVER (ORDER BY g.first) AS id, g.pid, g.agent, g.kernel_id,
+         c.id AS code_object, g.first
+  FROM (SELECT pid, agent, kernel_id, min(event) AS first FROM rocpd_first
+        GROUP BY pid, agent, kernel_id) g
+  JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
 INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, display_name,
   kernel_object, group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count,
   accum_vgpr_count, extdata)
@@ -602,7 +606,7 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
          json_object('kernel_id', y.id, 'formatted_kernel_name', s.string,
                      'kernel_address', json_object('handle', f.kernel_object))
   FROM rocpd_symbol y JOIN rtl_string s ON s.id = y.kernel_id
-  JOIN rocpd_first f ON f.event = y.first;
+  JOIN rtl_merged_dispatch m ON m.id = y.first JOIN rtl_dispatch f ON f.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
   SELECT event, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), correlation_id,
          correlation_id, 0
