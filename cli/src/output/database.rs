@@ -183,6 +183,18 @@ const INSERT_PMC: &str = "(id, event_id, pmc_id, value, extdata) VALUES";
 /// The values of a row of [`INSERT_PMC`].
 const PMC_FIELDS: usize = 5;
 
+/// Binds `fields` to the parameters of `stmt` from index `from` on.
+fn bind_row<T: rusqlite::ToSql>(
+    stmt: &mut rusqlite::Statement<'_>,
+    from: usize,
+    fields: &[T],
+) -> rusqlite::Result<()> {
+    fields
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
+}
+
 /// Inserts `items` with the statement `table` and `head` followed by rows of `fields` values, up to
 /// [`ROWS_PER_STATEMENT`] rows per statement (in chunks of 64, 32, 16, ... rows: few
 /// statements, and few different ones to prepare, each kept in `texts`). `bind` binds an
@@ -1179,12 +1191,7 @@ impl Database {
             (INSERT_MERGED, MERGED_FIELDS),
             "",
             &self.merged_rows,
-            |stmt, from, fields| {
-                fields
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
-            },
+            |stmt, from, fields| bind_row(stmt, from, fields),
         );
         sql(path, r)?;
         let r = insert_chunked(
@@ -1228,10 +1235,7 @@ impl Database {
                     &r.merged,
                     &d.queue_order,
                 ];
-                fields
-                    .iter()
-                    .enumerate()
-                    .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
+                bind_row(stmt, from, &fields)
             },
         );
         sql(path, r)?;
