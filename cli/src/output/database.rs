@@ -100,7 +100,6 @@ CREATE TABLE rtl_merged_dispatch(
   UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
          grid_z, workgroup_x, workgroup_y, workgroup_z));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
-CREATE INDEX rtl_dispatch_merged ON rtl_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
@@ -164,6 +163,11 @@ const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
   WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
     AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
     AND workgroup_z = ?11 AND occurrence = ?12";
+
+/// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
+/// before, when a read needs it), so that inserting does not keep it up to date row by row.
+const MERGED_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
 /// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
 const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
@@ -684,6 +688,8 @@ pub struct Database {
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
     first_agents: FastMap<i64, u32>,
+    /// Whether the dispatch rows' index by merged dispatch exists.
+    merged_index: std::cell::Cell<bool>,
     committed: bool,
 }
 
@@ -842,6 +848,15 @@ impl Database {
         &self.values
     }
 
+    /// Makes the index of the dispatch rows by merged dispatch, once.
+    pub fn index_merged(&self) -> Result<(), DatabaseError> {
+        if !self.merged_index.get() {
+            self.err(self.conn.execute_batch(MERGED_INDEX))?;
+            self.merged_index.set(true);
+        }
+        Ok(())
+    }
+
     /// Makes the values table and its views, once.
     fn make_values(&mut self) -> Result<(), DatabaseError> {
         if !self.values_made {
@@ -883,6 +898,7 @@ impl Database {
             sampled: (!finished).then(Sampled::new),
             pass_open: false,
             first_agents: FastMap::default(),
+            merged_index: std::cell::Cell::new(finished),
             committed: finished,
         }
     }
@@ -1317,6 +1333,7 @@ impl Database {
             .any(|pmc| self.collected_before.contains_key(pmc));
         if repeated {
             self.sampled = None;
+            self.index_merged()?;
             // The earliest pass with a value of a merged dispatch's counter reports it, so an
             // earlier pass's value, if any, is in the values table.
             let values = &self.values;
@@ -1713,6 +1730,7 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.index_merged()?;
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
         // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
@@ -2059,6 +2077,7 @@ impl Database {
     /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
+        self.index_merged()?;
         let passes = self.passes()?;
         let all = passes.len() as i64;
         let r = self.conn.query_row(
@@ -2102,6 +2121,7 @@ impl Database {
         if !keep {
             return Ok(None);
         }
+        self.index_merged()?;
         let rocpd = (|| {
             let run = self.run_info()?;
             // The projection's temporary tables get a small page cache of their own, so that
