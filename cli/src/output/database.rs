@@ -52,6 +52,14 @@ pub enum DatabaseError {
         /// What SQLite reported.
         source: rusqlite::Error,
     },
+    /// The database was written by an rtl-pmc that stored its values differently.
+    #[error("{path}: {reason}")]
+    Layout {
+        /// The database file.
+        path: PathBuf,
+        /// What is different.
+        reason: &'static str,
+    },
     /// The file could not be renamed or removed.
     #[error("{path}: {source}")]
     Io {
@@ -829,6 +837,27 @@ impl Database {
             path,
             Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
         )?;
+        // An earlier rtl-pmc kept the values in a table of this name, and copied them into
+        // rocpd's at the end with other row ids: read as this one's, they would be wrong.
+        let values = conn.query_row(
+            "SELECT type FROM sqlite_master WHERE name = 'rtl_pmc_value'",
+            [],
+            |r| r.get::<_, String>(0),
+        );
+        let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
+            Some("view") => None,
+            Some(_) => Some(
+                "written by an earlier rtl-pmc, which stored the counter values in another \
+                 layout; profile again with this one to merge",
+            ),
+            None => Some("not an rtl-pmc database (it has no rtl_pmc_value)"),
+        };
+        if let Some(reason) = reason {
+            return Err(DatabaseError::Layout {
+                path: path.to_path_buf(),
+                reason,
+            });
+        }
         let guid = conn.query_row(
             "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
             [],

@@ -1167,3 +1167,30 @@ fn estimates_from_the_moments_gathered_while_inserting_equal_those_read_back() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+#[test]
+fn databases_of_another_layout_are_refused_by_name() {
+    let dir = temp_dir("layout");
+    for (name, schema, reason) in [
+        (
+            "earlier.db",
+            "CREATE TABLE rtl_pmc_value(dispatch_id, pmc_id, value)",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "other.db",
+            "CREATE TABLE t(x)",
+            "not an rtl-pmc database (it has no rtl_pmc_value)",
+        ),
+    ] {
+        let path = dir.join(name);
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(schema)
+            .unwrap();
+        let error = Database::open(&path).err().unwrap();
+        assert_eq!(error.to_string(), format!("{}: {reason}", path.display()));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
