@@ -2,9 +2,13 @@
 //! go through the steps `rtl-pmc` takes after each pass and after the last one (database and
 //! `counter_collection.csv`, the pass join, the count of unmatched dispatches, the estimates, the merged `results.csv`,
 //! the summary, the database's commit), with the same functions. Prints rows/s per step and in
-//! total, and the peak resident memory, which should not grow with N.
+//! total, the peak resident memory, which should not grow with N, and the size of the files.
 //!
-//! `cargo run --release -p rtl-pmc-cli --example outputs_bench -- [DISPATCHES] [DIR]`
+//! `cargo run --release -p rtl-pmc-cli --example outputs_bench -- [DISPATCHES] [DIR] [--processes P]`
+//!
+//! With `--processes P`, each pass holds P processes of DISPATCHES dispatches each, on a GPU of
+//! their own, their dispatches interleaved in time (P ranks of a job profiled in one directory).
+//! `RTL_PMC_BENCH_KEEP=1` keeps the files written.
 
 #[allow(dead_code)]
 #[path = "../src/output/mod.rs"]
@@ -60,7 +64,8 @@ fn now() -> (Instant, Duration) {
     (Instant::now(), cpu_time())
 }
 
-fn dispatch(n: u64, pass: u32) -> Dispatch {
+/// Dispatch `n` of process `process` of `processes` in `pass`.
+fn dispatch(n: u64, process: u32, processes: u32, pass: u32) -> Dispatch {
     let kernels = ["vadd", "saxpy", "gemm_256x128", "reduce<float>"];
     let counters = (0..4)
         .map(|c| {
@@ -75,10 +80,12 @@ fn dispatch(n: u64, pass: u32) -> Dispatch {
             }
         })
         .collect();
+    // The processes' dispatches take turns on the time line.
+    let start = 1_000_000 + n * 5_000 + u64::from(process) * 5_000 / u64::from(processes);
     Dispatch {
-        pid: PID,
-        tid: 4243,
-        agent: 1,
+        pid: PID + process,
+        tid: 4243 + process,
+        agent: 1 + process,
         queue_id: 1,
         queue_order: 1,
         queue_index: n * 2,
@@ -95,26 +102,42 @@ fn dispatch(n: u64, pass: u32) -> Dispatch {
         sgpr: 48,
         wave_size: 64,
         signal: 0,
-        start_ns: 1_000_000 + n * 5_000,
-        end_ns: 1_000_000 + n * 5_000 + 4_000,
+        start_ns: start,
+        end_ns: start + 4_000 / u64::from(processes),
         counters,
     }
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let mut processes = 1u32;
+    let mut positional = Vec::new();
     let mut args = std::env::args().skip(1);
-    let n: u64 = args
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--processes" => {
+                processes = args.next().ok_or("--processes needs a number")?.parse()?;
+                if processes == 0 {
+                    return Err("--processes needs at least 1".into());
+                }
+            }
+            _ => positional.push(arg),
+        }
+    }
+    let mut positional = positional.into_iter();
+    let per_process: u64 = positional
         .next()
         .map(|a| a.parse())
         .transpose()?
         .unwrap_or(1_000_000);
-    let dir = args
+    let dir = positional
         .next()
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("rtl-pmc-outputs-bench"));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir)?;
+    let n = per_process * u64::from(processes);
     let rows = n * 8;
+    let pids: Vec<u32> = (0..processes).map(|p| PID + p).collect();
     // Each step with the dispatch-counter rows it handles and its wall and CPU time.
     let mut steps: Vec<(&str, u64, (Duration, Duration))> = Vec::new();
 
@@ -131,11 +154,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             label: &format!("pass {pass}"),
             csv: Some(&|_, _| csv.clone()),
             tables: &[Table::CounterCollection],
-            processes: &[(0, vec![PID])],
+            processes: &[(0, pids.clone())],
             exit_status: Some(0),
         };
         write_pass(&mut db, &spec, |input| {
-            (0..n).try_for_each(|i| input.write(0, dispatch(i, pass)))
+            (0..per_process).try_for_each(|i| {
+                (0..processes).try_for_each(|p| input.write(0, dispatch(i, p, processes, pass)))
+            })
         })?;
         steps.push((step, n * 4, took(&started)));
     }
@@ -156,7 +181,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     db.commit(true)?;
     steps.push(("database commit", rows, took(&started)));
 
-    println!("{n} dispatches x 8 counters = {rows} dispatch-counter rows (two passes of 4)");
+    let size = |name: &str| std::fs::metadata(dir.join(name)).map_or(0, |m| m.len());
+    let mib = |bytes: u64| bytes as f64 / (1024.0 * 1024.0);
+    let files = (size("results.db"), size("pass_1.csv"), size("results.csv"));
+    println!(
+        "{processes} process(es) x {per_process} dispatches x 8 counters = {rows} dispatch-counter rows (two passes of 4)"
+    );
     println!(
         "  {:<32} {:>8}  {:>12}  {:>8}  {:>12}",
         "step", "wall s", "rows/s", "CPU s", "rows/CPU s"
@@ -179,9 +209,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     line("total", rows, total);
     println!("  peak RSS: {:.1} MiB", peak_rss_mib());
+    println!(
+        "  files: results.db {:.0} MiB, each pass's csv {:.0} MiB, results.csv {:.0} MiB",
+        mib(files.0),
+        mib(files.1),
+        mib(files.2)
+    );
     assert_eq!(unmatched, 0);
-    // Header, 4 kernels with their counters, the GPU and its 9-line idle-gap histogram.
-    assert_eq!(summary.lines().count(), 1 + 1 + 2 * 4 + 1 + 9);
-    std::fs::remove_dir_all(&dir)?;
+    // Header, 4 kernels with their counters, each GPU and its 9-line idle-gap histogram.
+    assert_eq!(
+        summary.lines().count(),
+        1 + 1 + 2 * 4 + (1 + 9) * processes as usize
+    );
+    if std::env::var_os("RTL_PMC_BENCH_KEEP").is_none() {
+        std::fs::remove_dir_all(&dir)?;
+    }
     Ok(())
 }

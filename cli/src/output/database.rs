@@ -8,8 +8,14 @@
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values)`: per dispatch and counter
-//!   the total and, for counters with several positions, the per-dimension values as a JSON array;
+//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`super::rocpd`]): per dispatch and counter the total
+//!   and, for counters with several positions, the per-dimension values as a JSON array under
+//!   `dimension_values` in `extdata`. Each value is stored there once, as it is inserted: its row
+//!   id is the dispatch row's id shifted left by [`PMC_BITS`] plus the counter id, so a
+//!   dispatch's values are one range of row ids, and its `event_id` is the merged dispatch. A
+//!   value that repeats one an earlier pass reported for the same merged dispatch moves to
+//!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
+//!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
 //!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
 //!
@@ -28,6 +34,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::{params, Connection};
 
 use super::atomic::temporary_path;
+use super::estimates::Sampled;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
 use super::rocpd::{self, RunInfo};
@@ -44,6 +51,14 @@ pub enum DatabaseError {
         path: PathBuf,
         /// What SQLite reported.
         source: rusqlite::Error,
+    },
+    /// The database was written by an rtl-pmc that stored its values differently.
+    #[error("{path}: {reason}")]
+    Layout {
+        /// The database file.
+        path: PathBuf,
+        /// What is different.
+        reason: &'static str,
     },
     /// The file could not be renamed or removed.
     #[error("{path}: {source}")]
@@ -80,10 +95,9 @@ CREATE TABLE rtl_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
-CREATE TABLE rtl_pmc_value(
+CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
-  dimension_values TEXT, reported INTEGER NOT NULL DEFAULT 1,
-  PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
+  dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
 CREATE TABLE rtl_merged_dispatch(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
   agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
@@ -94,7 +108,6 @@ CREATE TABLE rtl_merged_dispatch(
   UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
          grid_z, workgroup_x, workgroup_y, workgroup_z));
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
-CREATE INDEX rtl_dispatch_merged ON rtl_dispatch(merged_id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
@@ -135,24 +148,34 @@ CREATE VIEW rtl_pmc_dimension AS
   WHERE v.reported;
 ";
 
+/// Dispatch rows, [`DISPATCH_FIELDS`] values each.
 const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order)
-  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16,?17,?18,?19,?20,?21,?22,?23,?24,
-          ?25,?26,?27,?28,?29,?30,?31)";
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order) VALUES";
 
-/// A dispatch joined while it is inserted, with a key no earlier pass had.
+/// The values of a row of [`INSERT_DISPATCH`].
+const DISPATCH_FIELDS: usize = 31;
+
+/// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
+/// values each.
 const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order, agent,
   queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
-  occurrence, first_dispatch, start_ns, passes)
-  VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,1)";
+  occurrence, first_dispatch, start_ns, passes) VALUES";
+
+/// The values of a row of [`INSERT_MERGED`].
+const MERGED_FIELDS: usize = 16;
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
   WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
     AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
     AND workgroup_z = ?11 AND occurrence = ?12";
+
+/// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
+/// before, when a read needs it), so that inserting does not keep it up to date row by row.
+const MERGED_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
 /// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
 const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
@@ -163,19 +186,106 @@ const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
 /// fetch and search).
 const BULK_PAGE_SIZE: u32 = 65536;
 
-/// Counter rows per insert statement, at most (a power of two).
-const PMC_ROWS_PER_STATEMENT: usize = 64;
+/// Rows per insert statement, at most (a power of two).
+const ROWS_PER_STATEMENT: usize = 64;
 
-const INSERT_PMC: &str =
-    "INSERT INTO rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values) VALUES";
+/// Counter value rows: [`PMC_FIELDS`] values each.
+const INSERT_PMC: &str = "(id, event_id, pmc_id, value, extdata) VALUES";
 
-/// Appends the per-dimension values as a JSON array (integers without a fraction) to `json`;
-/// false, appending nothing, for a single value.
+/// The values of a row of [`INSERT_PMC`].
+const PMC_FIELDS: usize = 5;
+
+/// Binds `fields` to the parameters of `stmt` from index `from` on.
+fn bind_row<T: rusqlite::ToSql>(
+    stmt: &mut rusqlite::Statement<'_>,
+    from: usize,
+    fields: &[T],
+) -> rusqlite::Result<()> {
+    fields
+        .iter()
+        .enumerate()
+        .try_for_each(|(i, v)| stmt.raw_bind_parameter(from + i, v))
+}
+
+/// Inserts `items` with the statement `table` and `head` followed by rows of `fields` values, up to
+/// [`ROWS_PER_STATEMENT`] rows per statement (in chunks of 64, 32, 16, ... rows: few
+/// statements, and few different ones to prepare, each kept in `texts`). `bind` binds an
+/// item's values from the given parameter index on.
+fn insert_chunked<T>(
+    conn: &Connection,
+    texts: &mut FastMap<(&'static str, usize), String>,
+    (head, fields): (&'static str, usize),
+    table: &str,
+    items: &[T],
+    bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
+) -> rusqlite::Result<()> {
+    let mut rest = items;
+    while !rest.is_empty() {
+        let size = 1 << rest.len().min(ROWS_PER_STATEMENT).ilog2();
+        let (chunk, after) = rest.split_at(size);
+        rest = after;
+        let text = texts.entry((head, size)).or_insert_with(|| {
+            let tuple = format!("({})", vec!["?"; fields].join(","));
+            format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
+        });
+        let mut stmt = conn.prepare_cached(text)?;
+        for (i, item) in chunk.iter().enumerate() {
+            bind(&mut stmt, fields * i + 1, item)?;
+        }
+        stmt.raw_execute()?;
+    }
+    Ok(())
+}
+
+/// The bits of a value's row id that hold its counter id: the value of counter `pmc` of
+/// dispatch row `d` is row `d << PMC_BITS | pmc` of the values table, so the values of a
+/// dispatch are one range of row ids, in counter order.
+pub const PMC_BITS: u32 = 20;
+
+/// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
+const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
+
+/// The key of the per-dimension values in a value's `extdata`.
+const DIMENSIONS_KEY: &str = "{\"dimension_values\":";
+
+/// What a value's `extdata` holds when it has a single position (rocpd's default).
+const NO_DIMENSIONS: &str = "{}";
+
+/// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
+/// it, its rocpd view and the `rtl_pmc_value` view.
+fn values_table(guid: &str) -> (String, String) {
+    let uuid = rocpd::uuid_suffix(guid);
+    let table = format!("\"rocpd_{}{uuid}\"", rocpd::VALUES);
+    let ddl = format!(
+        "{}CREATE VIEW rtl_pmc_value AS
+           SELECT id >> {PMC_BITS} AS dispatch_id, pmc_id, value,
+                  json_extract(extdata, '$.dimension_values') AS dimension_values, 1 AS reported
+           FROM {table}
+           UNION ALL
+           SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
+           FROM rtl_pmc_repeat;",
+        rocpd::table_sql(rocpd::VALUES, guid, &uuid)
+    );
+    (table, ddl)
+}
+
+/// The per-dimension values of a value's `extdata` (empty when it has none).
+fn dimensions_of(extdata: &str) -> Vec<f64> {
+    extdata
+        .strip_prefix(DIMENSIONS_KEY)
+        .and_then(|rest| rest.strip_suffix('}'))
+        .and_then(|array| serde_json::from_str(array).ok())
+        .unwrap_or_default()
+}
+
+/// Appends a value's `extdata` to `json`: its per-dimension values as a JSON array (integers
+/// without a fraction) under `dimension_values`; false, appending nothing, for a single value.
 fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
     use std::io::Write as _;
     if values.len() < 2 {
         return false;
     }
+    json.extend_from_slice(DIMENSIONS_KEY.as_bytes());
     json.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
@@ -187,7 +297,7 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
             let _ = write!(json, "{v}");
         }
     }
-    json.push(b']');
+    json.extend_from_slice(b"]}");
     true
 }
 
@@ -467,13 +577,14 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
-/// The statements that join a dispatch to its merged dispatch.
-struct MergedStatements<'conn> {
+/// The statement that finds a dispatch's merged dispatch, and the new merged dispatches to
+/// insert (after the batch's lookups, which only find earlier passes' keys).
+struct MergedStatements<'conn, 'rows> {
     find: rusqlite::CachedStatement<'conn>,
-    insert: rusqlite::CachedStatement<'conn>,
+    new: &'rows mut Vec<[i64; MERGED_FIELDS]>,
 }
 
-impl MergedStatements<'_> {
+impl MergedStatements<'_, '_> {
     /// The merged dispatch of `key` (of `d`, row `row`): an earlier pass's when one had the key,
     /// else a new one.
     fn join(
@@ -499,9 +610,14 @@ impl MergedStatements<'_> {
             }
         }
         let id = join.next_merged;
-        let row_and_start = [row, d.start_ns as i64];
-        let values = std::iter::once(id).chain(columns).chain(row_and_start);
-        self.insert.execute(rusqlite::params_from_iter(values))?;
+        let mut fields = [0; MERGED_FIELDS];
+        fields[0] = id;
+        fields[1..13].copy_from_slice(&columns);
+        fields[13] = row;
+        fields[14] = d.start_ns as i64;
+        // Its passes: this one.
+        fields[15] = 1;
+        self.new.push(fields);
         join.next_merged += 1;
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
@@ -512,6 +628,20 @@ impl MergedStatements<'_> {
     }
 }
 
+/// A value waiting to be inserted: dispatch row, counter id, total, range of its `extdata` in
+/// the JSON buffer, merged dispatch.
+type PmcRow = (i64, i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
+
+/// A dispatch row waiting to be inserted: where the dispatch is in the batch, its row id, its
+/// kernel id, its key and its merged dispatch.
+struct DispatchRow {
+    at: usize,
+    row: i64,
+    kernel_id: i64,
+    key: Option<MergeKey>,
+    merged: Option<i64>,
+}
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -520,9 +650,15 @@ pub struct Database {
     strings: FastMap<String, i64>,
     pmcs: FastMap<String, i64>,
     in_transaction: bool,
-    pmc_statements: FastMap<usize, String>,
-    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`).
-    pmc_rows: Vec<(i64, i64, f64, Option<std::ops::Range<usize>>)>,
+    /// The text of each multi-row insert, by head and rows.
+    insert_texts: FastMap<(&'static str, usize), String>,
+    /// Per-insert buffer: the dispatch rows.
+    dispatch_rows: Vec<DispatchRow>,
+    /// Per-insert buffer: the new merged dispatches.
+    merged_rows: Vec<[i64; MERGED_FIELDS]>,
+    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`,
+    /// merged dispatch).
+    pmc_rows: Vec<PmcRow>,
     /// Per-insert buffer: kernel and counter ids.
     batch_ids: Vec<i64>,
     pmc_json: Vec<u8>,
@@ -547,6 +683,21 @@ pub struct Database {
     totals: Totals,
     /// Whether the database has its bulk page size.
     bulk_pages: bool,
+    /// The run's GUID, which rocpd's tables carry.
+    guid: String,
+    /// The values table (rocpd's `rocpd_pmc_event` of the run), quoted.
+    values: String,
+    /// Whether the values table exists.
+    values_made: bool,
+    /// The moments of the values for the estimates, gathered as they are inserted; `None` once
+    /// they may differ from what the database holds (a value that repeats an earlier pass's).
+    sampled: Option<Sampled>,
+    /// Whether a pass was begun and not ended.
+    pass_open: bool,
+    /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
+    first_agents: FastMap<i64, u32>,
+    /// Whether the dispatch rows' index by merged dispatch exists.
+    merged_index: std::cell::Cell<bool>,
     committed: bool,
 }
 
@@ -558,11 +709,46 @@ impl Drop for Database {
     }
 }
 
-/// The per-dimension values' column of a counter query: read only when wanted.
-fn dimension_column(wanted: bool) -> &'static str {
+/// The `extdata` column of a query of the values table: read only when wanted.
+fn extdata_column(wanted: bool) -> &'static str {
     match wanted {
-        true => "v.dimension_values",
+        true => "v.extdata",
         false => "NULL",
+    }
+}
+
+/// The per-dimension values of a query of `rtl_pmc_repeat` as an `extdata`: read only when
+/// wanted.
+fn repeat_column(wanted: bool) -> &'static str {
+    match wanted {
+        true => "'{\"dimension_values\":' || v.dimension_values || '}'",
+        false => "NULL",
+    }
+}
+
+/// Counter rows of a query of [`Database::stream`], one read ahead: (key, counter id, total),
+/// its `extdata` beside it.
+struct CounterRows<'s> {
+    rows: rusqlite::Rows<'s>,
+    ahead: Option<(i64, i64, f64)>,
+    extdata: String,
+}
+
+impl CounterRows<'_> {
+    /// Reads the next row ahead (its `extdata` only `with_dimensions`).
+    fn advance(&mut self, with_dimensions: bool) -> rusqlite::Result<()> {
+        self.extdata.clear();
+        let Some(row) = self.rows.next()? else {
+            self.ahead = None;
+            return Ok(());
+        };
+        if with_dimensions {
+            if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
+                self.extdata.push_str(text);
+            }
+        }
+        self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+        Ok(())
     }
 }
 
@@ -621,10 +807,12 @@ impl Database {
         let _ = std::fs::remove_file(&temporary);
         let conn = Connection::open(&temporary).and_then(|conn| {
             // A scratch file renamed into place at the end: no journal, no syncs, no other
-            // connection; a fixed page cache keeps memory flat.
+            // connection; a fixed page cache keeps memory flat. Foreign keys hold by
+            // construction and are not checked row by row: the values go into rocpd's
+            // `rocpd_pmc_event` before the events they name are written at the commit.
             conn.execute_batch(
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
-                 PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE;",
+                 PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF;",
             )?;
             conn.execute_batch(CACHE_SIZE)?;
             conn.execute_batch(SCHEMA)?;
@@ -637,7 +825,10 @@ impl Database {
                 return sql(&temporary, Err(e));
             }
         };
-        Ok(Database::on(conn, target.to_path_buf(), temporary, false))
+        let mut db = Database::on(conn, target.to_path_buf(), temporary, false);
+        db.guid = rocpd::new_guid();
+        db.values = values_table(&db.guid).0;
+        Ok(db)
     }
 
     /// Opens a finished database for reading (`rtl-pmc merge`).
@@ -646,12 +837,63 @@ impl Database {
             path,
             Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
         )?;
-        Ok(Database::on(
-            conn,
-            path.to_path_buf(),
-            path.to_path_buf(),
-            true,
-        ))
+        // An earlier rtl-pmc kept the values in a table of this name, and copied them into
+        // rocpd's at the end with other row ids: read as this one's, they would be wrong.
+        let values = conn.query_row(
+            "SELECT type FROM sqlite_master WHERE name = 'rtl_pmc_value'",
+            [],
+            |r| r.get::<_, String>(0),
+        );
+        let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
+            Some("view") => None,
+            Some(_) => Some(
+                "written by an earlier rtl-pmc, which stored the counter values in another \
+                 layout; profile again with this one to merge",
+            ),
+            None => Some("not an rtl-pmc database (it has no rtl_pmc_value)"),
+        };
+        if let Some(reason) = reason {
+            return Err(DatabaseError::Layout {
+                path: path.to_path_buf(),
+                reason,
+            });
+        }
+        let guid = conn.query_row(
+            "SELECT value FROM rocpd_metadata WHERE tag = 'guid'",
+            [],
+            |r| r.get::<_, String>(0),
+        );
+        let guid = sql(path, guid)?;
+        let mut db = Database::on(conn, path.to_path_buf(), path.to_path_buf(), true);
+        db.values = values_table(&guid).0;
+        db.guid = guid;
+        db.values_made = true;
+        Ok(db)
+    }
+
+    /// The values table (rocpd's `rocpd_pmc_event` of this run, quoted), for modules that read
+    /// the values directly (row ids as [`PMC_BITS`] says).
+    pub fn values_table(&self) -> &str {
+        &self.values
+    }
+
+    /// Makes the index of the dispatch rows by merged dispatch, once.
+    pub fn index_merged(&self) -> Result<(), DatabaseError> {
+        if !self.merged_index.get() {
+            self.err(self.conn.execute_batch(MERGED_INDEX))?;
+            self.merged_index.set(true);
+        }
+        Ok(())
+    }
+
+    /// Makes the values table and its views, once.
+    fn make_values(&mut self) -> Result<(), DatabaseError> {
+        if !self.values_made {
+            let (_, ddl) = values_table(&self.guid);
+            self.err(self.conn.execute_batch(&ddl))?;
+            self.values_made = true;
+        }
+        Ok(())
     }
 
     /// A handle on `conn`: a new database written under `temporary`, or (`finished`) one that
@@ -664,7 +906,9 @@ impl Database {
             strings: FastMap::default(),
             pmcs: FastMap::default(),
             in_transaction: false,
-            pmc_statements: FastMap::default(),
+            insert_texts: FastMap::default(),
+            dispatch_rows: Vec::new(),
+            merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
             pmc_json: Vec::new(),
             batch_ids: Vec::new(),
@@ -677,6 +921,13 @@ impl Database {
             timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
+            guid: String::new(),
+            values: String::new(),
+            values_made: false,
+            sampled: (!finished).then(Sampled::new),
+            pass_open: false,
+            first_agents: FastMap::default(),
+            merged_index: std::cell::Cell::new(finished),
             committed: finished,
         }
     }
@@ -777,6 +1028,8 @@ impl Database {
             self.err(self.conn.execute_batch(&grow))?;
             self.bulk_pages = true;
         }
+        self.make_values()?;
+        self.pass_open = true;
         let r = self.conn.execute(
             "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
             params![pass, label],
@@ -904,18 +1157,20 @@ impl Database {
         ids: &[i64],
     ) -> Result<(), DatabaseError> {
         let path = &self.temporary;
-        let mut insert = sql(path, self.conn.prepare_cached(INSERT_DISPATCH))?;
+        self.merged_rows.clear();
         let mut merged = MergedStatements {
             find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
-            insert: sql(path, self.conn.prepare_cached(INSERT_MERGED))?,
+            new: &mut self.merged_rows,
         };
         // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
         let rows = &mut self.pmc_rows;
         let json = &mut self.pmc_json;
+        let dispatch_rows = &mut self.dispatch_rows;
         rows.clear();
         json.clear();
+        dispatch_rows.clear();
         let mut ids = ids.iter().copied();
-        for (source, d) in dispatches {
+        for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
@@ -928,50 +1183,32 @@ impl Database {
             }
             let key = self.join.key(source, d, kernel_id, self.pass_match);
             let merged_id = match key {
-                Some(key) => Some(sql(
-                    path,
-                    merged.join(&mut self.join, &self.known_launches, key, row, d),
-                )?),
+                Some(key) => {
+                    let before = self.join.next_merged;
+                    let id = merged.join(&mut self.join, &self.known_launches, key, row, d);
+                    let id = sql(path, id)?;
+                    if let Some(sampled) = &mut self.sampled {
+                        if self.join.next_merged > before {
+                            sampled.add_merged(source, d, kernel_id);
+                        }
+                    }
+                    Some(id)
+                }
                 None => None,
             };
-            let r = insert.execute(params![
+            dispatch_rows.push(DispatchRow {
+                at,
                 row,
-                pass,
-                source,
-                d.pid,
-                d.tid,
-                d.agent,
-                d.queue_id as i64,
-                d.queue_index as i64,
-                d.dispatch_id as i64,
-                d.correlation_id as i64,
                 kernel_id,
-                d.kernel_object as i64,
-                d.grid[0],
-                d.grid[1],
-                d.grid[2],
-                d.workgroup[0],
-                d.workgroup[1],
-                d.workgroup[2],
-                d.lds,
-                d.scratch,
-                d.arch_vgpr,
-                d.accum_vgpr,
-                d.sgpr,
-                d.wave_size,
-                d.signal as i64,
-                d.start_ns as i64,
-                d.end_ns as i64,
-                key.map(|k| k.order),
-                key.map(|k| k.occurrence),
-                merged_id,
-                d.queue_order,
-            ]);
-            sql(path, r)?;
+                key,
+                merged: merged_id,
+            });
             self.next_row += 1;
+            let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
                 self.collected.insert(pmc, ());
+                self.first_agents.entry(pmc).or_insert(d.agent);
                 // A counter an earlier pass collected is summed once the pass is joined and
                 // its repeats are known.
                 if !self.collected_before.contains_key(&pmc) {
@@ -983,34 +1220,91 @@ impl Database {
                 }
                 let from = json.len();
                 let range = push_dimension_json(json, &c.values).then_some(from..json.len());
-                rows.push((row, pmc, c.total, range));
+                rows.push((row, pmc, c.total, range, merged_id));
+            }
+            if let Some(sampled) = &mut self.sampled {
+                let values = rows[first_value..].iter().map(|r| (r.1, r.2));
+                sampled.add(source, pass, d, kernel_id, values);
             }
         }
+        drop(merged);
+        let conn = &self.conn;
+        let texts = &mut self.insert_texts;
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_MERGED, MERGED_FIELDS),
+            "",
+            &self.merged_rows,
+            |stmt, from, fields| bind_row(stmt, from, fields),
+        );
+        sql(path, r)?;
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_DISPATCH, DISPATCH_FIELDS),
+            "",
+            &self.dispatch_rows,
+            |stmt, from, r| {
+                let (source, d) = &dispatches[r.at];
+                let fields: [&dyn rusqlite::ToSql; DISPATCH_FIELDS] = [
+                    &r.row,
+                    &pass,
+                    source,
+                    &d.pid,
+                    &d.tid,
+                    &d.agent,
+                    &(d.queue_id as i64),
+                    &(d.queue_index as i64),
+                    &(d.dispatch_id as i64),
+                    &(d.correlation_id as i64),
+                    &r.kernel_id,
+                    &(d.kernel_object as i64),
+                    &d.grid[0],
+                    &d.grid[1],
+                    &d.grid[2],
+                    &d.workgroup[0],
+                    &d.workgroup[1],
+                    &d.workgroup[2],
+                    &d.lds,
+                    &d.scratch,
+                    &d.arch_vgpr,
+                    &d.accum_vgpr,
+                    &d.sgpr,
+                    &d.wave_size,
+                    &(d.signal as i64),
+                    &(d.start_ns as i64),
+                    &(d.end_ns as i64),
+                    &r.key.map(|k| k.order),
+                    &r.key.map(|k| k.occurrence),
+                    &r.merged,
+                    &d.queue_order,
+                ];
+                bind_row(stmt, from, &fields)
+            },
+        );
+        sql(path, r)?;
         // ASCII only, so any range of it is text.
-        let json = std::str::from_utf8(json).unwrap_or_default();
-        // Chunks of 64, 32, 16, ... rows: few statements, and few different ones to prepare.
-        let mut rest = &rows[..];
-        while !rest.is_empty() {
-            let size = 1 << rest.len().min(PMC_ROWS_PER_STATEMENT).ilog2();
-            let (chunk, after) = rest.split_at(size);
-            rest = after;
-            let statement = self.pmc_statements.entry(chunk.len()).or_insert_with(|| {
-                let tuples = vec!["(?,?,?,?)"; chunk.len()].join(",");
-                format!("{INSERT_PMC} {tuples}")
-            });
-            let r = self.conn.prepare_cached(statement).and_then(|mut stmt| {
-                for (i, (row, pmc, total, range)) in chunk.iter().enumerate() {
-                    let at = 4 * i;
-                    stmt.raw_bind_parameter(at + 1, row)?;
-                    stmt.raw_bind_parameter(at + 2, pmc)?;
-                    stmt.raw_bind_parameter(at + 3, total)?;
-                    stmt.raw_bind_parameter(at + 4, range.clone().and_then(|r| json.get(r)))?;
+        let json = std::str::from_utf8(&self.pmc_json).unwrap_or_default();
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_PMC, PMC_FIELDS),
+            &format!("INSERT INTO {}", self.values),
+            &self.pmc_rows,
+            |stmt, from, (row, pmc, total, range, merged)| {
+                if !(0..=PMC_MASK).contains(pmc) {
+                    return Err(rusqlite::Error::IntegralValueOutOfRange(from, *pmc));
                 }
-                stmt.raw_execute()
-            });
-            sql(path, r)?;
-        }
-        Ok(())
+                let extdata = range.clone().and_then(|r| json.get(r));
+                stmt.raw_bind_parameter(from, row << PMC_BITS | pmc)?;
+                stmt.raw_bind_parameter(from + 1, merged)?;
+                stmt.raw_bind_parameter(from + 2, pmc)?;
+                stmt.raw_bind_parameter(from + 3, total)?;
+                stmt.raw_bind_parameter(from + 4, extdata.unwrap_or(NO_DIMENSIONS))
+            },
+        );
+        sql(path, r)
     }
 
     /// Closes the pass: numbers the launches of each lane and joins them to the dispatches of
@@ -1046,7 +1340,15 @@ impl Database {
             self.err(self.conn.execute_batch("COMMIT"))?;
             self.in_transaction = false;
         }
+        self.pass_open = false;
         Ok(())
+    }
+
+    /// The moments of every stratum's values as the database holds them, gathered while they
+    /// were inserted through this handle; `None` when they must be read back (a pass not
+    /// ended, a value repeating an earlier pass's, or a database only read).
+    pub fn sampled(&self) -> Option<&Sampled> {
+        self.sampled.as_ref().filter(|_| !self.pass_open)
     }
 
     /// Reports each counter of each merged dispatch once: a value `pass` collected for a
@@ -1059,21 +1361,39 @@ impl Database {
             .keys()
             .any(|pmc| self.collected_before.contains_key(pmc));
         if repeated {
-            let r = self.conn.execute(
-                "UPDATE rtl_pmc_value AS v SET reported = 0
-                 FROM rtl_dispatch k
-                 WHERE k.id = v.dispatch_id AND k.pass = ?1 AND EXISTS (
-                   SELECT 1 FROM rtl_dispatch e JOIN rtl_pmc_value ev
-                     ON ev.dispatch_id = e.id AND ev.pmc_id = v.pmc_id
-                   WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
-                [pass],
-            );
-            self.err(r)?;
-            let mut stmt = self.err(self.conn.prepare(
+            self.sampled = None;
+            self.index_merged()?;
+            // The earliest pass with a value of a merged dispatch's counter reports it, so an
+            // earlier pass's value, if any, is in the values table.
+            let values = &self.values;
+            let statements = [
+                format!(
+                    "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
+                     SELECT k.id, v.pmc_id, v.value, json_extract(v.extdata, '$.dimension_values')
+                     FROM rtl_dispatch k CROSS JOIN {values} v
+                       ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                     WHERE k.pass = ?1 AND EXISTS (
+                       SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
+                         ON ev.id = (e.id << {PMC_BITS}) | v.pmc_id
+                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)"
+                ),
+                format!(
+                    "DELETE FROM {values} WHERE id IN (
+                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
+                       FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
+                       WHERE k.pass = ?1)"
+                ),
+            ];
+            for statement in &statements {
+                let r = self.conn.execute(statement, [pass]);
+                self.err(r)?;
+            }
+            let mut stmt = self.err(self.conn.prepare(&format!(
                 "SELECT k.kernel_id, v.pmc_id, v.value
-                 FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
-                 WHERE k.pass = ?1 AND v.reported ORDER BY k.id, v.pmc_id",
-            ))?;
+                 FROM rtl_dispatch k CROSS JOIN {values} v
+                   ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                 WHERE k.pass = ?1 ORDER BY k.id, v.id",
+            )))?;
             let rows = self.err(stmt.query_map([pass], |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
@@ -1164,6 +1484,9 @@ impl Database {
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        if let Some(sampled) = &mut self.sampled {
+            sampled.lose_population();
+        }
         // Joined dispatches of earlier passes' keys are counted only at the end of the pass.
         if join.next_merged > join.merged_before + 1 {
             let r = self.conn.execute(
@@ -1210,6 +1533,14 @@ impl Database {
              WHERE k.id = p.id"
                 .to_string(),
             "DROP TABLE temp.rtl_pass_key".to_string(),
+            // The pass's values (the last rows of the values table) name their merged dispatch.
+            format!(
+                "UPDATE {values} SET event_id = (SELECT k.merged_id FROM rtl_dispatch k
+                   WHERE k.id = {values}.id >> {PMC_BITS})
+                 WHERE id >= {first} << {PMC_BITS}",
+                values = self.values,
+                first = join.first_row
+            ),
         ];
         for statement in &statements {
             let r = match statement.contains("?1") {
@@ -1306,11 +1637,15 @@ impl Database {
             let rows = self.err(stmt.query_map([], |r| r.get(0)))?;
             return self.err(rows.collect());
         };
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT p.name FROM rtl_counter p WHERE EXISTS (SELECT 1 FROM rtl_pmc_value v
-             JOIN rtl_dispatch k ON k.id = v.dispatch_id
-             WHERE v.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
-        ))?;
+        let values = &self.values;
+        let mut stmt = self.err(self.conn.prepare(&format!(
+            "SELECT p.name FROM rtl_counter p WHERE EXISTS (
+               SELECT 1 FROM rtl_dispatch k CROSS JOIN {values} v
+                 ON v.id = (k.id << {PMC_BITS}) | p.id
+               WHERE k.pass = ?1) OR EXISTS (
+               SELECT 1 FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
+               WHERE r.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
+        )))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
     }
@@ -1385,13 +1720,36 @@ impl Database {
             "SELECT k.id, {DISPATCH_COLUMNS} FROM rtl_dispatch k
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
-        let json = dimension_column(dimensions);
+        let values = &self.values;
+        let json = extdata_column(dimensions);
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
-             FROM rtl_dispatch k CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k.id
+             FROM rtl_dispatch k CROSS JOIN {values} v
+               ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.id"
+        );
+        // The pass's values that repeat an earlier pass's are its own values too.
+        let json = repeat_column(dimensions);
+        let repeats = format!(
+            "SELECT k.id, v.pmc_id, v.value, {json}
+             FROM rtl_dispatch k CROSS JOIN rtl_pmc_repeat v ON v.dispatch_id = k.id
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.pmc_id"
         );
+        let counters = match self.has_repeats()? {
+            true => vec![counters, repeats],
+            false => vec![counters],
+        };
         self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
+    }
+
+    /// Whether some value repeats an earlier pass's.
+    fn has_repeats(&self) -> Result<bool, DatabaseError> {
+        let r = self
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM rtl_pmc_repeat)", [], |r| {
+                r.get(0)
+            });
+        self.err(r)
     }
 
     /// Calls `visit` with every merged dispatch, in start order: the properties of its first
@@ -1401,31 +1759,35 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        self.index_merged()?;
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
-        // dispatch by row id, then its counters by id.
+        // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
              ORDER BY m.start_ns, m.id"
         );
-        let json = dimension_column(dimensions);
+        let values = &self.values;
+        let json = extdata_column(dimensions);
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
-             CROSS JOIN rtl_pmc_value v ON v.dispatch_id = k2.id
-             WHERE v.reported ORDER BY m.start_ns, m.id"
+             CROSS JOIN {values} v
+               ON v.id BETWEEN k2.id << {PMC_BITS} AND (k2.id << {PMC_BITS}) | {PMC_MASK}
+             ORDER BY m.start_ns, m.id"
         );
-        self.stream(&dispatches, &counters, &[], dimensions, &mut visit)
+        self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
 
-    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of
-    /// `counters` (the key, counter id, total, per-dimension JSON), both in the same key order,
-    /// and calls `visit` with each dispatch and its counters. Two cursors, so each dispatch's
-    /// columns are read once rather than once per counter.
+    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of each of
+    /// `counters` (the key, counter id, total, `extdata`), all in the same key order, and calls
+    /// `visit` with each dispatch and its counters (in counter order). One cursor for the
+    /// dispatches and one per counter query, so each dispatch's columns are read once rather
+    /// than once per counter.
     fn stream<E: From<DatabaseError>>(
         &self,
         dispatches: &str,
-        counters: &str,
+        counters: &[String],
         params: &[&dyn rusqlite::ToSql],
         with_dimensions: bool,
         visit: &mut dyn FnMut(&Dispatch) -> Result<(), E>,
@@ -1434,61 +1796,62 @@ impl Database {
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
-        let mut counter_stmt = self.err(self.conn.prepare(counters))?;
+        let mut counter_stmts = counters
+            .iter()
+            .map(|q| self.err(self.conn.prepare(q)))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut rows = self.err(dispatch_stmt.query(params))?;
-        let mut counter_rows = self.err(counter_stmt.query(params))?;
-        // The counter row read ahead: (key, counter id, total), its JSON in `json`.
-        let mut json = String::new();
-        let mut read_counter =
-            |json: &mut String| -> Result<Option<(i64, i64, f64)>, DatabaseError> {
-                let Some(row) = self.err(counter_rows.next())? else {
-                    return Ok(None);
-                };
-                json.clear();
-                if with_dimensions {
-                    if let Some(text) = self.err(row.get_ref(3))?.as_str_or_null().ok().flatten() {
-                        json.push_str(text);
-                    }
-                }
-                Ok(Some((
-                    self.err(row.get(0))?,
-                    self.err(row.get(1))?,
-                    self.err(row.get(2))?,
-                )))
+        let mut cursors = Vec::with_capacity(counter_stmts.len());
+        for stmt in &mut counter_stmts {
+            let mut cursor = CounterRows {
+                rows: self.err(stmt.query(params))?,
+                ahead: None,
+                extdata: String::new(),
             };
-        let mut next_counter = read_counter(&mut json)?;
+            self.err(cursor.advance(with_dimensions))?;
+            cursors.push(cursor);
+        }
         // One dispatch and its counters are reused from row to row, so their strings and
         // vectors are allocated once rather than per dispatch and counter.
         let mut d = Dispatch::default();
+        let mut ids: Vec<i64> = Vec::new();
         while let Some(row) = self.err(rows.next())? {
             let key: i64 = self.err(row.get(0))?;
             self.err(row_dispatch(row, &kernels, &mut d))?;
-            let mut used = 0;
-            while let Some((_, pmc, total)) = next_counter.filter(|c| c.0 == key) {
-                if used == d.counters.len() {
-                    d.counters.push(Counter::default());
-                }
-                let counter = &mut d.counters[used];
-                used += 1;
-                counter.total = total;
-                counter.name.clear();
-                counter
-                    .name
-                    .push_str(names.get(&pmc).map_or("", String::as_str));
-                counter.dimensions.clear();
-                counter
-                    .dimensions
-                    .push_str(dimensions.get(&pmc).map_or("", String::as_str));
-                counter.values.clear();
-                if with_dimensions {
-                    match json.is_empty() {
-                        false => counter.values = serde_json::from_str(&json).unwrap_or_default(),
-                        true => counter.values.push(total),
+            ids.clear();
+            for cursor in &mut cursors {
+                while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
+                    if ids.len() == d.counters.len() {
+                        d.counters.push(Counter::default());
                     }
+                    let counter = &mut d.counters[ids.len()];
+                    ids.push(pmc);
+                    counter.total = total;
+                    counter.name.clear();
+                    counter
+                        .name
+                        .push_str(names.get(&pmc).map_or("", String::as_str));
+                    counter.dimensions.clear();
+                    counter
+                        .dimensions
+                        .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+                    counter.values.clear();
+                    if with_dimensions {
+                        counter.values = dimensions_of(&cursor.extdata);
+                        if counter.values.is_empty() {
+                            counter.values.push(total);
+                        }
+                    }
+                    self.err(cursor.advance(with_dimensions))?;
                 }
-                next_counter = read_counter(&mut json)?;
             }
-            d.counters.truncate(used);
+            d.counters.truncate(ids.len());
+            if !ids.is_sorted() {
+                let mut by_id: Vec<(i64, Counter)> =
+                    ids.drain(..).zip(d.counters.drain(..)).collect();
+                by_id.sort_by_key(|c| c.0);
+                d.counters.extend(by_id.into_iter().map(|c| c.1));
+            }
             visit(&d)?;
         }
         Ok(())
@@ -1743,6 +2106,7 @@ impl Database {
     /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
+        self.index_merged()?;
         let passes = self.passes()?;
         let all = passes.len() as i64;
         let r = self.conn.query_row(
@@ -1786,6 +2150,7 @@ impl Database {
         if !keep {
             return Ok(None);
         }
+        self.index_merged()?;
         let rocpd = (|| {
             let run = self.run_info()?;
             // The projection's temporary tables get a small page cache of their own, so that
@@ -1796,7 +2161,9 @@ impl Database {
             )?;
             // The roctx tables exist once a pass had regions; the projection reads them anyway.
             self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
-            self.err(rocpd::write(&self.conn, &rocpd::new_guid(), &run))?;
+            self.make_values()?;
+            let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+            self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
             self.err(self.conn.execute_batch("COMMIT"))
         })();
         rocpd?;

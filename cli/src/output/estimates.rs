@@ -16,13 +16,13 @@
 //! `rtl_estimate`, `rtl_rank_group` and `rtl_drift`; the writers and the summary read it from
 //! [`Estimates`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use super::database::{Database, DatabaseError};
+use super::database::{Database, DatabaseError, PMC_BITS};
 use super::fast_map::FastMap;
 use super::model::{push_value, Dispatch};
 
@@ -359,15 +359,134 @@ type StratumKey = (i64, [u32; 6]);
 /// One counter's sums in one stratum of one run, with the counter's possible range.
 type Cell = (i64, Moments, Option<Range>);
 
+/// One counter's sums in one stratum of one run as gathered: counter id, moments, least and
+/// greatest value.
+type GatheredCell = (i64, Moments, f64, f64);
+
+/// The counters by id: name, derived, possible range.
+type CounterRanges = FastMap<i64, (String, bool, Option<Range>)>;
+
+/// The moments of the values of each stratum, run and counter, gathered while the values are
+/// inserted, in the order they are stored (see [`Database::sampled`]), so that the estimates
+/// need not read every value back. Each counter also keeps its least and greatest value: when
+/// both lie in the counter's possible range, so does every value.
+/// With them, per stratum and run its merged dispatches (while every pass was joined as it was
+/// inserted), and per kernel and pass the dispatches and their total duration.
+#[derive(Debug, Default)]
+pub struct Sampled {
+    cells: FastMap<(StratumKey, i64), Vec<GatheredCell>>,
+    population: Option<FastMap<(StratumKey, i64), u64>>,
+    durations: FastMap<(i64, u32), (u64, i64)>,
+}
+
+/// The stratum and run of dispatch `d` of kernel `kernel_id`, read from input `source`.
+fn stratum_key(source: u32, d: &Dispatch, kernel_id: i64) -> (StratumKey, i64) {
+    let [gx, gy, gz] = d.grid;
+    let [wx, wy, wz] = d.workgroup;
+    ((kernel_id, [gx, gy, gz, wx, wy, wz]), i64::from(source))
+}
+
+impl Sampled {
+    /// Nothing yet.
+    pub fn new() -> Sampled {
+        Sampled {
+            population: Some(FastMap::default()),
+            ..Sampled::default()
+        }
+    }
+
+    /// Adds dispatch `d` of kernel `kernel_id` in `pass`, read from input `source`, with its
+    /// values (counter id, total).
+    pub fn add(
+        &mut self,
+        source: u32,
+        pass: u32,
+        d: &Dispatch,
+        kernel_id: i64,
+        values: impl Iterator<Item = (i64, f64)>,
+    ) {
+        let duration = self.durations.entry((kernel_id, pass)).or_default();
+        duration.0 += 1;
+        duration.1 += d.end_ns as i64 - d.start_ns as i64;
+        let cell = self
+            .cells
+            .entry(stratum_key(source, d, kernel_id))
+            .or_default();
+        for (pmc, v) in values {
+            // A dispatch's counters come in the same order each time: the next slot is
+            // usually the one wanted.
+            let at = match cell.iter().position(|c| c.0 == pmc) {
+                Some(at) => at,
+                None => {
+                    cell.push((pmc, Moments::default(), v, v));
+                    cell.len() - 1
+                }
+            };
+            let (_, moments, low, high) = &mut cell[at];
+            moments.add(v);
+            *low = low.min(v);
+            *high = high.max(v);
+        }
+    }
+
+    /// Counts a new merged dispatch, `d` (of kernel `kernel_id`, from input `source`).
+    pub fn add_merged(&mut self, source: u32, d: &Dispatch, kernel_id: i64) {
+        if let Some(population) = &mut self.population {
+            *population
+                .entry(stratum_key(source, d, kernel_id))
+                .or_default() += 1;
+        }
+    }
+
+    /// Forgets the merged dispatches counted: a pass was joined in SQL.
+    pub fn lose_population(&mut self) {
+        self.population = None;
+    }
+
+    /// The cells of the estimates, each with its counter's range; `None` when some value lies
+    /// outside its counter's range (or is not a number), whose count the moments lack.
+    fn cells(&self, counters: &CounterRanges) -> Option<FastMap<(StratumKey, i64), Vec<Cell>>> {
+        let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
+        for (&key, per_counter) in &self.cells {
+            let mut out = Vec::with_capacity(per_counter.len());
+            for &(pmc, moments, low, high) in per_counter {
+                let range = counters.get(&pmc).and_then(|c| c.2);
+                let within = |v: f64| !v.is_nan() && range.is_none_or(|r| r.holds(v));
+                if !within(low) || !within(high) {
+                    return None;
+                }
+                out.push((pmc, moments, range));
+            }
+            cells.insert(key, out);
+        }
+        Some(cells)
+    }
+}
+
 impl Estimates {
     /// Computes every estimate from `db` and keeps them in its `rtl_*` tables.
     pub fn compute(db: &Database) -> Result<Estimates, DatabaseError> {
+        Estimates::compute_from(db, db.sampled())
+    }
+
+    /// [`Estimates::compute`] from every value read back from the database, as it is done
+    /// when the moments gathered on the way in cannot be used.
+    #[cfg(test)]
+    pub fn read_back(db: &Database) -> Result<Estimates, DatabaseError> {
+        Estimates::compute_from(db, None)
+    }
+
+    /// [`Estimates::compute`] with the moments gathered on the way in, if any.
+    fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
+        // The drift between passes reads each merged dispatch's rows.
+        db.index_merged()?;
+        let values = db.values_table();
         let estimates = db.with_connection(|conn| {
-            let (estimates, rank_groups) = estimate(conn)?;
+            let (estimates, rank_groups) = estimate(conn, values, sampled)?;
             let estimates = Estimates {
                 estimates,
                 rank_groups,
-                drift: drift(conn)?,
+                drift: drift(conn, values, sampled)?,
             };
             estimates.store(conn)?;
             Ok(estimates)
@@ -762,7 +881,11 @@ impl PerDispatch {
 
 /// Per run (input source), stratum and counter: the measured values' moments; per run and
 /// stratum: its dispatches.
-fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup>)> {
+fn estimate(
+    conn: &Connection,
+    values: &str,
+    sampled: Option<&Sampled>,
+) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup>)> {
     let mut names: HashMap<i64, String> = HashMap::new();
     let mut stmt = conn.prepare("SELECT id, string FROM rtl_string")?;
     for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
@@ -770,7 +893,7 @@ fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup
         names.insert(id, name);
     }
     // Counter id -> (name, possible range).
-    let mut counters: FastMap<i64, (String, bool, Option<Range>)> = FastMap::default();
+    let mut counters: CounterRanges = FastMap::default();
     let mut stmt = conn.prepare("SELECT id, name, derived, unit, description FROM rtl_counter")?;
     for row in stmt.query_map([], |r| {
         Ok((
@@ -792,65 +915,29 @@ fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup
         Ok((r.get(at)?, config))
     };
     // (source, stratum) -> dispatches.
+    // As counted on the way in, or from the database.
     let mut population: BTreeMap<(StratumKey, i64), u64> = BTreeMap::new();
-    let mut stmt = conn.prepare(
-        "SELECT source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
-                count(*)
-         FROM rtl_merged_dispatch
-         GROUP BY source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z",
-    )?;
-    let mut rows = stmt.query([])?;
-    while let Some(r) = rows.next()? {
-        population.insert((key_of(r, 1)?, r.get(0)?), r.get::<_, i64>(8)? as u64);
-    }
-    // (stratum, counter, source) -> moments. Two cursors in dispatch id order, as the tables
-    // are stored: each dispatch's stratum is read once, then its counters' values.
-    let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
-    let mut dispatches = conn.prepare(
-        "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
-                workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
-    )?;
-    let mut values = conn.prepare(
-        "SELECT dispatch_id, pmc_id, value FROM rtl_pmc_value WHERE reported
-         ORDER BY dispatch_id",
-    )?;
-    let mut rows = dispatches.query([])?;
-    let mut value_rows = values.query([])?;
-    let next_value = |rows: &mut rusqlite::Rows<'_>| -> rusqlite::Result<Option<(i64, i64, f64)>> {
-        Ok(match rows.next()? {
-            Some(r) => Some((r.get(0)?, r.get(1)?, r.get(2)?)),
-            None => None,
-        })
-    };
-    let mut value = next_value(&mut value_rows)?;
-    while let Some(r) = rows.next()? {
-        let id: i64 = r.get(0)?;
-        while value.is_some_and(|(d, _, _)| d < id) {
-            value = next_value(&mut value_rows)?;
-        }
-        if value.is_none_or(|(d, _, _)| d != id) {
-            continue;
-        }
-        let cell = cells.entry((key_of(r, 2)?, r.get(1)?)).or_default();
-        while let Some((_, pmc, v)) = value.filter(|(d, _, _)| *d == id) {
-            // A dispatch's counters come in the same order each time: the next slot is
-            // usually the one wanted.
-            let at = match cell.iter().position(|(p, _, _)| *p == pmc) {
-                Some(at) => at,
-                None => {
-                    let range = counters.get(&pmc).and_then(|c| c.2);
-                    cell.push((pmc, Moments::default(), range));
-                    cell.len() - 1
-                }
-            };
-            let (_, moments, range) = &mut cell[at];
-            moments.add(v);
-            if let Some(range) = range {
-                moments.outside += u64::from(!range.holds(v));
+    match sampled.and_then(|s| s.population.as_ref()) {
+        Some(counted) => population.extend(counted.iter().map(|(&key, &n)| (key, n))),
+        None => {
+            let mut stmt = conn.prepare(
+                "SELECT source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
+                        workgroup_z, count(*)
+                 FROM rtl_merged_dispatch
+                 GROUP BY source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
+                          workgroup_z",
+            )?;
+            let mut rows = stmt.query([])?;
+            while let Some(r) = rows.next()? {
+                population.insert((key_of(r, 1)?, r.get(0)?), r.get::<_, i64>(8)? as u64);
             }
-            value = next_value(&mut value_rows)?;
         }
     }
+    // (stratum, counter, source) -> moments: as gathered on the way in, or read back.
+    let cells = match sampled.and_then(|s| s.cells(&counters)) {
+        Some(cells) => cells,
+        None => read_cells(conn, values, &counters, key_of)?,
+    };
     let samples: BTreeMap<(StratumKey, i64, i64), Moments> = cells
         .into_iter()
         .flat_map(|((stratum, source), per_counter)| {
@@ -893,6 +980,63 @@ fn estimate(conn: &Connection) -> rusqlite::Result<(Vec<Estimate>, Vec<RankGroup
     }
     out.sort_by(|a, b| a.stratum.cmp(&b.stratum));
     Ok((out, groups))
+}
+
+/// Per stratum and run, each counter's moments, read back from the database: two cursors in
+/// dispatch id order, as the tables are stored, so each dispatch's stratum is read once, then
+/// its counters' values.
+fn read_cells(
+    conn: &Connection,
+    values: &str,
+    counters: &CounterRanges,
+    key_of: impl Fn(&rusqlite::Row<'_>, usize) -> rusqlite::Result<StratumKey>,
+) -> rusqlite::Result<FastMap<(StratumKey, i64), Vec<Cell>>> {
+    let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
+    let mut dispatches = conn.prepare(
+        "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
+                workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
+    )?;
+    let mut values = conn.prepare(&format!(
+        "SELECT id >> {PMC_BITS}, pmc_id, value FROM {values} ORDER BY id"
+    ))?;
+    let mut rows = dispatches.query([])?;
+    let mut value_rows = values.query([])?;
+    let next_value = |rows: &mut rusqlite::Rows<'_>| -> rusqlite::Result<Option<(i64, i64, f64)>> {
+        Ok(match rows.next()? {
+            Some(r) => Some((r.get(0)?, r.get(1)?, r.get(2)?)),
+            None => None,
+        })
+    };
+    let mut value = next_value(&mut value_rows)?;
+    while let Some(r) = rows.next()? {
+        let id: i64 = r.get(0)?;
+        while value.is_some_and(|(d, _, _)| d < id) {
+            value = next_value(&mut value_rows)?;
+        }
+        if value.is_none_or(|(d, _, _)| d != id) {
+            continue;
+        }
+        let cell = cells.entry((key_of(r, 2)?, r.get(1)?)).or_default();
+        while let Some((_, pmc, v)) = value.filter(|(d, _, _)| *d == id) {
+            // A dispatch's counters come in the same order each time: the next slot is
+            // usually the one wanted.
+            let at = match cell.iter().position(|(p, _, _)| *p == pmc) {
+                Some(at) => at,
+                None => {
+                    let range = counters.get(&pmc).and_then(|c| c.2);
+                    cell.push((pmc, Moments::default(), range));
+                    cell.len() - 1
+                }
+            };
+            let (_, moments, range) = &mut cell[at];
+            moments.add(v);
+            if let Some(range) = range {
+                moments.outside += u64::from(!range.holds(v));
+            }
+            value = next_value(&mut value_rows)?;
+        }
+    }
+    Ok(cells)
 }
 
 /// The variance of the estimated total `N·x̄` of a population of `big` from a sample of `small`
@@ -1068,15 +1212,63 @@ fn rank_groups(
 
 /// Each kernel's total duration per pass, and the totals of counters collected in more than
 /// one pass, over its dispatches matched in every pass, against the first pass.
-fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
-    let passes: i64 = conn.query_row("SELECT count(DISTINCT pass) FROM rtl_dispatch", [], |r| {
-        r.get(0)
-    })?;
+fn drift(
+    conn: &Connection,
+    values: &str,
+    sampled: Option<&Sampled>,
+) -> rusqlite::Result<Vec<Drift>> {
+    let passes: i64 = match sampled {
+        Some(s) => s
+            .durations
+            .keys()
+            .map(|k| k.1)
+            .collect::<BTreeSet<u32>>()
+            .len() as i64,
+        None => conn.query_row("SELECT count(DISTINCT pass) FROM rtl_dispatch", [], |r| {
+            r.get(0)
+        })?,
+    };
     if passes < 2 {
         return Ok(Vec::new());
     }
+    // With every merged dispatch in every pass, the durations are those of every dispatch,
+    // summed on the way in; without a repeated value no counter is in several passes.
+    let complete = |s: &Sampled| -> rusqlite::Result<bool> {
+        let incomplete: bool = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM rtl_merged_dispatch WHERE passes != ?1)",
+            [passes],
+            |r| r.get(0),
+        )?;
+        Ok(!incomplete && !s.durations.is_empty())
+    };
+    let sampled = match sampled {
+        Some(s) if complete(s)? => Some(s),
+        _ => None,
+    };
+    if let Some(sampled) = sampled {
+        let mut names: HashMap<i64, String> = HashMap::new();
+        let mut stmt = conn.prepare("SELECT id, string FROM rtl_string")?;
+        for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
+            let (id, name) = row?;
+            names.insert(id, name);
+        }
+        let mut rows: Vec<Drift> = sampled
+            .durations
+            .iter()
+            .map(|(&(kernel, pass), &(dispatches, total))| Drift {
+                kernel: names.get(&kernel).cloned().unwrap_or_default(),
+                quantity: "duration_ns".into(),
+                pass,
+                dispatches,
+                total: total as f64,
+                relative: 0.0,
+            })
+            .collect();
+        rows.sort_by(|a, b| (&a.kernel, a.pass).cmp(&(&b.kernel, b.pass)));
+        return Ok(relative_to_first(rows));
+    }
     // A value that is not reported repeats an earlier pass's: its counter is in several passes.
-    let mut stmt = conn.prepare(
+    let mut stmt = conn.prepare(&format!(
         "SELECT * FROM (
          SELECT s.string AS kernel, 'duration_ns' AS quantity, k.pass AS pass,
                 count(*) AS dispatches, sum(k.end_ns - k.start_ns) AS total
@@ -1085,15 +1277,19 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
          WHERE m.passes = ?1
          GROUP BY s.string, k.pass
          UNION ALL
-         SELECT s.string, p.name, k.pass, count(*), sum(v.value)
-         FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-         JOIN rtl_string s ON s.id = k.kernel_id
-         JOIN rtl_pmc_value v ON v.dispatch_id = k.id JOIN rtl_counter p ON p.id = v.pmc_id
-         WHERE m.passes = ?1 AND v.pmc_id IN (
-           SELECT DISTINCT pmc_id FROM rtl_pmc_value WHERE NOT reported)
-         GROUP BY s.string, p.name, k.pass)
+         SELECT kernel, counter, pass, count(*), sum(value) FROM (
+           SELECT s.string AS kernel, p.name AS counter, k.pass AS pass, coalesce(
+               (SELECT v.value FROM {values} v WHERE v.id = (k.id << {PMC_BITS}) | p.id),
+               (SELECT r.value FROM rtl_pmc_repeat r
+                WHERE r.dispatch_id = k.id AND r.pmc_id = p.id)) AS value
+           FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
+           JOIN rtl_string s ON s.id = k.kernel_id
+           CROSS JOIN rtl_counter p ON p.id IN (SELECT pmc_id FROM rtl_pmc_repeat)
+           WHERE m.passes = ?1)
+         WHERE value IS NOT NULL
+         GROUP BY kernel, counter, pass)
          ORDER BY kernel, quantity != 'duration_ns', quantity, pass",
-    )?;
+    ))?;
     let rows = stmt.query_map([passes], |r| {
         Ok(Drift {
             kernel: r.get(0)?,
@@ -1104,9 +1300,14 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
             relative: 0.0,
         })
     })?;
+    Ok(relative_to_first(rows.collect::<Result<_, _>>()?))
+}
+
+/// `rows` (in kernel, quantity and pass order) with each one's difference relative to the
+/// first pass of its kernel and quantity.
+fn relative_to_first(rows: Vec<Drift>) -> Vec<Drift> {
     let mut out: Vec<Drift> = Vec::new();
-    for row in rows {
-        let mut d = row?;
+    for mut d in rows {
         let base = match out.last() {
             Some(first) if first.kernel == d.kernel && first.quantity == d.quantity => out
                 .iter()
@@ -1123,7 +1324,7 @@ fn drift(conn: &Connection) -> rusqlite::Result<Vec<Drift>> {
         };
         out.push(d);
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

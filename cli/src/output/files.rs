@@ -3,6 +3,7 @@
 
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::sync_channel;
 
 use super::csv::{ResultsWriter, Table};
 use super::database::{Database, DatabaseError};
@@ -114,6 +115,12 @@ pub fn write_merged_files(
     write_merged_files_with(db, dir, base, formats, &estimates)
 }
 
+/// Dispatches handed to the thread that writes the merged files at once.
+const BATCH: usize = 64;
+
+/// Batches waiting for that thread.
+const BATCHES: usize = 4;
+
 /// [`write_merged_files`] with the profile's `estimates` already computed.
 pub fn write_merged_files_with(
     db: &Database,
@@ -149,18 +156,66 @@ pub fn write_merged_files_with(
         )?),
         false => None,
     };
-    db.for_each_merged(formats.json, |d: &Dispatch| -> Result<(), OutputError> {
-        if let Some(w) = csv.as_mut() {
-            w.write(d)?;
-        }
-        if let Some(w) = json.as_mut() {
-            w.write(d)?;
-        }
-        if let Some(w) = trace.as_mut() {
-            w.write(d)?;
-        }
-        Ok(())
-    })?;
+    // The database is read on this thread and the files written on another, the dispatches
+    // handed over in batches whose strings and vectors go back and forth for reuse.
+    let (written, read) = std::thread::scope(|scope| {
+        let (to_writer, batches) = sync_channel::<Vec<Dispatch>>(BATCHES);
+        let (give_back, given_back) = sync_channel::<Vec<Dispatch>>(BATCHES + 2);
+        let writer = scope.spawn(move || -> Result<_, OutputError> {
+            for batch in batches {
+                for d in &batch {
+                    if let Some(w) = csv.as_mut() {
+                        w.write(d)?;
+                    }
+                    if let Some(w) = json.as_mut() {
+                        w.write(d)?;
+                    }
+                    if let Some(w) = trace.as_mut() {
+                        w.write(d)?;
+                    }
+                }
+                let _ = give_back.try_send(batch);
+            }
+            Ok((csv, json, trace))
+        });
+        let stopped = || OutputError::Io(io::Error::other("the file writer stopped"));
+        let mut batch: Vec<Dispatch> = Vec::with_capacity(BATCH);
+        let mut used = 0;
+        let send = |batch: &mut Vec<Dispatch>, used: &mut usize| {
+            batch.truncate(*used);
+            *used = 0;
+            let next = given_back
+                .try_recv()
+                .unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            to_writer
+                .send(std::mem::replace(batch, next))
+                .map_err(|_| stopped())
+        };
+        let read = db
+            .for_each_merged(formats.json, |d: &Dispatch| -> Result<(), OutputError> {
+                match batch.get_mut(used) {
+                    Some(slot) => slot.copy_from(d),
+                    None => batch.push(d.clone()),
+                }
+                used += 1;
+                match used == BATCH {
+                    true => send(&mut batch, &mut used),
+                    false => Ok(()),
+                }
+            })
+            .and_then(|()| match used {
+                0 => Ok(()),
+                _ => send(&mut batch, &mut used),
+            });
+        drop(to_writer);
+        let written = writer
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (written, read)
+    });
+    // A writer that stopped says why; the reader's error otherwise.
+    let (csv, json, trace) = written?;
+    read?;
     let regions = match json.is_some() || trace.is_some() {
         true => super::regions::first_pass(db)?,
         false => Vec::new(),

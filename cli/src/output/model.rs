@@ -90,7 +90,34 @@ pub struct Dispatch {
     pub counters: Vec<Counter>,
 }
 
+impl Counter {
+    /// Makes this counter a copy of `other`, reusing its strings and vector.
+    pub fn copy_from(&mut self, other: &Counter) {
+        self.name.clone_from(&other.name);
+        self.total = other.total;
+        self.dimensions.clone_from(&other.dimensions);
+        self.values.clone_from(&other.values);
+    }
+}
+
 impl Dispatch {
+    /// Makes this dispatch a copy of `other`, reusing its strings and vectors.
+    pub fn copy_from(&mut self, other: &Dispatch) {
+        let mut kernel = std::mem::take(&mut self.kernel);
+        let mut counters = std::mem::take(&mut self.counters);
+        kernel.clone_from(&other.kernel);
+        counters.truncate(other.counters.len());
+        for (mine, theirs) in counters.iter_mut().zip(&other.counters) {
+            mine.copy_from(theirs);
+        }
+        counters.extend(other.counters[counters.len()..].iter().cloned());
+        *self = Dispatch {
+            kernel,
+            counters,
+            ..*other
+        };
+    }
+
     /// Work-items in the grid (x·y·z).
     pub fn grid_size(&self) -> u64 {
         self.grid.iter().map(|&v| u64::from(v)).product()

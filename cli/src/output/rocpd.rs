@@ -14,7 +14,9 @@
 //!   first saw it;
 //! - one `rocpd_pmc_event` row per merged dispatch and reported counter, its value the total
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
-//!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`);
+//!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`).
+//!   This table is not a copy: it is where rtl-pmc stores the values as each pass is written,
+//!   and `rtl_pmc_value` is a view over it (see [`super::database`]);
 //! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
 //!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
 //!   dispatch's innermost enclosing range as its `region_name_id`;
@@ -282,27 +284,41 @@ const TABLES: &[TableSpec] = &[
     ),
 ];
 
-/// The DDL of every rocpd table of run `guid`, with table suffix `uuid`, and the unsuffixed
-/// view over each.
+/// The rocpd table that holds the counter values. rtl-pmc stores each value there once, as the
+/// passes are written (see [`super::database`]), rather than copying them at the commit.
+pub const VALUES: &str = "pmc_event";
+
+/// The DDL of rocpd table `name` of run `guid`, with table suffix `uuid`, and the unsuffixed
+/// view over it.
+pub fn table_sql(name: &str, guid: &str, uuid: &str) -> String {
+    let Some((_, columns, keys)) = TABLES.iter().find(|t| t.0 == name) else {
+        return String::new();
+    };
+    let mut sql = format!(
+        "CREATE TABLE \"rocpd_{name}{uuid}\"(\"id\" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \
+         \"guid\" TEXT DEFAULT \"{guid}\" NOT NULL, {columns}"
+    );
+    for (column, table) in keys.iter() {
+        sql.push_str(&format!(
+            ", FOREIGN KEY ({column}) REFERENCES \"rocpd_{table}{uuid}\" (id) ON UPDATE CASCADE"
+        ));
+    }
+    sql.push_str(&format!(
+        ");\nCREATE VIEW rocpd_{name} AS SELECT * FROM \"rocpd_{name}{uuid}\";\n"
+    ));
+    sql
+}
+
+/// The DDL of every rocpd table of run `guid` but [`VALUES`] (made with the first pass), with
+/// table suffix `uuid`, and the unsuffixed view over each.
 fn tables_sql(guid: &str, uuid: &str) -> String {
     let mut sql = format!(
         "CREATE TABLE \"rocpd_metadata{uuid}\"(\"id\" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \
          \"tag\" TEXT NOT NULL, \"value\" TEXT NOT NULL);\n\
          CREATE VIEW rocpd_metadata AS SELECT * FROM \"rocpd_metadata{uuid}\";\n"
     );
-    for (name, columns, keys) in TABLES {
-        sql.push_str(&format!(
-            "CREATE TABLE \"rocpd_{name}{uuid}\"(\"id\" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \
-             \"guid\" TEXT DEFAULT \"{guid}\" NOT NULL, {columns}"
-        ));
-        for (column, table) in keys.iter() {
-            sql.push_str(&format!(
-                ", FOREIGN KEY ({column}) REFERENCES \"rocpd_{table}{uuid}\" (id) ON UPDATE CASCADE"
-            ));
-        }
-        sql.push_str(&format!(
-            ");\nCREATE VIEW rocpd_{name} AS SELECT * FROM \"rocpd_{name}{uuid}\";\n"
-        ));
+    for (name, _, _) in TABLES.iter().filter(|t| t.0 != VALUES) {
+        sql.push_str(&table_sql(name, guid, uuid));
     }
     sql
 }
@@ -528,10 +544,13 @@ CREATE VIEW top AS
   FROM kernels GROUP BY name ORDER BY total_duration DESC;
 "#;
 
-/// Each merged dispatch (`event`, its id) with the row of the pass that first saw it.
+/// Each merged dispatch (`event`, its id) with the columns the projection reads of the row of
+/// the pass that first saw it.
 const FIRST: &str = "CREATE TEMP TABLE rocpd_first AS
-  SELECT m.id AS event, m.passes, k.* FROM rtl_merged_dispatch m
-  JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
+  SELECT m.id AS event, k.id, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.dispatch_id,
+         k.correlation_id, k.start_ns, k.end_ns, k.scratch, k.lds, k.workgroup_x, k.workgroup_y,
+         k.workgroup_z, k.grid_x, k.grid_y, k.grid_z
+  FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
 
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 const FILL: &str = "
@@ -574,10 +593,11 @@ CREATE TEMP TABLE rocpd_code_object AS
 INSERT INTO rocpd_info_code_object(id, nid, pid, agent_id)
   SELECT id, :nid, pid, agent FROM rocpd_code_object;
 CREATE TEMP TABLE rocpd_symbol AS
-  SELECT row_number() OVER (ORDER BY min(f.event)) AS id, f.pid, f.agent, f.kernel_id,
-         c.id AS code_object, min(f.event) AS first
-  FROM rocpd_first f JOIN rocpd_code_object c ON c.pid = f.pid AND c.agent = f.agent
-  GROUP BY f.pid, f.agent, f.kernel_id;
+  SELECT row_number() OVER (ORDER BY g.first) AS id, g.pid, g.agent, g.kernel_id,
+         c.id AS code_object, g.first
+  FROM (SELECT pid, agent, kernel_id, min(event) AS first FROM rocpd_first
+        GROUP BY pid, agent, kernel_id) g
+  JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
 INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, display_name,
   kernel_object, group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count,
   accum_vgpr_count, extdata)
@@ -586,7 +606,7 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
          json_object('kernel_id', y.id, 'formatted_kernel_name', s.string,
                      'kernel_address', json_object('handle', f.kernel_object))
   FROM rocpd_symbol y JOIN rtl_string s ON s.id = y.kernel_id
-  JOIN rocpd_first f ON f.event = y.first;
+  JOIN rtl_merged_dispatch m ON m.id = y.first JOIN rtl_dispatch f ON f.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
   SELECT event, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), correlation_id,
          correlation_id, 0
@@ -621,23 +641,17 @@ INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispat
 INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, description,
   component, units, value_type, block, expression, is_constant, is_derived)
   SELECT c.id, :nid, :pid0,
-         coalesce((SELECT k.agent FROM rtl_dispatch k
-                   WHERE EXISTS (SELECT 1 FROM rtl_pmc_value v
-                                 WHERE v.dispatch_id = k.id AND v.pmc_id = c.id)
-                   ORDER BY k.id LIMIT 1),
+         coalesce((SELECT a.agent FROM temp.rtl_pmc_agent a WHERE a.pmc_id = c.id),
                   (SELECT min(node_id) FROM rtl_agent WHERE cpu = 0)),
          'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block, c.expression, 0,
          c.derived
   FROM rtl_counter c ORDER BY c.id;
-INSERT INTO rocpd_pmc_event(event_id, pmc_id, value)
-  SELECT k.merged_id, v.pmc_id, v.value
-  FROM rtl_dispatch k JOIN rtl_pmc_value v ON v.dispatch_id = k.id
-  WHERE v.reported AND k.merged_id IS NOT NULL;
 DROP TABLE temp.rocpd_first;
 DROP TABLE temp.rocpd_roctx;
 DROP TABLE temp.rocpd_queue;
 DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
+DROP TABLE temp.rtl_pmc_agent;
 ";
 
 /// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
@@ -715,8 +729,14 @@ fn hash(text: &str) -> i64 {
     (h % i64::MAX as u64) as i64
 }
 
-/// Writes rocpd's tables, views and rows for run `guid` from the `rtl_*` tables of `conn`.
-pub fn write(conn: &Connection, guid: &str, run: &RunInfo) -> rusqlite::Result<()> {
+/// Writes rocpd's tables, views and rows for run `guid` from the `rtl_*` tables of `conn`;
+/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it.
+pub fn write(
+    conn: &Connection,
+    guid: &str,
+    run: &RunInfo,
+    agents: &[(i64, u32)],
+) -> rusqlite::Result<()> {
     let uuid = uuid_suffix(guid);
     conn.execute_batch(&tables_sql(guid, &uuid))?;
     conn.execute_batch(VIEWS)?;
@@ -758,6 +778,13 @@ pub fn write(conn: &Connection, guid: &str, run: &RunInfo) -> rusqlite::Result<(
     .to_string();
     let command = run.command.join(" ");
     conn.execute_batch(FIRST)?;
+    conn.execute_batch(
+        "CREATE TEMP TABLE rtl_pmc_agent(pmc_id INTEGER PRIMARY KEY, agent INTEGER NOT NULL)",
+    )?;
+    let mut insert = conn.prepare("INSERT INTO temp.rtl_pmc_agent VALUES (?1, ?2)")?;
+    for (pmc, agent) in agents {
+        insert.execute(params![pmc, agent])?;
+    }
     let inserted = conn.execute(
         &into_tables(
             "INSERT INTO rocpd_info_process(id, nid, ppid, pid, init, fini, start, end, command,

@@ -1095,3 +1095,102 @@ fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A profile whose two passes rotate counter groups over the dispatches (as `pmc_groups` do),
+/// the second launching `extra` more (and joined in SQL then); with `impossible`, one value of
+/// a percentage lies outside 0-100.
+fn rotating_profile(dir: &Path, extra: u64, impossible: bool) -> Database {
+    use super::database::CounterInfo;
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    db.add_agent(&gpu()).unwrap();
+    for pass in 1..=2u32 {
+        db.begin_pass(pass, "").unwrap();
+        if extra == 0 {
+            db.declare_processes(0, &[100]);
+        }
+        for n in 1..=(24 + if pass == 2 { extra } else { 0 }) {
+            let kernel = ["vadd", "vmul"][(n % 2) as usize];
+            let value = (n * n % 17) as f64 + f64::from(pass) * 0.25;
+            // Each pass its own counters (a counter in two passes is read back anyway).
+            let waves = format!("WAVES_{pass}");
+            let busy = if impossible && n == 5 { 140.0 } else { value };
+            let counters = match (n / 2) % 3 {
+                0 => vec![counter(&waves, &[value, value + 1.0])],
+                1 => vec![counter(&format!("COUNT_{pass}"), &[value * 100.0])],
+                _ => vec![
+                    counter(&waves, &[value, 2.0]),
+                    counter(&format!("BUSY_{pass}"), &[busy]),
+                ],
+            };
+            let d = dispatch(
+                100,
+                n,
+                kernel,
+                u64::from(pass) * 1_000_000 + n * 1000,
+                counters,
+            );
+            db.insert_many(pass, &mut [(0, d)]).unwrap();
+        }
+        db.end_pass(pass, Some(0)).unwrap();
+    }
+    let busy = |pass: u32| CounterInfo {
+        name: format!("BUSY_{pass}"),
+        unit: "percent".into(),
+        derived: true,
+        ..CounterInfo::default()
+    };
+    db.set_counter_info(&[busy(1), busy(2)]).unwrap();
+    db
+}
+
+#[test]
+fn estimates_from_the_moments_gathered_while_inserting_equal_those_read_back() {
+    use super::estimates::Estimates;
+    for (extra, impossible) in [(0, false), (3, false), (0, true)] {
+        let dir = temp_dir(&format!("gathered-{extra}-{impossible}"));
+        let db = rotating_profile(&dir, extra, impossible);
+        assert!(db.sampled().is_some());
+        let gathered = Estimates::compute(&db).unwrap();
+        let read_back = Estimates::read_back(&db).unwrap();
+        assert_eq!(
+            gathered, read_back,
+            "extra {extra}, impossible {impossible}"
+        );
+        // Sampled strata, drift between the passes, and the impossible value flagged.
+        assert!(gathered.estimates.iter().any(|e| e.sampled < e.dispatches));
+        assert!(!gathered.drift.is_empty());
+        assert_eq!(
+            gathered.estimates.iter().any(|e| e.impossible.is_some()),
+            impossible
+        );
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn databases_of_another_layout_are_refused_by_name() {
+    let dir = temp_dir("layout");
+    for (name, schema, reason) in [
+        (
+            "earlier.db",
+            "CREATE TABLE rtl_pmc_value(dispatch_id, pmc_id, value)",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "other.db",
+            "CREATE TABLE t(x)",
+            "not an rtl-pmc database (it has no rtl_pmc_value)",
+        ),
+    ] {
+        let path = dir.join(name);
+        rusqlite::Connection::open(&path)
+            .unwrap()
+            .execute_batch(schema)
+            .unwrap();
+        let error = Database::open(&path).err().unwrap();
+        assert_eq!(error.to_string(), format!("{}: {reason}", path.display()));
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
