@@ -186,6 +186,9 @@ impl PassRun {
 }
 
 /// The runs of a pending dispatch: one (no allocation), or several with kernel replay.
+// The one run is inline on purpose: a box would be allocated on the dispatch path and freed on
+// the completion worker, which costs both threads the allocator's lock.
+#[allow(clippy::large_enum_variant)]
 enum Passes {
     One(PassRun),
     Several(Vec<PassRun>),
