@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use super::arch::{tables, Block, Geometry, Layout};
 use super::gfx9::{self, copy, grbm, mc, op, perfmon, smn, sq, Register, Style, BLOCKS};
 use super::model::{class_of, Class};
-use super::program::Prepared;
+use super::program::{Lookup, Prepared};
 use super::{truth, Device, KernelRecord};
 
 /// Nesting of `INDIRECT_BUFFER` packets followed before giving up.
@@ -74,7 +74,57 @@ enum Op {
         lo: Reg,
         dst: u64,
     },
+    /// A run of [`Op::Sample`]s of CP-controlled blocks and the `GRBM_GFX_INDEX` writes between
+    /// them, each sample's index known: run as one copy plan per XCC.
+    Samples(Box<SampleRun>),
 }
+
+/// One sample of a [`SampleRun`]: the `GRBM_GFX_INDEX` it is read under, its LO register and
+/// where LO and HI go.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    grbm: u32,
+    b: u8,
+    k: u8,
+    dst: u64,
+}
+
+/// Consecutive samples read the way aqlprofile's read buffer reads them, with what each XCC
+/// resolved them to when it last ran them.
+#[derive(Debug)]
+struct SampleRun {
+    steps: Vec<Step>,
+    /// `GRBM_GFX_INDEX` once the run is done: the last value it wrote.
+    grbm_after: u32,
+    /// Per XCC, the plan made when it last ran the run.
+    plans: std::sync::Mutex<Vec<Option<SamplePlan>>>,
+}
+
+impl Clone for SampleRun {
+    fn clone(&self) -> SampleRun {
+        SampleRun {
+            steps: self.steps.clone(),
+            grbm_after: self.grbm_after,
+            plans: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// What a [`SampleRun`]'s samples read on one XCC, resolved through the select registers as they
+/// stood: the counter (block, event, accumulation) and sample position of each step. Valid while
+/// no select of the XCC changed ([`Selects::generation`]) and the geometry is the same.
+#[derive(Debug)]
+struct SamplePlan {
+    generation: u64,
+    geometry: Geometry,
+    /// Distinct counters read: (block, event, accumulation).
+    keys: Vec<(u8, u32, u32)>,
+    /// Per step: index into `keys` (or [`ZERO`]) and sample position.
+    reads: Vec<(u32, u32)>,
+}
+
+/// A step of a [`SamplePlan`] that reads 0 (outside the block's layout, or no such block).
+const ZERO: u32 = u32::MAX;
 
 /// Joins the packets of each counter sample into one [`Op::Sample`]; `op_at` follows. Nothing is
 /// joined across the end of a `PRED_EXEC` span (`ends`). Returns, for each old op, its new index.
@@ -126,6 +176,78 @@ fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Ve
                 joined_at.push(op_at[i]);
                 i += 1;
             }
+        }
+    }
+    *ops = joined;
+    *op_at = joined_at;
+    remap
+}
+
+/// Joins runs of [`Op::Sample`]s of CP-controlled (plain and SQ) blocks, and the
+/// `GRBM_GFX_INDEX` writes between them, into one [`Op::Samples`] each, when the run begins by
+/// setting `GRBM_GFX_INDEX` (so that every sample's index is known) and holds at least two
+/// samples; nothing is joined across the end of a `PRED_EXEC` span (`ends`). `op_at` follows.
+/// Returns, for each old op, its new index.
+fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
+    let step = |op: &Op| match op {
+        Op::Write(
+            Reg {
+                register: Register::GrbmGfxIndex,
+                ..
+            },
+            v,
+        ) => Some((Some(*v), None)),
+        Op::Sample { grbm, lo, dst } => match lo.register {
+            Register::Lo(b, k)
+                if lo.aid.is_none()
+                    && matches!(BLOCKS[b as usize].style, Style::Plain | Style::Sq) =>
+            {
+                Some((*grbm, Some((b, k, *dst))))
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut joined = Vec::with_capacity(ops.len());
+    let mut joined_at = Vec::with_capacity(ops.len());
+    let mut remap = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        // The longest run from `i` that sets GRBM_GFX_INDEX first.
+        let mut steps = Vec::new();
+        let mut grbm: Option<u32> = None;
+        let mut j = i;
+        while j < ops.len() {
+            if j > i && op_at.get(j).is_none_or(|at| ends.contains(at)) {
+                break;
+            }
+            let Some((set, sample)) = step(&ops[j]) else {
+                break;
+            };
+            grbm = set.or(grbm);
+            match (grbm, sample) {
+                (None, _) => break,
+                (Some(g), Some((b, k, dst))) => steps.push(Step { grbm: g, b, k, dst }),
+                (Some(_), None) => {}
+            }
+            j += 1;
+        }
+        if steps.len() >= 2 {
+            for _ in i..j {
+                remap.push(joined.len());
+            }
+            joined.push(Op::Samples(Box::new(SampleRun {
+                steps,
+                grbm_after: grbm.unwrap_or(grbm::BROADCAST),
+                plans: std::sync::Mutex::new(Vec::new()),
+            })));
+            joined_at.push(op_at[i]);
+            i = j;
+        } else {
+            remap.push(joined.len());
+            joined.push(ops[i].clone());
+            joined_at.push(op_at[i]);
+            i += 1;
         }
     }
     *ops = joined;
@@ -192,6 +314,9 @@ const SLOTS: usize = 16;
 #[derive(Default)]
 struct Selects {
     blocks: Vec<Vec<u32>>,
+    /// Changes whenever a select value changes: what [`SamplePlan`]s resolved stays valid
+    /// while it does not.
+    generation: u64,
 }
 
 impl Selects {
@@ -225,7 +350,10 @@ impl Selects {
             table.resize(size * SLOTS, 0);
         }
         if let Some(slot) = table.get_mut(Self::index(block, geometry, i, se, k)) {
-            *slot = value;
+            if *slot != value {
+                *slot = value;
+                self.generation += 1;
+            }
         }
     }
 
@@ -338,8 +466,9 @@ impl Program {
         }
         let ends: Vec<usize> = predicates.iter().map(|p| p.1).collect();
         let remap = join_samples(&mut ops, &mut op_at, &ends);
+        let remap_runs = join_runs(&mut ops, &mut op_at, &ends);
         for (index, end, at) in predicates {
-            let index = remap[index];
+            let index = remap_runs[remap[index]];
             let covered = op_at[index + 1..].iter().take_while(|&&a| a < end).count();
             if !boundaries.contains(&end) {
                 problems.push((
@@ -361,9 +490,9 @@ impl Program {
         }
     }
 
-    /// Whether the program was compiled from exactly `dwords`.
-    pub(super) fn is(&self, dwords: &[u32]) -> bool {
-        self.dwords == dwords
+    /// The dwords the program was compiled from.
+    pub(super) fn dwords(&self) -> &[u32] {
+        &self.dwords
     }
 
     /// Runs the program on every XCC of `dev` at `now`.
@@ -457,6 +586,7 @@ impl Program {
                         store(dst + 4, u64::from(high), false);
                     }
                 }
+                Op::Samples(run) => self.run_samples(dev, x, cache, run),
                 Op::Chain { addr, size } => {
                     if depth >= MAX_IB_DEPTH {
                         report(
@@ -475,6 +605,110 @@ impl Program {
                 }
             }
             i += 1;
+        }
+    }
+
+    /// Runs a [`SampleRun`] on XCC `x`: every sample as [`Op::Sample`] would read and store it,
+    /// through the plan this XCC made of the run (made again when a select changed), with each
+    /// counter's values prepared once.
+    fn run_samples(&self, dev: &mut Device, x: usize, cache: &mut Cache, run: &SampleRun) {
+        let mut plans = run.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() <= x {
+            plans.resize_with(x + 1, || None);
+        }
+        let generation = dev.perf.xccs[x].selects.generation;
+        let geometry = cache.geometry;
+        let plan = match &mut plans[x] {
+            Some(plan) if plan.generation == generation && plan.geometry == geometry => plan,
+            slot => slot.insert(self.plan_samples(dev, x, cache, run)),
+        };
+        let arch = self.target.arch.as_str();
+        let xs = &dev.perf.xccs[x];
+        let sq_counts = xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0;
+        let mut prepared = std::mem::take(&mut cache.run_prepared);
+        prepared.clear();
+        for &(b, event, accum) in &plan.keys {
+            let block = self.target.block(b);
+            let counts = match BLOCKS[b as usize].style {
+                Style::Sq => sq_counts,
+                _ => true,
+            };
+            prepared.push(match (block, xs.sampled_at) {
+                (Some(block), Some(sampled)) if counts => {
+                    let counting = (xs.counting.as_slice(), sampled);
+                    let key = (event, accum, x as u64);
+                    Some(cache.prepared_index(dev, arch, block, key, counting))
+                }
+                _ => None,
+            });
+        }
+        let lookups: Vec<Option<Lookup>> = prepared
+            .iter()
+            .map(|p| p.map(|i| cache.prepared[i].1.lookup()))
+            .collect();
+        let clock = cache.clock;
+        for (step, &(key, position)) in run.steps.iter().zip(&plan.reads) {
+            let value = match lookups.get(key as usize) {
+                Some(Some(lookup)) => lookup.value(position as usize, clock),
+                _ => 0,
+            };
+            // SAFETY: as for COPY_DATA.
+            unsafe {
+                store(step.dst, value & 0xFFFF_FFFF, false);
+                store(step.dst + 4, value >> 32, false);
+            }
+        }
+        drop(lookups);
+        cache.run_prepared = prepared;
+        dev.perf.xccs[x].grbm = run.grbm_after;
+        cache.last = None;
+    }
+
+    /// Resolves every sample of `run` on XCC `x` through the select registers as they stand.
+    fn plan_samples(
+        &self,
+        dev: &Device,
+        x: usize,
+        cache: &mut Cache,
+        run: &SampleRun,
+    ) -> SamplePlan {
+        let xs = &dev.perf.xccs[x];
+        let geometry = cache.geometry;
+        let mut keys: Vec<(u8, u32, u32)> = Vec::new();
+        let mut reads = Vec::with_capacity(run.steps.len());
+        for step in &run.steps {
+            let Some(block) = self.target.block(step.b) else {
+                reads.push((ZERO, 0));
+                continue;
+            };
+            let layout = cache.layout(step.b, block);
+            let i = grbm::instance_of(step.grbm).unwrap_or(0);
+            let se = if block.per_se {
+                grbm::se_of(step.grbm).unwrap_or(0)
+            } else {
+                0
+            };
+            if i >= layout.instances || se >= layout.se || x as u32 >= layout.xcc {
+                reads.push((ZERO, 0));
+                continue;
+            }
+            let select = |k: u8| xs.selects.get(step.b, block, &geometry, (i, se, k));
+            let (event, accum) = selected_event(&self.target, step.b, step.k, select);
+            let key = (step.b, event, accum);
+            let index = match keys.iter().position(|k| *k == key) {
+                Some(index) => index,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+            reads.push((index as u32, layout.index(x as u32, i, se) as u32));
+        }
+        SamplePlan {
+            generation: xs.selects.generation,
+            geometry,
+            keys,
+            reads,
         }
     }
 
@@ -616,7 +850,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
             for (k, &value) in body[1..].iter().enumerate() {
                 let reg = resolve(u64::from(base + body[0] + k as u32))?;
                 check_write(reg, value, target)?;
-                ops.push(Op::Write(reg, value));
+                push_write(ops, reg, value);
             }
         }
         op::COPY_DATA => {
@@ -648,7 +882,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
             match (src, dst) {
                 (Source::Immediate(v), Dest::Register(reg)) => {
                     check_write(reg, v as u32, target)?;
-                    ops.push(Op::Write(reg, v as u32));
+                    push_write(ops, reg, v as u32);
                 }
                 (_, Dest::Register(reg)) => {
                     return Err(format!(
@@ -670,7 +904,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
                         let step = if increment { k as u64 } else { 0 };
                         let reg = resolve(address + step)?;
                         check_write(reg, value, target)?;
-                        ops.push(Op::Write(reg, value));
+                        push_write(ops, reg, value);
                     }
                 }
                 2 | 5 => ops.push(Op::WriteMemory {
@@ -724,6 +958,15 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
         other => return Err(format!("opcode 0x{other:02x} is not modelled")),
     }
     Ok(())
+}
+
+/// Adds a register write. Writing a counter's LO or HI (0, as `check_write` demands) changes
+/// nothing the model keeps (counters are reset through `CP_PERFMON_CNTL` and `RSLT_CNTL`), so
+/// such writes are checked and left out.
+fn push_write(ops: &mut Vec<Op>, reg: Reg, value: u32) {
+    if !matches!(reg.register, Register::Lo(..) | Register::Hi(..)) {
+        ops.push(Op::Write(reg, value));
+    }
 }
 
 /// Checks that the GPU models `value` written to `reg`.
@@ -925,6 +1168,8 @@ struct Cache {
     layouts: [Option<Layout>; BLOCKS.len()],
     /// The last 64-bit value read, for the HI read after its LO: (key, value).
     last: Option<((usize, Reg, u32), u64)>,
+    /// Prepared values of the counters of the sample run being run, kept across runs.
+    run_prepared: Vec<Option<usize>>,
 }
 
 impl Cache {
@@ -937,6 +1182,7 @@ impl Cache {
             memo: Vec::new(),
             layouts: [None; BLOCKS.len()],
             last: None,
+            run_prepared: Vec::new(),
         }
     }
 
@@ -962,14 +1208,29 @@ impl Cache {
         dev: &Device,
         arch: &str,
         block: &'static Block,
-        (event, accum, source): (u32, u32, u64),
-        (counting, at): (&[(u64, Option<u64>)], u64),
+        key: (u32, u32, u64),
+        counting: (&[(u64, Option<u64>)], u64),
         position: usize,
     ) -> u64 {
+        let index = self.prepared_index(dev, arch, block, key, counting);
+        self.prepared[index].1.value(position, self.clock)
+    }
+
+    /// The index in `prepared` of the model values of `block`'s `event` (with `accum`) counted
+    /// over the intervals of `counting` as they stood at its time; `source` names where the
+    /// intervals come from.
+    fn prepared_index(
+        &mut self,
+        dev: &Device,
+        arch: &str,
+        block: &'static Block,
+        (event, accum, source): (u32, u32, u64),
+        (counting, at): (&[(u64, Option<u64>)], u64),
+    ) -> usize {
         let clock = self.clock;
         let memo = (block.id, event, accum, source);
         if let Some(&(_, index)) = self.memo.iter().find(|(k, _)| *k == memo) {
-            return self.prepared[index].1.value(position, clock);
+            return index;
         }
         // The intervals as they stood at `at`, built in a buffer kept across reads.
         self.scratch.clear();
@@ -995,8 +1256,9 @@ impl Cache {
                     Class::Kernel
                 };
                 let intervals = &key.3;
+                let from = intervals.iter().map(|i| i.0).min().unwrap_or(u64::MAX);
                 let per_kernel = dev
-                    .kernels
+                    .kernels_from(from)
                     .iter()
                     .filter(|k: &&KernelRecord| {
                         intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a)
@@ -1018,7 +1280,7 @@ impl Cache {
             }
         };
         self.memo.push((memo, index));
-        self.prepared[index].1.value(position, clock)
+        index
     }
 }
 
@@ -1069,6 +1331,27 @@ fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut
     }
 }
 
+/// The event (and SQ accumulation: 0 none, 1 or 2 the previous slot's event accumulated) that
+/// counter `k` of plain or SQ block `b` counts, given its instance's select values.
+fn selected_event(target: &Target, b: u8, k: u8, select: impl Fn(u8) -> u32) -> (u32, u32) {
+    let regs = &BLOCKS[b as usize];
+    let sel = select(k);
+    match regs.style {
+        Style::Sq => {
+            let perf_sel = sel & sq::SEL_MASK;
+            if k > 0 && perf_sel == sq::ACCUM_PREV {
+                (select(k - 1) & sq::SEL_MASK, 1)
+            } else if k > 0 && perf_sel == target.accum_hi {
+                (select(k - 1) & sq::SEL_MASK, 2)
+            } else {
+                (perf_sel, 0)
+            }
+        }
+        _ if regs.sel_bits == 0 => (0, 0),
+        _ => (sel & ((1 << regs.sel_bits) - 1), 0),
+    }
+}
+
 /// The 64-bit value of the counter behind a LO register, as reached from XCC `x` now.
 fn counter(
     dev: &Device,
@@ -1108,21 +1391,7 @@ fn counter(
                 return 0;
             }
             let select = |k: u8| xs.selects.get(b, block, &geometry, (i, se, k));
-            let sel = select(k);
-            let (event, accum) = match regs.style {
-                Style::Sq => {
-                    let perf_sel = sel & sq::SEL_MASK;
-                    if k > 0 && perf_sel == sq::ACCUM_PREV {
-                        (select(k - 1) & sq::SEL_MASK, 1)
-                    } else if k > 0 && perf_sel == target.accum_hi {
-                        (select(k - 1) & sq::SEL_MASK, 2)
-                    } else {
-                        (perf_sel, 0)
-                    }
-                }
-                _ if regs.sel_bits == 0 => (0, 0),
-                _ => (sel & ((1 << regs.sel_bits) - 1), 0),
-            };
+            let (event, accum) = selected_event(target, b, k, select);
             let position = layout.index(x as u32, i, se);
             let counting = (xs.counting.as_slice(), sampled);
             let source = x as u64;
