@@ -425,7 +425,8 @@ struct GroupEvents {
 /// afterwards: no matching per sample.
 #[derive(Debug)]
 struct V2Layout {
-    samples: Vec<(aqlprofile_pmc_event_t, u64)>,
+    /// Each sample's event and sample id, as [`sample_key`] packs them.
+    samples: Vec<[u64; 3]>,
     /// Consecutive reported samples of one plan event: (plan event, first sample, samples), in
     /// reported order.
     runs: Vec<(usize, usize, usize)>,
@@ -488,7 +489,10 @@ impl GroupEvents {
             }
         }
         let layout = V2Layout {
-            samples: reported.iter().map(|&(e, id, _)| (e, id)).collect(),
+            samples: reported
+                .iter()
+                .map(|&(e, id, _)| sample_key(e, id))
+                .collect(),
             runs,
             sizes,
         };
@@ -1162,12 +1166,23 @@ type LegacyIterate = unsafe extern "C" fn(
 /// them; they are sorted into plan events afterwards, in one loop.
 type V2Samples = Vec<(aqlprofile_pmc_event_t, u64, u64)>;
 
+/// A v2 sample's event and sample id as three words, compared at once.
+#[inline]
+fn sample_key(event: aqlprofile_pmc_event_t, sample: u64) -> [u64; 3] {
+    [
+        u64::from(event.block_index) | u64::from(event.event_id) << 32,
+        u64::from(event.flags) | u64::from(event.block_name) << 32,
+        sample,
+    ]
+}
+
 /// What the v2 data callback fills when the group's layout is known: the values in reported
 /// order, in an array with room for exactly the samples the layout expects, and whether every
 /// sample so far was the one expected.
 struct LaidOut<'a> {
-    expected: &'a [(aqlprofile_pmc_event_t, u64)],
-    values: &'a mut Vec<u64>,
+    expected: &'a [[u64; 3]],
+    values: &'a mut [u64],
+    reported: usize,
     matches: bool,
 }
 
@@ -1180,18 +1195,20 @@ thread_local! {
 /// else (the caller then matches sample by sample).
 fn read_laid_out(v2: &V2, handle: aqlprofile_handle_t, layout: &V2Layout) -> Option<Vec<Vec<u64>>> {
     let read = |values: &mut Vec<u64>| {
-        values.clear();
-        values.reserve(layout.samples.len());
+        let n = layout.samples.len();
+        if values.len() < n {
+            values.resize(n, 0);
+        }
         let mut read = LaidOut {
             expected: &layout.samples,
-            values,
+            values: &mut values[..n],
+            reported: 0,
             matches: true,
         };
         let data = &mut read as *mut LaidOut as *mut c_void;
         // SAFETY: a live handle; `read` outlives the call.
         unsafe { (v2.iterate_data)(handle, Some(v2_laid_out_sample), data) };
-        (read.matches && read.values.len() == layout.samples.len())
-            .then(|| layout.sort(read.values))
+        (read.matches && read.reported == n).then(|| layout.sort(read.values))
     };
     LAID_OUT.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut values) => read(&mut values),
@@ -1199,23 +1216,25 @@ fn read_laid_out(v2: &V2, handle: aqlprofile_handle_t, layout: &V2Layout) -> Opt
     })
 }
 
+/// Stores one sample of a read expecting a layout: a comparison and a store, nothing allocated
+/// and nothing that can panic.
 unsafe extern "C" fn v2_laid_out_sample(
     event: aqlprofile_pmc_event_t,
     sample: u64,
     value: u64,
     data: *mut c_void,
 ) -> hsa_status_t {
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: `data` is the LaidOut of `read_laid_out`, alive for the iteration.
-        let read = unsafe { &mut *(data as *mut LaidOut) };
-        let n = read.values.len();
-        // Within the capacity reserved: nothing is allocated.
-        if read.matches && read.expected.get(n) == Some(&(event, sample)) {
-            read.values.push(value);
-        } else {
-            read.matches = false;
+    // SAFETY: `data` is the LaidOut of `read_laid_out`, alive for the iteration.
+    let read = unsafe { &mut *(data as *mut LaidOut) };
+    let n = read.reported;
+    let key = sample_key(event, sample);
+    match (read.expected.get(n), read.values.get_mut(n)) {
+        (Some(e), Some(slot)) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
+            *slot = value;
+            read.reported = n + 1;
         }
-    }));
+        _ => read.matches = false,
+    }
     HSA_STATUS_SUCCESS
 }
 

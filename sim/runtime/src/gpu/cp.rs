@@ -77,6 +77,32 @@ enum Op {
     /// A run of [`Op::Sample`]s of CP-controlled blocks and the `GRBM_GFX_INDEX` writes between
     /// them, each sample's index known: run as one copy plan per XCC.
     Samples(Box<SampleRun>),
+    /// A run of register writes that only set values: `GRBM_GFX_INDEX`, selects of
+    /// CP-controlled blocks and the SQ, clock and compute-enable registers.
+    Writes(Box<WriteRun>),
+}
+
+/// Register writes each of which sets a value and nothing else, so that running them again on
+/// an XCC whose selects did not change since (and with the same `GRBM_GFX_INDEX` on entry)
+/// leaves its selects as they are: then only the other registers' last values are set.
+#[derive(Debug)]
+struct WriteRun {
+    writes: Vec<(Reg, u32)>,
+    /// The last value written to each register other than a select, in order.
+    finals: Vec<(Reg, u32)>,
+    /// Per XCC, after the run last ran in full: the selects' generation, the `GRBM_GFX_INDEX`
+    /// it found on entry, and the geometry.
+    applied: std::sync::Mutex<Vec<Option<(u64, u32, Geometry)>>>,
+}
+
+impl Clone for WriteRun {
+    fn clone(&self) -> WriteRun {
+        WriteRun {
+            writes: self.writes.clone(),
+            finals: self.finals.clone(),
+            applied: std::sync::Mutex::new(Vec::new()),
+        }
+    }
 }
 
 /// One sample of a [`SampleRun`]: the `GRBM_GFX_INDEX` it is read under, its LO register and
@@ -240,6 +266,78 @@ fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<u
                 steps,
                 grbm_after: grbm.unwrap_or(grbm::BROADCAST),
                 plans: std::sync::Mutex::new(Vec::new()),
+            })));
+            joined_at.push(op_at[i]);
+            i = j;
+        } else {
+            remap.push(joined.len());
+            joined.push(ops[i].clone());
+            joined_at.push(op_at[i]);
+            i += 1;
+        }
+    }
+    *ops = joined;
+    *op_at = joined_at;
+    remap
+}
+
+/// Joins runs of register writes that only set values (see [`WriteRun`]), holding a select and
+/// at least two writes, into one [`Op::Writes`] each; nothing is joined across the end of a
+/// `PRED_EXEC` span (`ends`). `op_at` follows. Returns, for each old op, its new index.
+fn join_writes(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
+    let setting = |op: &Op| match op {
+        Op::Write(reg, value) => match reg.register {
+            Register::Select(b, _)
+                if reg.aid.is_none()
+                    && matches!(BLOCKS[b as usize].style, Style::Plain | Style::Sq) =>
+            {
+                Some((*reg, *value))
+            }
+            Register::GrbmGfxIndex
+            | Register::SqCtrl
+            | Register::SqMask
+            | Register::ComputePerfcountEnable
+            | Register::RlcPerfmonClkCntl => Some((*reg, *value)),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut joined = Vec::with_capacity(ops.len());
+    let mut joined_at = Vec::with_capacity(ops.len());
+    let mut remap = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        let mut writes = Vec::new();
+        let mut j = i;
+        while j < ops.len() {
+            if j > i && op_at.get(j).is_none_or(|at| ends.contains(at)) {
+                break;
+            }
+            let Some(write) = setting(&ops[j]) else {
+                break;
+            };
+            writes.push(write);
+            j += 1;
+        }
+        let selects = writes
+            .iter()
+            .any(|(reg, _)| matches!(reg.register, Register::Select(..)));
+        if writes.len() >= 2 && selects {
+            let mut finals: Vec<(Reg, u32)> = Vec::new();
+            for &(reg, value) in writes.iter().rev() {
+                let select = matches!(reg.register, Register::Select(..));
+                if !select && !finals.iter().any(|(r, _)| *r == reg) {
+                    finals.push((reg, value));
+                }
+            }
+            finals.reverse();
+            for _ in i..j {
+                remap.push(joined.len());
+            }
+            joined.push(Op::Writes(Box::new(WriteRun {
+                writes,
+                finals,
+                applied: std::sync::Mutex::new(Vec::new()),
             })));
             joined_at.push(op_at[i]);
             i = j;
@@ -467,8 +565,9 @@ impl Program {
         let ends: Vec<usize> = predicates.iter().map(|p| p.1).collect();
         let remap = join_samples(&mut ops, &mut op_at, &ends);
         let remap_runs = join_runs(&mut ops, &mut op_at, &ends);
+        let remap_writes = join_writes(&mut ops, &mut op_at, &ends);
         for (index, end, at) in predicates {
-            let index = remap_runs[remap[index]];
+            let index = remap_writes[remap_runs[remap[index]]];
             let covered = op_at[index + 1..].iter().take_while(|&&a| a < end).count();
             if !boundaries.contains(&end) {
                 problems.push((
@@ -587,6 +686,7 @@ impl Program {
                     }
                 }
                 Op::Samples(run) => self.run_samples(dev, x, cache, run),
+                Op::Writes(run) => self.run_writes(dev, x, now, cache, run),
                 Op::Chain { addr, size } => {
                     if depth >= MAX_IB_DEPTH {
                         report(
@@ -627,6 +727,9 @@ impl Program {
         let sq_counts = xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0;
         let mut prepared = std::mem::take(&mut cache.run_prepared);
         prepared.clear();
+        if let Some(sampled) = xs.sampled_at {
+            cache.clip(&xs.counting, sampled);
+        }
         for &(b, event, accum) in &plan.keys {
             let block = self.target.block(b);
             let counts = match BLOCKS[b as usize].style {
@@ -634,10 +737,8 @@ impl Program {
                 _ => true,
             };
             prepared.push(match (block, xs.sampled_at) {
-                (Some(block), Some(sampled)) if counts => {
-                    let counting = (xs.counting.as_slice(), sampled);
-                    let key = (event, accum, x as u64);
-                    Some(cache.prepared_index(dev, arch, block, key, counting))
+                (Some(block), Some(_)) if counts => {
+                    Some(cache.prepared_clipped(dev, arch, block, (event, accum)))
                 }
                 _ => None,
             });
@@ -652,15 +753,40 @@ impl Program {
                 Some(Some(lookup)) => lookup.value(position as usize, clock),
                 _ => 0,
             };
-            // SAFETY: as for COPY_DATA.
+            // SAFETY: as for COPY_DATA. LO then HI, little-endian: the 64-bit value.
             unsafe {
-                store(step.dst, value & 0xFFFF_FFFF, false);
-                store(step.dst + 4, value >> 32, false);
+                if step.dst != 0 {
+                    (step.dst as *mut u64).write_unaligned(value);
+                } else {
+                    store(step.dst + 4, value >> 32, false);
+                }
             }
         }
         drop(lookups);
         cache.run_prepared = prepared;
         dev.perf.xccs[x].grbm = run.grbm_after;
+        cache.last = None;
+    }
+
+    /// Runs a [`WriteRun`] on XCC `x`: in full, or, when the XCC's selects hold what it left
+    /// them last time and `GRBM_GFX_INDEX` is what it found then, only its last values of the
+    /// other registers.
+    fn run_writes(&self, dev: &mut Device, x: usize, now: u64, cache: &mut Cache, run: &WriteRun) {
+        let mut applied = run.applied.lock().unwrap_or_else(|p| p.into_inner());
+        if applied.len() <= x {
+            applied.resize(x + 1, None);
+        }
+        let xs = &dev.perf.xccs[x];
+        let entry = xs.grbm;
+        let geometry = cache.geometry;
+        let writes = match applied[x] {
+            Some(state) if state == (xs.selects.generation, entry, geometry) => &run.finals,
+            _ => &run.writes,
+        };
+        for &(reg, value) in writes {
+            write(dev, &self.target, &geometry, x, reg, value, now);
+        }
+        applied[x] = Some((dev.perf.xccs[x].selects.generation, entry, geometry));
         cache.last = None;
     }
 
@@ -1227,12 +1353,18 @@ impl Cache {
         (event, accum, source): (u32, u32, u64),
         (counting, at): (&[(u64, Option<u64>)], u64),
     ) -> usize {
-        let clock = self.clock;
         let memo = (block.id, event, accum, source);
         if let Some(&(_, index)) = self.memo.iter().find(|(k, _)| *k == memo) {
             return index;
         }
-        // The intervals as they stood at `at`, built in a buffer kept across reads.
+        self.clip(counting, at);
+        let index = self.prepared_clipped(dev, arch, block, (event, accum));
+        self.memo.push((memo, index));
+        index
+    }
+
+    /// Sets `scratch` to the intervals of `counting` as they stood at `at`.
+    fn clip(&mut self, counting: &[(u64, Option<u64>)], at: u64) {
         self.scratch.clear();
         self.scratch.extend(
             counting
@@ -1240,11 +1372,23 @@ impl Cache {
                 .filter(|i| i.0 <= at)
                 .map(|&(a, b)| (a, b.unwrap_or(at).min(at).max(a))),
         );
+    }
+
+    /// The index in `prepared` of the model values of `block`'s `event` (with `accum`) counted
+    /// over the intervals in `scratch`, prepared now if no read of this run needed them before.
+    fn prepared_clipped(
+        &mut self,
+        dev: &Device,
+        arch: &str,
+        block: &'static Block,
+        (event, accum): (u32, u32),
+    ) -> usize {
+        let clock = self.clock;
         let found = self
             .prepared
             .iter()
             .position(|(k, _)| (k.0, k.1, k.2) == (block.id, event, accum) && k.3 == self.scratch);
-        let index = match found {
+        match found {
             Some(i) => i,
             None => {
                 let key = (block.id, event, accum, self.scratch.clone());
@@ -1278,9 +1422,7 @@ impl Cache {
                 self.prepared.push((key, prepared));
                 self.prepared.len() - 1
             }
-        };
-        self.memo.push((memo, index));
-        index
+        }
     }
 }
 
