@@ -145,6 +145,8 @@ struct SamplePlan {
     geometry: Geometry,
     /// Distinct counters read: (block, event, accumulation).
     keys: Vec<(u8, u32, u32)>,
+    /// The counter name of each key, looked up once.
+    names: Vec<Option<&'static str>>,
     /// Per step: index into `keys` (or [`ZERO`]) and sample position.
     reads: Vec<(u32, u32)>,
 }
@@ -722,7 +724,6 @@ impl Program {
             Some(plan) if plan.generation == generation && plan.geometry == geometry => plan,
             slot => slot.insert(self.plan_samples(dev, x, cache, run)),
         };
-        let arch = self.target.arch.as_str();
         let xs = &dev.perf.xccs[x];
         let sq_counts = xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0;
         let mut prepared = std::mem::take(&mut cache.run_prepared);
@@ -730,7 +731,7 @@ impl Program {
         if let Some(sampled) = xs.sampled_at {
             cache.clip(&xs.counting, sampled);
         }
-        for &(b, event, accum) in &plan.keys {
+        for (&(b, event, accum), &name) in plan.keys.iter().zip(&plan.names) {
             let block = self.target.block(b);
             let counts = match BLOCKS[b as usize].style {
                 Style::Sq => sq_counts,
@@ -738,7 +739,7 @@ impl Program {
             };
             prepared.push(match (block, xs.sampled_at) {
                 (Some(block), Some(_)) if counts => {
-                    Some(cache.prepared_clipped(dev, arch, block, (event, accum)))
+                    Some(cache.prepared_clipped(dev, block, (event, accum), || name))
                 }
                 _ => None,
             });
@@ -830,10 +831,19 @@ impl Program {
             };
             reads.push((index as u32, layout.index(x as u32, i, se) as u32));
         }
+        let arch = self.target.arch.as_str();
+        let names = keys
+            .iter()
+            .map(|&(b, event, _)| {
+                let block = self.target.block(b)?;
+                tables().counter_name(arch, &block.name, event)
+            })
+            .collect();
         SamplePlan {
             generation: xs.selects.generation,
             geometry,
             keys,
+            names,
             reads,
         }
     }
@@ -1358,7 +1368,8 @@ impl Cache {
             return index;
         }
         self.clip(counting, at);
-        let index = self.prepared_clipped(dev, arch, block, (event, accum));
+        let named = || tables().counter_name(arch, &block.name, event);
+        let index = self.prepared_clipped(dev, block, (event, accum), named);
         self.memo.push((memo, index));
         index
     }
@@ -1379,9 +1390,9 @@ impl Cache {
     fn prepared_clipped(
         &mut self,
         dev: &Device,
-        arch: &str,
         block: &'static Block,
         (event, accum): (u32, u32),
+        name: impl FnOnce() -> Option<&'static str>,
     ) -> usize {
         let clock = self.clock;
         let found = self
@@ -1393,7 +1404,7 @@ impl Cache {
             None => {
                 let key = (block.id, event, accum, self.scratch.clone());
                 let geometry = self.geometry;
-                let name = tables().counter_name(arch, &block.name, event);
+                let name = name();
                 let class = if accum == 0 {
                     class_of(name)
                 } else {

@@ -251,9 +251,14 @@ impl Prepared {
                 }
             }
         }
-        let spans: Vec<(u64, u64)> = per_kernel.iter().map(|&(s, e, _)| (s, e)).collect();
+        let busy_all = if class == Class::Busy {
+            let spans: Vec<(u64, u64)> = per_kernel.iter().map(|&(s, e, _)| (s, e)).collect();
+            busy_cycles(&spans, intervals, clock)
+        } else {
+            0
+        };
         Prepared {
-            busy_all: busy_cycles(&spans, intervals, clock),
+            busy_all,
             block,
             event,
             accum,
