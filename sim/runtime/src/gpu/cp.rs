@@ -154,8 +154,41 @@ struct SamplePlan {
 /// A step of a [`SamplePlan`] that reads 0 (outside the block's layout, or no such block).
 const ZERO: u32 = u32::MAX;
 
-/// Joins the packets of each counter sample into one [`Op::Sample`]; `op_at` follows. Nothing is
-/// joined across the end of a `PRED_EXEC` span (`ends`). Returns, for each old op, its new index.
+/// Replaces runs of ops by one op each: `run` is given the ops from an index to the end of its
+/// `PRED_EXEC` span (nothing is joined across the end of one, `ends`) and returns how many of
+/// them it joins into which op, if any. `op_at` follows. Returns, for each old op, its new index.
+fn join(
+    ops: &mut Vec<Op>,
+    op_at: &mut Vec<usize>,
+    ends: &[usize],
+    run: impl Fn(&[Op]) -> Option<(usize, Op)>,
+) -> Vec<usize> {
+    // Where the span of each op ends: the next op that begins after a span's end.
+    let mut span_end = vec![ops.len(); ops.len()];
+    for j in (1..ops.len()).rev() {
+        let boundary = op_at.get(j).is_none_or(|at| ends.contains(at));
+        span_end[j - 1] = if boundary { j } else { span_end[j] };
+    }
+    let mut joined = Vec::with_capacity(ops.len());
+    let mut joined_at = Vec::with_capacity(ops.len());
+    let mut remap = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        let (n, op) = match run(&ops[i..span_end[i]]) {
+            Some((n, op)) if n >= 1 => (n, op),
+            _ => (1, ops[i].clone()),
+        };
+        remap.extend(std::iter::repeat_n(joined.len(), n));
+        joined.push(op);
+        joined_at.push(op_at[i]);
+        i += n;
+    }
+    *ops = joined;
+    *op_at = joined_at;
+    remap
+}
+
+/// Joins the packets of each counter sample into one [`Op::Sample`].
 fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
     let copy = |op: Option<&Op>| match op {
         Some(Op::Copy {
@@ -165,12 +198,8 @@ fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Ve
         }) => Some((*reg, *addr)),
         _ => None,
     };
-    let mut joined = Vec::with_capacity(ops.len());
-    let mut joined_at = Vec::with_capacity(ops.len());
-    let mut remap = Vec::with_capacity(ops.len());
-    let mut i = 0;
-    while i < ops.len() {
-        let grbm = match &ops[i] {
+    join(ops, op_at, ends, |span| {
+        let grbm = match span.first()? {
             Op::Write(
                 Reg {
                     register: Register::GrbmGfxIndex,
@@ -180,42 +209,20 @@ fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Ve
             ) => Some(*v),
             _ => None,
         };
-        let first = i + usize::from(grbm.is_some());
-        let pair = copy(ops.get(first)).zip(copy(ops.get(first + 1)));
-        let inside = (i + 1..first + 2).all(|j| op_at.get(j).is_some_and(|at| !ends.contains(at)));
-        match pair {
-            Some(((lo, a), (hi, b)))
-                if inside
-                    && b == a + 4
-                    && lo.aid == hi.aid
-                    && matches!((lo.register, hi.register),
-                        (Register::Lo(x, k), Register::Hi(y, l)) if (x, k) == (y, l)) =>
-            {
-                for _ in i..first + 2 {
-                    remap.push(joined.len());
-                }
-                joined.push(Op::Sample { grbm, lo, dst: a });
-                joined_at.push(op_at[i]);
-                i = first + 2;
-            }
-            _ => {
-                remap.push(joined.len());
-                joined.push(ops[i].clone());
-                joined_at.push(op_at[i]);
-                i += 1;
-            }
-        }
-    }
-    *ops = joined;
-    *op_at = joined_at;
-    remap
+        let first = usize::from(grbm.is_some());
+        let ((lo, a), (hi, b)) = copy(span.get(first)).zip(copy(span.get(first + 1)))?;
+        let pair = b == a + 4
+            && lo.aid == hi.aid
+            && matches!((lo.register, hi.register),
+                (Register::Lo(x, k), Register::Hi(y, l)) if (x, k) == (y, l));
+        pair.then_some((first + 2, Op::Sample { grbm, lo, dst: a }))
+    })
 }
 
 /// Joins runs of [`Op::Sample`]s of CP-controlled (plain and SQ) blocks, and the
 /// `GRBM_GFX_INDEX` writes between them, into one [`Op::Samples`] each, when the run begins by
 /// setting `GRBM_GFX_INDEX` (so that every sample's index is known) and holds at least two
-/// samples; nothing is joined across the end of a `PRED_EXEC` span (`ends`). `op_at` follows.
-/// Returns, for each old op, its new index.
+/// samples.
 fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
     let step = |op: &Op| match op {
         Op::Write(
@@ -236,20 +243,12 @@ fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<u
         },
         _ => None,
     };
-    let mut joined = Vec::with_capacity(ops.len());
-    let mut joined_at = Vec::with_capacity(ops.len());
-    let mut remap = Vec::with_capacity(ops.len());
-    let mut i = 0;
-    while i < ops.len() {
-        // The longest run from `i` that sets GRBM_GFX_INDEX first.
+    join(ops, op_at, ends, |span| {
         let mut steps = Vec::new();
         let mut grbm: Option<u32> = None;
-        let mut j = i;
-        while j < ops.len() {
-            if j > i && op_at.get(j).is_none_or(|at| ends.contains(at)) {
-                break;
-            }
-            let Some((set, sample)) = step(&ops[j]) else {
+        let mut n = 0;
+        for op in span {
+            let Some((set, sample)) = step(op) else {
                 break;
             };
             grbm = set.or(grbm);
@@ -258,34 +257,19 @@ fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<u
                 (Some(g), Some((b, k, dst))) => steps.push(Step { grbm: g, b, k, dst }),
                 (Some(_), None) => {}
             }
-            j += 1;
+            n += 1;
         }
-        if steps.len() >= 2 {
-            for _ in i..j {
-                remap.push(joined.len());
-            }
-            joined.push(Op::Samples(Box::new(SampleRun {
-                steps,
-                grbm_after: grbm.unwrap_or(grbm::BROADCAST),
-                plans: std::sync::Mutex::new(Vec::new()),
-            })));
-            joined_at.push(op_at[i]);
-            i = j;
-        } else {
-            remap.push(joined.len());
-            joined.push(ops[i].clone());
-            joined_at.push(op_at[i]);
-            i += 1;
-        }
-    }
-    *ops = joined;
-    *op_at = joined_at;
-    remap
+        let run = SampleRun {
+            steps,
+            grbm_after: grbm.unwrap_or(grbm::BROADCAST),
+            plans: std::sync::Mutex::new(Vec::new()),
+        };
+        (run.steps.len() >= 2).then(|| (n, Op::Samples(Box::new(run))))
+    })
 }
 
 /// Joins runs of register writes that only set values (see [`WriteRun`]), holding a select and
-/// at least two writes, into one [`Op::Writes`] each; nothing is joined across the end of a
-/// `PRED_EXEC` span (`ends`). `op_at` follows. Returns, for each old op, its new index.
+/// at least two writes, into one [`Op::Writes`] each.
 fn join_writes(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
     let setting = |op: &Op| match op {
         Op::Write(reg, value) => match reg.register {
@@ -304,55 +288,30 @@ fn join_writes(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec
         },
         _ => None,
     };
-    let mut joined = Vec::with_capacity(ops.len());
-    let mut joined_at = Vec::with_capacity(ops.len());
-    let mut remap = Vec::with_capacity(ops.len());
-    let mut i = 0;
-    while i < ops.len() {
-        let mut writes = Vec::new();
-        let mut j = i;
-        while j < ops.len() {
-            if j > i && op_at.get(j).is_none_or(|at| ends.contains(at)) {
-                break;
-            }
-            let Some(write) = setting(&ops[j]) else {
-                break;
-            };
-            writes.push(write);
-            j += 1;
-        }
+    join(ops, op_at, ends, |span| {
+        let writes: Vec<(Reg, u32)> = span.iter().map_while(setting).collect();
         let selects = writes
             .iter()
             .any(|(reg, _)| matches!(reg.register, Register::Select(..)));
-        if writes.len() >= 2 && selects {
-            let mut finals: Vec<(Reg, u32)> = Vec::new();
-            for &(reg, value) in writes.iter().rev() {
-                let select = matches!(reg.register, Register::Select(..));
-                if !select && !finals.iter().any(|(r, _)| *r == reg) {
-                    finals.push((reg, value));
-                }
-            }
-            finals.reverse();
-            for _ in i..j {
-                remap.push(joined.len());
-            }
-            joined.push(Op::Writes(Box::new(WriteRun {
-                writes,
-                finals,
-                applied: std::sync::Mutex::new(Vec::new()),
-            })));
-            joined_at.push(op_at[i]);
-            i = j;
-        } else {
-            remap.push(joined.len());
-            joined.push(ops[i].clone());
-            joined_at.push(op_at[i]);
-            i += 1;
+        if writes.len() < 2 || !selects {
+            return None;
         }
-    }
-    *ops = joined;
-    *op_at = joined_at;
-    remap
+        let mut finals: Vec<(Reg, u32)> = Vec::new();
+        for &(reg, value) in writes.iter().rev() {
+            let select = matches!(reg.register, Register::Select(..));
+            if !select && !finals.iter().any(|(r, _)| *r == reg) {
+                finals.push((reg, value));
+            }
+        }
+        finals.reverse();
+        let n = writes.len();
+        let run = WriteRun {
+            writes,
+            finals,
+            applied: std::sync::Mutex::new(Vec::new()),
+        };
+        Some((n, Op::Writes(Box::new(run))))
+    })
 }
 
 /// The architecture a program runs for, with its blocks looked up once.
