@@ -147,8 +147,8 @@ struct SamplePlan {
     keys: Vec<(u8, u32, u32)>,
     /// The counter name of each key, looked up once.
     names: Vec<Option<&'static str>>,
-    /// Per step: index into `keys` (or [`ZERO`]) and sample position.
-    reads: Vec<(u32, u32)>,
+    /// Per step: where LO and HI go, index into `keys` (or [`ZERO`]) and sample position.
+    reads: Vec<(u64, u32, u32)>,
 }
 
 /// A step of a [`SamplePlan`] that reads 0 (outside the block's layout, or no such block).
@@ -708,17 +708,17 @@ impl Program {
             .map(|p| p.map(|i| cache.prepared[i].1.lookup()))
             .collect();
         let clock = cache.clock;
-        for (step, &(key, position)) in run.steps.iter().zip(&plan.reads) {
+        for &(dst, key, position) in &plan.reads {
             let value = match lookups.get(key as usize) {
                 Some(Some(lookup)) => lookup.value(position as usize, clock),
                 _ => 0,
             };
             // SAFETY: as for COPY_DATA. LO then HI, little-endian: the 64-bit value.
             unsafe {
-                if step.dst != 0 {
-                    (step.dst as *mut u64).write_unaligned(value);
+                if dst != 0 {
+                    (dst as *mut u64).write_unaligned(value);
                 } else {
-                    store(step.dst + 4, value >> 32, false);
+                    store(dst + 4, value >> 32, false);
                 }
             }
         }
@@ -764,7 +764,7 @@ impl Program {
         let mut reads = Vec::with_capacity(run.steps.len());
         for step in &run.steps {
             let Some(block) = self.target.block(step.b) else {
-                reads.push((ZERO, 0));
+                reads.push((step.dst, ZERO, 0));
                 continue;
             };
             let layout = cache.layout(step.b, block);
@@ -775,7 +775,7 @@ impl Program {
                 0
             };
             if i >= layout.instances || se >= layout.se || x as u32 >= layout.xcc {
-                reads.push((ZERO, 0));
+                reads.push((step.dst, ZERO, 0));
                 continue;
             }
             let select = |k: u8| xs.selects.get(step.b, block, &geometry, (i, se, k));
@@ -788,7 +788,7 @@ impl Program {
                     keys.len() - 1
                 }
             };
-            reads.push((index as u32, layout.index(x as u32, i, se) as u32));
+            reads.push((step.dst, index as u32, layout.index(x as u32, i, se) as u32));
         }
         let arch = self.target.arch.as_str();
         let names = keys
