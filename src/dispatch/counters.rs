@@ -419,14 +419,30 @@ struct GroupEvents {
 }
 
 /// How the v2 API reported a group's samples: each sample's event and sample id, in order, and
-/// the plan event it belongs to. A read that reports the same samples in the same order (every
-/// read of a packet set does) is sorted by this list, without matching sample by sample.
+/// where its value goes. A read that reports the same samples in the same order (every read of
+/// a packet set does) has its values stored by the data callback into one preallocated array,
+/// checked sample by sample against this list, and sorted into plan events by [`V2Layout::runs`]
+/// afterwards: no matching per sample.
 #[derive(Debug)]
 struct V2Layout {
-    samples: Vec<(aqlprofile_pmc_event_t, u64)>,
-    plan_event: Vec<usize>,
+    /// Each sample's event and sample id, as [`sample_key`] packs them.
+    samples: Vec<[u64; 3]>,
+    /// Consecutive reported samples of one plan event: (plan event, first sample, samples), in
+    /// reported order.
+    runs: Vec<(usize, usize, usize)>,
     /// Samples per plan event.
     sizes: Vec<usize>,
+}
+
+impl V2Layout {
+    /// The values of a read that matched this layout, stored in reported order, per plan event.
+    fn sort(&self, reported: &[u64]) -> Vec<Vec<u64>> {
+        let mut values: Vec<Vec<u64>> = self.sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+        for &(plan, first, n) in &self.runs {
+            values[plan].extend_from_slice(&reported[first..first + n]);
+        }
+        values
+    }
 }
 
 impl GroupEvents {
@@ -450,26 +466,9 @@ impl GroupEvents {
         }
     }
 
-    /// The values of v2 samples reported exactly as last time, per plan event.
-    fn values_as_before(&self, reported: &V2Samples) -> Option<Vec<Vec<u64>>> {
-        let layout = self.v2_layout.lock().ok()?.clone()?;
-        let same = layout.samples.len() == reported.len()
-            && reported
-                .iter()
-                .zip(&layout.samples)
-                .all(|(r, l)| r.0 == l.0 && r.1 == l.1);
-        if !same {
-            return None;
-        }
-        let mut values: Vec<Vec<u64>> = layout
-            .sizes
-            .iter()
-            .map(|&n| Vec::with_capacity(n))
-            .collect();
-        for (r, &plan) in reported.iter().zip(&layout.plan_event) {
-            values[plan].push(r.2);
-        }
-        Some(values)
+    /// The layout the v2 API reported this group's samples in last time, if any.
+    fn v2_layout(&self) -> Option<Arc<V2Layout>> {
+        self.v2_layout.lock().ok()?.clone()
     }
 
     /// Remembers how v2 samples that arrived in order were reported; samples of events the
@@ -477,18 +476,24 @@ impl GroupEvents {
     fn remember_v2_layout(&self, reported: &V2Samples) {
         let mut samples = Samples::new(self, false);
         let mut sizes = vec![0; self.sizes.len()];
-        let mut plan_event = Vec::with_capacity(reported.len());
-        for (event, ..) in reported {
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        for (i, (event, ..)) in reported.iter().enumerate() {
             let Some(entry) = samples.entry(event) else {
                 return;
             };
             let plan = self.plan_event[entry];
             sizes[plan] += 1;
-            plan_event.push(plan);
+            match runs.last_mut() {
+                Some((p, first, n)) if *p == plan && *first + *n == i => *n += 1,
+                _ => runs.push((plan, i, 1)),
+            }
         }
         let layout = V2Layout {
-            samples: reported.iter().map(|&(e, id, _)| (e, id)).collect(),
-            plan_event,
+            samples: reported
+                .iter()
+                .map(|&(e, id, _)| sample_key(e, id))
+                .collect(),
+            runs,
             sizes,
         };
         if let Ok(mut remembered) = self.v2_layout.lock() {
@@ -942,14 +947,16 @@ impl GpuCounters {
         let group = &self.groups[set.group];
         let read = self.aqlprofile.call(|library| match (library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
+                if let Some(layout) = group.v2_layout() {
+                    if let Some(values) = read_laid_out(v2, *handle, &layout) {
+                        return Some(values);
+                    }
+                }
                 let capacity = group.sizes.iter().map(|s| s.load(Ordering::Relaxed)).sum();
                 let mut reported: V2Samples = Vec::with_capacity(capacity);
                 let data = &mut reported as *mut V2Samples as *mut c_void;
                 // SAFETY: a live handle; `reported` outlives the call.
                 unsafe { (v2.iterate_data)(*handle, Some(v2_sample), data) };
-                if let Some(values) = group.values_as_before(&reported) {
-                    return Some(values);
-                }
                 let samples = Samples::new(group, false).sort_v2(&reported);
                 if !samples.unsorted {
                     group.remember_v2_layout(&reported);
@@ -1158,6 +1165,78 @@ type LegacyIterate = unsafe extern "C" fn(
 /// Samples as the v2 API reports them: (event, sample id, value). The callback only stores
 /// them; they are sorted into plan events afterwards, in one loop.
 type V2Samples = Vec<(aqlprofile_pmc_event_t, u64, u64)>;
+
+/// A v2 sample's event and sample id as three words, compared at once.
+#[inline]
+fn sample_key(event: aqlprofile_pmc_event_t, sample: u64) -> [u64; 3] {
+    [
+        u64::from(event.block_index) | u64::from(event.event_id) << 32,
+        u64::from(event.flags) | u64::from(event.block_name) << 32,
+        sample,
+    ]
+}
+
+/// What the v2 data callback fills when the group's layout is known: the values in reported
+/// order, in an array with room for exactly the samples the layout expects, and whether every
+/// sample so far was the one expected.
+struct LaidOut<'a> {
+    expected: &'a [[u64; 3]],
+    values: &'a mut [u64],
+    reported: usize,
+    matches: bool,
+}
+
+thread_local! {
+    /// The array [`LaidOut`] fills, kept for the thread's next read.
+    static LAID_OUT: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Reads a v2 packet set's values expecting `layout`: `None` when the library reported anything
+/// else (the caller then matches sample by sample).
+fn read_laid_out(v2: &V2, handle: aqlprofile_handle_t, layout: &V2Layout) -> Option<Vec<Vec<u64>>> {
+    let read = |values: &mut Vec<u64>| {
+        let n = layout.samples.len();
+        if values.len() < n {
+            values.resize(n, 0);
+        }
+        let mut read = LaidOut {
+            expected: &layout.samples,
+            values: &mut values[..n],
+            reported: 0,
+            matches: true,
+        };
+        let data = &mut read as *mut LaidOut as *mut c_void;
+        // SAFETY: a live handle; `read` outlives the call.
+        unsafe { (v2.iterate_data)(handle, Some(v2_laid_out_sample), data) };
+        (read.matches && read.reported == n).then(|| layout.sort(read.values))
+    };
+    LAID_OUT.with(|scratch| match scratch.try_borrow_mut() {
+        Ok(mut values) => read(&mut values),
+        Err(_) => read(&mut Vec::new()),
+    })
+}
+
+/// Stores one sample of a read expecting a layout: a comparison and a store, nothing allocated
+/// and nothing that can panic.
+unsafe extern "C" fn v2_laid_out_sample(
+    event: aqlprofile_pmc_event_t,
+    sample: u64,
+    value: u64,
+    data: *mut c_void,
+) -> hsa_status_t {
+    // SAFETY: `data` is the LaidOut of `read_laid_out`, alive for the iteration.
+    let read = unsafe { &mut *(data as *mut LaidOut) };
+    let n = read.reported;
+    let key = sample_key(event, sample);
+    match (read.expected.get(n), read.values.get_mut(n)) {
+        (Some(e), Some(slot)) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
+            *slot = value;
+            read.reported = n + 1;
+        }
+        _ => read.matches = false,
+    }
+    HSA_STATUS_SUCCESS
+}
 
 unsafe extern "C" fn v2_sample(
     event: aqlprofile_pmc_event_t,

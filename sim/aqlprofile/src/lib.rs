@@ -84,9 +84,14 @@ extern "C" fn at_load() {
 #[link_section = ".init_array"]
 static AT_LOAD: extern "C" fn() = at_load;
 
+/// Whether every sample reports 0 (`RTL_SIM_AQLPROFILE_ZEROS=1`) instead of its counter.
+fn reports_zeros() -> bool {
+    config().zeros
+}
+
 /// The value a sample reports: the counter's, or 0 under `RTL_SIM_AQLPROFILE_ZEROS=1`.
 fn sample_value(counted: u64) -> u64 {
-    if config().zeros {
+    if reports_zeros() {
         0
     } else {
         counted

@@ -506,9 +506,11 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
             };
             (Arc::clone(&session.reported), session.output as *const u64)
         };
+        let zeros = crate::reports_zeros();
         for &(event, id, index) in reported.iter() {
             // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
-            let value = crate::sample_value(unsafe { output.add(index).read_unaligned() });
+            let counted = unsafe { output.add(index).read_unaligned() };
+            let value = if zeros { 0 } else { counted };
             // SAFETY: calling the caller's callback with its own userdata.
             match unsafe { callback(event, id, value, userdata) } {
                 HSA_STATUS_SUCCESS => {}

@@ -113,6 +113,13 @@ pub fn start(gpus: &[GpuConfig]) {
     if !created {
         return;
     }
+    gpu::set_host_memory(|start, end| {
+        let allocations = crate::system::allocations();
+        let found = allocations.range(..=start).next_back();
+        found.is_some_and(|(&base, a)| {
+            a.backing == crate::system::Backing::Heap && end <= base + a.size
+        })
+    });
     for (index, g) in gpus.iter().enumerate() {
         let geometry = gpu::arch::Geometry {
             xcc: g.num_xcc,

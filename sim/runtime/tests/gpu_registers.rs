@@ -338,3 +338,92 @@ fn what_the_gpu_does_not_model_is_a_problem_not_a_no_op() {
         );
     }
 }
+
+/// A command buffer runs as it stands each time, however it was changed after it ran: here a
+/// read in the middle of four pages (which the command processor watches instead of comparing
+/// them, being host memory) has a sample's destination moved by a store of the program, then
+/// moved back by `read(2)`, a write the kernel makes on the program's behalf.
+#[test]
+fn a_buffer_changed_after_it_ran_runs_as_changed() {
+    gpu::set_host_memory(|_, _| true);
+    let dev = 209;
+    let info = device(dev, "gfx942");
+    let (xcc, se) = (info.geometry.xcc, info.geometry.se_per_xcc());
+    let k = kernel(dev, "gfx942", 1_000, 51_000);
+    exec(dev, &start_sq_and_grbm(xcc), 1_000);
+    gpu::kernel_started(&k);
+    let samples = (xcc * (se + 1)) as usize;
+    let mut out = vec![u64::MAX; samples + 1];
+    let read = read_sq_and_grbm(xcc, se, &mut out[..samples], true);
+    // NOP, the read, NOP: 3,900 dwords from a page boundary, the read in the second page.
+    let page = 4096;
+    let layout = std::alloc::Layout::from_size_align(4 * page, page).expect("layout");
+    // SAFETY: a non-zero size; freed at the end.
+    let base = unsafe { std::alloc::alloc_zeroed(layout) } as *mut u32;
+    assert!(!base.is_null());
+    // SAFETY: 4 pages of u32s, ours alone.
+    let buffer = unsafe { std::slice::from_raw_parts_mut(base, 4 * page / 4) };
+    let (lead, total) = (1_200, 3_900);
+    buffer[0] = gfx9::header(gfx9::op::NOP, lead as u32);
+    buffer[lead..lead + read.dwords.len()].copy_from_slice(&read.dwords);
+    let trail = lead + read.dwords.len();
+    buffer[trail] = gfx9::header(gfx9::op::NOP, (total - trail) as u32);
+    let run = |out: &mut Vec<u64>| {
+        out.fill(u64::MAX);
+        gpu::execute_pm4_ib(dev, base as u64, total as u32, 51_000);
+        out.clone()
+    };
+    let mut want = expected(&k, xcc, se);
+    want.push(u64::MAX);
+    assert_eq!(run(&mut out), want);
+    assert_eq!(run(&mut out), want, "run again unchanged");
+
+    // XCC 0's GRBM sample goes to the spare slot instead: its LO and HI COPY_DATAs' addresses.
+    let moved = |from: u64, to: u64, dwords: &mut [u32]| {
+        let at: Vec<usize> = (0..dwords.len() - 1)
+            .filter(|&i| dwords[i] == from as u32 && dwords[i + 1] == (from >> 32) as u32)
+            .collect();
+        assert_eq!(at.len(), 1, "one COPY_DATA to 0x{from:x}");
+        dwords[at[0]] = to as u32;
+        dwords[at[0] + 1] = (to >> 32) as u32;
+        at[0]
+    };
+    let slot = |i: usize| &out[i] as *const u64 as u64;
+    let (grbm0, spare) = (slot(se as usize), slot(samples));
+    let lo = moved(grbm0, spare, &mut buffer[lead..trail]);
+    let hi = moved(grbm0 + 4, spare + 4, &mut buffer[lead..trail]);
+    let mut want_moved = want.clone();
+    want_moved[samples] = want[se as usize];
+    want_moved[se as usize] = u64::MAX;
+    assert_eq!(run(&mut out), want_moved, "a store of the program");
+
+    // Back through a pipe: the kernel writes the buffer.
+    let mut original = buffer[lead..trail].to_vec();
+    moved(spare, grbm0, &mut original[lo..lo + 2]);
+    moved(spare + 4, grbm0 + 4, &mut original[hi..hi + 2]);
+    let span = lo.min(hi)..lo.max(hi) + 2;
+    let bytes: Vec<u8> = original[span.clone()]
+        .iter()
+        .flat_map(|d| d.to_ne_bytes())
+        .collect();
+    let mut fds = [0i32; 2];
+    // SAFETY: pipe(2) into a two-element array; the ends are closed below.
+    assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+    // SAFETY: writing our bytes to the pipe, then reading them into the buffer's dwords.
+    unsafe {
+        assert_eq!(
+            libc::write(fds[1], bytes.as_ptr().cast(), bytes.len()),
+            bytes.len() as isize
+        );
+        let into = buffer[lead + span.start..].as_mut_ptr();
+        assert_eq!(
+            libc::read(fds[0], into.cast(), bytes.len()),
+            bytes.len() as isize
+        );
+        libc::close(fds[0]);
+        libc::close(fds[1]);
+    }
+    assert_eq!(run(&mut out), want, "a write of the kernel");
+    // SAFETY: allocated above with this layout; the device no longer runs it.
+    unsafe { std::alloc::dealloc(base.cast(), layout) };
+}

@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use super::arch::{tables, Block, Geometry, Layout};
 use super::gfx9::{self, copy, grbm, mc, op, perfmon, smn, sq, Register, Style, BLOCKS};
 use super::model::{class_of, Class};
-use super::program::Prepared;
+use super::program::{Lookup, Prepared};
 use super::{truth, Device, KernelRecord};
 
 /// Nesting of `INDIRECT_BUFFER` packets followed before giving up.
@@ -74,10 +74,121 @@ enum Op {
         lo: Reg,
         dst: u64,
     },
+    /// A run of [`Op::Sample`]s of CP-controlled blocks and the `GRBM_GFX_INDEX` writes between
+    /// them, each sample's index known: run as one copy plan per XCC.
+    Samples(Box<SampleRun>),
+    /// A run of register writes that only set values: `GRBM_GFX_INDEX`, selects of
+    /// CP-controlled blocks and the SQ, clock and compute-enable registers.
+    Writes(Box<WriteRun>),
 }
 
-/// Joins the packets of each counter sample into one [`Op::Sample`]; `op_at` follows. Nothing is
-/// joined across the end of a `PRED_EXEC` span (`ends`). Returns, for each old op, its new index.
+/// Register writes each of which sets a value and nothing else, so that running them again on
+/// an XCC whose selects did not change since (and with the same `GRBM_GFX_INDEX` on entry)
+/// leaves its selects as they are: then only the other registers' last values are set.
+#[derive(Debug)]
+struct WriteRun {
+    writes: Vec<(Reg, u32)>,
+    /// The last value written to each register other than a select, in order.
+    finals: Vec<(Reg, u32)>,
+    /// Per XCC, after the run last ran in full: the selects' generation, the `GRBM_GFX_INDEX`
+    /// it found on entry, and the geometry.
+    applied: std::sync::Mutex<Vec<Option<(u64, u32, Geometry)>>>,
+}
+
+impl Clone for WriteRun {
+    fn clone(&self) -> WriteRun {
+        WriteRun {
+            writes: self.writes.clone(),
+            finals: self.finals.clone(),
+            applied: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// One sample of a [`SampleRun`]: the `GRBM_GFX_INDEX` it is read under, its LO register and
+/// where LO and HI go.
+#[derive(Debug, Clone, Copy)]
+struct Step {
+    grbm: u32,
+    b: u8,
+    k: u8,
+    dst: u64,
+}
+
+/// Consecutive samples read the way aqlprofile's read buffer reads them, with what each XCC
+/// resolved them to when it last ran them.
+#[derive(Debug)]
+struct SampleRun {
+    steps: Vec<Step>,
+    /// `GRBM_GFX_INDEX` once the run is done: the last value it wrote.
+    grbm_after: u32,
+    /// Per XCC, the plan made when it last ran the run.
+    plans: std::sync::Mutex<Vec<Option<SamplePlan>>>,
+}
+
+impl Clone for SampleRun {
+    fn clone(&self) -> SampleRun {
+        SampleRun {
+            steps: self.steps.clone(),
+            grbm_after: self.grbm_after,
+            plans: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+}
+
+/// What a [`SampleRun`]'s samples read on one XCC, resolved through the select registers as they
+/// stood: the counter (block, event, accumulation) and sample position of each step. Valid while
+/// no select of the XCC changed ([`Selects::generation`]) and the geometry is the same.
+#[derive(Debug)]
+struct SamplePlan {
+    generation: u64,
+    geometry: Geometry,
+    /// Distinct counters read: (block, event, accumulation).
+    keys: Vec<(u8, u32, u32)>,
+    /// The counter name of each key, looked up once.
+    names: Vec<Option<&'static str>>,
+    /// Per step: where LO and HI go, index into `keys` (or [`ZERO`]) and sample position.
+    reads: Vec<(u64, u32, u32)>,
+}
+
+/// A step of a [`SamplePlan`] that reads 0 (outside the block's layout, or no such block).
+const ZERO: u32 = u32::MAX;
+
+/// Replaces runs of ops by one op each: `run` is given the ops from an index to the end of its
+/// `PRED_EXEC` span (nothing is joined across the end of one, `ends`) and returns how many of
+/// them it joins into which op, if any. `op_at` follows. Returns, for each old op, its new index.
+fn join(
+    ops: &mut Vec<Op>,
+    op_at: &mut Vec<usize>,
+    ends: &[usize],
+    run: impl Fn(&[Op]) -> Option<(usize, Op)>,
+) -> Vec<usize> {
+    // Where the span of each op ends: the next op that begins after a span's end.
+    let mut span_end = vec![ops.len(); ops.len()];
+    for j in (1..ops.len()).rev() {
+        let boundary = op_at.get(j).is_none_or(|at| ends.contains(at));
+        span_end[j - 1] = if boundary { j } else { span_end[j] };
+    }
+    let mut joined = Vec::with_capacity(ops.len());
+    let mut joined_at = Vec::with_capacity(ops.len());
+    let mut remap = Vec::with_capacity(ops.len());
+    let mut i = 0;
+    while i < ops.len() {
+        let (n, op) = match run(&ops[i..span_end[i]]) {
+            Some((n, op)) if n >= 1 => (n, op),
+            _ => (1, ops[i].clone()),
+        };
+        remap.extend(std::iter::repeat_n(joined.len(), n));
+        joined.push(op);
+        joined_at.push(op_at[i]);
+        i += n;
+    }
+    *ops = joined;
+    *op_at = joined_at;
+    remap
+}
+
+/// Joins the packets of each counter sample into one [`Op::Sample`].
 fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
     let copy = |op: Option<&Op>| match op {
         Some(Op::Copy {
@@ -87,12 +198,8 @@ fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Ve
         }) => Some((*reg, *addr)),
         _ => None,
     };
-    let mut joined = Vec::with_capacity(ops.len());
-    let mut joined_at = Vec::with_capacity(ops.len());
-    let mut remap = Vec::with_capacity(ops.len());
-    let mut i = 0;
-    while i < ops.len() {
-        let grbm = match &ops[i] {
+    join(ops, op_at, ends, |span| {
+        let grbm = match span.first()? {
             Op::Write(
                 Reg {
                     register: Register::GrbmGfxIndex,
@@ -102,35 +209,109 @@ fn join_samples(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Ve
             ) => Some(*v),
             _ => None,
         };
-        let first = i + usize::from(grbm.is_some());
-        let pair = copy(ops.get(first)).zip(copy(ops.get(first + 1)));
-        let inside = (i + 1..first + 2).all(|j| op_at.get(j).is_some_and(|at| !ends.contains(at)));
-        match pair {
-            Some(((lo, a), (hi, b)))
-                if inside
-                    && b == a + 4
-                    && lo.aid == hi.aid
-                    && matches!((lo.register, hi.register),
-                        (Register::Lo(x, k), Register::Hi(y, l)) if (x, k) == (y, l)) =>
+        let first = usize::from(grbm.is_some());
+        let ((lo, a), (hi, b)) = copy(span.get(first)).zip(copy(span.get(first + 1)))?;
+        let pair = b == a + 4
+            && lo.aid == hi.aid
+            && matches!((lo.register, hi.register),
+                (Register::Lo(x, k), Register::Hi(y, l)) if (x, k) == (y, l));
+        pair.then_some((first + 2, Op::Sample { grbm, lo, dst: a }))
+    })
+}
+
+/// Joins runs of [`Op::Sample`]s of CP-controlled (plain and SQ) blocks, and the
+/// `GRBM_GFX_INDEX` writes between them, into one [`Op::Samples`] each, when the run begins by
+/// setting `GRBM_GFX_INDEX` (so that every sample's index is known) and holds at least two
+/// samples.
+fn join_runs(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
+    let step = |op: &Op| match op {
+        Op::Write(
+            Reg {
+                register: Register::GrbmGfxIndex,
+                ..
+            },
+            v,
+        ) => Some((Some(*v), None)),
+        Op::Sample { grbm, lo, dst } => match lo.register {
+            Register::Lo(b, k)
+                if lo.aid.is_none()
+                    && matches!(BLOCKS[b as usize].style, Style::Plain | Style::Sq) =>
             {
-                for _ in i..first + 2 {
-                    remap.push(joined.len());
-                }
-                joined.push(Op::Sample { grbm, lo, dst: a });
-                joined_at.push(op_at[i]);
-                i = first + 2;
+                Some((*grbm, Some((b, k, *dst))))
             }
-            _ => {
-                remap.push(joined.len());
-                joined.push(ops[i].clone());
-                joined_at.push(op_at[i]);
-                i += 1;
+            _ => None,
+        },
+        _ => None,
+    };
+    join(ops, op_at, ends, |span| {
+        let mut steps = Vec::new();
+        let mut grbm: Option<u32> = None;
+        let mut n = 0;
+        for op in span {
+            let Some((set, sample)) = step(op) else {
+                break;
+            };
+            grbm = set.or(grbm);
+            match (grbm, sample) {
+                (None, _) => break,
+                (Some(g), Some((b, k, dst))) => steps.push(Step { grbm: g, b, k, dst }),
+                (Some(_), None) => {}
+            }
+            n += 1;
+        }
+        let run = SampleRun {
+            steps,
+            grbm_after: grbm.unwrap_or(grbm::BROADCAST),
+            plans: std::sync::Mutex::new(Vec::new()),
+        };
+        (run.steps.len() >= 2).then(|| (n, Op::Samples(Box::new(run))))
+    })
+}
+
+/// Joins runs of register writes that only set values (see [`WriteRun`]), holding a select and
+/// at least two writes, into one [`Op::Writes`] each.
+fn join_writes(ops: &mut Vec<Op>, op_at: &mut Vec<usize>, ends: &[usize]) -> Vec<usize> {
+    let setting = |op: &Op| match op {
+        Op::Write(reg, value) => match reg.register {
+            Register::Select(b, _)
+                if reg.aid.is_none()
+                    && matches!(BLOCKS[b as usize].style, Style::Plain | Style::Sq) =>
+            {
+                Some((*reg, *value))
+            }
+            Register::GrbmGfxIndex
+            | Register::SqCtrl
+            | Register::SqMask
+            | Register::ComputePerfcountEnable
+            | Register::RlcPerfmonClkCntl => Some((*reg, *value)),
+            _ => None,
+        },
+        _ => None,
+    };
+    join(ops, op_at, ends, |span| {
+        let writes: Vec<(Reg, u32)> = span.iter().map_while(setting).collect();
+        let selects = writes
+            .iter()
+            .any(|(reg, _)| matches!(reg.register, Register::Select(..)));
+        if writes.len() < 2 || !selects {
+            return None;
+        }
+        let mut finals: Vec<(Reg, u32)> = Vec::new();
+        for &(reg, value) in writes.iter().rev() {
+            let select = matches!(reg.register, Register::Select(..));
+            if !select && !finals.iter().any(|(r, _)| *r == reg) {
+                finals.push((reg, value));
             }
         }
-    }
-    *ops = joined;
-    *op_at = joined_at;
-    remap
+        finals.reverse();
+        let n = writes.len();
+        let run = WriteRun {
+            writes,
+            finals,
+            applied: std::sync::Mutex::new(Vec::new()),
+        };
+        Some((n, Op::Writes(Box::new(run))))
+    })
 }
 
 /// The architecture a program runs for, with its blocks looked up once.
@@ -192,6 +373,9 @@ const SLOTS: usize = 16;
 #[derive(Default)]
 struct Selects {
     blocks: Vec<Vec<u32>>,
+    /// Changes whenever a select value changes: what [`SamplePlan`]s resolved stays valid
+    /// while it does not.
+    generation: u64,
 }
 
 impl Selects {
@@ -225,7 +409,10 @@ impl Selects {
             table.resize(size * SLOTS, 0);
         }
         if let Some(slot) = table.get_mut(Self::index(block, geometry, i, se, k)) {
-            *slot = value;
+            if *slot != value {
+                *slot = value;
+                self.generation += 1;
+            }
         }
     }
 
@@ -338,8 +525,10 @@ impl Program {
         }
         let ends: Vec<usize> = predicates.iter().map(|p| p.1).collect();
         let remap = join_samples(&mut ops, &mut op_at, &ends);
+        let remap_runs = join_runs(&mut ops, &mut op_at, &ends);
+        let remap_writes = join_writes(&mut ops, &mut op_at, &ends);
         for (index, end, at) in predicates {
-            let index = remap[index];
+            let index = remap_writes[remap_runs[remap[index]]];
             let covered = op_at[index + 1..].iter().take_while(|&&a| a < end).count();
             if !boundaries.contains(&end) {
                 problems.push((
@@ -361,9 +550,9 @@ impl Program {
         }
     }
 
-    /// Whether the program was compiled from exactly `dwords`.
-    pub(super) fn is(&self, dwords: &[u32]) -> bool {
-        self.dwords == dwords
+    /// The dwords the program was compiled from.
+    pub(super) fn dwords(&self) -> &[u32] {
+        &self.dwords
     }
 
     /// Runs the program on every XCC of `dev` at `now`.
@@ -457,6 +646,8 @@ impl Program {
                         store(dst + 4, u64::from(high), false);
                     }
                 }
+                Op::Samples(run) => self.run_samples(dev, x, cache, run),
+                Op::Writes(run) => self.run_writes(dev, x, now, cache, run),
                 Op::Chain { addr, size } => {
                     if depth >= MAX_IB_DEPTH {
                         report(
@@ -475,6 +666,144 @@ impl Program {
                 }
             }
             i += 1;
+        }
+    }
+
+    /// Runs a [`SampleRun`] on XCC `x`: every sample as [`Op::Sample`] would read and store it,
+    /// through the plan this XCC made of the run (made again when a select changed), with each
+    /// counter's values prepared once.
+    fn run_samples(&self, dev: &mut Device, x: usize, cache: &mut Cache, run: &SampleRun) {
+        let mut plans = run.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if plans.len() <= x {
+            plans.resize_with(x + 1, || None);
+        }
+        let generation = dev.perf.xccs[x].selects.generation;
+        let geometry = cache.geometry;
+        let plan = match &mut plans[x] {
+            Some(plan) if plan.generation == generation && plan.geometry == geometry => plan,
+            slot => slot.insert(self.plan_samples(dev, x, cache, run)),
+        };
+        let xs = &dev.perf.xccs[x];
+        let sq_counts = xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0;
+        let mut prepared = std::mem::take(&mut cache.run_prepared);
+        prepared.clear();
+        if let Some(sampled) = xs.sampled_at {
+            cache.clip(&xs.counting, sampled);
+        }
+        for (&(b, event, accum), &name) in plan.keys.iter().zip(&plan.names) {
+            let block = self.target.block(b);
+            let counts = match BLOCKS[b as usize].style {
+                Style::Sq => sq_counts,
+                _ => true,
+            };
+            prepared.push(match (block, xs.sampled_at) {
+                (Some(block), Some(_)) if counts => {
+                    Some(cache.prepared_clipped(dev, block, (event, accum), || name))
+                }
+                _ => None,
+            });
+        }
+        let lookups: Vec<Option<Lookup>> = prepared
+            .iter()
+            .map(|p| p.map(|i| cache.prepared[i].1.lookup()))
+            .collect();
+        let clock = cache.clock;
+        for &(dst, key, position) in &plan.reads {
+            let value = match lookups.get(key as usize) {
+                Some(Some(lookup)) => lookup.value(position as usize, clock),
+                _ => 0,
+            };
+            // SAFETY: as for COPY_DATA. LO then HI, little-endian: the 64-bit value.
+            unsafe {
+                if dst != 0 {
+                    (dst as *mut u64).write_unaligned(value);
+                } else {
+                    store(dst + 4, value >> 32, false);
+                }
+            }
+        }
+        drop(lookups);
+        cache.run_prepared = prepared;
+        dev.perf.xccs[x].grbm = run.grbm_after;
+        cache.last = None;
+    }
+
+    /// Runs a [`WriteRun`] on XCC `x`: in full, or, when the XCC's selects hold what it left
+    /// them last time and `GRBM_GFX_INDEX` is what it found then, only its last values of the
+    /// other registers.
+    fn run_writes(&self, dev: &mut Device, x: usize, now: u64, cache: &mut Cache, run: &WriteRun) {
+        let mut applied = run.applied.lock().unwrap_or_else(|p| p.into_inner());
+        if applied.len() <= x {
+            applied.resize(x + 1, None);
+        }
+        let xs = &dev.perf.xccs[x];
+        let entry = xs.grbm;
+        let geometry = cache.geometry;
+        let writes = match applied[x] {
+            Some(state) if state == (xs.selects.generation, entry, geometry) => &run.finals,
+            _ => &run.writes,
+        };
+        for &(reg, value) in writes {
+            write(dev, &self.target, &geometry, x, reg, value, now);
+        }
+        applied[x] = Some((dev.perf.xccs[x].selects.generation, entry, geometry));
+        cache.last = None;
+    }
+
+    /// Resolves every sample of `run` on XCC `x` through the select registers as they stand.
+    fn plan_samples(
+        &self,
+        dev: &Device,
+        x: usize,
+        cache: &mut Cache,
+        run: &SampleRun,
+    ) -> SamplePlan {
+        let xs = &dev.perf.xccs[x];
+        let geometry = cache.geometry;
+        let mut keys: Vec<(u8, u32, u32)> = Vec::new();
+        let mut reads = Vec::with_capacity(run.steps.len());
+        for step in &run.steps {
+            let Some(block) = self.target.block(step.b) else {
+                reads.push((step.dst, ZERO, 0));
+                continue;
+            };
+            let layout = cache.layout(step.b, block);
+            let i = grbm::instance_of(step.grbm).unwrap_or(0);
+            let se = if block.per_se {
+                grbm::se_of(step.grbm).unwrap_or(0)
+            } else {
+                0
+            };
+            if i >= layout.instances || se >= layout.se || x as u32 >= layout.xcc {
+                reads.push((step.dst, ZERO, 0));
+                continue;
+            }
+            let select = |k: u8| xs.selects.get(step.b, block, &geometry, (i, se, k));
+            let (event, accum) = selected_event(&self.target, step.b, step.k, select);
+            let key = (step.b, event, accum);
+            let index = match keys.iter().position(|k| *k == key) {
+                Some(index) => index,
+                None => {
+                    keys.push(key);
+                    keys.len() - 1
+                }
+            };
+            reads.push((step.dst, index as u32, layout.index(x as u32, i, se) as u32));
+        }
+        let arch = self.target.arch.as_str();
+        let names = keys
+            .iter()
+            .map(|&(b, event, _)| {
+                let block = self.target.block(b)?;
+                tables().counter_name(arch, &block.name, event)
+            })
+            .collect();
+        SamplePlan {
+            generation: xs.selects.generation,
+            geometry,
+            keys,
+            names,
+            reads,
         }
     }
 
@@ -616,7 +945,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
             for (k, &value) in body[1..].iter().enumerate() {
                 let reg = resolve(u64::from(base + body[0] + k as u32))?;
                 check_write(reg, value, target)?;
-                ops.push(Op::Write(reg, value));
+                push_write(ops, reg, value);
             }
         }
         op::COPY_DATA => {
@@ -648,7 +977,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
             match (src, dst) {
                 (Source::Immediate(v), Dest::Register(reg)) => {
                     check_write(reg, v as u32, target)?;
-                    ops.push(Op::Write(reg, v as u32));
+                    push_write(ops, reg, v as u32);
                 }
                 (_, Dest::Register(reg)) => {
                     return Err(format!(
@@ -670,7 +999,7 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
                         let step = if increment { k as u64 } else { 0 };
                         let reg = resolve(address + step)?;
                         check_write(reg, value, target)?;
-                        ops.push(Op::Write(reg, value));
+                        push_write(ops, reg, value);
                     }
                 }
                 2 | 5 => ops.push(Op::WriteMemory {
@@ -724,6 +1053,15 @@ fn decode(p: &gfx9::Packet, target: &Target, ops: &mut Vec<Op>) -> Result<(), St
         other => return Err(format!("opcode 0x{other:02x} is not modelled")),
     }
     Ok(())
+}
+
+/// Adds a register write. Writing a counter's LO or HI (0, as `check_write` demands) changes
+/// nothing the model keeps (counters are reset through `CP_PERFMON_CNTL` and `RSLT_CNTL`), so
+/// such writes are checked and left out.
+fn push_write(ops: &mut Vec<Op>, reg: Reg, value: u32) {
+    if !matches!(reg.register, Register::Lo(..) | Register::Hi(..)) {
+        ops.push(Op::Write(reg, value));
+    }
 }
 
 /// Checks that the GPU models `value` written to `reg`.
@@ -925,6 +1263,8 @@ struct Cache {
     layouts: [Option<Layout>; BLOCKS.len()],
     /// The last 64-bit value read, for the HI read after its LO: (key, value).
     last: Option<((usize, Reg, u32), u64)>,
+    /// Prepared values of the counters of the sample run being run, kept across runs.
+    run_prepared: Vec<Option<usize>>,
 }
 
 impl Cache {
@@ -937,6 +1277,7 @@ impl Cache {
             memo: Vec::new(),
             layouts: [None; BLOCKS.len()],
             last: None,
+            run_prepared: Vec::new(),
         }
     }
 
@@ -962,16 +1303,38 @@ impl Cache {
         dev: &Device,
         arch: &str,
         block: &'static Block,
-        (event, accum, source): (u32, u32, u64),
-        (counting, at): (&[(u64, Option<u64>)], u64),
+        key: (u32, u32, u64),
+        counting: (&[(u64, Option<u64>)], u64),
         position: usize,
     ) -> u64 {
-        let clock = self.clock;
+        let index = self.prepared_index(dev, arch, block, key, counting);
+        self.prepared[index].1.value(position, self.clock)
+    }
+
+    /// The index in `prepared` of the model values of `block`'s `event` (with `accum`) counted
+    /// over the intervals of `counting` as they stood at its time; `source` names where the
+    /// intervals come from.
+    fn prepared_index(
+        &mut self,
+        dev: &Device,
+        arch: &str,
+        block: &'static Block,
+        (event, accum, source): (u32, u32, u64),
+        (counting, at): (&[(u64, Option<u64>)], u64),
+    ) -> usize {
         let memo = (block.id, event, accum, source);
         if let Some(&(_, index)) = self.memo.iter().find(|(k, _)| *k == memo) {
-            return self.prepared[index].1.value(position, clock);
+            return index;
         }
-        // The intervals as they stood at `at`, built in a buffer kept across reads.
+        self.clip(counting, at);
+        let named = || tables().counter_name(arch, &block.name, event);
+        let index = self.prepared_clipped(dev, block, (event, accum), named);
+        self.memo.push((memo, index));
+        index
+    }
+
+    /// Sets `scratch` to the intervals of `counting` as they stood at `at`.
+    fn clip(&mut self, counting: &[(u64, Option<u64>)], at: u64) {
         self.scratch.clear();
         self.scratch.extend(
             counting
@@ -979,24 +1342,37 @@ impl Cache {
                 .filter(|i| i.0 <= at)
                 .map(|&(a, b)| (a, b.unwrap_or(at).min(at).max(a))),
         );
+    }
+
+    /// The index in `prepared` of the model values of `block`'s `event` (with `accum`) counted
+    /// over the intervals in `scratch`, prepared now if no read of this run needed them before.
+    fn prepared_clipped(
+        &mut self,
+        dev: &Device,
+        block: &'static Block,
+        (event, accum): (u32, u32),
+        name: impl FnOnce() -> Option<&'static str>,
+    ) -> usize {
+        let clock = self.clock;
         let found = self
             .prepared
             .iter()
             .position(|(k, _)| (k.0, k.1, k.2) == (block.id, event, accum) && k.3 == self.scratch);
-        let index = match found {
+        match found {
             Some(i) => i,
             None => {
                 let key = (block.id, event, accum, self.scratch.clone());
                 let geometry = self.geometry;
-                let name = tables().counter_name(arch, &block.name, event);
+                let name = name();
                 let class = if accum == 0 {
                     class_of(name)
                 } else {
                     Class::Kernel
                 };
                 let intervals = &key.3;
+                let from = intervals.iter().map(|i| i.0).min().unwrap_or(u64::MAX);
                 let per_kernel = dev
-                    .kernels
+                    .kernels_from(from)
                     .iter()
                     .filter(|k: &&KernelRecord| {
                         intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a)
@@ -1016,9 +1392,7 @@ impl Cache {
                 self.prepared.push((key, prepared));
                 self.prepared.len() - 1
             }
-        };
-        self.memo.push((memo, index));
-        self.prepared[index].1.value(position, clock)
+        }
     }
 }
 
@@ -1069,6 +1443,27 @@ fn read(dev: &Device, target: &Target, x: usize, reg: Reg, now: u64, cache: &mut
     }
 }
 
+/// The event (and SQ accumulation: 0 none, 1 or 2 the previous slot's event accumulated) that
+/// counter `k` of plain or SQ block `b` counts, given its instance's select values.
+fn selected_event(target: &Target, b: u8, k: u8, select: impl Fn(u8) -> u32) -> (u32, u32) {
+    let regs = &BLOCKS[b as usize];
+    let sel = select(k);
+    match regs.style {
+        Style::Sq => {
+            let perf_sel = sel & sq::SEL_MASK;
+            if k > 0 && perf_sel == sq::ACCUM_PREV {
+                (select(k - 1) & sq::SEL_MASK, 1)
+            } else if k > 0 && perf_sel == target.accum_hi {
+                (select(k - 1) & sq::SEL_MASK, 2)
+            } else {
+                (perf_sel, 0)
+            }
+        }
+        _ if regs.sel_bits == 0 => (0, 0),
+        _ => (sel & ((1 << regs.sel_bits) - 1), 0),
+    }
+}
+
 /// The 64-bit value of the counter behind a LO register, as reached from XCC `x` now.
 fn counter(
     dev: &Device,
@@ -1108,21 +1503,7 @@ fn counter(
                 return 0;
             }
             let select = |k: u8| xs.selects.get(b, block, &geometry, (i, se, k));
-            let sel = select(k);
-            let (event, accum) = match regs.style {
-                Style::Sq => {
-                    let perf_sel = sel & sq::SEL_MASK;
-                    if k > 0 && perf_sel == sq::ACCUM_PREV {
-                        (select(k - 1) & sq::SEL_MASK, 1)
-                    } else if k > 0 && perf_sel == target.accum_hi {
-                        (select(k - 1) & sq::SEL_MASK, 2)
-                    } else {
-                        (perf_sel, 0)
-                    }
-                }
-                _ if regs.sel_bits == 0 => (0, 0),
-                _ => (sel & ((1 << regs.sel_bits) - 1), 0),
-            };
+            let (event, accum) = selected_event(target, b, k, select);
             let position = layout.index(x as u32, i, se);
             let counting = (xs.counting.as_slice(), sampled);
             let source = x as u64;

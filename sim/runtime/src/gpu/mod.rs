@@ -24,6 +24,7 @@ pub mod pm4;
 mod program;
 mod truth;
 pub mod variation;
+mod watch;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
@@ -204,14 +205,33 @@ impl Registers {
 struct Device {
     info: Option<DeviceInfo>,
     kernels: Vec<KernelRecord>,
+    /// Whether `kernels` are in order of start (each launched no earlier than the one before).
+    kernels_unordered: bool,
+    /// The longest kernel recorded so far, in nanoseconds.
+    longest_kernel: u64,
     /// Counters of the simulator's private commands (architectures without register facts).
     registers: Registers,
     /// Perf-counter registers of the gfx9 family, as PM4 packets program them.
     perf: cp::PerfRegisters,
     /// Dispatch shapes seen recently.
     shapes: HashMap<Dispatch, Arc<Shape>>,
-    /// Command buffers by address, compiled: the same buffers run for every dispatch.
-    programs: HashMap<u64, Compiled>,
+    /// Command buffers by address, compiled, with the watch on their pages: the same buffers
+    /// run for every dispatch.
+    programs: HashMap<u64, (Compiled, Option<watch::Armed>)>,
+}
+
+impl Device {
+    /// The recorded kernels among which are all that end at or after `t`: when kernels were
+    /// recorded in order of start, those that start after `t` less the longest kernel's length.
+    fn kernels_from(&self, t: u64) -> &[KernelRecord] {
+        if self.kernels_unordered {
+            return &self.kernels;
+        }
+        let first = self
+            .kernels
+            .partition_point(|k| k.start.saturating_add(self.longest_kernel) < t);
+        &self.kernels[first..]
+    }
 }
 
 /// A command buffer compiled for its device.
@@ -223,10 +243,11 @@ enum Compiled {
 }
 
 impl Compiled {
-    fn is(&self, dwords: &[u32]) -> bool {
+    /// The dwords it was compiled from.
+    fn dwords(&self) -> &[u32] {
         match self {
-            Compiled::Pm4(p) => p.is(dwords),
-            Compiled::Private(p) => p.is(dwords),
+            Compiled::Pm4(p) => p.dwords(),
+            Compiled::Private(p) => p.dwords(),
         }
     }
 }
@@ -255,6 +276,13 @@ fn devices() -> MutexGuard<'static, HashMap<u32, Device>> {
         .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Tells the command processor how to know, by address range, memory the runtime allocated as
+/// ordinary host memory (`posix_memalign`): command buffers there are watched for writes instead
+/// of being compared in full each time they run (see `sim/README.md`).
+pub fn set_host_memory(is_host: fn(usize, usize) -> bool) {
+    watch::set_host_memory(is_host);
 }
 
 /// Tells the counter model the topology and clock of device `device_index`. Devices never
@@ -330,11 +358,10 @@ pub fn kernel_started(run: &KernelRun) {
                 shape
             }
         };
-        dev.kernels.push(KernelRecord {
-            shape,
-            start: run.start_ns,
-            end: run.end_ns.max(run.start_ns),
-        });
+        let (start, end) = (run.start_ns, run.end_ns.max(run.start_ns));
+        dev.kernels_unordered |= dev.kernels.last().is_some_and(|k| k.start > start);
+        dev.longest_kernel = dev.longest_kernel.max(end - start);
+        dev.kernels.push(KernelRecord { shape, start, end });
         prune(dev);
     }
     truth::record(run);
@@ -377,37 +404,20 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
         unsafe { std::slice::from_raw_parts(ib_addr as *const u32, ib_size_dwords as usize) };
     let mut devs = devices();
     let dev = devs.entry(device_index).or_default();
-    let program = match dev.programs.remove(&ib_addr) {
-        Some(p) if p.is(dwords) => Some(p),
-        _ if is_private(dwords) => match Command::decode_all(dwords) {
-            Ok(commands) => Some(Compiled::Private(program::Program::compile(
-                dwords,
-                &commands,
-                &mut dev.registers,
-            ))),
-            Err(e) => {
-                eprintln!("rtl-sim: GPU {device_index}: bad PM4 buffer at 0x{ib_addr:x}: {e}");
-                None
+    let cached = dev.programs.remove(&ib_addr);
+    let (program, armed) = match cached {
+        Some((p, mut armed)) => {
+            if watch::unchanged(p.dwords(), dwords, &mut armed) {
+                (Some(p), armed)
+            } else {
+                // `unchanged` armed the watch again before reading the buffer.
+                (compile(dev, device_index, ib_addr, dwords), armed)
             }
-        },
-        _ => {
-            let arch = match &dev.info {
-                Some(info) => info.arch.clone(),
-                None => match dev.kernels.last() {
-                    Some(k) => k.shape.dispatch.arch.clone(),
-                    None => {
-                        eprintln!(
-                            "rtl-sim: GPU {device_index}: PM4 buffer at 0x{ib_addr:x} on a device the runtime never described"
-                        );
-                        return;
-                    }
-                },
-            };
-            Some(Compiled::Pm4(cp::Program::compile(
-                dwords,
-                &arch,
-                device_index,
-            )))
+        }
+        None => {
+            // Armed before the buffer is read to compile it.
+            let armed = watch::arm(dwords);
+            (compile(dev, device_index, ib_addr, dwords), armed)
         }
     };
     let Some(mut program) = program else {
@@ -422,7 +432,44 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
             dev.programs.remove(&old);
         }
     }
-    dev.programs.insert(ib_addr, program);
+    dev.programs.insert(ib_addr, (program, armed));
+}
+
+/// Compiles the command buffer `dwords` at `ib_addr` for device `device_index`.
+fn compile(dev: &mut Device, device_index: u32, ib_addr: u64, dwords: &[u32]) -> Option<Compiled> {
+    if is_private(dwords) {
+        match Command::decode_all(dwords) {
+            Ok(commands) => Some(Compiled::Private(program::Program::compile(
+                dwords,
+                &commands,
+                &mut dev.registers,
+            ))),
+            Err(e) => {
+                eprintln!("rtl-sim: GPU {device_index}: bad PM4 buffer at 0x{ib_addr:x}: {e}");
+                None
+            }
+        }
+    } else {
+        {
+            let arch = match &dev.info {
+                Some(info) => info.arch.clone(),
+                None => match dev.kernels.last() {
+                    Some(k) => k.shape.dispatch.arch.clone(),
+                    None => {
+                        eprintln!(
+                            "rtl-sim: GPU {device_index}: PM4 buffer at 0x{ib_addr:x} on a device the runtime never described"
+                        );
+                        return None;
+                    }
+                },
+            };
+            Some(Compiled::Pm4(cp::Program::compile(
+                dwords,
+                &arch,
+                device_index,
+            )))
+        }
+    }
 }
 
 /// Executes decoded commands on device `device_index` at `now_ns`.

@@ -139,9 +139,9 @@ impl Program {
         }
     }
 
-    /// Whether the program was compiled from exactly `dwords`.
-    pub(super) fn is(&self, dwords: &[u32]) -> bool {
-        self.dwords == dwords
+    /// The dwords the program was compiled from.
+    pub(super) fn dwords(&self) -> &[u32] {
+        &self.dwords
     }
 
     /// Executes the program on `dev` at `now`.
@@ -188,6 +188,31 @@ pub(super) struct Prepared {
     whole: Vec<(u64, Arc<Vec<u64>>)>,
     /// Kernels only part of which the register counted: (start, end, values).
     partial: Vec<(u64, u64, Arc<Vec<u64>>)>,
+    /// Busy cycles of every kernel together: the value of a busy counter at positions where
+    /// every kernel has work.
+    busy_all: u64,
+}
+
+/// How [`Prepared::value`] finds a position's value, worked out once for all of them.
+pub(super) enum Lookup<'a> {
+    /// One kernel's values as they are.
+    Direct(&'a [u64]),
+    /// The same value everywhere.
+    Constant(u64),
+    /// Computed per position.
+    Model(&'a Prepared),
+}
+
+impl Lookup<'_> {
+    /// The value at sample `position`, as [`Prepared::value`] gives it.
+    #[inline]
+    pub(super) fn value(&self, position: usize, clock: u32) -> u64 {
+        match self {
+            Lookup::Direct(values) => values.get(position).copied().unwrap_or(0),
+            Lookup::Constant(value) => *value,
+            Lookup::Model(prepared) => prepared.value(position, clock),
+        }
+    }
 }
 
 /// How much of a kernel running from `start` to `end` a counter has seen by time `t`: none,
@@ -226,7 +251,14 @@ impl Prepared {
                 }
             }
         }
+        let busy_all = if class == Class::Busy {
+            let spans: Vec<(u64, u64)> = per_kernel.iter().map(|&(s, e, _)| (s, e)).collect();
+            busy_cycles(&spans, intervals, clock)
+        } else {
+            0
+        };
         Prepared {
+            busy_all,
             block,
             event,
             accum,
@@ -259,11 +291,22 @@ impl Prepared {
         }
     }
 
+    /// How to find the value at each position, as [`Prepared::value`] would compute it.
+    pub(super) fn lookup(&self) -> Lookup<'_> {
+        match (self.class, self.whole.as_slice(), self.partial.as_slice()) {
+            (Class::Window, ..) => Lookup::Constant(self.window),
+            (Class::Kernel, [], []) => Lookup::Constant(0),
+            (Class::Kernel, [(1, values)], []) => Lookup::Direct(values),
+            _ => Lookup::Model(self),
+        }
+    }
+
     /// The register's value at sample `position` of its block.
     pub(super) fn value(&self, position: usize, clock: u32) -> u64 {
         let at = |v: &Arc<Vec<u64>>| v.get(position).copied().unwrap_or(0);
         match self.class {
             Class::Window => self.window,
+            Class::Busy if self.per_kernel.iter().all(|(_, _, v)| at(v) > 0) => self.busy_all,
             Class::Busy => {
                 let busy: Vec<(u64, u64)> = self
                     .per_kernel
