@@ -138,15 +138,15 @@ impl Drop for ChainLink {
     }
 }
 
-/// A record with the names it is written with: shared, not copied per dispatch (the record's
+/// A record with the names it is written with: interned, not copied per dispatch (the record's
 /// own `arch` and `kernel` stay empty).
 pub struct Named {
     /// The record.
     pub record: Record,
     /// The GPU's architecture.
-    pub arch: Arc<str>,
+    pub arch: &'static str,
     /// The kernel's name.
-    pub kernel: Arc<str>,
+    pub kernel: &'static str,
 }
 
 /// The counter part of a pending dispatch.
@@ -618,7 +618,7 @@ impl Completion {
                     }
                 }
                 if let Some(f) = files[at].as_mut() {
-                    f.push_named(&r.record, &r.arch, &r.kernel);
+                    f.push_named(&r.record, r.arch, r.kernel);
                 }
             }
             // Nothing left in flight and no write for a while: write now, so any pause in the
@@ -824,8 +824,8 @@ impl Completion {
             }
             let named = Named {
                 record,
-                arch: Arc::clone(&p.named.arch),
-                kernel: Arc::clone(&p.named.kernel),
+                arch: p.named.arch,
+                kernel: p.named.kernel,
             };
             // A dispatch run once is written at once; replayed passes wait for their stats.
             match p.replay {

@@ -15,7 +15,7 @@ use super::completion::{ChainLink, Completion, CountedPart, Named, PassRun, Pend
 use super::config::Config;
 use super::counters::{Aqlprofile, GpuCounters};
 use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
-use super::kernel_names::KernelNames;
+use super::kernel_names::{intern, KernelNames};
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
 use super::rewrite::{passes_through, wrap, wrap_replay, CounterPackets, ReplayWrapping, Wrapping};
@@ -65,7 +65,7 @@ struct Session {
 struct QueueState {
     gpu: Gpu,
     /// The GPU's architecture, shared by every record of the queue.
-    arch: Arc<str>,
+    arch: &'static str,
     queue_id: u64,
     /// Its place among the queues created on its GPU, from 1.
     order: u32,
@@ -578,8 +578,8 @@ impl Interposer {
         let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
         let r = info.resources;
         let name = match enclosing.ranges.last() {
-            Some(innermost) if self.config.kernel_rename => Arc::from(innermost.name.as_str()),
-            _ => Arc::clone(&info.name),
+            Some(innermost) if self.config.kernel_rename => intern(&innermost.name),
+            _ => info.name,
         };
         let record = Record {
             pid: pid(),
@@ -610,7 +610,7 @@ impl Interposer {
         };
         Named {
             record,
-            arch: Arc::clone(&queue.arch),
+            arch: queue.arch,
             kernel: name,
         }
     }
@@ -1015,7 +1015,7 @@ unsafe extern "C" fn queue_create(
         };
         let state = Box::new(QueueState {
             order,
-            arch: Arc::from(gpu.arch.as_str()),
+            arch: intern(&gpu.arch),
             gpu,
             // SAFETY: a live queue.
             queue_id: unsafe { (*created).id },

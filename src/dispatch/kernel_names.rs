@@ -5,7 +5,7 @@
 //! address is mapped to its display name, and dropped again when the executable is destroyed.
 
 use std::collections::HashMap;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, OnceLock, RwLock};
 
 use super::descriptor::KernelResources;
 use crate::fast_map::FastMap;
@@ -94,12 +94,31 @@ fn base_name(name: &str) -> &str {
 /// What the interposer knows about one kernel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KernelInfo {
-    /// Display name, shared by the records of its dispatches.
-    pub name: Arc<str>,
+    /// Display name, shared by the records of its dispatches ([`intern`]).
+    pub name: &'static str,
     /// Symbol name without `.kd`: what tells kernels apart when display names coincide.
     pub symbol: String,
     /// Registers and wave size from the descriptor (zeros when it could not be read).
     pub resources: KernelResources,
+}
+
+/// `name`, stored once for the life of the process: the records of every dispatch and every
+/// file that name it share it, and passing it along costs no copy and no reference count
+/// (which the dispatch path and the completion worker would otherwise bounce between them).
+/// Names are kernels', architectures' and the roctx ranges kernels are renamed after: as many
+/// as the profile shows.
+pub fn intern(name: &str) -> &'static str {
+    static NAMES: OnceLock<Mutex<FastMap<&'static str, ()>>> = OnceLock::new();
+    let mut names = NAMES
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    if let Some((known, ())) = names.get_key_value(name) {
+        return known;
+    }
+    let kept: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.insert(kept, ());
+    kept
 }
 
 /// Kernel descriptor address → kernel, for every kernel of every frozen executable.
@@ -121,7 +140,7 @@ impl KernelNames {
         if let Ok(mut names) = self.by_object.write() {
             for (object, symbol, resources) in &kernels {
                 let info = KernelInfo {
-                    name: Arc::from(display_name(symbol, options)),
+                    name: intern(&display_name(symbol, options)),
                     symbol: symbol.strip_suffix(".kd").unwrap_or(symbol).to_string(),
                     resources: *resources,
                 };
@@ -159,7 +178,7 @@ impl KernelNames {
             .unwrap_or_else(|| {
                 let name = format!("kernel_0x{kernel_object:x}");
                 Arc::new(KernelInfo {
-                    name: Arc::from(name.as_str()),
+                    name: intern(&name),
                     symbol: name,
                     resources: KernelResources::default(),
                 })
@@ -274,14 +293,14 @@ mod tests {
             KernelResources::default(),
         );
         names.add_executable(2, [fill], DEMANGLED);
-        assert_eq!(&*names.get(0x1000).name, "vadd");
+        assert_eq!(names.get(0x1000).name, "vadd");
         assert_eq!(names.get(0x1000).resources.wave_size, 32);
-        assert_eq!(&*names.get(0x2000).name, "fill(float*, int)");
+        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
         assert_eq!(names.get(0x2000).symbol, "_Z4fillPfi");
         names.remove_executable(1);
-        assert_eq!(&*names.get(0x1000).name, "kernel_0x1000");
+        assert_eq!(names.get(0x1000).name, "kernel_0x1000");
         assert_eq!(names.get(0x1000).symbol, "kernel_0x1000");
         assert_eq!(names.get(0x1000).resources, KernelResources::default());
-        assert_eq!(&*names.get(0x2000).name, "fill(float*, int)");
+        assert_eq!(names.get(0x2000).name, "fill(float*, int)");
     }
 }

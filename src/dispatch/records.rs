@@ -50,7 +50,6 @@ use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -299,22 +298,22 @@ pub enum RecordError {
 /// The strings of a file being written: each written once, before its first use.
 #[derive(Debug, Default)]
 struct Strings {
-    /// By the address of a shared string, which the entry keeps alive.
-    shared: FastMap<usize, (Arc<str>, u32)>,
+    /// By the address of a string kept for the life of the process.
+    kept: FastMap<(usize, usize), u32>,
     /// By content, for strings given by reference.
     owned: HashMap<String, u32>,
     next: u32,
 }
 
 impl Strings {
-    /// The id of `text`, writing its string frame first if it is new.
-    fn shared(&mut self, buffer: &mut Vec<u8>, text: &Arc<str>) -> u32 {
-        let key = Arc::as_ptr(text) as *const u8 as usize;
-        if let Some((_, id)) = self.shared.get(&key) {
+    /// The id of `text`, writing its string frame first if it is new; looked up by address.
+    fn kept(&mut self, buffer: &mut Vec<u8>, text: &'static str) -> u32 {
+        let key = (text.as_ptr() as usize, text.len());
+        if let Some(id) = self.kept.get(&key) {
             return *id;
         }
         let id = self.owned(buffer, text);
-        self.shared.insert(key, (Arc::clone(text), id));
+        self.kept.insert(key, id);
         id
     }
 
@@ -380,11 +379,12 @@ impl RecordFile {
     }
 
     /// Appends one record to the buffer with its architecture and kernel name given apart
-    /// (`record`'s own are not read), as shared strings: each is looked up by address, not
-    /// hashed, and a record needs no copy of them.
-    pub fn push_named(&mut self, record: &Record, arch: &Arc<str>, kernel: &Arc<str>) {
-        let arch = self.strings.shared(&mut self.buffer, arch);
-        let kernel = self.strings.shared(&mut self.buffer, kernel);
+    /// (`record`'s own are not read), as strings kept for the life of the process (see
+    /// [`super::kernel_names::intern`]): each is looked up by its address, not hashed, and a
+    /// record needs no copy of them.
+    pub fn push_named(&mut self, record: &Record, arch: &'static str, kernel: &'static str) {
+        let arch = self.strings.kept(&mut self.buffer, arch);
+        let kernel = self.strings.kept(&mut self.buffer, kernel);
         self.push_dispatch(record, arch, kernel);
     }
 
@@ -1013,8 +1013,8 @@ mod tests {
             }),
             ..Record::default()
         };
-        let shared_kernel: Arc<str> = Arc::from("vadd(float*, float const*)");
-        let shared_arch: Arc<str> = Arc::from("gfx942");
+        let kept_kernel = crate::dispatch::kernel_names::intern("vadd(float*, float const*)");
+        let kept_arch = crate::dispatch::kernel_names::intern("gfx942");
         let named = Record {
             kernel: String::new(),
             arch: String::new(),
@@ -1030,8 +1030,8 @@ mod tests {
         for record in &all {
             file.push(record);
         }
-        file.push_named(&named, &shared_arch, &shared_kernel);
-        file.push_named(&named, &shared_arch, &shared_kernel);
+        file.push_named(&named, kept_arch, kept_kernel);
+        file.push_named(&named, kept_arch, kept_kernel);
         file.flush().unwrap();
         let mut expected = all.to_vec();
         expected.push(sample(4));
