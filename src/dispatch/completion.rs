@@ -764,7 +764,7 @@ impl Completion {
                 if self.hsa.signal_load(replay.ready) >= 1 {
                     replay.check_stall(
                         p.named.record.dispatch,
-                        &p.named.kernel,
+                        p.named.kernel,
                         "the packets before it on its queue and the previous counted dispatch",
                     );
                     return false;
@@ -780,7 +780,7 @@ impl Completion {
             if !pass.kernel_done {
                 if self.hsa.signal_load(pass.kernel_signal) >= 1 {
                     if let Some(replay) = &mut p.replay {
-                        replay.check_stall(p.named.record.dispatch, &p.named.kernel, "its kernel");
+                        replay.check_stall(p.named.record.dispatch, p.named.kernel, "its kernel");
                     }
                     return false;
                 }
@@ -801,7 +801,7 @@ impl Completion {
                 if self.hsa.signal_load(counted.done.signal) >= 1 {
                     if let Some(replay) = &mut p.replay {
                         let what = "its counters to be read";
-                        replay.check_stall(p.named.record.dispatch, &p.named.kernel, what);
+                        replay.check_stall(p.named.record.dispatch, p.named.kernel, what);
                     }
                     return false;
                 }
