@@ -369,7 +369,7 @@ impl Interposer {
             enclosing: &enclosing,
         };
         let Decision::Wrap { mut group } = self.selector.decide_kernel(
-            &info.name,
+            info.name,
             &info.symbol,
             queue.gpu.index,
             queue.gpu.node_id,
@@ -500,7 +500,7 @@ impl Interposer {
             let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
             let info = self.kernels.get(kernel.kernel_object);
             let decision = self.selector.decide_kernel(
-                &info.name,
+                info.name,
                 &info.symbol,
                 queue.gpu.index,
                 queue.gpu.node_id,
