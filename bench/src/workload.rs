@@ -27,21 +27,8 @@ pub fn dispatch_empty(
     let mut signal = hsa_signal_t::default();
     let ready = (0..queues)
         .try_for_each(|_| {
-            let mut queue: *mut hsa_queue_t = std::ptr::null_mut();
-            // SAFETY: valid agent and out pointer; no error callback.
-            let status = unsafe {
-                hsa_queue_create(
-                    gpu.agent,
-                    QUEUE_SLOTS,
-                    HSA_QUEUE_TYPE_MULTI,
-                    std::ptr::null(),
-                    std::ptr::null_mut(),
-                    u32::MAX,
-                    u32::MAX,
-                    &mut queue,
-                )
-            };
-            check("hsa_queue_create", status).map(|()| created.push(queue))
+            gpu.create_queue(QUEUE_SLOTS)
+                .map(|queue| created.push(queue))
         })
         .and_then(|()| {
             // SAFETY: valid out pointer.

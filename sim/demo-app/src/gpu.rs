@@ -168,6 +168,25 @@ impl System {
 }
 
 impl Gpu {
+    /// A multi-producer queue of `slots` packets on this GPU, without an error callback.
+    pub fn create_queue(&self, slots: u32) -> Result<*mut hsa_queue_t, HsaError> {
+        let mut queue: *mut hsa_queue_t = std::ptr::null_mut();
+        // SAFETY: a valid agent and out pointer; no error callback.
+        let status = unsafe {
+            hsa_queue_create(
+                self.agent,
+                slots,
+                HSA_QUEUE_TYPE_MULTI,
+                std::ptr::null(),
+                std::ptr::null_mut(),
+                u32::MAX,
+                u32::MAX,
+                &mut queue,
+            )
+        };
+        check("hsa_queue_create", status).map(|()| queue)
+    }
+
     fn load(agent: hsa_agent_t) -> Result<Gpu, String> {
         let mut name_bytes = [0u8; 64];
         // SAFETY: the agent name is a char[64].

@@ -127,21 +127,10 @@ impl<'a> Lane<'a> {
         size: usize,
         untracked: bool,
     ) -> Result<Lane<'a>, HsaError> {
-        let mut queue = std::ptr::null_mut();
+        let queue = gpu.create_queue(QUEUE_SLOTS)?;
         let mut signal = hsa_signal_t::default();
-        // SAFETY: valid agent and out pointers; no error callback.
+        // SAFETY: a valid out pointer.
         unsafe {
-            let status = hsa_queue_create(
-                gpu.agent,
-                QUEUE_SLOTS,
-                HSA_QUEUE_TYPE_MULTI,
-                std::ptr::null(),
-                std::ptr::null_mut(),
-                u32::MAX,
-                u32::MAX,
-                &mut queue,
-            );
-            check("hsa_queue_create", status)?;
             check(
                 "hsa_signal_create",
                 hsa_signal_create(1, 0, std::ptr::null(), &mut signal),
