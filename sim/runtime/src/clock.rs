@@ -17,7 +17,7 @@ pub fn now_ns() -> u64 {
 
 /// How long a wait polls before it blocks: ROCr's waits on signals poll for 200 µs before they
 /// sleep on the signal's event (`kMaxElapsed` of `InterruptSignal::WaitRelaxed` and
-/// `Signal::WaitAny`), and a command processor polls its doorbells.
+/// `Signal::WaitAny`).
 pub const POLL_NS: u64 = 200_000;
 
 /// Threads polling in [`poll`] now.

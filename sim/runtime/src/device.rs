@@ -12,7 +12,7 @@
 //! enabled on the queue). The counter model sees every kernel launch and every PM4 indirect
 //! buffer through [`crate::gpu`].
 
-use crate::clock::{futex_wait, futex_wake_all, now_ns, poll, tighten_timer_slack};
+use crate::clock::{futex_wait, futex_wake_all, now_ns, tighten_timer_slack};
 use crate::code_object::{kernel_by_object, run_on_host, KernelLaunch};
 use crate::config::GpuConfig;
 use crate::gpu;
@@ -209,12 +209,6 @@ fn run(device: &'static Device) {
             watching = dependency;
         }
         device.waiting_dependency.store(dependency, SeqCst);
-        // A command processor polls its doorbells: ringing one costs the host no system call.
-        // The thread polls a while before it sleeps, so that a queue fed steadily does not
-        // pay a wake-up per packet.
-        if poll(next, || device.seq.load(SeqCst) != seq) || next.is_some_and(|t| t <= now_ns()) {
-            continue;
-        }
         device.sleeping.store(true, SeqCst);
         if device.seq.load(SeqCst) == seq {
             let timeout = match next {
