@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use sim_support::{artifact, sim_env};
+use sim_support::{artifact, sim_env, Profile};
 
 /// A fresh directory for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -18,32 +18,7 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// What one `rtl-pmc` invocation left behind.
-struct Profile {
-    output: Output,
-    out: PathBuf,
-    truth: Vec<serde_json::Value>,
-}
-
 impl Profile {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
-    fn code(&self) -> Option<i32> {
-        self.output.status.code()
-    }
-
-    fn assert_code(&self, code: i32) {
-        assert_eq!(
-            self.code(),
-            Some(code),
-            "stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&self.output.stdout),
-            self.stderr()
-        );
-    }
-
     fn file(&self, name: &str) -> String {
         let per_process =
             name.ends_with("/counter_collection.csv") || name.ends_with("/agent_info.csv");

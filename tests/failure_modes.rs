@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{artifact, sim_env};
+use common::{artifact, sim_env, Profile};
 
 /// The counters of every profile here: two blocks.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
@@ -24,32 +24,7 @@ fn scratch(name: &str) -> PathBuf {
     common::scratch(&format!("failure-{name}"))
 }
 
-/// What one `rtl-pmc` invocation left behind.
-struct Profile {
-    output: Output,
-    out: PathBuf,
-    truth: Vec<serde_json::Value>,
-}
-
 impl Profile {
-    fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.output.stdout).into_owned()
-    }
-
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
-    fn assert_code(&self, code: i32) {
-        assert_eq!(
-            self.output.status.code(),
-            Some(code),
-            "stdout:\n{}\nstderr:\n{}",
-            self.stdout(),
-            self.stderr()
-        );
-    }
-
     /// The interposer's lines: what the application printed with the `rtl-pmc: ` prefix
     /// between the CLI's `[pass N/M] <counters>` and `[pass N/M] done` lines.
     fn interposer_warnings(&self) -> Vec<String> {

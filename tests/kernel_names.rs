@@ -9,9 +9,9 @@ mod sim_support;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::process::{Command, Output};
+use std::process::Command;
 
-use sim_support::{artifact, read_table, sim_env, total};
+use sim_support::{artifact, read_table, sim_env, total, Profile};
 
 /// The kernel symbols (without `.kd`) the demo dispatches with `--kernel vadd --cpp`, in order,
 /// as the ground truth names them.
@@ -35,13 +35,6 @@ const TRUNCATED: [&str; 4] = ["vadd", "scale", "scale", "twice"];
 
 /// The counters collected, with ground truth for each.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "SQ_INSTS_VALU"];
-
-/// What one `rtl-pmc` invocation left behind.
-struct Profile {
-    output: Output,
-    out: PathBuf,
-    truth: Vec<serde_json::Value>,
-}
 
 /// Runs `rtl-pmc --arch gfx942 -d OUT ARGS -- rtl-demo-app --kernel vadd --cpp --iterations 2`
 /// on a simulated gfx942 with ground truth for [`COUNTERS`]; `files` are written to the test's
@@ -88,10 +81,6 @@ fn profile(name: &str, args: &[&str], files: &[(&str, &str)]) -> Profile {
 }
 
 impl Profile {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
     /// The rows of CSV file `name` of the output directory, by column name.
     fn table(&self, name: &str) -> Vec<HashMap<String, String>> {
         match name.ends_with("counter_collection.csv") {

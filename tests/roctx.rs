@@ -9,35 +9,16 @@
 mod sim_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
-use sim_support::{artifact, c_app, c_app_linked, fixture, roctx_stand_in, total, RoctxLibrary};
+use sim_support::{
+    artifact, c_app, c_app_linked, fixture, roctx_stand_in, total, Profile, RoctxLibrary,
+};
 
 /// A region as (kind, name, depth, the enclosing range's name, problem).
 type RegionBrief = (String, Option<String>, i64, Option<String>, Option<String>);
 
-/// What one profile left behind.
-struct Profile {
-    output: Output,
-    out: PathBuf,
-    truth: Vec<serde_json::Value>,
-}
-
 impl Profile {
-    fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
-    fn assert_success(&self) {
-        assert_eq!(
-            self.output.status.code(),
-            Some(0),
-            "stdout:\n{}\nstderr:\n{}",
-            String::from_utf8_lossy(&self.output.stdout),
-            self.stderr()
-        );
-    }
-
     fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.out.join("results.db")).unwrap()
     }

@@ -15,6 +15,9 @@ use rtl_pmc::passes::plan_file::{
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
 pub use sim_support::artifact;
+// Each test binary uses a different part of this module.
+#[allow(unused_imports)]
+pub use sim_support::Profile;
 
 /// The simulator environment for `config`, computed once per test binary: preparing it rewrites
 /// the library directory, which must not happen while another test's process loads from it.

@@ -11,6 +11,50 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// What one `rtl-pmc` invocation left behind: its exit status and output, its output directory
+/// and the simulator's ground truth. Each test file adds what it reads of them.
+pub struct Profile {
+    /// The invocation's status, stdout and stderr.
+    pub output: std::process::Output,
+    /// The output directory.
+    pub out: PathBuf,
+    /// The ground-truth lines of the run.
+    pub truth: Vec<serde_json::Value>,
+}
+
+impl Profile {
+    /// Standard output, as text.
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    /// Standard error, as text.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// The exit code, `None` when a signal ended it.
+    pub fn code(&self) -> Option<i32> {
+        self.output.status.code()
+    }
+
+    /// Asserts the exit code, showing both outputs when it differs.
+    pub fn assert_code(&self, code: i32) {
+        assert_eq!(
+            self.code(),
+            Some(code),
+            "stdout:\n{}\nstderr:\n{}",
+            self.stdout(),
+            self.stderr()
+        );
+    }
+
+    /// Asserts exit code 0.
+    pub fn assert_success(&self) {
+        self.assert_code(0);
+    }
+}
+
 /// `target/<profile>`, where the workspace's binaries and libraries are.
 pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("the test binary has a path");
