@@ -527,7 +527,6 @@ impl Completion {
         let mut notes: Vec<Named> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
-        let mut unflushed = false;
         let mut spent: Vec<hsa_signal_t> = Vec::new();
         let mut arrived: Vec<Pending> = Vec::new();
         // Per round: the queues of the dispatches completed, and the records to write.
@@ -544,6 +543,7 @@ impl Completion {
                     && !shared.stop
                     && shared.flush_tickets == shared.flushed;
                 if nothing_new && pending.is_empty() {
+                    let unflushed = files.iter().flatten().any(RecordFile::has_pending);
                     let due = match unflushed {
                         true => QUIET_FLUSH,
                         false => FLUSH_INTERVAL,
@@ -624,7 +624,7 @@ impl Completion {
             // Nothing left in flight and no write for a while: write now, so any pause in the
             // application's stream puts every record on disk; a busy stream flushes on the
             // interval or a full buffer.
-            unflushed |= !records.is_empty() || !regions.is_empty();
+            let unflushed = files.iter().flatten().any(RecordFile::has_pending);
             let quiet = unflushed && pending.is_empty() && last_flush.elapsed() >= QUIET_FLUSH;
             let full = files
                 .iter()
@@ -645,7 +645,6 @@ impl Completion {
                     }
                 }
                 last_flush = Instant::now();
-                unflushed = false;
             }
             {
                 let mut shared = lock(&self.shared);
