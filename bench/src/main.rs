@@ -333,6 +333,27 @@ fn usage() -> libc::rusage {
     }
 }
 
+/// CPU time of this process's live threads, in nanoseconds, summed by thread name (the
+/// scheduler's run time of each, from `/proc/self/task/*/schedstat`).
+fn thread_cpu_ns() -> std::collections::BTreeMap<String, u64> {
+    let mut by_name = std::collections::BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let read = |file: &str| std::fs::read_to_string(task.path().join(file));
+        let (Ok(name), Ok(stat)) = (read("comm"), read("schedstat")) else {
+            continue;
+        };
+        let ns = stat
+            .split_whitespace()
+            .next()
+            .and_then(|f| f.parse::<u64>().ok());
+        *by_name.entry(name.trim().to_string()).or_insert(0) += ns.unwrap_or(0);
+    }
+    by_name
+}
+
 /// Process CPU time (user + system) in nanoseconds.
 fn cpu_time_ns() -> f64 {
     let usage = usage();
@@ -373,13 +394,27 @@ fn child(threads: u32, dispatches: u64, queues: u32, gpus: u32) -> Result<(), St
             })
             .collect();
         start.wait();
-        let (t0, c0) = (Instant::now(), cpu_time_ns());
+        let (t0, c0, threads0) = (Instant::now(), cpu_time_ns(), thread_cpu_ns());
         let results: Vec<Result<(), String>> = workers
             .into_iter()
             .map(|w| w.join().unwrap_or_else(|_| Err("a thread panicked".into())))
             .collect();
-        (t0.elapsed(), cpu_time_ns() - c0, results)
+        let by_thread = thread_cpu_ns()
+            .into_iter()
+            .filter(|(name, _)| !name.starts_with("rtl-dispatch-be"))
+            .map(|(name, ns)| {
+                (
+                    ns.saturating_sub(threads0.get(&name).copied().unwrap_or(0)),
+                    name,
+                )
+            })
+            .filter(|(ns, _)| *ns > 0)
+            .map(|(ns, name)| format!("{name}:{ns}"))
+            .collect::<Vec<_>>()
+            .join(",");
+        (t0.elapsed(), cpu_time_ns() - c0, (results, by_thread))
     });
+    let (results, by_thread) = results;
     results.into_iter().collect::<Result<(), String>>()?;
     // SAFETY: no dispatch is in flight.
     unsafe { hsa_api::hsa_amd_memory_pool_free(kernarg.cast()) };
@@ -387,7 +422,7 @@ fn child(threads: u32, dispatches: u64, queues: u32, gpus: u32) -> Result<(), St
     // SAFETY: every HSA object was released above.
     unsafe { hsa_api::hsa_shut_down() };
     println!(
-        "wall_ns={} cpu_ns={cpu:.0} dispatches={} max_rss_kib={}",
+        "wall_ns={} cpu_ns={cpu:.0} dispatches={} max_rss_kib={} thread_cpu_ns={by_thread}",
         wall.as_nanos(),
         per_thread * u64::from(threads),
         usage().ru_maxrss
