@@ -324,6 +324,18 @@ struct Target {
 }
 
 impl Target {
+    /// The target of `arch`, made once per architecture for the life of the process.
+    fn of(arch: &str) -> &'static Target {
+        static TARGETS: std::sync::Mutex<Vec<&'static Target>> = std::sync::Mutex::new(Vec::new());
+        let mut targets = TARGETS.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(target) = targets.iter().find(|t| t.arch == arch) {
+            return target;
+        }
+        let target: &'static Target = Box::leak(Box::new(Target::new(arch)));
+        targets.push(target);
+        target
+    }
+
     fn new(arch: &str) -> Target {
         Target {
             arch: arch.to_string(),
@@ -340,7 +352,7 @@ impl Target {
 
 /// A command buffer compiled once against the register map of its device's architecture.
 pub(super) struct Program {
-    target: Target,
+    target: &'static Target,
     ops: Vec<Op>,
     /// The buffer's dwords, for problems found while it runs.
     dwords: Vec<u32>,
@@ -465,6 +477,8 @@ pub(super) struct PerfRegisters {
     xccs: Vec<Xcc>,
     /// Per-AID blocks by (block, instance), shared by every XCC.
     aids: HashMap<(u8, u32), McCounter>,
+    /// What the last run worked out, its memory kept for the next (see [`Cache::renew`]).
+    cache: Option<Box<Cache>>,
 }
 
 impl PerfRegisters {
@@ -497,7 +511,7 @@ fn packet_dwords(dwords: &[u32], at: usize) -> Vec<u32> {
 impl Program {
     /// Compiles `dwords` for a device of `arch`, reporting what cannot be executed.
     pub(super) fn compile(dwords: &[u32], arch: &str, device: u32) -> Program {
-        let target = Target::new(arch);
+        let target = Target::of(arch);
         let mut problems: Problems = Vec::new();
         let mut ops: Vec<Op> = Vec::new();
         // Dword offset each op came from, and pending predicates: (op index, end dword).
@@ -510,7 +524,7 @@ impl Program {
                 for p in packets {
                     boundaries.push(p.at);
                     let before = ops.len();
-                    if let Err(what) = decode(&p, &target, &mut ops) {
+                    if let Err(what) = decode(&p, target, &mut ops) {
                         ops.truncate(before);
                         problems.push((what, packet_dwords(dwords, p.at)));
                         continue;
@@ -557,7 +571,13 @@ impl Program {
 
     /// Runs the program on every XCC of `dev` at `now`.
     pub(super) fn run(&self, dev: &mut Device, device: u32, now: u64) {
-        let mut cache = Cache::new(dev, &self.target.arch);
+        let mut cache = match dev.perf.cache.take() {
+            Some(mut cache) => {
+                cache.renew(dev, &self.target.arch);
+                cache
+            }
+            None => Box::new(Cache::new(dev, &self.target.arch)),
+        };
         let xccs = cache.geometry.xcc.max(1) as usize;
         if dev.perf.xccs.len() < xccs {
             dev.perf.xccs.resize_with(xccs, Xcc::default);
@@ -565,6 +585,7 @@ impl Program {
         for x in 0..xccs {
             self.run_on(dev, device, x, now, &mut cache, 0);
         }
+        dev.perf.cache = Some(cache);
     }
 
     fn run_on(
@@ -586,7 +607,7 @@ impl Program {
                 }
                 Op::Write(reg, value) => {
                     cache.written(*reg);
-                    write(dev, &self.target, &cache.geometry, x, *reg, *value, now);
+                    write(dev, self.target, &cache.geometry, x, *reg, *value, now);
                 }
                 Op::Copy { src, dst, wide } => {
                     let value = self.source(dev, x, *src, *wide, now, cache);
@@ -595,7 +616,7 @@ impl Program {
                             cache.written(*reg);
                             write(
                                 dev,
-                                &self.target,
+                                self.target,
                                 &cache.geometry,
                                 x,
                                 *reg,
@@ -638,8 +659,8 @@ impl Program {
                         dev.perf.xccs[x].grbm = *v;
                     }
                     let hi = next_register(*lo).unwrap_or(*lo);
-                    let low = read(dev, &self.target, x, *lo, now, cache);
-                    let high = read(dev, &self.target, x, hi, now, cache);
+                    let low = read(dev, self.target, x, *lo, now, cache);
+                    let high = read(dev, self.target, x, hi, now, cache);
                     // SAFETY: as for COPY_DATA.
                     unsafe {
                         store(*dst, u64::from(low), false);
@@ -703,10 +724,19 @@ impl Program {
                 _ => None,
             });
         }
-        let lookups: Vec<Option<Lookup>> = prepared
-            .iter()
-            .map(|p| p.map(|i| cache.prepared[i].1.lookup()))
-            .collect();
+        let lookup = |p: &Option<usize>| p.map(|i| cache.prepared[i].1.lookup());
+        // The counters of a run are few: their lookups fit on the stack.
+        let mut few: [Option<Lookup>; 32] = [const { None }; 32];
+        let many: Vec<Option<Lookup>>;
+        let lookups = if prepared.len() <= few.len() {
+            for (slot, p) in few.iter_mut().zip(&prepared) {
+                *slot = lookup(p);
+            }
+            &few[..prepared.len()]
+        } else {
+            many = prepared.iter().map(lookup).collect();
+            &many[..]
+        };
         let clock = cache.clock;
         for &(dst, key, position) in &plan.reads {
             let value = match lookups.get(key as usize) {
@@ -722,7 +752,6 @@ impl Program {
                 }
             }
         }
-        drop(lookups);
         cache.run_prepared = prepared;
         dev.perf.xccs[x].grbm = run.grbm_after;
         cache.last = None;
@@ -744,7 +773,7 @@ impl Program {
             _ => &run.writes,
         };
         for &(reg, value) in writes {
-            write(dev, &self.target, &geometry, x, reg, value, now);
+            write(dev, self.target, &geometry, x, reg, value, now);
         }
         applied[x] = Some((dev.perf.xccs[x].selects.generation, entry, geometry));
         cache.last = None;
@@ -779,7 +808,7 @@ impl Program {
                 continue;
             }
             let select = |k: u8| xs.selects.get(step.b, block, &geometry, (i, se, k));
-            let (event, accum) = selected_event(&self.target, step.b, step.k, select);
+            let (event, accum) = selected_event(self.target, step.b, step.k, select);
             let key = (step.b, event, accum);
             let index = match keys.iter().position(|k| *k == key) {
                 Some(index) => index,
@@ -823,12 +852,12 @@ impl Program {
             // SAFETY: memory of this process named by the packet.
             Source::Memory(addr) => unsafe { load(addr, wide) },
             Source::Register(reg) => {
-                let lo = read(dev, &self.target, x, reg, now, cache);
+                let lo = read(dev, self.target, x, reg, now, cache);
                 if !wide {
                     return u64::from(lo);
                 }
                 let next =
-                    next_register(reg).map_or(0, |r| read(dev, &self.target, x, r, now, cache));
+                    next_register(reg).map_or(0, |r| read(dev, self.target, x, r, now, cache));
                 u64::from(lo) | u64::from(next) << 32
             }
         }
@@ -1193,6 +1222,26 @@ fn write(
         Register::SqCtrl => xs.sq_ctrl = value,
         Register::SqMask => xs.sq_mask = value,
         Register::Lo(..) | Register::Hi(..) => {}
+        Register::Select(..) | Register::ResultControl(_) => {
+            write_block_register(dev, target, geometry, x, reg, value, now)
+        }
+    }
+}
+
+/// A write to a block's select or result-control register (see [`write`]), kept out of the
+/// writes of the command processor's own registers.
+#[inline(never)]
+fn write_block_register(
+    dev: &mut Device,
+    target: &Target,
+    geometry: &Geometry,
+    x: usize,
+    reg: Reg,
+    value: u32,
+    now: u64,
+) {
+    let xs = &mut dev.perf.xccs[x];
+    match reg.register {
         Register::Select(b, k) => {
             let Some(block) = target.block(b) else {
                 return;
@@ -1235,6 +1284,7 @@ fn write(
                 }
             }
         }
+        _ => {}
     }
 }
 
@@ -1253,9 +1303,14 @@ type PreparedKey = (u32, u32, u32, Vec<(u64, u64)>);
 /// What one run of a buffer works out once: the device's geometry and clock, block layouts and
 /// the model values prepared.
 struct Cache {
+    /// The architecture whose blocks `layouts` are of.
+    arch: String,
     geometry: Geometry,
     clock: u32,
+    /// Model values prepared: the first `live` by this run, the others kept from earlier runs
+    /// for their memory.
     prepared: Vec<(PreparedKey, Prepared)>,
+    live: usize,
     scratch: Vec<(u64, u64)>,
     /// Which prepared value serves (block id, event, accumulation, interval source: an XCC's
     /// CP counting or an MC instance's), until counting intervals change.
@@ -1270,15 +1325,32 @@ struct Cache {
 impl Cache {
     fn new(dev: &Device, arch: &str) -> Cache {
         Cache {
+            arch: arch.to_string(),
             geometry: geometry_of(dev, arch),
             clock: super::clock_of(dev, arch),
             prepared: Vec::new(),
+            live: 0,
             scratch: Vec::new(),
             memo: Vec::new(),
             layouts: [None; BLOCKS.len()],
             last: None,
             run_prepared: Vec::new(),
         }
+    }
+
+    /// Makes this the cache of a new run on `dev`: nothing of the last run's kept but its
+    /// memory, and its block layouts while the geometry is the same.
+    fn renew(&mut self, dev: &Device, arch: &str) {
+        let geometry = geometry_of(dev, arch);
+        if geometry != self.geometry || arch != self.arch {
+            self.layouts = [None; BLOCKS.len()];
+            self.geometry = geometry;
+            self.arch = arch.to_string();
+        }
+        self.clock = super::clock_of(dev, arch);
+        self.live = 0;
+        self.memo.clear();
+        self.last = None;
     }
 
     /// The sample layout of block `b` (the same for the whole run).
@@ -1354,45 +1426,49 @@ impl Cache {
         name: impl FnOnce() -> Option<&'static str>,
     ) -> usize {
         let clock = self.clock;
-        let found = self
-            .prepared
+        let found = self.prepared[..self.live]
             .iter()
             .position(|(k, _)| (k.0, k.1, k.2) == (block.id, event, accum) && k.3 == self.scratch);
-        match found {
-            Some(i) => i,
+        if let Some(i) = found {
+            return i;
+        }
+        let geometry = self.geometry;
+        let name = name();
+        let class = if accum == 0 {
+            class_of(name)
+        } else {
+            Class::Kernel
+        };
+        let intervals = self.scratch.as_slice();
+        let from = intervals.iter().map(|i| i.0).min().unwrap_or(u64::MAX);
+        let to = intervals.iter().map(|i| i.1).max().unwrap_or(0);
+        let per_kernel = dev
+            .kernels_between(from, to)
+            .iter()
+            .filter(|k: &&KernelRecord| intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a))
+            .map(|k| {
+                let values = k.shape.values(block, name, event, accum, &geometry);
+                (k.start, k.end, values)
+            });
+        let what = (event, accum, class);
+        let index = self.live;
+        match self.prepared.get_mut(index) {
+            // An entry of an earlier run: filled again in its own memory.
+            Some((key, prepared)) => {
+                (key.0, key.1, key.2) = (block.id, event, accum);
+                key.3.clear();
+                key.3.extend_from_slice(intervals);
+                prepared.refill(block.id, what, intervals, clock, per_kernel);
+            }
             None => {
-                let key = (block.id, event, accum, self.scratch.clone());
-                let geometry = self.geometry;
-                let name = name();
-                let class = if accum == 0 {
-                    class_of(name)
-                } else {
-                    Class::Kernel
-                };
-                let intervals = &key.3;
-                let from = intervals.iter().map(|i| i.0).min().unwrap_or(u64::MAX);
-                let per_kernel = dev
-                    .kernels_from(from)
-                    .iter()
-                    .filter(|k: &&KernelRecord| {
-                        intervals.iter().any(|&(a, b)| k.start <= b && k.end >= a)
-                    })
-                    .map(|k| {
-                        let values = k.shape.values(block, name, event, accum, &geometry);
-                        (k.start, k.end, values)
-                    })
-                    .collect();
-                let prepared = Prepared::new(
-                    block.id,
-                    (event, accum, class),
-                    intervals,
-                    clock,
-                    per_kernel,
-                );
+                let prepared =
+                    Prepared::new(block.id, what, intervals, clock, per_kernel.collect());
+                let key = (block.id, event, accum, intervals.to_vec());
                 self.prepared.push((key, prepared));
-                self.prepared.len() - 1
             }
         }
+        self.live += 1;
+        index
     }
 }
 

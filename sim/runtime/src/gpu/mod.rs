@@ -132,7 +132,9 @@ impl DeviceInfo {
 /// the same geometry over and over.
 struct Shape {
     dispatch: Dispatch,
-    values: Mutex<HashMap<ValueKey, Arc<Vec<u64>>>>,
+    /// The values worked out so far, one entry per counter a read asked for on the kernel: a
+    /// few, found by comparing.
+    values: Mutex<Vec<(ValueKey, Arc<Vec<u64>>)>>,
 }
 
 /// What a model value vector depends on besides the dispatch: block id, event, accumulation
@@ -150,19 +152,20 @@ impl Shape {
         geometry: &Geometry,
     ) -> Arc<Vec<u64>> {
         let mut values = self.values.lock().unwrap_or_else(|p| p.into_inner());
-        values
-            .entry((block.id, event, accum, *geometry))
-            .or_insert_with(|| {
-                Arc::new(model::event_values(
-                    &self.dispatch,
-                    geometry,
-                    block,
-                    name,
-                    event,
-                    accum,
-                ))
-            })
-            .clone()
+        let key = (block.id, event, accum, *geometry);
+        if let Some((_, found)) = values.iter().find(|(k, _)| *k == key) {
+            return Arc::clone(found);
+        }
+        let found = Arc::new(model::event_values(
+            &self.dispatch,
+            geometry,
+            block,
+            name,
+            event,
+            accum,
+        ));
+        values.push((key, Arc::clone(&found)));
+        found
     }
 }
 
@@ -171,6 +174,10 @@ struct KernelRecord {
     shape: Arc<Shape>,
     start: u64,
     end: u64,
+    /// The latest end of this kernel and every kernel recorded before it (kept when older
+    /// records are pruned, so it may only be later than theirs): what finds the first kernel
+    /// still running at a time.
+    ends_by: u64,
 }
 
 /// A counter register: the event it counts and when it counted.
@@ -207,8 +214,6 @@ struct Device {
     kernels: Vec<KernelRecord>,
     /// Whether `kernels` are in order of start (each launched no earlier than the one before).
     kernels_unordered: bool,
-    /// The longest kernel recorded so far, in nanoseconds.
-    longest_kernel: u64,
     /// Counters of the simulator's private commands (architectures without register facts).
     registers: Registers,
     /// Perf-counter registers of the gfx9 family, as PM4 packets program them.
@@ -221,23 +226,24 @@ struct Device {
 }
 
 impl Device {
-    /// The recorded kernels among which are all that end at or after `t`: when kernels were
-    /// recorded in order of start, those that start after `t` less the longest kernel's length.
-    fn kernels_from(&self, t: u64) -> &[KernelRecord] {
+    /// The recorded kernels among which are all that end at or after `from` and start at or
+    /// before `to`: when kernels were recorded in order of start, those from the first that
+    /// some kernel up to it still ran at `from`, to the last that started by `to`.
+    fn kernels_between(&self, from: u64, to: u64) -> &[KernelRecord] {
         if self.kernels_unordered {
             return &self.kernels;
         }
-        let first = self
-            .kernels
-            .partition_point(|k| k.start.saturating_add(self.longest_kernel) < t);
-        &self.kernels[first..]
+        let first = self.kernels.partition_point(|k| k.ends_by < from);
+        let last = self.kernels.partition_point(|k| k.start <= to);
+        self.kernels.get(first..last).unwrap_or(&[])
     }
 }
 
 /// A command buffer compiled for its device.
 enum Compiled {
-    /// Real PM4 packets, executed at register level.
-    Pm4(cp::Program),
+    /// Real PM4 packets, executed at register level (shared, so that running it leaves it
+    /// where it is kept).
+    Pm4(Arc<cp::Program>),
     /// The simulator's private counter commands.
     Private(program::Program),
 }
@@ -314,6 +320,20 @@ impl KernelRun<'_> {
         self.dispatch_at(info.clock_mhz)
     }
 
+    /// Whether `dispatch` is this run's, on a clock of `clock_mhz` (as [`Self::dispatch_at`]
+    /// would make it, without making it).
+    fn is(&self, dispatch: &Dispatch, clock_mhz: u32) -> bool {
+        dispatch.kernel == self.kernel
+            && dispatch.grid == self.grid
+            && dispatch.workgroup == self.workgroup
+            && dispatch.group_segment_size == self.group_segment_size
+            && dispatch.private_segment_size == self.private_segment_size
+            && dispatch.wave_size == self.wave_size
+            && dispatch.scale == self.variation.map_or(variation::UNIT, |v| v.scale)
+            && dispatch.cycles == cycles_between(self.start_ns, self.end_ns, clock_mhz)
+            && dispatch.arch == self.arch
+    }
+
     fn dispatch_at(&self, clock_mhz: u32) -> Dispatch {
         Dispatch {
             arch: self.arch.to_string(),
@@ -343,28 +363,41 @@ pub fn kernel_started(run: &KernelRun) {
     {
         let mut devs = devices();
         let dev = devs.entry(run.device_index).or_default();
-        let dispatch = run.dispatch_at(clock_of(dev, run.arch));
-        let shape = match dev.shapes.get(&dispatch) {
+        let clock = clock_of(dev, run.arch);
+        // Applications launch the same kernel with the same geometry over and over.
+        let last = dev.kernels.last().map(|k| &k.shape);
+        let shape = match last.filter(|shape| run.is(&shape.dispatch, clock)) {
             Some(shape) => Arc::clone(shape),
-            None => {
-                if dev.shapes.len() >= SHAPE_CACHE {
-                    dev.shapes.clear();
-                }
-                let shape = Arc::new(Shape {
-                    dispatch: dispatch.clone(),
-                    values: Mutex::default(),
-                });
-                dev.shapes.insert(dispatch, Arc::clone(&shape));
-                shape
-            }
+            None => shape_of(dev, run.dispatch_at(clock)),
         };
         let (start, end) = (run.start_ns, run.end_ns.max(run.start_ns));
         dev.kernels_unordered |= dev.kernels.last().is_some_and(|k| k.start > start);
-        dev.longest_kernel = dev.longest_kernel.max(end - start);
-        dev.kernels.push(KernelRecord { shape, start, end });
+        let ends_by = dev.kernels.last().map_or(end, |k| k.ends_by.max(end));
+        dev.kernels.push(KernelRecord {
+            shape,
+            start,
+            end,
+            ends_by,
+        });
         prune(dev);
     }
     truth::record(run);
+}
+
+/// The shape of `dispatch` on `dev`, the one seen recently or a new one.
+fn shape_of(dev: &mut Device, dispatch: Dispatch) -> Arc<Shape> {
+    if let Some(shape) = dev.shapes.get(&dispatch) {
+        return Arc::clone(shape);
+    }
+    if dev.shapes.len() >= SHAPE_CACHE {
+        dev.shapes.clear();
+    }
+    let shape = Arc::new(Shape {
+        dispatch: dispatch.clone(),
+        values: Mutex::default(),
+    });
+    dev.shapes.insert(dispatch, Arc::clone(&shape));
+    shape
 }
 
 /// Drops kernels no register can still see: those that ended before the latest start of every
@@ -404,16 +437,26 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
         unsafe { std::slice::from_raw_parts(ib_addr as *const u32, ib_size_dwords as usize) };
     let mut devs = devices();
     let dev = devs.entry(device_index).or_default();
-    let cached = dev.programs.remove(&ib_addr);
-    let (program, armed) = match cached {
-        Some((p, mut armed)) => {
-            if watch::unchanged(p.dwords(), dwords, &mut armed) {
-                (Some(p), armed)
-            } else {
-                // `unchanged` armed the watch again before reading the buffer.
-                (compile(dev, device_index, ib_addr, dwords), armed)
-            }
+    // What is known of the buffer: compiled when it last ran, and whether it changed since.
+    let known = dev.programs.get_mut(&ib_addr).map(|(p, armed)| {
+        // When the buffer changed, `unchanged` armed the watch again before reading it.
+        let unchanged = watch::unchanged(p.dwords(), dwords, armed);
+        match p {
+            Compiled::Pm4(p) if unchanged => Some(Arc::clone(p)),
+            _ => None,
         }
+        .ok_or(unchanged)
+    });
+    let (program, armed) = match known {
+        Some(Ok(program)) => {
+            program.run(dev, device_index, now_ns);
+            return;
+        }
+        Some(Err(unchanged)) => match dev.programs.remove(&ib_addr) {
+            Some((p, armed)) if unchanged => (Some(p), armed),
+            Some((_, armed)) => (compile(dev, device_index, ib_addr, dwords), armed),
+            None => return,
+        },
         None => {
             // Armed before the buffer is read to compile it.
             let armed = watch::arm(dwords);
@@ -463,11 +506,11 @@ fn compile(dev: &mut Device, device_index: u32, ib_addr: u64, dwords: &[u32]) ->
                     }
                 },
             };
-            Some(Compiled::Pm4(cp::Program::compile(
+            Some(Compiled::Pm4(Arc::new(cp::Program::compile(
                 dwords,
                 &arch,
                 device_index,
-            )))
+            ))))
         }
     }
 }

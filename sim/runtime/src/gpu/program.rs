@@ -235,43 +235,69 @@ impl Prepared {
         clock: u32,
         per_kernel: Vec<(u64, u64, Arc<Vec<u64>>)>,
     ) -> Prepared {
-        let mut whole = Vec::new();
-        let mut partial = Vec::new();
-        for (s, e, v) in &per_kernel {
-            let seen: Vec<(u8, u8)> = intervals
-                .iter()
-                .map(|&(a, b)| (seen_by(*s, *e, a), seen_by(*s, *e, b)))
-                .collect();
-            if seen.iter().any(|&(a, b)| a == 1 || b == 1) {
-                partial.push((*s, *e, Arc::clone(v)));
-            } else {
-                let times = seen.iter().filter(|&&seen| seen == (0, 2)).count() as u64;
-                if times > 0 {
-                    whole.push((times, Arc::clone(v)));
-                }
-            }
-        }
-        let busy_all = if class == Class::Busy {
-            let spans: Vec<(u64, u64)> = per_kernel.iter().map(|&(s, e, _)| (s, e)).collect();
-            busy_cycles(&spans, intervals, clock)
-        } else {
-            0
-        };
-        Prepared {
-            busy_all,
+        let mut prepared = Prepared {
             block,
             event,
             accum,
             class,
-            window: intervals
-                .iter()
-                .map(|&(a, b)| cycles_between(a, b, clock))
-                .sum(),
-            intervals: intervals.to_vec(),
+            intervals: Vec::new(),
+            window: 0,
             per_kernel,
-            whole,
-            partial,
+            whole: Vec::new(),
+            partial: Vec::new(),
+            busy_all: 0,
+        };
+        prepared.prepare(intervals, clock);
+        prepared
+    }
+
+    /// Makes this the preparation of `block`'s `event` (with `accum`, of `class`) counted over
+    /// `intervals` on the kernels `per_kernel` gives, keeping the memory it held.
+    pub(super) fn refill(
+        &mut self,
+        block: u32,
+        (event, accum, class): (u32, u32, Class),
+        intervals: &[(u64, u64)],
+        clock: u32,
+        per_kernel: impl Iterator<Item = (u64, u64, Arc<Vec<u64>>)>,
+    ) {
+        (self.block, self.event, self.accum, self.class) = (block, event, accum, class);
+        self.per_kernel.clear();
+        self.per_kernel.extend(per_kernel);
+        self.prepare(intervals, clock);
+    }
+
+    /// Works out from `per_kernel` what every position's value needs.
+    fn prepare(&mut self, intervals: &[(u64, u64)], clock: u32) {
+        self.whole.clear();
+        self.partial.clear();
+        for (s, e, v) in &self.per_kernel {
+            let seen = || {
+                intervals
+                    .iter()
+                    .map(|&(a, b)| (seen_by(*s, *e, a), seen_by(*s, *e, b)))
+            };
+            if seen().any(|(a, b)| a == 1 || b == 1) {
+                self.partial.push((*s, *e, Arc::clone(v)));
+            } else {
+                let times = seen().filter(|&seen| seen == (0, 2)).count() as u64;
+                if times > 0 {
+                    self.whole.push((times, Arc::clone(v)));
+                }
+            }
         }
+        self.busy_all = if self.class == Class::Busy {
+            let spans: Vec<(u64, u64)> = self.per_kernel.iter().map(|&(s, e, _)| (s, e)).collect();
+            busy_cycles(&spans, intervals, clock)
+        } else {
+            0
+        };
+        self.window = intervals
+            .iter()
+            .map(|&(a, b)| cycles_between(a, b, clock))
+            .sum();
+        self.intervals.clear();
+        self.intervals.extend_from_slice(intervals);
     }
 
     /// Writes the register's values at sample positions `first..` of its block to `out`.
