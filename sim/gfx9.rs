@@ -483,34 +483,41 @@ pub enum Register {
 /// The register at dword address `address`, if the GPU models it.
 pub fn register(address: u32) -> Option<Register> {
     use std::sync::OnceLock;
-    static MAP: OnceLock<std::collections::HashMap<u32, Register>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        let mut map = std::collections::HashMap::new();
-        map.insert(GRBM_GFX_INDEX, Register::GrbmGfxIndex);
-        map.insert(CP_PERFMON_CNTL, Register::CpPerfmonCntl);
-        map.insert(RLC_PERFMON_CLK_CNTL, Register::RlcPerfmonClkCntl);
-        map.insert(COMPUTE_PERFCOUNT_ENABLE, Register::ComputePerfcountEnable);
-        map.insert(SQ_PERFCOUNTER_CTRL, Register::SqCtrl);
-        map.insert(SQ_PERFCOUNTER_MASK, Register::SqMask);
+    // Sorted by address, searched by halves: command buffers are compiled register by register.
+    static MAP: OnceLock<Vec<(u32, Register)>> = OnceLock::new();
+    let map = MAP.get_or_init(|| {
+        let mut map = vec![
+            (GRBM_GFX_INDEX, Register::GrbmGfxIndex),
+            (CP_PERFMON_CNTL, Register::CpPerfmonCntl),
+            (RLC_PERFMON_CLK_CNTL, Register::RlcPerfmonClkCntl),
+            (COMPUTE_PERFCOUNT_ENABLE, Register::ComputePerfcountEnable),
+            (SQ_PERFCOUNTER_CTRL, Register::SqCtrl),
+            (SQ_PERFCOUNTER_MASK, Register::SqMask),
+        ];
         for (b, regs) in BLOCKS.iter().enumerate() {
             let b = b as u8;
             for (k, &a) in regs.select.iter().enumerate() {
-                map.insert(a, Register::Select(b, k as u8));
+                map.push((a, Register::Select(b, k as u8)));
             }
             for (k, &a) in regs.lo.iter().enumerate() {
-                map.insert(a, Register::Lo(b, k as u8));
+                map.push((a, Register::Lo(b, k as u8)));
             }
             for (k, &a) in regs.hi.iter().enumerate() {
-                map.insert(a, Register::Hi(b, k as u8));
+                map.push((a, Register::Hi(b, k as u8)));
             }
             if matches!(regs.style, Style::Mc | Style::Aid) {
-                map.insert(regs.control, Register::ResultControl(b));
+                map.push((regs.control, Register::ResultControl(b)));
             }
         }
+        // An address given twice is the register given last.
+        map.reverse();
+        map.sort_by_key(|&(a, _)| a);
+        map.dedup_by_key(|&mut (a, _)| a);
         map
-    })
-    .get(&address)
-    .copied()
+    });
+    map.binary_search_by_key(&address, |&(a, _)| a)
+        .ok()
+        .map(|i| map[i].1)
 }
 
 /// PM4 type-3 header for a packet of `ndw` dwords (header included).

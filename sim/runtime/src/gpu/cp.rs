@@ -707,22 +707,33 @@ impl Program {
         let xs = &dev.perf.xccs[x];
         let sq_counts = xs.compute_enable && xs.sq_ctrl & sq::CTRL_CS != 0;
         let mut prepared = std::mem::take(&mut cache.run_prepared);
-        prepared.clear();
         if let Some(sampled) = xs.sampled_at {
             cache.clip(&xs.counting, sampled);
         }
-        for (&(b, event, accum), &name) in plan.keys.iter().zip(&plan.names) {
-            let block = self.target.block(b);
-            let counts = match BLOCKS[b as usize].style {
-                Style::Sq => sq_counts,
-                _ => true,
-            };
-            prepared.push(match (block, xs.sampled_at) {
-                (Some(block), Some(_)) if counts => {
-                    Some(cache.prepared_clipped(dev, block, (event, accum), || name))
-                }
-                _ => None,
-            });
+        // XCCs of one device usually read the same counters over the same intervals: the
+        // values the last XCC of this run prepared serve this one.
+        let state = (xs.sampled_at.is_some(), sq_counts);
+        let same = cache.run_state == Some(state)
+            && cache.run_keys == plan.keys
+            && (xs.sampled_at.is_none() || cache.run_intervals == cache.scratch);
+        if !same {
+            prepared.clear();
+            for (&(b, event, accum), &name) in plan.keys.iter().zip(&plan.names) {
+                let block = self.target.block(b);
+                let counts = match BLOCKS[b as usize].style {
+                    Style::Sq => sq_counts,
+                    _ => true,
+                };
+                prepared.push(match (block, xs.sampled_at) {
+                    (Some(block), Some(_)) if counts => {
+                        Some(cache.prepared_clipped(dev, block, (event, accum), || name))
+                    }
+                    _ => None,
+                });
+            }
+            cache.run_state = Some(state);
+            cache.run_keys.clone_from(&plan.keys);
+            cache.run_intervals.clone_from(&cache.scratch);
         }
         let lookup = |p: &Option<usize>| p.map(|i| cache.prepared[i].1.lookup());
         // The counters of a run are few: their lookups fit on the stack.
@@ -1320,6 +1331,11 @@ struct Cache {
     last: Option<((usize, Reg, u32), u64)>,
     /// Prepared values of the counters of the sample run being run, kept across runs.
     run_prepared: Vec<Option<usize>>,
+    /// What `run_prepared` was prepared for, while it holds for this run: whether the XCC had
+    /// sampled and its SQ counted, the counters, and the counting intervals.
+    run_state: Option<(bool, bool)>,
+    run_keys: Vec<(u8, u32, u32)>,
+    run_intervals: Vec<(u64, u64)>,
 }
 
 impl Cache {
@@ -1335,6 +1351,9 @@ impl Cache {
             layouts: [None; BLOCKS.len()],
             last: None,
             run_prepared: Vec::new(),
+            run_state: None,
+            run_keys: Vec::new(),
+            run_intervals: Vec::new(),
         }
     }
 
@@ -1349,6 +1368,7 @@ impl Cache {
         }
         self.clock = super::clock_of(dev, arch);
         self.live = 0;
+        self.run_state = None;
         self.memo.clear();
         self.last = None;
     }

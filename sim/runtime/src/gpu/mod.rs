@@ -27,7 +27,7 @@ pub mod variation;
 mod watch;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use arch::{tables, Block, Geometry};
 use model::Dispatch;
@@ -276,10 +276,23 @@ const SHAPE_CACHE: usize = 4096;
 /// for each new one.
 const PROGRAM_CACHE: usize = 4096;
 
-fn devices() -> MutexGuard<'static, HashMap<u32, Device>> {
-    static STATE: OnceLock<Mutex<HashMap<u32, Device>>> = OnceLock::new();
+/// Every device's counter state, by device index.
+struct Devices(Vec<Device>);
+
+impl Devices {
+    /// Device `index`, made on first use.
+    fn at(&mut self, index: u32) -> &mut Device {
+        let index = index as usize;
+        if self.0.len() <= index {
+            self.0.resize_with(index + 1, Device::default);
+        }
+        &mut self.0[index]
+    }
+}
+
+fn devices() -> MutexGuard<'static, Devices> {
+    static STATE: Mutex<Devices> = Mutex::new(Devices(Vec::new()));
     STATE
-        .get_or_init(Default::default)
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -294,12 +307,16 @@ pub fn set_host_memory(is_host: fn(usize, usize) -> bool) {
 /// Tells the counter model the topology and clock of device `device_index`. Devices never
 /// registered use the reference chip of the architecture of their kernels.
 pub fn register_device(device_index: u32, info: DeviceInfo) {
-    devices().entry(device_index).or_default().info = Some(info);
+    devices().at(device_index).info = Some(info);
 }
 
 /// The topology and clock the model uses for device `device_index` running `arch` kernels.
 pub fn device_info(device_index: u32, arch: &str) -> DeviceInfo {
-    match devices().get(&device_index).and_then(|d| d.info.clone()) {
+    match devices()
+        .0
+        .get(device_index as usize)
+        .and_then(|d| d.info.clone())
+    {
         Some(info) if info.arch == arch => info,
         _ => DeviceInfo::reference(arch),
     }
@@ -362,7 +379,7 @@ fn clock_of(dev: &Device, arch: &str) -> u32 {
 pub fn kernel_started(run: &KernelRun) {
     {
         let mut devs = devices();
-        let dev = devs.entry(run.device_index).or_default();
+        let dev = devs.at(run.device_index);
         let clock = clock_of(dev, run.arch);
         // Applications launch the same kernel with the same geometry over and over.
         let last = dev.kernels.last().map(|k| &k.shape);
@@ -436,7 +453,7 @@ pub fn execute_pm4_ib(device_index: u32, ib_addr: u64, ib_size_dwords: u32, now_
     let dwords =
         unsafe { std::slice::from_raw_parts(ib_addr as *const u32, ib_size_dwords as usize) };
     let mut devs = devices();
-    let dev = devs.entry(device_index).or_default();
+    let dev = devs.at(device_index);
     // What is known of the buffer: compiled when it last ran, and whether it changed since.
     let known = dev.programs.get_mut(&ib_addr).map(|(p, armed)| {
         // When the buffer changed, `unchanged` armed the watch again before reading it.
@@ -518,6 +535,6 @@ fn compile(dev: &mut Device, device_index: u32, ib_addr: u64, dwords: &[u32]) ->
 /// Executes decoded commands on device `device_index` at `now_ns`.
 pub fn execute(device_index: u32, commands: &[Command], now_ns: u64) {
     let mut devs = devices();
-    let dev = devs.entry(device_index).or_default();
+    let dev = devs.at(device_index);
     program::Program::compile(&[], commands, &mut dev.registers).run(dev, now_ns);
 }
