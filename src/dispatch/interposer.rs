@@ -23,6 +23,7 @@ use super::roctx::Roctx;
 use super::runtime::Hsa;
 use super::selection::{Decision, Enclosing, Selector};
 use super::warn_once;
+use crate::fast_map::FastMap;
 use crate::hsa::*;
 
 /// The key of the one chain of counted dispatches over every GPU (kernel replay); agent handles
@@ -41,7 +42,7 @@ pub struct Interposer {
     kernels: KernelNames,
     session: OnceLock<Session>,
     loader: OnceLock<Option<hsa_ven_amd_loader_1_03_pfn_t>>,
-    queues: Mutex<HashMap<usize, usize>>,
+    queues: Mutex<FastMap<usize, usize>>,
     /// The application's allocations (tracked with kernel replay only).
     memory: Arc<Memory>,
     /// rtl-pmc's roctx library, when the application runs with it.
@@ -54,8 +55,8 @@ struct Session {
     signals: Arc<SignalPool>,
     completion: Arc<Completion>,
     aqlprofile: Option<Arc<Aqlprofile>>,
-    counters: HashMap<u64, Arc<GpuCounters>>,
-    chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>>,
+    counters: FastMap<u64, Arc<GpuCounters>>,
+    chains: FastMap<u64, Mutex<Option<Arc<ChainLink>>>>,
     dispatch_ids: AtomicU64,
     /// Per GPU agent handle, the queues created on it so far.
     queues_created: Mutex<HashMap<u64, u32>>,
@@ -97,7 +98,7 @@ pub fn install(tables: Tables, config: Config, selector: Selector) -> bool {
         kernels: KernelNames::default(),
         session: OnceLock::new(),
         loader: OnceLock::new(),
-        queues: Mutex::new(HashMap::new()),
+        queues: Mutex::new(FastMap::default()),
     };
     if INTERPOSER.set(state).is_err() {
         super::warn(
@@ -204,7 +205,7 @@ impl Interposer {
                 self.roctx.clone(),
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
-            let mut chains: HashMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
+            let mut chains: FastMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
                 .gpus
                 .iter()
                 .map(|g| (g.agent.handle, Mutex::new(None)))
@@ -227,8 +228,8 @@ impl Interposer {
     fn gpu_counters(
         &self,
         agents: &Agents,
-    ) -> (Option<Arc<Aqlprofile>>, HashMap<u64, Arc<GpuCounters>>) {
-        let mut out = HashMap::new();
+    ) -> (Option<Arc<Aqlprofile>>, FastMap<u64, Arc<GpuCounters>>) {
+        let mut out = FastMap::default();
         let groups_of = |gpu: &Gpu| -> Vec<Vec<crate::passes::plan_file::PlanEvent>> {
             if let Some(groups) = self.config.groups.get(&gpu.arch) {
                 return groups.clone();

@@ -1,6 +1,5 @@
 //! Which dispatches are wrapped, and which event group each wrapped dispatch collects.
 
-use std::collections::HashMap;
 use std::sync::Mutex;
 
 use regex::Regex;
@@ -62,7 +61,7 @@ pub struct Selector {
 struct Counts {
     dispatches: u64,
     launches: FastMap<String, u64>,
-    wrapped_per_agent: HashMap<u32, u64>,
+    wrapped_per_agent: FastMap<u32, u64>,
 }
 
 fn compile(which: &'static str, pattern: &Option<String>) -> Result<Option<Regex>, SelectionError> {
