@@ -147,8 +147,9 @@ struct SamplePlan {
     keys: Vec<(u8, u32, u32)>,
     /// The counter name of each key, looked up once.
     names: Vec<Option<&'static str>>,
-    /// Per step: where LO and HI go, index into `keys` (or [`ZERO`]) and sample position.
-    reads: Vec<(u64, u32, u32)>,
+    /// The steps by counter read: the index into `keys` (or [`ZERO`]), and per step where LO
+    /// and HI go and the sample position.
+    reads: Vec<(u32, Vec<(u64, u32)>)>,
 }
 
 /// A step of a [`SamplePlan`] that reads 0 (outside the block's layout, or no such block).
@@ -749,17 +750,35 @@ impl Program {
             &many[..]
         };
         let clock = cache.clock;
-        for &(dst, key, position) in &plan.reads {
-            let value = match lookups.get(key as usize) {
-                Some(Some(lookup)) => lookup.value(position as usize, clock),
-                _ => 0,
-            };
-            // SAFETY: as for COPY_DATA. LO then HI, little-endian: the 64-bit value.
-            unsafe {
-                if dst != 0 {
-                    (dst as *mut u64).write_unaligned(value);
-                } else {
-                    store(dst + 4, value >> 32, false);
+        // SAFETY: as for COPY_DATA. LO then HI, little-endian: the 64-bit value.
+        let put = |dst: u64, value: u64| unsafe {
+            if dst != 0 {
+                (dst as *mut u64).write_unaligned(value);
+            } else {
+                store(dst + 4, value >> 32, false);
+            }
+        };
+        for (key, steps) in &plan.reads {
+            match lookups.get(*key as usize) {
+                Some(Some(Lookup::Direct(values))) => {
+                    for &(dst, position) in steps {
+                        put(dst, values.get(position as usize).copied().unwrap_or(0));
+                    }
+                }
+                Some(Some(Lookup::Constant(value))) => {
+                    for &(dst, _) in steps {
+                        put(dst, *value);
+                    }
+                }
+                Some(Some(lookup)) => {
+                    for &(dst, position) in steps {
+                        put(dst, lookup.value(position as usize, clock));
+                    }
+                }
+                _ => {
+                    for &(dst, _) in steps {
+                        put(dst, 0);
+                    }
                 }
             }
         }
@@ -830,6 +849,16 @@ impl Program {
             };
             reads.push((step.dst, index as u32, layout.index(x as u32, i, se) as u32));
         }
+        // Grouped by counter, each group in step order, so that a run looks each counter up
+        // once.
+        let mut by_key: Vec<(u32, Vec<(u64, u32)>)> = Vec::new();
+        for (dst, key, position) in reads {
+            match by_key.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, steps)) => steps.push((dst, position)),
+                None => by_key.push((key, vec![(dst, position)])),
+            }
+        }
+        let reads = by_key;
         let arch = self.target.arch.as_str();
         let names = keys
             .iter()
