@@ -47,6 +47,8 @@ use runner::{Bench, Config};
 
 /// Dispatches per configuration by default, over all its threads (rounded up to whole batches).
 const DISPATCHES: u64 = 100_000;
+/// Dispatches per configuration with `--instructions` (and twice as many).
+const INSTRUCTION_DISPATCHES: u64 = 4096;
 /// Packets per batch; the last one carries the completion signal the thread waits for.
 pub const BATCH: u64 = 64;
 /// The most simulated GPUs a configuration has (`sim/configs/gfx942x8.json`).
@@ -125,6 +127,8 @@ struct Options {
     keep: Option<PathBuf>,
     /// The fixed set of `--scaling` instead of the configurations above.
     scaling: bool,
+    /// Instructions per dispatch under callgrind instead of times.
+    instructions: bool,
 }
 
 /// Whether and how the interposer is loaded.
@@ -171,6 +175,7 @@ impl Mode {
 const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches 100000[,N...]] [--runs N] \
                      [--threads 1,4,16] [--queues 1[,N...]] [--gpus 1[,N...]] \
                      [--modes none,timing,counters2,counters8,counters16] [--keep DIR]\n       \
+                     rtl-dispatch-bench --instructions [the options above but --runs]\n       \
                      rtl-dispatch-bench --scaling [--runs N] [--keep DIR]\n       \
                      rtl-dispatch-bench --replay [options]";
 
@@ -198,6 +203,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         modes: Mode::ALL.to_vec(),
         keep: None,
         scaling: false,
+        instructions: false,
     };
     let mut fixed = Vec::new();
     let mut runs = None;
@@ -205,6 +211,11 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     while let Some(flag) = args.next() {
         if flag == "--scaling" {
             options.scaling = true;
+            continue;
+        }
+        if flag == "--instructions" {
+            options.instructions = true;
+            fixed.push(flag.as_str());
             continue;
         }
         let known = [
@@ -266,6 +277,10 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     }
     // `--scaling` compares more configurations of different sizes, in more runs each.
     options.runs = runs.unwrap_or(if options.scaling { 5 } else { 3 });
+    // Under callgrind a dispatch takes some fifty times as long, and its count does not vary.
+    if options.instructions && !fixed.contains(&"--dispatches") {
+        options.dispatches = vec![INSTRUCTION_DISPATCHES];
+    }
     if let (true, Some(flag)) = (options.scaling, fixed.first()) {
         return Err(format!(
             "{flag} cannot be combined with --scaling, which measures a fixed set of configurations (only --runs and --keep apply)"
@@ -290,6 +305,26 @@ fn grid(options: &Options) -> Result<(), String> {
                             mode.name(),
                             config.dispatches
                         );
+                        if options.instructions {
+                            match bench.instructions(config) {
+                                Ok((m, none)) => println!(
+                                    "{line} instructions_per_dispatch={:.0} application={:.0} worker={:.0} gpu={:.0} other={:.0} none_instructions_per_dispatch={:.0} ratio={:.2}",
+                                    m.total(),
+                                    m.application,
+                                    m.worker,
+                                    m.gpu,
+                                    m.other,
+                                    none.total(),
+                                    m.total() / none.total()
+                                ),
+                                Err(e) => {
+                                    failed += 1;
+                                    println!("{line} failed");
+                                    eprintln!("{line}: {e}");
+                                }
+                            }
+                            continue;
+                        }
                         match bench.compare(config) {
                             Ok((m, none)) => {
                                 let samples = m
@@ -535,6 +570,22 @@ mod tests {
         assert!(scaling.scaling);
         assert_eq!(scaling.runs, 1);
         assert_eq!(parse("--scaling").unwrap().runs, 5);
+    }
+
+    #[test]
+    fn instructions_count_fewer_dispatches_unless_told() {
+        let options = parse("--instructions --modes counters16").unwrap();
+        assert!(options.instructions);
+        assert_eq!(options.dispatches, [INSTRUCTION_DISPATCHES]);
+        assert_eq!(options.modes, [Mode::None, Mode::Counters16]);
+        let told = parse("--dispatches 1024 --instructions").unwrap();
+        assert_eq!(told.dispatches, [1024]);
+        assert!(!parse("").unwrap().instructions);
+        assert_eq!(
+            parse("--scaling --instructions").unwrap_err(),
+            "--instructions cannot be combined with --scaling, which measures a fixed set of \
+             configurations (only --runs and --keep apply)"
+        );
     }
 
     #[test]

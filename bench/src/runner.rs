@@ -326,28 +326,7 @@ impl Bench {
         plan: Option<&Path>,
         config: Config,
     ) -> Result<Run, String> {
-        let args = [
-            config.threads.to_string(),
-            config.dispatches.to_string(),
-            config.queues.to_string(),
-            config.gpus.to_string(),
-        ];
-        let mut command = Command::new(&self.exe);
-        command
-            .arg("--child")
-            .args(&args)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .env("RTL_SIM_SLOW", SLOW)
-            .env_remove("HSA_TOOLS_LIB")
-            .env_remove(PLAN_ENV)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(plan) = plan {
-            let tool = self.exe.with_file_name("librtl_pmc.so");
-            command.env("HSA_TOOLS_LIB", tool).env(PLAN_ENV, plan);
-        }
+        let (command, args) = self.child_command(Command::new(&self.exe), env, plan, config);
         let what = format!("--child {}", args.join(" "));
         let per_dispatch = u32::try_from(config.dispatches).unwrap_or(u32::MAX);
         let limit = TIME_LIMIT.saturating_add(TIME_PER_DISPATCH.saturating_mul(per_dispatch));
@@ -370,6 +349,182 @@ impl Bench {
                 config.mode.name()
             )),
         }
+    }
+
+    /// `command` (this program, or a program running it) made to run the child of `config`
+    /// in `env`, with the tool and `plan` when given; and the child's arguments.
+    fn child_command(
+        &self,
+        mut command: Command,
+        env: &[(String, String)],
+        plan: Option<&Path>,
+        config: Config,
+    ) -> (Command, [String; 4]) {
+        let args = [
+            config.threads.to_string(),
+            config.dispatches.to_string(),
+            config.queues.to_string(),
+            config.gpus.to_string(),
+        ];
+        command
+            .arg("--child")
+            .args(&args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .env("RTL_SIM_SLOW", SLOW)
+            .env_remove("HSA_TOOLS_LIB")
+            .env_remove(PLAN_ENV)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(plan) = plan {
+            let tool = self.exe.with_file_name("librtl_pmc.so");
+            command.env("HSA_TOOLS_LIB", tool).env(PLAN_ENV, plan);
+        }
+        (command, args)
+    }
+
+    /// Instructions per dispatch of `config` and of the same configuration without the tool,
+    /// each by thread: the difference between children of `2 N` and `N` dispatches under
+    /// callgrind, divided by `N`, so that start-up and shut-down cancel out.
+    pub fn instructions(&mut self, config: Config) -> Result<(Instructions, Instructions), String> {
+        eprintln!(
+            "counting instructions: mode={} threads={} queues={} gpus={} dispatches={} and twice as many",
+            config.mode.name(),
+            config.threads,
+            config.queues,
+            config.gpus,
+            config.dispatches,
+        );
+        let env = self.system(config.gpus)?.env.clone();
+        let plan = self.plan(config.mode, config.gpus)?;
+        let per_dispatch = |plan: Option<&Path>, config: Config| -> Result<Instructions, String> {
+            let twice = Config {
+                dispatches: 2 * config.dispatches,
+                ..config
+            };
+            let one = self.counted_child(&env, plan, config)?;
+            let two = self.counted_child(&env, plan, twice)?;
+            Ok(two.minus(&one).per(config.dispatches))
+        };
+        let none = per_dispatch(None, config.without_tool())?;
+        match &plan {
+            Some(plan) => Ok((per_dispatch(Some(plan), config)?, none)),
+            None => Ok((none.clone(), none)),
+        }
+    }
+
+    /// The instructions of one child run under callgrind, by thread.
+    fn counted_child(
+        &self,
+        env: &[(String, String)],
+        plan: Option<&Path>,
+        config: Config,
+    ) -> Result<Instructions, String> {
+        let dir = self.dir.join("callgrind");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let mut valgrind = Command::new("valgrind");
+        valgrind
+            .arg("--tool=callgrind")
+            .arg("--separate-threads=yes")
+            .arg(format!(
+                "--callgrind-out-file={}/callgrind.%p",
+                dir.display()
+            ))
+            .arg(&self.exe);
+        let (mut command, args) = self.child_command(valgrind, env, plan, config);
+        // Write watches need userfaultfd, which valgrind does not run: command buffers are
+        // compared in full instead.
+        command.env("RTL_SIM_NO_WRITE_WATCH", "1");
+        let what = format!("valgrind {} --child {}", self.exe.display(), args.join(" "));
+        let per_dispatch = u32::try_from(config.dispatches).unwrap_or(u32::MAX);
+        let limit = TIME_LIMIT.saturating_add(CALLGRIND_PER_DISPATCH.saturating_mul(per_dispatch));
+        let (status, stdout, stderr) = run_with_limit(command, limit)
+            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.name()))?;
+        if !status.success() {
+            return Err(format!(
+                "{what} (mode {}) failed ({status}):\n{stdout}{stderr}",
+                config.mode.name()
+            ));
+        }
+        Instructions::read(&dir)
+    }
+}
+
+/// What a child under callgrind may take per dispatch before it is taken to hang.
+const CALLGRIND_PER_DISPATCH: Duration = Duration::from_millis(100);
+
+/// Instructions executed, by the role of the thread that executed them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Instructions {
+    /// The application's dispatching threads, with the tool's dispatch path.
+    pub application: f64,
+    /// The tool's completion worker.
+    pub worker: f64,
+    /// The simulated GPUs' threads.
+    pub gpu: f64,
+    /// Every other thread (start-up, the simulator's helpers).
+    pub other: f64,
+}
+
+impl Instructions {
+    /// The totals of callgrind's per-thread files in `dir`, each thread's role known by the
+    /// functions it ran.
+    fn read(dir: &Path) -> Result<Instructions, String> {
+        let mut out = Instructions::default();
+        let files = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for file in files.flatten() {
+            let text = std::fs::read_to_string(file.path())
+                .map_err(|e| format!("{}: {e}", file.path().display()))?;
+            // Callgrind leaves the file without a thread number empty when it writes one per
+            // thread.
+            if text.is_empty() {
+                continue;
+            }
+            let total = text
+                .lines()
+                .find_map(|l| l.strip_prefix("summary:").or(l.strip_prefix("totals:")))
+                .and_then(|t| t.trim().parse::<f64>().ok())
+                .ok_or_else(|| format!("{}: no instruction total", file.path().display()))?;
+            let ran = |function: &str| text.contains(function);
+            let role = if ran("workload::dispatch_empty") {
+                &mut out.application
+            } else if ran("completion::Completion::run") {
+                &mut out.worker
+            } else if ran("device::run") {
+                &mut out.gpu
+            } else {
+                &mut out.other
+            };
+            *role += total;
+        }
+        Ok(out)
+    }
+
+    fn minus(&self, other: &Instructions) -> Instructions {
+        Instructions {
+            application: self.application - other.application,
+            worker: self.worker - other.worker,
+            gpu: self.gpu - other.gpu,
+            other: self.other - other.other,
+        }
+    }
+
+    fn per(&self, dispatches: u64) -> Instructions {
+        let n = dispatches as f64;
+        Instructions {
+            application: self.application / n,
+            worker: self.worker / n,
+            gpu: self.gpu / n,
+            other: self.other / n,
+        }
+    }
+
+    /// Every thread's together.
+    pub fn total(&self) -> f64 {
+        self.application + self.worker + self.gpu + self.other
     }
 }
 
