@@ -48,6 +48,9 @@ const LAZY_LIMIT: usize = 256;
 /// Signals a thread takes from the pool at once.
 const STASH: usize = 32;
 
+/// Counter value vectors of written records kept for the next reads.
+const SPARE_VALUES: usize = 64;
+
 thread_local! {
     /// The calling thread's signals taken from the pool, with the fork generation they were
     /// taken in.
@@ -532,6 +535,8 @@ impl Completion {
         // Per round: the queues of the dispatches completed, and the records to write.
         let mut finished: Vec<usize> = Vec::new();
         let mut records: Vec<Named> = Vec::new();
+        // The counter values of records written, whose vectors the next reads fill.
+        let mut spare: Vec<Vec<Vec<u64>>> = Vec::new();
         loop {
             if let Some(wake) = self.wake {
                 self.hsa.signal_store(wake, 0);
@@ -574,10 +579,15 @@ impl Completion {
             };
             pending.append(&mut arrived);
             finished.clear();
-            records.clear();
+            for named in records.drain(..) {
+                let counters = named.record.counters;
+                if !counters.is_empty() && spare.len() < SPARE_VALUES {
+                    spare.push(counters);
+                }
+            }
             records.append(&mut notes);
             self.complete_awaited(&mut pending);
-            pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records) {
+            pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records, &mut spare) {
                 true => {
                     finished.push(p.queue);
                     false
@@ -751,12 +761,13 @@ impl Completion {
 
     /// Moves a dispatch on as far as its signals allow; whether it is complete. Its records (one
     /// per pass) go to `out` as they complete (with kernel replay, together at the end), the
-    /// signals it no longer needs to `spent`.
+    /// signals it no longer needs to `spent`; its counter values fill vectors of `spare`.
     fn advance(
         &self,
         p: &mut Pending,
         spent: &mut Vec<hsa_signal_t>,
         out: &mut Vec<Named>,
+        spare: &mut Vec<Vec<Vec<u64>>>,
     ) -> bool {
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
@@ -818,7 +829,9 @@ impl Completion {
             };
             if let Some(counted) = pass.counted.take() {
                 record.group = Some(counted.set.group as u32);
-                record.counters = counted.gpu.values(&counted.set);
+                record.counters = counted
+                    .gpu
+                    .values(&counted.set, spare.pop().unwrap_or_default());
                 counted.gpu.give_back(counted.set);
             }
             let named = Named {
