@@ -587,13 +587,15 @@ impl Completion {
             }
             records.append(&mut notes);
             self.complete_awaited(&mut pending);
-            pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records, &mut spare) {
-                true => {
-                    finished.push(p.queue);
-                    false
-                }
-                false => true,
-            });
+            pending.retain_mut(
+                |p| match self.advance(p, &mut spent, &mut records, &mut spare) {
+                    true => {
+                        finished.push(p.queue);
+                        false
+                    }
+                    false => true,
+                },
+            );
             self.signals.give_all(&mut spent);
             let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
             if stop {
