@@ -931,6 +931,22 @@ impl GpuCounters {
         pools.ready[set.group].push(set);
     }
 
+    /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
+    /// lock, leaving `sets` empty.
+    pub fn give_back_all(&self, sets: &mut Vec<PacketSet>) {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if pools.closed {
+            drop(pools);
+            return sets.drain(..).for_each(|set| self.release(set));
+        }
+        for set in sets.drain(..) {
+            while pools.ready.len() <= set.group {
+                pools.ready.push(Vec::new());
+            }
+            pools.ready[set.group].push(set);
+        }
+    }
+
     /// Takes back the packet set of a dispatch that never completed: it is deleted at
     /// [`GpuCounters::close`], keeping its buffers, which the GPU may still write.
     pub fn abandon(&self, set: PacketSet) {
