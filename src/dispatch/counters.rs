@@ -425,11 +425,8 @@ struct GroupEvents {
 /// afterwards: no matching per sample.
 #[derive(Debug)]
 struct V2Layout {
-    /// The events reported, as [`event_words`] packs them.
-    events: Vec<[u64; 2]>,
-    /// Each sample: its sample id in the low [`SAMPLE_ID_BITS`], its event's index in `events`
-    /// above. Eight bytes a sample, so that a read goes through as little memory as it can.
-    samples: Vec<u64>,
+    /// Each sample's event and sample id, as [`sample_key`] packs them.
+    samples: Vec<[u64; 3]>,
     /// Consecutive reported samples of one plan event: (plan event, first sample, samples), in
     /// reported order.
     runs: Vec<(usize, usize, usize)>,
@@ -496,26 +493,11 @@ impl GroupEvents {
                 _ => runs.push((plan, i, 1)),
             }
         }
-        let mut events: Vec<[u64; 2]> = Vec::new();
-        let mut packed = Vec::with_capacity(reported.len());
-        for &(event, id, _) in reported {
-            let words = event_words(event);
-            let index = match events.iter().rposition(|e| *e == words) {
-                Some(i) => i,
-                None => {
-                    events.push(words);
-                    events.len() - 1
-                }
-            };
-            // Ids or events beyond what a packed sample holds: reads match sample by sample.
-            if id >> SAMPLE_ID_BITS != 0 || index >> (64 - SAMPLE_ID_BITS) != 0 {
-                return;
-            }
-            packed.push(id | (index as u64) << SAMPLE_ID_BITS);
-        }
         let layout = V2Layout {
-            events,
-            samples: packed,
+            samples: reported
+                .iter()
+                .map(|&(e, id, _)| sample_key(e, id))
+                .collect(),
             runs,
             sizes,
         };
@@ -1207,24 +1189,21 @@ type LegacyIterate = unsafe extern "C" fn(
 /// them; they are sorted into plan events afterwards, in one loop.
 type V2Samples = Vec<(aqlprofile_pmc_event_t, u64, u64)>;
 
-/// A v2 event as two words, compared at once (the two registers it is passed in).
+/// A v2 sample's event and sample id as three words, compared at once.
 #[inline]
-fn event_words(event: aqlprofile_pmc_event_t) -> [u64; 2] {
+fn sample_key(event: aqlprofile_pmc_event_t, sample: u64) -> [u64; 3] {
     [
         u64::from(event.block_index) | u64::from(event.event_id) << 32,
         u64::from(event.flags) | u64::from(event.block_name) << 32,
+        sample,
     ]
 }
-
-/// Bits of a packed [`V2Layout`] sample that hold its sample id.
-const SAMPLE_ID_BITS: u32 = 48;
 
 /// What the v2 data callback fills when the group's layout is known: the values in reported
 /// order, in an array with room for exactly the samples the layout expects, and whether every
 /// sample so far was the one expected.
 struct LaidOut<'a> {
-    events: &'a [[u64; 2]],
-    expected: &'a [u64],
+    expected: &'a [[u64; 3]],
     values: &'a mut [u64],
     reported: usize,
     matches: bool,
@@ -1249,7 +1228,6 @@ fn read_laid_out(
             values.resize(n, 0);
         }
         let mut read = LaidOut {
-            events: &layout.events,
             expected: &layout.samples,
             values: &mut values[..n],
             reported: 0,
@@ -1277,12 +1255,9 @@ unsafe extern "C" fn v2_laid_out_sample(
     // SAFETY: `data` is the LaidOut of `read_laid_out`, alive for the iteration.
     let read = unsafe { &mut *(data as *mut LaidOut) };
     let n = read.reported;
-    let words = event_words(event);
+    let key = sample_key(event, sample);
     match (read.expected.get(n), read.values.get_mut(n)) {
-        (Some(&packed), Some(slot))
-            if packed & ((1 << SAMPLE_ID_BITS) - 1) == sample
-                && read.events.get((packed >> SAMPLE_ID_BITS) as usize) == Some(&words) =>
-        {
+        (Some(e), Some(slot)) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
             *slot = value;
             read.reported = n + 1;
         }

@@ -25,29 +25,14 @@ pub(crate) fn agent(handle: aqlprofile_agent_handle_t) -> Option<Agent> {
     agents().get(usize::try_from(handle.handle).ok()?).cloned()
 }
 
-/// What `aqlprofile_pmc_iterate_data` reports for a packet set, worked out once (the packets
-/// are read many times): the events, and each sample in report order, packed so that a read
-/// goes through one small array.
-struct Reported {
-    /// The caller's events, by request.
-    events: Vec<aqlprofile_pmc_event_t>,
-    samples: Vec<ReportedSample>,
-}
-
-/// One sample iterate_data reports.
-#[derive(Clone, Copy)]
-struct ReportedSample {
-    /// Its event, an index in [`Reported::events`].
-    event: u32,
-    /// Its u64 slot in the output buffer.
-    slot: u32,
-    /// Its v2 sample id.
-    id: u64,
-}
+/// One sample `aqlprofile_pmc_iterate_data` reports: the event, its v2 sample id, and its
+/// index in the output buffer.
+type Reported = (aqlprofile_pmc_event_t, u64, usize);
 
 /// Buffers and layout of one `aqlprofile_pmc_create_packets` call.
 struct Session {
-    reported: Arc<Reported>,
+    /// What iterate_data reports, worked out once: the packets are read many times.
+    reported: Arc<[Reported]>,
     output: *mut c_void,
     command: *mut c_void,
     dealloc: aqlprofile_memory_dealloc_callback_t,
@@ -433,27 +418,20 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
 }
 
 /// The samples of `plan` iterate_data reports, in output order.
-fn reported(plan: &Plan) -> Arc<Reported> {
-    let events = plan
-        .requests
-        .iter()
-        .map(|r| aqlprofile_pmc_event_t {
-            block_index: r.block_index,
-            event_id: r.event_id,
-            flags: r.flags,
-            block_name: r.block_name,
-        })
-        .collect();
-    let samples = plan
-        .v2_reported_samples()
+fn reported(plan: &Plan) -> Arc<[Reported]> {
+    plan.v2_reported_samples()
         .into_iter()
-        .map(|(slot, id, request)| ReportedSample {
-            event: u32::try_from(request).expect("fewer than 2^32 events"),
-            slot: u32::try_from(slot).expect("fewer than 2^32 output slots"),
-            id,
+        .map(|(index, id, request)| {
+            let r = &plan.requests[request];
+            let event = aqlprofile_pmc_event_t {
+                block_index: r.block_index,
+                event_id: r.event_id,
+                flags: r.flags,
+                block_name: r.block_name,
+            };
+            (event, id, index)
         })
-        .collect();
-    Arc::new(Reported { events, samples })
+        .collect()
 }
 
 impl Session {
@@ -528,17 +506,13 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
             };
             (Arc::clone(&session.reported), session.output as *const u64)
         };
-        // One tight loop over the precomputed samples: an event from a small table, a value
-        // from the output buffer, and the call.
         let zeros = crate::reports_zeros();
-        let events = &reported.events[..];
-        for sample in reported.samples.iter() {
-            // SAFETY: the output buffer holds every sample of the plan, which `slot` is one of.
-            let counted = unsafe { output.add(sample.slot as usize).read_unaligned() };
+        for &(event, id, index) in reported.iter() {
+            // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
+            let counted = unsafe { output.add(index).read_unaligned() };
             let value = if zeros { 0 } else { counted };
-            let event = events[sample.event as usize];
             // SAFETY: calling the caller's callback with its own userdata.
-            match unsafe { callback(event, sample.id, value, userdata) } {
+            match unsafe { callback(event, id, value, userdata) } {
                 HSA_STATUS_SUCCESS => {}
                 HSA_STATUS_INFO_BREAK => return HSA_STATUS_SUCCESS,
                 other => return other,
