@@ -48,6 +48,42 @@ const LAZY_LIMIT: usize = 256;
 /// Signals a thread takes from the pool at once.
 const STASH: usize = 32;
 
+/// Counter value vectors of written records kept for the next reads.
+const SPARE_VALUES: usize = 64;
+
+/// What the dispatches completed in one round of the worker leave, returned together at its
+/// end (one lock per pool and round, not per dispatch: the dispatch path takes from the same
+/// pools), and what the next reads reuse.
+#[derive(Default)]
+struct Leftovers {
+    /// Signals nobody waits on any more.
+    signals: Vec<hsa_signal_t>,
+    /// Packet sets whose values were read, by GPU.
+    sets: Vec<(Arc<GpuCounters>, Vec<PacketSet>)>,
+    /// Counter value vectors of records written, for the next reads to fill.
+    values: Vec<Vec<Vec<u64>>>,
+}
+
+impl Leftovers {
+    /// A packet set of `gpu` whose values were read.
+    fn set(&mut self, gpu: &Arc<GpuCounters>, set: PacketSet) {
+        match self.sets.iter_mut().find(|(g, _)| Arc::ptr_eq(g, gpu)) {
+            Some((_, sets)) => sets.push(set),
+            None => self.sets.push((Arc::clone(gpu), vec![set])),
+        }
+    }
+
+    /// Returns the signals and packet sets to their pools.
+    fn give_back(&mut self, signals: &SignalPool) {
+        signals.give_all(&mut self.signals);
+        for (gpu, sets) in &mut self.sets {
+            if !sets.is_empty() {
+                gpu.give_back_all(sets);
+            }
+        }
+    }
+}
+
 thread_local! {
     /// The calling thread's signals taken from the pool, with the fork generation they were
     /// taken in.
@@ -527,11 +563,11 @@ impl Completion {
         let mut notes: Vec<Named> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
-        let mut spent: Vec<hsa_signal_t> = Vec::new();
         let mut arrived: Vec<Pending> = Vec::new();
         // Per round: the queues of the dispatches completed, and the records to write.
         let mut finished: Vec<usize> = Vec::new();
         let mut records: Vec<Named> = Vec::new();
+        let mut left = Leftovers::default();
         loop {
             if let Some(wake) = self.wake {
                 self.hsa.signal_store(wake, 0);
@@ -574,17 +610,22 @@ impl Completion {
             };
             pending.append(&mut arrived);
             finished.clear();
-            records.clear();
+            for named in records.drain(..) {
+                let counters = named.record.counters;
+                if !counters.is_empty() && left.values.len() < SPARE_VALUES {
+                    left.values.push(counters);
+                }
+            }
             records.append(&mut notes);
             self.complete_awaited(&mut pending);
-            pending.retain_mut(|p| match self.advance(p, &mut spent, &mut records) {
+            pending.retain_mut(|p| match self.advance(p, &mut records, &mut left) {
                 true => {
                     finished.push(p.queue);
                     false
                 }
                 false => true,
             });
-            self.signals.give_all(&mut spent);
+            left.give_back(&self.signals);
             let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
             if stop {
                 if let Some(roctx) = &self.roctx {
@@ -751,13 +792,9 @@ impl Completion {
 
     /// Moves a dispatch on as far as its signals allow; whether it is complete. Its records (one
     /// per pass) go to `out` as they complete (with kernel replay, together at the end), the
-    /// signals it no longer needs to `spent`.
-    fn advance(
-        &self,
-        p: &mut Pending,
-        spent: &mut Vec<hsa_signal_t>,
-        out: &mut Vec<Named>,
-    ) -> bool {
+    /// signals and packet sets it no longer needs to `left`, whose value vectors its counter
+    /// values fill.
+    fn advance(&self, p: &mut Pending, out: &mut Vec<Named>, left: &mut Leftovers) -> bool {
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {
@@ -793,7 +830,7 @@ impl Completion {
                         self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
                     }
                 }
-                spent.push(pass.kernel_signal);
+                left.signals.push(pass.kernel_signal);
                 pass.kernel_done = true;
             }
             if let Some(counted) = &pass.counted {
@@ -818,8 +855,10 @@ impl Completion {
             };
             if let Some(counted) = pass.counted.take() {
                 record.group = Some(counted.set.group as u32);
-                record.counters = counted.gpu.values(&counted.set);
-                counted.gpu.give_back(counted.set);
+                record.counters = counted
+                    .gpu
+                    .values(&counted.set, left.values.pop().unwrap_or_default());
+                left.set(&counted.gpu, counted.set);
             }
             let named = Named {
                 record,

@@ -435,9 +435,14 @@ struct V2Layout {
 }
 
 impl V2Layout {
-    /// The values of a read that matched this layout, stored in reported order, per plan event.
-    fn sort(&self, reported: &[u64]) -> Vec<Vec<u64>> {
-        let mut values: Vec<Vec<u64>> = self.sizes.iter().map(|&n| Vec::with_capacity(n)).collect();
+    /// The values of a read that matched this layout, stored in reported order, per plan event,
+    /// in the vectors of `values` (whatever they held is replaced; their room is reused).
+    fn sort(&self, reported: &[u64], mut values: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
+        values.resize_with(self.sizes.len(), Vec::new);
+        for (event, &n) in values.iter_mut().zip(&self.sizes) {
+            event.clear();
+            event.reserve(n);
+        }
         for &(plan, first, n) in &self.runs {
             values[plan].extend_from_slice(&reported[first..first + n]);
         }
@@ -908,6 +913,22 @@ impl GpuCounters {
         pools.ready[set.group].push(set);
     }
 
+    /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
+    /// lock, leaving `sets` empty.
+    pub fn give_back_all(&self, sets: &mut Vec<PacketSet>) {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if pools.closed {
+            drop(pools);
+            return sets.drain(..).for_each(|set| self.release(set));
+        }
+        for set in sets.drain(..) {
+            while pools.ready.len() <= set.group {
+                pools.ready.push(Vec::new());
+            }
+            pools.ready[set.group].push(set);
+        }
+    }
+
     /// Takes back the packet set of a dispatch that never completed: it is deleted at
     /// [`GpuCounters::close`], keeping its buffers, which the GPU may still write.
     pub fn abandon(&self, set: PacketSet) {
@@ -942,13 +963,15 @@ impl GpuCounters {
     }
 
     /// The values of a completed packet set: per plan event, per sample in aqlprofile's
-    /// (v2) sample order: XCC, then block instance, then position within the instance.
-    pub fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
+    /// (v2) sample order: XCC, then block instance, then position within the instance. The
+    /// vectors of `reuse` (values of an earlier read that were written) hold them when the
+    /// group's layout is known, so that a read allocates nothing.
+    pub fn values(&self, set: &PacketSet, reuse: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
         let group = &self.groups[set.group];
         let read = self.aqlprofile.call(|library| match (library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
                 if let Some(layout) = group.v2_layout() {
-                    if let Some(values) = read_laid_out(v2, *handle, &layout) {
+                    if let Some(values) = read_laid_out(v2, *handle, &layout, reuse) {
                         return Some(values);
                     }
                 }
@@ -1193,7 +1216,12 @@ thread_local! {
 
 /// Reads a v2 packet set's values expecting `layout`: `None` when the library reported anything
 /// else (the caller then matches sample by sample).
-fn read_laid_out(v2: &V2, handle: aqlprofile_handle_t, layout: &V2Layout) -> Option<Vec<Vec<u64>>> {
+fn read_laid_out(
+    v2: &V2,
+    handle: aqlprofile_handle_t,
+    layout: &V2Layout,
+    reuse: Vec<Vec<u64>>,
+) -> Option<Vec<Vec<u64>>> {
     let read = |values: &mut Vec<u64>| {
         let n = layout.samples.len();
         if values.len() < n {
@@ -1208,7 +1236,7 @@ fn read_laid_out(v2: &V2, handle: aqlprofile_handle_t, layout: &V2Layout) -> Opt
         let data = &mut read as *mut LaidOut as *mut c_void;
         // SAFETY: a live handle; `read` outlives the call.
         unsafe { (v2.iterate_data)(handle, Some(v2_laid_out_sample), data) };
-        (read.matches && read.reported == n).then(|| layout.sort(read.values))
+        (read.matches && read.reported == n).then(|| layout.sort(read.values, reuse))
     };
     LAID_OUT.with(|scratch| match scratch.try_borrow_mut() {
         Ok(mut values) => read(&mut values),

@@ -23,16 +23,31 @@
 //! wave_size:u32`, `start end:u64`, `group:u32` (`NONE` = `0xffffffff` for none), then
 //! `replay:u8` (0 or 1) and, when 1, `passes:u32 saved:u64 restored:u64 declined:u32` (a string
 //! id or `NONE`), then `ranges:u32` and that many `u64`, then `events:u32` and per event
-//! `samples:u32` and that many `u64` values. A roctx event: `kind:u8` ([`RegionKind`] in
-//! declaration order), `pid tid:u32`, `id:u64`, `depth:i32`, `timestamp:u64`, `utf8:u8`,
-//! `object:u64`, `name length:u32` (`NONE` for none) and its UTF-8 bytes.
+//! `samples:u32` and its values, packed:
+//!
+//! ```text
+//! values  = group*                 ceil(samples / 8) groups, the last one partial
+//! group   = mask:u8 varint*        bit i of mask set: the group's value i is not zero
+//!                                  (bits past the last sample clear); one varint per set
+//!                                  bit, in bit order; the other values are 0
+//! varint  = LEB128                 7 bits a byte, low bits first, high bit set on every byte
+//!                                  but the last; 1 to 10 bytes, never 0, at most 2^64 - 1
+//! ```
+//!
+//! A roctx event: `kind:u8` ([`RegionKind`] in declaration order), `pid tid:u32`, `id:u64`,
+//! `depth:i32`, `timestamp:u64`, `utf8:u8`, `object:u64`, `name length:u32` (`NONE` for none)
+//! and its UTF-8 bytes.
+//!
+//! Version 3 packs the values; version 2 wrote each as a `u64`. Each frame stands alone (no
+//! value is a delta to an earlier frame's), so any reader can skip frames it does not need.
 //!
 //! Strings (architectures, kernel names, reasons) are written once per file, in a string frame
 //! before the first frame that names them. Each record goes into the buffer whole and the
 //! buffer is written in one piece, so a process killed mid-write leaves at most one incomplete
 //! last frame, which [`read`] skips: everything flushed before stays readable. The counter
-//! values, nearly all of a record's bytes with counters (thousands of numbers per dispatch on a
-//! large GPU), are copied as they are, with no formatting per value.
+//! values are nearly all of a record's bytes with counters (thousands of samples per dispatch
+//! on a large GPU), and mostly zero or small: packed, a sample takes a bit when it is zero and
+//! one to three bytes for most others, instead of eight.
 //!
 //! ```
 //! use rtl_pmc::dispatch::records::{read, Record, RecordFile};
@@ -58,7 +73,7 @@ use crate::fast_map::FastMap;
 /// The first bytes of a raw record file.
 pub const MAGIC: &[u8; 12] = b"rtl-pmc raw\0";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 /// The file name extension of raw record files.
 pub const EXTENSION: &str = "rtlraw";
 /// "None" for optional 32-bit fields and string ids.
@@ -398,7 +413,7 @@ impl RecordFile {
         };
         let b = &mut self.buffer;
         let values: usize = r.counters.iter().map(Vec::len).sum();
-        b.reserve(HEAD + 8 * r.ranges.len() + 4 * r.counters.len() + 8 * values + 40);
+        b.reserve(HEAD + 8 * r.ranges.len() + 4 * r.counters.len() + values.div_ceil(GROUP) + 40);
         let at = begin_frame(b, DISPATCH);
         let mut head = Head::default();
         for v in [r.pid, r.tid, r.agent, r.gpu_index, arch] {
@@ -447,7 +462,7 @@ impl RecordFile {
         put_u32(b, r.counters.len() as u32);
         for event in &r.counters {
             put_u32(b, event.len() as u32);
-            put_u64s(b, event);
+            put_values(b, event);
         }
         end_frame(b, at);
     }
@@ -536,17 +551,64 @@ fn put_u64(buffer: &mut Vec<u8>, value: u64) {
     buffer.extend_from_slice(&value.to_le_bytes());
 }
 
-/// Appends `values` little-endian: on a little-endian host, their bytes as they are, in one copy.
-fn put_u64s(buffer: &mut Vec<u8>, values: &[u64]) {
-    if cfg!(target_endian = "little") {
-        // SAFETY: any u64 is 8 initialised bytes; the slice covers exactly `values`.
-        let bytes = unsafe {
-            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
-        };
-        buffer.extend_from_slice(bytes);
-    } else {
-        values.iter().for_each(|v| put_u64(buffer, *v));
+/// Samples per group of an event's values: one mask byte each.
+const GROUP: usize = 8;
+/// Bytes of a LEB128 varint of a u64 at most.
+const VARINT: usize = 10;
+
+/// Appends one event's values in groups of [`GROUP`]: a byte whose bit `i` says whether the
+/// group's value `i` is not zero, then those values as LEB128 varints. Counters are mostly
+/// zero (instances a kernel did not use, events that did not happen) or small, so a sample
+/// takes a bit or a few bytes instead of eight; a group of zeros is one byte, and eight such
+/// groups are found with one pass over their 64 values.
+fn put_values(buffer: &mut Vec<u8>, values: &[u64]) {
+    let mut blocks = values.chunks_exact(GROUP * GROUP);
+    for block in &mut blocks {
+        if block.iter().fold(0, |any, v| any | v) == 0 {
+            buffer.extend_from_slice(&[0; GROUP]);
+        } else {
+            block
+                .chunks_exact(GROUP)
+                .for_each(|group| put_group(buffer, group));
+        }
     }
+    for group in blocks.remainder().chunks(GROUP) {
+        put_group(buffer, group);
+    }
+}
+
+/// Appends one group of [`put_values`].
+fn put_group(buffer: &mut Vec<u8>, values: &[u64]) {
+    if values.iter().fold(0, |any, v| any | v) == 0 {
+        buffer.push(0);
+        return;
+    }
+    let mut group = [0u8; 1 + GROUP * VARINT];
+    let mut mask = 0u8;
+    let mut len = 1;
+    for (i, &v) in values.iter().enumerate() {
+        if v != 0 {
+            mask |= 1 << i;
+            len += put_varint(&mut group[len..], v);
+        }
+    }
+    group[0] = mask;
+    buffer.extend_from_slice(&group[..len]);
+}
+
+/// Writes `value` as a LEB128 varint (seven bits a byte, low bits first, the high bit set on
+/// every byte but the last) at the start of `out`, which has room for [`VARINT`] bytes; the
+/// bytes written.
+#[inline]
+fn put_varint(out: &mut [u8], mut value: u64) -> usize {
+    let mut n = 0;
+    while value >= 0x80 {
+        out[n] = value as u8 | 0x80;
+        value >>= 7;
+        n += 1;
+    }
+    out[n] = value as u8;
+    n + 1
 }
 
 /// Starts a frame of `kind`; where its length goes, for [`end_frame`].
@@ -794,14 +856,7 @@ impl Reader {
         let events = f.count(4)?;
         r.counters = Vec::with_capacity(events);
         for _ in 0..events {
-            let samples = f.count(8)?;
-            let values = f.take(8 * samples)?;
-            r.counters.push(
-                values
-                    .chunks_exact(8)
-                    .map(|v| u64::from_le_bytes([v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]]))
-                    .collect(),
-            );
+            r.counters.push(f.values()?);
         }
         Ok(r)
     }
@@ -872,6 +927,58 @@ impl<'a> Fields<'a> {
         match n.checked_mul(size) {
             Some(bytes) if bytes <= self.rest.len() => Ok(n),
             _ => Err(format!("{n} items do not fit the frame")),
+        }
+    }
+
+    /// One event's values as [`put_values`] writes them, after their count: at least a mask
+    /// byte per group, so a count the frame cannot hold is damage, not an allocation.
+    fn values(&mut self) -> Result<Vec<u64>, String> {
+        let n = self.u32()? as usize;
+        if n.div_ceil(GROUP) > self.rest.len() {
+            return Err(format!("{n} items do not fit the frame"));
+        }
+        let mut values = Vec::with_capacity(n);
+        while values.len() < n {
+            let in_group = (n - values.len()).min(GROUP);
+            let mask = self.u8()?;
+            if mask == 0 {
+                values.resize(values.len() + in_group, 0);
+                continue;
+            }
+            if u32::from(mask) >> in_group != 0 {
+                return Err(format!(
+                    "value mask {mask:#04x} marks samples past the last of {n}"
+                ));
+            }
+            for i in 0..in_group {
+                values.push(match mask >> i & 1 {
+                    0 => 0,
+                    _ => self.varint()?,
+                });
+            }
+        }
+        Ok(values)
+    }
+
+    /// A LEB128 varint counter value that is not zero.
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut value = 0u64;
+        for (i, &byte) in self.rest.iter().enumerate().take(VARINT) {
+            value |= u64::from(byte & 0x7f) << (7 * i);
+            if byte & 0x80 == 0 {
+                if i == VARINT - 1 && byte > 1 {
+                    break;
+                }
+                self.rest = &self.rest[i + 1..];
+                return match value {
+                    0 => Err("a counter value marked as not zero is zero".into()),
+                    _ => Ok(value),
+                };
+            }
+        }
+        match self.rest.len() < VARINT {
+            true => Err("the frame ends within a counter value".into()),
+            false => Err("a counter value overflows 64 bits".into()),
         }
     }
 }
@@ -1101,7 +1208,7 @@ mod tests {
         assert_eq!(
             errors,
             vec![format!(
-                "{}: raw record format version 1, this build reads version 2",
+                "{}: raw record format version 1, this build reads version 3",
                 path.display()
             )]
         );
@@ -1138,8 +1245,8 @@ mod tests {
         let path = temp("counts");
         let mut file = RecordFile::create(&path).unwrap();
         file.push(&sample(1));
-        let at = file.buffer.len() - 8 - 4;
-        // The last event's sample count, made huge.
+        // The last event's sample count (before a mask byte and u64::MAX's ten bytes), made huge.
+        let at = file.buffer.len() - 11 - 4;
         file.buffer[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
         file.flush().unwrap();
         let errors: Vec<String> = read(&path).map(|r| r.unwrap_err().to_string()).collect();
@@ -1149,5 +1256,144 @@ mod tests {
             "{errors:?}"
         );
         std::fs::remove_file(&path).unwrap();
+    }
+
+    /// A file of `sample(1)` then a dispatch frame whose one event has `samples` samples
+    /// packed as `packed`; the items read from it.
+    fn read_packed(name: &str, samples: u32, packed: &[u8]) -> Vec<Result<Record, String>> {
+        let path = temp(name);
+        let mut file = RecordFile::create(&path).unwrap();
+        file.push(&sample(1));
+        file.flush().unwrap();
+        file.push(&Record {
+            counters: vec![],
+            ..sample(2)
+        });
+        let b = &mut file.buffer;
+        let events = b.len() - 4;
+        b[events..].copy_from_slice(&1u32.to_le_bytes());
+        put_u32(b, samples);
+        b.extend_from_slice(packed);
+        end_frame(b, 0);
+        file.flush().unwrap();
+        let items = read(&path).map(|r| r.map_err(|e| e.to_string())).collect();
+        std::fs::remove_file(&path).unwrap();
+        items
+    }
+
+    #[test]
+    fn values_are_packed_in_groups_of_eight_with_varints_and_read_back_exactly() {
+        let mut values: Vec<u64> = vec![0; 19];
+        let special = [
+            (0, 1),
+            (1, 127),
+            (2, 128),
+            (7, 16_383),
+            (8, 16_384),
+            (10, 1 << 35),
+            (15, u64::MAX),
+            (16, 1 << 63),
+            (18, (1 << 63) - 1),
+        ];
+        for (at, v) in special {
+            values[at] = v;
+        }
+        let mut buffer = Vec::new();
+        put_values(&mut buffer, &values);
+        let expected: Vec<u8> = [
+            vec![0b1000_0111, 1, 127, 0x80, 1, 0xff, 0x7f],
+            vec![0b1000_0101, 0x80, 0x80, 1],
+            vec![0x80, 0x80, 0x80, 0x80, 0x80, 1],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1],
+            vec![
+                0b101, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1,
+            ],
+            vec![0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f],
+        ]
+        .concat();
+        assert_eq!(buffer, expected);
+        let mut f = Fields { rest: &buffer };
+        let mut counted = 19u32.to_le_bytes().to_vec();
+        counted.extend_from_slice(&buffer);
+        f.rest = &counted;
+        assert_eq!(f.values().unwrap(), values);
+        assert!(f.rest.is_empty());
+
+        // Zeros take a bit each; a group of them one byte.
+        let mut zeros = Vec::new();
+        put_values(&mut zeros, &[0; 2128]);
+        assert_eq!(zeros, vec![0; 266]);
+        let mut none = Vec::new();
+        put_values(&mut none, &[]);
+        assert!(none.is_empty());
+
+        let path = temp("packed");
+        let mut file = RecordFile::create(&path).unwrap();
+        let record = Record {
+            counters: vec![values.clone(), vec![0; 2128], vec![], (0..1000).collect()],
+            ..sample(1)
+        };
+        file.push(&record);
+        file.flush().unwrap();
+        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(read_back, [record]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn packed_values_that_break_the_layout_are_damage_naming_it() {
+        let damage = |name, samples, packed: &[u8]| -> String {
+            let items = read_packed(name, samples, packed);
+            assert_eq!(items.len(), 2, "{name}");
+            assert_eq!(items[0].as_ref().unwrap(), &sample(1));
+            let error = items[1].as_ref().unwrap_err();
+            error
+                .split("malformed record: ")
+                .nth(1)
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            damage("mask", 3, &[0b1001, 1, 1]),
+            "value mask 0x09 marks samples past the last of 3"
+        );
+        assert_eq!(
+            damage("zero", 2, &[0b10, 0x80, 0]),
+            "a counter value marked as not zero is zero"
+        );
+        assert_eq!(
+            damage(
+                "overflow",
+                1,
+                &[1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 2]
+            ),
+            "a counter value overflows 64 bits"
+        );
+        assert_eq!(
+            damage(
+                "long",
+                1,
+                &[1, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 1]
+            ),
+            "a counter value overflows 64 bits"
+        );
+        assert_eq!(
+            damage("within", 1, &[1, 0x80, 0x80]),
+            "the frame ends within a counter value"
+        );
+        assert_eq!(damage("short", 9, &[1, 5]), "the frame ends 1 bytes early");
+        assert_eq!(
+            damage("groups", 17, &[0, 0]),
+            "17 items do not fit the frame"
+        );
+        assert_eq!(
+            damage("after", 8, &[0, 0]),
+            "1 bytes after the end of the frame"
+        );
+        let whole = read_packed("whole", 9, &[0b1000_0000, 0x80, 1, 1, 5]);
+        assert_eq!(
+            whole[1].as_ref().unwrap().counters,
+            [vec![0, 0, 0, 0, 0, 0, 0, 128, 5]]
+        );
     }
 }
