@@ -58,15 +58,16 @@ const SPARE_VALUES: usize = 64;
 struct Leftovers {
     /// Signals nobody waits on any more.
     signals: Vec<hsa_signal_t>,
-    /// Packet sets whose values were read, by GPU.
-    sets: Vec<(Arc<GpuCounters>, Vec<PacketSet>)>,
+    /// Packet sets whose values were read, by GPU (boxed as their pools keep them).
+    #[allow(clippy::vec_box)]
+    sets: Vec<(Arc<GpuCounters>, Vec<Box<PacketSet>>)>,
     /// Counter value vectors of records written, for the next reads to fill.
     values: Vec<Vec<Vec<u64>>>,
 }
 
 impl Leftovers {
     /// A packet set of `gpu` whose values were read.
-    fn set(&mut self, gpu: &Arc<GpuCounters>, set: PacketSet) {
+    fn set(&mut self, gpu: &Arc<GpuCounters>, set: Box<PacketSet>) {
         match self.sets.iter_mut().find(|(g, _)| Arc::ptr_eq(g, gpu)) {
             Some((_, sets)) => sets.push(set),
             None => self.sets.push((Arc::clone(gpu), vec![set])),
@@ -190,7 +191,7 @@ pub struct CountedPart {
     /// The GPU's counters (pool owner).
     pub gpu: Arc<GpuCounters>,
     /// The packet set programmed around the kernel.
-    pub set: PacketSet,
+    pub set: Box<PacketSet>,
     /// This dispatch's stop signal.
     pub done: Arc<ChainLink>,
     /// The previous counted dispatch's stop signal, held until this one completes.
@@ -224,7 +225,6 @@ impl PassRun {
 /// The runs of a pending dispatch: one (no allocation), or several with kernel replay.
 // The one run is inline on purpose: a box would be allocated on the dispatch path and freed on
 // the completion worker, which costs both threads the allocator's lock.
-#[allow(clippy::large_enum_variant)]
 enum Passes {
     One(PassRun),
     Several(Vec<PassRun>),

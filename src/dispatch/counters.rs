@@ -543,13 +543,15 @@ pub struct GpuCounters {
     pools: Mutex<Pools>,
 }
 
-/// The packet sets a GPU is not using.
+/// The packet sets a GPU is not using, boxed: each moves between the pool, the dispatch path
+/// and the completion worker as a pointer.
 #[derive(Default)]
+#[allow(clippy::vec_box)]
 struct Pools {
     /// Per group, sets ready for a dispatch.
-    ready: Vec<Vec<PacketSet>>,
+    ready: Vec<Vec<Box<PacketSet>>>,
     /// Sets of dispatches that never completed: the GPU may still write their buffers.
-    abandoned: Vec<PacketSet>,
+    abandoned: Vec<Box<PacketSet>>,
     /// After [`GpuCounters::close`]: sets given back are deleted at once.
     closed: bool,
 }
@@ -732,8 +734,9 @@ impl GpuCounters {
         }
     }
 
-    /// Builds a new packet set for group `group`.
-    fn create(&self, group: usize) -> Result<PacketSet, CounterError> {
+    /// Builds a new packet set for group `group`, boxed: a dispatch moves it to the completion
+    /// worker and back to the pool, a pointer instead of its packets.
+    fn create(&self, group: usize) -> Result<Box<PacketSet>, CounterError> {
         let created = self
             .aqlprofile
             .call(|library| match library {
@@ -744,7 +747,7 @@ impl GpuCounters {
         if created.is_ok() {
             self.aqlprofile.live.fetch_add(1, Ordering::SeqCst);
         }
-        created
+        created.map(Box::new)
     }
 
     fn create_v2(&self, v2: &V2, group: usize) -> Result<PacketSet, CounterError> {
@@ -867,7 +870,8 @@ impl GpuCounters {
 
     /// Deletes a packet set: v2 through `aqlprofile_pmc_delete_packets` (which returns its
     /// buffers through `dealloc_cb`), legacy by freeing its buffers.
-    fn release(&self, set: PacketSet) {
+    fn release(&self, set: Box<PacketSet>) {
+        let set = *set;
         let released = self.aqlprofile.call(|library| match (library, set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
                 // SAFETY: a handle from create_packets, deleted once.
@@ -887,7 +891,7 @@ impl GpuCounters {
     }
 
     /// A packet set for `group`, from the pool or new.
-    pub fn take(&self, group: usize) -> Result<PacketSet, CounterError> {
+    pub fn take(&self, group: usize) -> Result<Box<PacketSet>, CounterError> {
         {
             let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
             if pools.closed {
@@ -901,7 +905,7 @@ impl GpuCounters {
     }
 
     /// Returns a packet set whose values were read.
-    pub fn give_back(&self, set: PacketSet) {
+    pub fn give_back(&self, set: Box<PacketSet>) {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         if pools.closed {
             drop(pools);
@@ -915,7 +919,8 @@ impl GpuCounters {
 
     /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
     /// lock, leaving `sets` empty.
-    pub fn give_back_all(&self, sets: &mut Vec<PacketSet>) {
+    #[allow(clippy::vec_box)]
+    pub fn give_back_all(&self, sets: &mut Vec<Box<PacketSet>>) {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         if pools.closed {
             drop(pools);
@@ -931,7 +936,7 @@ impl GpuCounters {
 
     /// Takes back the packet set of a dispatch that never completed: it is deleted at
     /// [`GpuCounters::close`], keeping its buffers, which the GPU may still write.
-    pub fn abandon(&self, set: PacketSet) {
+    pub fn abandon(&self, set: Box<PacketSet>) {
         let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
         pools.abandoned.push(set);
         if pools.closed {
