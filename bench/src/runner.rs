@@ -491,7 +491,7 @@ impl Instructions {
             let ran = |function: &str| text.contains(function);
             let role = if ran("workload::dispatch_empty") {
                 &mut out.application
-            } else if ran("completion::Completion::run") {
+            } else if ran("rtl_pmc::dispatch::completion::") {
                 &mut out.worker
             } else if ran("device::run") {
                 &mut out.gpu
