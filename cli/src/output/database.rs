@@ -177,8 +177,13 @@ const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
 const MERGED_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
-/// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
-const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
+/// SQLite's page cache, KiB: fixed, so memory stays flat however many dispatches there are.
+const CACHE_KIB: i64 = 16384;
+
+/// The pragma that gives a connection a page cache of `kib` KiB.
+fn cache_size(kib: i64) -> String {
+    format!("PRAGMA cache_size=-{kib};")
+}
 
 /// The page size once dispatches go in. The database is created with small pages, so that a
 /// disk too full for it is found before the application runs; the first pass rebuilds it with
@@ -705,6 +710,11 @@ impl Drop for Database {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_file(&self.temporary);
+            for log in ["-wal", "-shm"] {
+                let mut name = self.temporary.clone().into_os_string();
+                name.push(log);
+                let _ = std::fs::remove_file(name);
+            }
         }
     }
 }
@@ -814,7 +824,7 @@ impl Database {
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
                  PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF;",
             )?;
-            conn.execute_batch(CACHE_SIZE)?;
+            conn.execute_batch(&cache_size(CACHE_KIB))?;
             conn.execute_batch(SCHEMA)?;
             Ok(conn)
         });
@@ -1024,7 +1034,10 @@ impl Database {
         if !self.bulk_pages {
             // Rebuilt while it holds next to nothing: a few milliseconds.
             // The rebuild forgets the cache size.
-            let grow = format!("PRAGMA page_size={BULK_PAGE_SIZE}; VACUUM; {CACHE_SIZE}");
+            let grow = format!(
+                "PRAGMA page_size={BULK_PAGE_SIZE}; VACUUM; {}",
+                cache_size(CACHE_KIB)
+            );
             self.err(self.conn.execute_batch(&grow))?;
             self.bulk_pages = true;
         }
@@ -2142,36 +2155,106 @@ impl Database {
 
     /// Finishes the database: with `keep`, renames it to its final name and returns that; else
     /// removes it.
-    pub fn commit(mut self, keep: bool) -> Result<Option<PathBuf>, DatabaseError> {
+    pub fn commit(self, keep: bool) -> Result<Option<PathBuf>, DatabaseError> {
+        self.commit_while(keep, |_| Ok::<_, DatabaseError>(()))
+            .map(|(path, ())| path)
+    }
+
+    /// [`Database::commit`] while `read` reads the database as the passes left it (the merged
+    /// files): with `keep`, on a second connection and a thread of its own while this one writes
+    /// rocpd's tables, which the read never sees (the database is in WAL mode for that time,
+    /// the read's snapshot taken before rocpd's tables are written); else before the database
+    /// is removed. The database keeps its temporary name, and is removed, when `read` fails,
+    /// whose error comes first.
+    pub fn commit_while<T: Send, E: From<DatabaseError> + Send>(
+        mut self,
+        keep: bool,
+        read: impl FnOnce(&Database) -> Result<T, E> + Send,
+    ) -> Result<(Option<PathBuf>, T), E> {
         if self.in_transaction {
-            self.err(self.conn.execute_batch("COMMIT"))?;
+            if let Err(e) = self.err(self.conn.execute_batch("COMMIT")) {
+                read(&self)?;
+                return Err(e.into());
+            }
             self.in_transaction = false;
         }
         if !keep {
-            return Ok(None);
+            return Ok((None, read(&self)?));
         }
-        self.index_merged()?;
-        let rocpd = (|| {
-            let run = self.run_info()?;
-            // The projection's temporary tables get a small page cache of their own, so that
-            // memory stays flat however many dispatches there are.
-            self.err(
-                self.conn
-                    .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
-            )?;
-            // The roctx tables exist once a pass had regions; the projection reads them anyway.
-            self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
-            self.make_values()?;
-            let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
-            self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
-            self.err(self.conn.execute_batch("COMMIT"))
-        })();
+        let reader = self.index_merged().and_then(|()| self.reader());
+        let reader = match reader {
+            Ok(reader) => reader,
+            Err(e) => {
+                read(&self)?;
+                return Err(e.into());
+            }
+        };
+        let (read, rocpd) = std::thread::scope(|scope| {
+            let reading = scope.spawn(move || read(&reader));
+            let rocpd = self.write_rocpd();
+            let read = reading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (read, rocpd)
+        });
+        let read = read?;
         rocpd?;
-        // Statistics from a sample of each index are enough for the planner.
+        Ok((self.finish()?, read))
+    }
+
+    /// A second connection that reads the database as it is now, while this one goes on
+    /// writing: the database leaves its exclusive lock for WAL mode (no automatic checkpoints,
+    /// one at [`Database::finish`]), and the reader's snapshot is taken at once.
+    fn reader(&self) -> Result<Database, DatabaseError> {
+        self.err(self.conn.execute_batch(
+            "PRAGMA locking_mode=NORMAL; SELECT count(*) FROM rtl_pass;
+             PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;",
+        ))?;
+        let conn = self.err(Connection::open_with_flags(
+            &self.temporary,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
+        ))?;
+        // Both page caches together are the size of the one while inserting.
+        let split = cache_size(CACHE_KIB / 2);
+        self.err(self.conn.execute_batch(&split))?;
+        self.err(conn.execute_batch(&format!(
+            "{split} PRAGMA temp_store=FILE; PRAGMA query_only=ON; BEGIN;
+             SELECT count(*) FROM rtl_pass;"
+        )))?;
+        let mut reader = Database::on(conn, self.target.clone(), self.temporary.clone(), true);
+        reader.values = self.values.clone();
+        reader.guid = self.guid.clone();
+        reader.values_made = self.values_made;
+        reader.strings = self.strings.clone();
+        reader.pmcs = self.pmcs.clone();
+        Ok(reader)
+    }
+
+    /// Writes rocpd's tables from rtl-pmc's own, in one transaction.
+    fn write_rocpd(&mut self) -> Result<(), DatabaseError> {
+        let run = self.run_info()?;
+        // The projection's temporary tables get a small page cache of their own, so that
+        // memory stays flat however many dispatches there are.
         self.err(
             self.conn
-                .execute_batch("PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;"),
+                .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
         )?;
+        // The roctx tables exist once a pass had regions; the projection reads them anyway.
+        self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
+        self.make_values()?;
+        let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
+        self.err(self.conn.execute_batch("COMMIT"))
+    }
+
+    /// Leaves WAL mode (its log copied into the database and removed), gathers the planner's
+    /// statistics and renames the database to its final name.
+    fn finish(&mut self) -> Result<Option<PathBuf>, DatabaseError> {
+        // Statistics from a sample of each index are enough for the planner.
+        self.err(self.conn.execute_batch(
+            "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=OFF;
+             PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;",
+        ))?;
         std::fs::rename(&self.temporary, &self.target).map_err(|source| DatabaseError::Io {
             path: self.target.clone(),
             source,
@@ -2180,3 +2263,4 @@ impl Database {
         Ok(Some(self.target.clone()))
     }
 }
+
