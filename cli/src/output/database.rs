@@ -37,7 +37,7 @@ use super::atomic::temporary_path;
 use super::estimates::Sampled;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::rocpd::{self, RunInfo};
+use super::rocpd::{self, FirstRows, RunInfo};
 use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 use rtl_pmc_cli::args::PassMatch;
 
@@ -587,6 +587,8 @@ type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 struct MergedStatements<'conn, 'rows> {
     find: rusqlite::CachedStatement<'conn>,
     new: &'rows mut Vec<[i64; MERGED_FIELDS]>,
+    /// Where each new merged dispatch's first dispatch is noted for rocpd's small tables.
+    first: Option<&'rows mut FirstRows>,
 }
 
 impl MergedStatements<'_, '_> {
@@ -624,6 +626,9 @@ impl MergedStatements<'_, '_> {
         fields[15] = 1;
         self.new.push(fields);
         join.next_merged += 1;
+        if let Some(first) = self.first.as_deref_mut() {
+            first.add(id, d, key.kernel);
+        }
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
             .entry((key.kernel, d.agent))
@@ -701,6 +706,9 @@ pub struct Database {
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
     first_agents: FastMap<i64, u32>,
+    /// rocpd's small tables as the merged dispatches were made; `None` once a pass was joined
+    /// in SQL (which makes its merged dispatches again).
+    first_rows: Option<FirstRows>,
     /// Whether the dispatch rows' index by merged dispatch exists.
     merged_index: std::cell::Cell<bool>,
     committed: bool,
@@ -845,7 +853,11 @@ impl Database {
     pub fn open(path: &Path) -> Result<Database, DatabaseError> {
         let conn = sql(
             path,
-            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
+            Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
         )?;
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
         // rocpd's at the end with other row ids: read as this one's, they would be wrong.
@@ -937,6 +949,7 @@ impl Database {
             sampled: (!finished).then(Sampled::new),
             pass_open: false,
             first_agents: FastMap::default(),
+            first_rows: (!finished).then(FirstRows::default),
             merged_index: std::cell::Cell::new(finished),
             committed: finished,
         }
@@ -1174,6 +1187,7 @@ impl Database {
         let mut merged = MergedStatements {
             find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
             new: &mut self.merged_rows,
+            first: self.first_rows.as_mut(),
         };
         // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
         let rows = &mut self.pmc_rows;
@@ -1497,6 +1511,7 @@ impl Database {
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        self.first_rows = None;
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
         }
@@ -2212,7 +2227,7 @@ impl Database {
         ))?;
         let conn = self.err(Connection::open_with_flags(
             &self.temporary,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
         ))?;
         // Both page caches together are the size of the one while inserting.
         let split = cache_size(CACHE_KIB / 2);
@@ -2243,7 +2258,8 @@ impl Database {
         self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
         self.make_values()?;
         let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
-        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
+        let first = self.first_rows.as_ref();
+        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents, first))?;
         self.err(self.conn.execute_batch("COMMIT"))
     }
 
@@ -2263,4 +2279,3 @@ impl Database {
         Ok(Some(self.target.clone()))
     }
 }
-
