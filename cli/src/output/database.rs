@@ -1341,12 +1341,26 @@ impl Database {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
             if join.matched > 0 {
-                let r = self.conn.execute(
-                    "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
-                       (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
-                        AND merged_id <= ?2)",
-                    params![join.first_row, join.merged_before],
+                // A merged dispatch is matched at most once per pass: when every earlier one
+                // was, they are one range of ids, each counting one more pass.
+                let r = self.conn.query_row(
+                    "SELECT count(*) FROM rtl_merged_dispatch WHERE id <= ?1",
+                    [join.merged_before],
+                    |r| r.get::<_, i64>(0),
                 );
+                let all_matched = self.err(r)? as u64 == join.matched;
+                let r = match all_matched {
+                    true => self.conn.execute(
+                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id <= ?1",
+                        [join.merged_before],
+                    ),
+                    false => self.conn.execute(
+                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
+                           (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
+                            AND merged_id <= ?2)",
+                        params![join.first_row, join.merged_before],
+                    ),
+                };
                 self.err(r)?;
             }
             join.record_launches(&mut self.known_launches);
