@@ -582,6 +582,60 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
+/// How many merged dispatches [`KnownMerged`] holds at most (8 bytes each), so that memory
+/// stays within its bound; past that, keys are looked up in the database.
+const KNOWN_MERGED_MOST: usize = 1 << 20;
+
+/// The merged dispatches of one lane (across passes, process by rank), by occurrence, while
+/// all of them have one grid and workgroup; `None` once they do not.
+type LaneMerged = Option<([u32; 3], [u32; 3], Vec<i64>)>;
+
+/// The merged dispatches by key, kept in memory as they are made so that a later pass finds
+/// its dispatches' without asking the database: per lane, the ids in occurrence order.
+#[derive(Debug, Default)]
+struct KnownMerged {
+    lanes: FastMap<(u32, i64, u32, u32, i64), LaneMerged>,
+    held: usize,
+}
+
+impl KnownMerged {
+    /// The merged dispatch of `key` if this knows it: `Some(None)` when no merged dispatch has
+    /// the key, `None` when the database must be asked.
+    fn find(&self, key: &MergeKey) -> Option<Option<i64>> {
+        let (grid, workgroup, ids) = self.lanes.get(&key.lane())?.as_ref()?;
+        if (*grid, *workgroup) != (key.grid, key.workgroup) {
+            return Some(None);
+        }
+        let at = usize::try_from(key.occurrence - 1).ok()?;
+        ids.get(at).map(|&id| Some(id))
+    }
+
+    /// Notes the new merged dispatch `id` of `key`; false once this can no longer hold every
+    /// merged dispatch.
+    fn add(&mut self, key: &MergeKey, id: i64) -> bool {
+        if self.held >= KNOWN_MERGED_MOST {
+            return false;
+        }
+        let lane = self
+            .lanes
+            .entry(key.lane())
+            .or_insert_with(|| Some((key.grid, key.workgroup, Vec::new())));
+        let next = lane.as_ref().map_or(0, |l| l.2.len() as i64 + 1);
+        match lane {
+            Some((grid, workgroup, ids))
+                if (*grid, *workgroup) == (key.grid, key.workgroup) && key.occurrence == next =>
+            {
+                ids.push(id);
+                self.held += 1;
+            }
+            // Another shape, or an occurrence out of turn: this lane is looked up in the
+            // database from now on.
+            _ => *lane = None,
+        }
+        true
+    }
+}
+
 /// The statement that finds a dispatch's merged dispatch, and the new merged dispatches to
 /// insert (after the batch's lookups, which only find earlier passes' keys).
 struct MergedStatements<'conn, 'rows> {
@@ -589,6 +643,8 @@ struct MergedStatements<'conn, 'rows> {
     new: &'rows mut Vec<[i64; MERGED_FIELDS]>,
     /// Where each new merged dispatch's first dispatch is noted for rocpd's small tables.
     first: Option<&'rows mut FirstRows>,
+    /// The merged dispatches by key, while memory allows.
+    known: &'rows mut Option<KnownMerged>,
 }
 
 impl MergedStatements<'_, '_> {
@@ -606,10 +662,13 @@ impl MergedStatements<'_, '_> {
         let columns = key.columns();
         // Only lanes an earlier pass launched this often can have the key.
         if known.get(&key.lane()).is_some_and(|&n| key.occurrence <= n) {
-            let found = self
-                .find
-                .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
-                .optional()?;
+            let found = match self.known.as_ref().and_then(|k| k.find(&key)) {
+                Some(found) => found,
+                None => self
+                    .find
+                    .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
+                    .optional()?,
+            };
             if let Some(id) = found {
                 // Its passes are counted at the end of the pass, in one statement.
                 join.matched += 1;
@@ -626,6 +685,9 @@ impl MergedStatements<'_, '_> {
         fields[15] = 1;
         self.new.push(fields);
         join.next_merged += 1;
+        if self.known.as_mut().is_some_and(|k| !k.add(&key, id)) {
+            *self.known = None;
+        }
         if let Some(first) = self.first.as_deref_mut() {
             first.add(id, d, key.kernel);
         }
@@ -679,6 +741,9 @@ pub struct Database {
     /// The most launches of any pass so far per lane, so that a key no earlier pass can have
     /// is known without asking.
     known_launches: KnownLaunches,
+    /// The merged dispatches by key while they fit in memory; `None` once they do not, or once
+    /// a pass was joined in SQL (which makes its merged dispatches again).
+    known_merged: Option<KnownMerged>,
     /// How dispatches of different passes are matched.
     pass_match: PassMatch,
     /// The counters of the passes before the one being inserted, by id: a value of one of them
@@ -937,6 +1002,7 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: FastMap::default(),
+            known_merged: (!finished).then(KnownMerged::default),
             pass_match: PassMatch::default(),
             collected_before: FastMap::default(),
             collected: FastMap::default(),
@@ -1188,6 +1254,7 @@ impl Database {
             find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
             new: &mut self.merged_rows,
             first: self.first_rows.as_mut(),
+            known: &mut self.known_merged,
         };
         // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
         let rows = &mut self.pmc_rows;
@@ -1526,6 +1593,7 @@ impl Database {
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
         self.first_rows = None;
+        self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
         }
