@@ -582,6 +582,9 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
+/// Counter ids below this are looked up in [`Database::insert_many`] by position.
+const PASS_COUNTERS_MOST: usize = 1 << 16;
+
 /// How many merged dispatches [`KnownMerged`] holds at most (8 bytes each), so that memory
 /// stays within its bound; past that, keys are looked up in the database.
 const KNOWN_MERGED_MOST: usize = 1 << 20;
@@ -751,6 +754,9 @@ pub struct Database {
     collected_before: FastMap<i64, ()>,
     /// The counters of the pass being inserted, by id.
     collected: FastMap<i64, ()>,
+    /// By counter id (below [`PASS_COUNTERS_MOST`]), for the counters the pass being inserted
+    /// has met: whether an earlier pass collected it.
+    pass_counters: Vec<Option<bool>>,
     /// Per GPU, its timeline in the pass being inserted and the idle gaps counted so far;
     /// `None` once a dispatch came out of start order (the pass's gaps are then counted in SQL).
     timelines: Option<FastMap<u32, (Timeline, IdleGaps)>>,
@@ -1006,6 +1012,7 @@ impl Database {
             pass_match: PassMatch::default(),
             collected_before: FastMap::default(),
             collected: FastMap::default(),
+            pass_counters: Vec::new(),
             timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
@@ -1122,6 +1129,7 @@ impl Database {
         }
         self.make_values()?;
         self.pass_open = true;
+        self.pass_counters.clear();
         let r = self.conn.execute(
             "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
             params![pass, label],
@@ -1301,11 +1309,27 @@ impl Database {
             let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
-                self.collected.insert(pmc, ());
-                self.first_agents.entry(pmc).or_insert(d.agent);
+                // Once per counter and pass: noted as collected, its first GPU kept, whether an
+                // earlier pass collected it.
+                let at = usize::try_from(pmc).unwrap_or(usize::MAX);
+                let before = match self.pass_counters.get(at).copied().flatten() {
+                    Some(before) => before,
+                    None => {
+                        self.collected.insert(pmc, ());
+                        self.first_agents.entry(pmc).or_insert(d.agent);
+                        let before = self.collected_before.contains_key(&pmc);
+                        if at < PASS_COUNTERS_MOST {
+                            if self.pass_counters.len() <= at {
+                                self.pass_counters.resize(at + 1, None);
+                            }
+                            self.pass_counters[at] = Some(before);
+                        }
+                        before
+                    }
+                };
                 // A counter an earlier pass collected is summed once the pass is joined and
                 // its repeats are known.
-                if !self.collected_before.contains_key(&pmc) {
+                if !before {
                     self.totals
                         .counters
                         .entry((kernel_id, pmc))
@@ -1521,6 +1545,7 @@ impl Database {
             }
         }
         self.collected_before.extend(collected);
+        self.pass_counters.clear();
         Ok(())
     }
 
