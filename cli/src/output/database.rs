@@ -17,7 +17,9 @@
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
-//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
+//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence). Passes
+//!   after the first find their keys in memory while the merged dispatches fit (see
+//!   [`KnownMerged`]); the index by key is made only when keys must be looked up in SQL.
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -104,9 +106,7 @@ CREATE TABLE rtl_merged_dispatch(
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
-  UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
-         grid_z, workgroup_x, workgroup_y, workgroup_z));
+  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
@@ -171,6 +171,14 @@ const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
   WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
     AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
     AND workgroup_z = ?11 AND occurrence = ?12";
+
+/// The index of the merged dispatches by merge key, which makes them unique by it: made when a
+/// key must be looked up in the database (a pass joined in SQL, or more merged dispatches than
+/// [`KnownMerged`] holds), so that the passes do not keep it up to date row by row while the
+/// keys are found in memory (they are unique by construction then).
+const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_key
+  ON rtl_merged_dispatch(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x,
+                         grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z)";
 
 /// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
 /// before, when a read needs it), so that inserting does not keep it up to date row by row.
@@ -304,6 +312,30 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
     }
     json.extend_from_slice(b"]}");
     true
+}
+
+/// The `extdata` of every counter of a batch of dispatches, in their counters' order, made
+/// before the batch reaches the thread that inserts it (see [`Database::insert_many_with`]).
+#[derive(Debug, Default)]
+pub struct Extdata {
+    json: Vec<u8>,
+    /// Per counter, where its `extdata` ends in `json` (it starts where the one before ends;
+    /// empty for none).
+    ends: Vec<usize>,
+}
+
+impl Extdata {
+    /// The `extdata` of the counters of `dispatches`.
+    pub fn of(dispatches: &[(u32, Dispatch)]) -> Extdata {
+        let mut extdata = Extdata::default();
+        for (_, d) in dispatches {
+            for c in &d.counters {
+                push_dimension_json(&mut extdata.json, &c.values);
+                extdata.ends.push(extdata.json.len());
+            }
+        }
+        extdata
+    }
 }
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
@@ -586,8 +618,9 @@ type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 const PASS_COUNTERS_MOST: usize = 1 << 16;
 
 /// How many merged dispatches [`KnownMerged`] holds at most (8 bytes each), so that memory
-/// stays within its bound; past that, keys are looked up in the database.
-const KNOWN_MERGED_MOST: usize = 1 << 20;
+/// stays within its bound; past that, keys are looked up in the database. The unit tests go
+/// past it after a few, so that both ways are tested.
+const KNOWN_MERGED_MOST: usize = if cfg!(test) { 6 } else { 1 << 20 };
 
 /// The merged dispatches of one lane (across passes, process by rank), by occurrence, while
 /// all of them have one grid and workgroup; `None` once they do not.
@@ -782,6 +815,11 @@ pub struct Database {
     first_rows: Option<FirstRows>,
     /// Whether the dispatch rows' index by merged dispatch exists.
     merged_index: std::cell::Cell<bool>,
+    /// Whether the merged dispatches' index by merge key exists.
+    key_index: bool,
+    /// A reader's second connection, on the same snapshot, on which [`Database::stream`] reads
+    /// counters while this one reads dispatches.
+    aside: std::cell::RefCell<Option<Connection>>,
     committed: bool,
 }
 
@@ -818,27 +856,88 @@ fn repeat_column(wanted: bool) -> &'static str {
 /// Counter rows of a query of [`Database::stream`], one read ahead: (key, counter id, total),
 /// its `extdata` beside it.
 struct CounterRows<'s> {
-    rows: rusqlite::Rows<'s>,
+    source: CounterSource<'s>,
     ahead: Option<(i64, i64, f64)>,
     extdata: String,
+}
+
+/// Counter rows handed from the thread that reads them, at once.
+const COUNTER_BATCH: usize = 1024;
+
+/// Where a [`CounterRows`] reads its rows.
+enum CounterSource<'s> {
+    /// A query on this thread.
+    Rows(rusqlite::Rows<'s>),
+    /// A query on another thread (without `extdata`), its rows handed over in batches; an
+    /// error ends them.
+    Batches {
+        batch: std::vec::IntoIter<(i64, i64, f64)>,
+        from: std::sync::mpsc::Receiver<rusqlite::Result<Vec<(i64, i64, f64)>>>,
+    },
 }
 
 impl CounterRows<'_> {
     /// Reads the next row ahead (its `extdata` only `with_dimensions`).
     fn advance(&mut self, with_dimensions: bool) -> rusqlite::Result<()> {
         self.extdata.clear();
-        let Some(row) = self.rows.next()? else {
-            self.ahead = None;
-            return Ok(());
-        };
-        if with_dimensions {
-            if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
-                self.extdata.push_str(text);
+        let (batch, from) = match &mut self.source {
+            CounterSource::Rows(rows) => {
+                let Some(row) = rows.next()? else {
+                    self.ahead = None;
+                    return Ok(());
+                };
+                if with_dimensions {
+                    if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
+                        self.extdata.push_str(text);
+                    }
+                }
+                self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+                return Ok(());
             }
-        }
-        self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+            CounterSource::Batches { batch, from } => (batch, from),
+        };
+        self.ahead = loop {
+            if let Some(row) = batch.next() {
+                break Some(row);
+            }
+            match from.recv() {
+                Ok(rows) => *batch = rows?.into_iter(),
+                Err(_) => break None,
+            }
+        };
         Ok(())
     }
+}
+
+/// Runs the counter query `query` on `conn` (its key, counter id and total), handing its rows
+/// to `to` in batches, until they end or `to` is dropped; gives `conn` back.
+fn read_counters(
+    conn: Connection,
+    query: &str,
+    to: std::sync::mpsc::SyncSender<rusqlite::Result<Vec<(i64, i64, f64)>>>,
+) -> Connection {
+    let read = (|| -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(query)?;
+        let mut rows = stmt.query([])?;
+        let mut batch = Vec::with_capacity(COUNTER_BATCH);
+        while let Some(row) = rows.next()? {
+            batch.push((row.get(0)?, row.get(1)?, row.get(2)?));
+            if batch.len() == COUNTER_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(COUNTER_BATCH));
+                if to.send(Ok(full)).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = to.send(Ok(batch));
+        }
+        Ok(())
+    })();
+    if let Err(e) = read {
+        let _ = to.send(Err(e));
+    }
+    conn
 }
 
 /// Fills `d` from a row of [`DISPATCH_COLUMNS`] (after the key), its kernel named from
@@ -979,6 +1078,15 @@ impl Database {
         Ok(())
     }
 
+    /// Makes the index of the merged dispatches by merge key, once.
+    fn index_keys(&mut self) -> Result<(), DatabaseError> {
+        if !self.key_index {
+            self.err(self.conn.execute_batch(KEY_INDEX))?;
+            self.key_index = true;
+        }
+        Ok(())
+    }
+
     /// Makes the values table and its views, once.
     fn make_values(&mut self) -> Result<(), DatabaseError> {
         if !self.values_made {
@@ -1024,6 +1132,8 @@ impl Database {
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
             merged_index: std::cell::Cell::new(finished),
+            key_index: finished,
+            aside: std::cell::RefCell::new(None),
             committed: finished,
         }
     }
@@ -1225,6 +1335,19 @@ impl Database {
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
     ) -> Result<(), DatabaseError> {
+        self.insert_many_with(pass, dispatches, None)
+    }
+
+    /// [`Database::insert_many`] with the counters' `extdata` made already, when `extdata` is
+    /// that of `dispatches` as given (it is made here for dispatches whose counters are
+    /// reordered).
+    pub fn insert_many_with(
+        &mut self,
+        pass: u32,
+        dispatches: &mut [(u32, Dispatch)],
+        extdata: Option<&Extdata>,
+    ) -> Result<(), DatabaseError> {
+        let mut extdata = extdata;
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
@@ -1235,6 +1358,7 @@ impl Database {
                 ids.push(self.counter_id(c)?);
             }
             if !ids[first..].is_sorted() {
+                extdata = None;
                 let mut by_id: Vec<(i64, Counter)> =
                     ids.drain(first..).zip(d.counters.drain(..)).collect();
                 by_id.sort_by_key(|p| p.0);
@@ -1244,7 +1368,7 @@ impl Database {
                 }
             }
         }
-        let r = self.insert_rows(pass, dispatches, &ids);
+        let r = self.insert_rows(pass, dispatches, &ids, extdata);
         self.batch_ids = ids;
         r
     }
@@ -1255,7 +1379,17 @@ impl Database {
         pass: u32,
         dispatches: &[(u32, Dispatch)],
         ids: &[i64],
+        extdata: Option<&Extdata>,
     ) -> Result<(), DatabaseError> {
+        // Keys are looked up in the database once the merged dispatches may not all be in
+        // memory by the end of this batch.
+        let in_memory = match &self.known_merged {
+            Some(known) => known.held + dispatches.len() < KNOWN_MERGED_MOST,
+            None => false,
+        };
+        if !in_memory {
+            self.index_keys()?;
+        }
         let path = &self.temporary;
         self.merged_rows.clear();
         let mut merged = MergedStatements {
@@ -1271,6 +1405,15 @@ impl Database {
         rows.clear();
         json.clear();
         dispatch_rows.clear();
+        // Each counter's `extdata`: made already, or here.
+        let mut made = extdata.map(|e| {
+            json.extend_from_slice(&e.json);
+            e.ends.iter().scan(0, |from, &end| {
+                let range = (*from < end).then_some(*from..end);
+                *from = end;
+                Some(range)
+            })
+        });
         let mut ids = ids.iter().copied();
         for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
@@ -1336,8 +1479,13 @@ impl Database {
                         .or_default()
                         .add(c.total);
                 }
-                let from = json.len();
-                let range = push_dimension_json(json, &c.values).then_some(from..json.len());
+                let range = match made.as_mut() {
+                    Some(made) => made.next().flatten(),
+                    None => {
+                        let from = json.len();
+                        push_dimension_json(json, &c.values).then_some(from..json.len())
+                    }
+                };
                 rows.push((row, pmc, c.total, range, merged_id));
             }
             if let Some(sampled) = &mut self.sampled {
@@ -1617,6 +1765,7 @@ impl Database {
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        self.index_keys()?;
         self.first_rows = None;
         self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
@@ -1930,66 +2079,103 @@ impl Database {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
+        // A single counter query without parameters or `extdata` runs on the second connection
+        // of a reader (see [`Database::commit_while`]), on a thread of its own.
+        let aside = match (counters, params, with_dimensions) {
+            ([query], [], false) => self.aside.take().map(|conn| (conn, query)),
+            _ => None,
+        };
+        let here = match aside {
+            Some(_) => &[],
+            None => counters,
+        };
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
-        let mut counter_stmts = counters
+        let mut counter_stmts = here
             .iter()
             .map(|q| self.err(self.conn.prepare(q)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut rows = self.err(dispatch_stmt.query(params))?;
-        let mut cursors = Vec::with_capacity(counter_stmts.len());
-        for stmt in &mut counter_stmts {
-            let mut cursor = CounterRows {
-                rows: self.err(stmt.query(params))?,
-                ahead: None,
-                extdata: String::new(),
-            };
-            self.err(cursor.advance(with_dimensions))?;
-            cursors.push(cursor);
-        }
-        // One dispatch and its counters are reused from row to row, so their strings and
-        // vectors are allocated once rather than per dispatch and counter.
-        let mut d = Dispatch::default();
-        let mut ids: Vec<i64> = Vec::new();
-        while let Some(row) = self.err(rows.next())? {
-            let key: i64 = self.err(row.get(0))?;
-            self.err(row_dispatch(row, &kernels, &mut d))?;
-            ids.clear();
-            for cursor in &mut cursors {
-                while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
-                    if ids.len() == d.counters.len() {
-                        d.counters.push(Counter::default());
-                    }
-                    let counter = &mut d.counters[ids.len()];
-                    ids.push(pmc);
-                    counter.total = total;
-                    counter.name.clear();
-                    counter
-                        .name
-                        .push_str(names.get(&pmc).map_or("", String::as_str));
-                    counter.dimensions.clear();
-                    counter
-                        .dimensions
-                        .push_str(dimensions.get(&pmc).map_or("", String::as_str));
-                    counter.values.clear();
-                    if with_dimensions {
-                        counter.values = dimensions_of(&cursor.extdata);
-                        if counter.values.is_empty() {
-                            counter.values.push(total);
-                        }
-                    }
+        std::thread::scope(|scope| {
+            let mut cursors = Vec::with_capacity(counters.len());
+            let reading = aside.map(|(conn, query)| {
+                let (to, from) = std::sync::mpsc::sync_channel(4);
+                cursors.push(CounterRows {
+                    source: CounterSource::Batches {
+                        batch: Vec::new().into_iter(),
+                        from,
+                    },
+                    ahead: None,
+                    extdata: String::new(),
+                });
+                scope.spawn(move || read_counters(conn, query, to))
+            });
+            // An error here drops the cursors, which stops the reading thread.
+            for stmt in &mut counter_stmts {
+                cursors.push(CounterRows {
+                    source: CounterSource::Rows(self.err(stmt.query(params))?),
+                    ahead: None,
+                    extdata: String::new(),
+                });
+            }
+            let zipped = (|| {
+                let mut rows = self.err(dispatch_stmt.query(params))?;
+                for cursor in &mut cursors {
                     self.err(cursor.advance(with_dimensions))?;
                 }
+                // One dispatch and its counters are reused from row to row, so their strings
+                // and vectors are allocated once rather than per dispatch and counter.
+                let mut d = Dispatch::default();
+                let mut ids: Vec<i64> = Vec::new();
+                while let Some(row) = self.err(rows.next())? {
+                    let key: i64 = self.err(row.get(0))?;
+                    self.err(row_dispatch(row, &kernels, &mut d))?;
+                    ids.clear();
+                    for cursor in &mut cursors {
+                        while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
+                            if ids.len() == d.counters.len() {
+                                d.counters.push(Counter::default());
+                            }
+                            let counter = &mut d.counters[ids.len()];
+                            ids.push(pmc);
+                            counter.total = total;
+                            counter.name.clear();
+                            counter
+                                .name
+                                .push_str(names.get(&pmc).map_or("", String::as_str));
+                            counter.dimensions.clear();
+                            counter
+                                .dimensions
+                                .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+                            counter.values.clear();
+                            if with_dimensions {
+                                counter.values = dimensions_of(&cursor.extdata);
+                                if counter.values.is_empty() {
+                                    counter.values.push(total);
+                                }
+                            }
+                            self.err(cursor.advance(with_dimensions))?;
+                        }
+                    }
+                    d.counters.truncate(ids.len());
+                    if !ids.is_sorted() {
+                        let mut by_id: Vec<(i64, Counter)> =
+                            ids.drain(..).zip(d.counters.drain(..)).collect();
+                        by_id.sort_by_key(|c| c.0);
+                        d.counters.extend(by_id.into_iter().map(|c| c.1));
+                    }
+                    visit(&d)?;
+                }
+                Ok(())
+            })();
+            // The reading thread stops once its rows are no longer taken.
+            drop(cursors);
+            if let Some(reading) = reading {
+                let conn = reading
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                self.aside.replace(Some(conn));
             }
-            d.counters.truncate(ids.len());
-            if !ids.is_sorted() {
-                let mut by_id: Vec<(i64, Counter)> =
-                    ids.drain(..).zip(d.counters.drain(..)).collect();
-                by_id.sort_by_key(|c| c.0);
-                d.counters.extend(by_id.into_iter().map(|c| c.1));
-            }
-            visit(&d)?;
-        }
-        Ok(())
+            zipped
+        })
     }
 
     /// The name of every kernel id.
@@ -2324,31 +2510,40 @@ impl Database {
         Ok((self.finish()?, read))
     }
 
-    /// A second connection that reads the database as it is now, while this one goes on
-    /// writing: the database leaves its exclusive lock for WAL mode (no automatic checkpoints,
+    /// A handle that reads the database as it is now (on two connections), while this one goes
+    /// on writing: the database leaves its exclusive lock for WAL mode (no automatic checkpoints,
     /// one at [`Database::finish`]), and the reader's snapshot is taken at once.
     fn reader(&self) -> Result<Database, DatabaseError> {
         self.err(self.conn.execute_batch(
             "PRAGMA locking_mode=NORMAL; SELECT count(*) FROM rtl_pass;
              PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;",
         ))?;
-        let conn = self.err(Connection::open_with_flags(
-            &self.temporary,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        ))?;
-        // Both page caches together are the size of the one while inserting.
-        let split = cache_size(CACHE_KIB / 2);
-        self.err(self.conn.execute_batch(&split))?;
-        self.err(conn.execute_batch(&format!(
-            "{split} PRAGMA temp_store=FILE; PRAGMA query_only=ON; BEGIN;
-             SELECT count(*) FROM rtl_pass;"
-        )))?;
+        // Two connections for the reader (dispatches and counters, see [`Database::stream`]):
+        // their page caches and this one's together are the size of the one while inserting.
+        let this = cache_size(CACHE_KIB / 2);
+        self.err(self.conn.execute_batch(&this))?;
+        let open = || {
+            let conn = self.err(Connection::open_with_flags(
+                &self.temporary,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ))?;
+            self.err(conn.execute_batch(&format!(
+                "{} PRAGMA temp_store=FILE; PRAGMA query_only=ON; BEGIN;
+                 SELECT count(*) FROM rtl_pass;",
+                cache_size(CACHE_KIB / 4)
+            )))?;
+            Ok::<_, DatabaseError>(conn)
+        };
+        let conn = open()?;
+        let aside = open()?;
         let mut reader = Database::on(conn, self.target.clone(), self.temporary.clone(), true);
         reader.values = self.values.clone();
         reader.guid = self.guid.clone();
         reader.values_made = self.values_made;
         reader.strings = self.strings.clone();
         reader.pmcs = self.pmcs.clone();
+        reader.aside.replace(Some(aside));
         Ok(reader)
     }
 

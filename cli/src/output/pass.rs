@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::csv::{CounterCollectionWriter, Table};
-use super::database::{Database, DatabaseError};
+use super::database::{Database, DatabaseError, Extdata};
 use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
@@ -212,6 +212,8 @@ impl<'a> CounterCollectionFiles<'a> {
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
+    /// The counters' `extdata`, made on the way to the database thread.
+    extdata: Option<Extdata>,
 }
 
 /// How many dispatches go between threads at once, at most.
@@ -265,8 +267,10 @@ impl PassInput {
 
 /// Sends the dispatches of `batch` on, leaving it empty.
 fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
+    let dispatches = std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH));
     let full = Batch {
-        dispatches: std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH)),
+        extdata: Some(Extdata::of(&dispatches)),
+        dispatches,
         sorted: batch.sorted,
     };
     to.send(full).map_err(|_| stopped())
@@ -282,7 +286,7 @@ fn insert_all(
 ) -> Result<(), DatabaseError> {
     let mut to_csv = to_csv;
     for mut batch in from {
-        db.insert_many(pass, &mut batch.dispatches)?;
+        db.insert_many_with(pass, &mut batch.dispatches, batch.extdata.as_ref())?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
         if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
@@ -340,6 +344,7 @@ pub fn write_pass<E: From<OutputError>>(
             batch: Batch {
                 dispatches: Vec::with_capacity(BATCH),
                 sorted: true,
+                extdata: None,
             },
             to_database,
             dispatches: 0,
