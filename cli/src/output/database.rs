@@ -614,7 +614,7 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
-/// Counter ids below this are looked up in [`Database::insert_many`] by position.
+/// Counter ids below this are looked up in [`Database::insert_many_with`] by position.
 const PASS_COUNTERS_MOST: usize = 1 << 16;
 
 /// How many merged dispatches [`KnownMerged`] holds at most (8 bytes each), so that memory
@@ -1225,7 +1225,8 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// Records a pass and opens its transaction; its dispatches follow with [`Database::insert_many`].
+    /// Records a pass and opens its transaction; its dispatches follow with
+    /// [`Database::insert_many_with`].
     pub fn begin_pass(&mut self, pass: u32, label: &str) -> Result<(), DatabaseError> {
         if !self.bulk_pages {
             // Rebuilt while it holds next to nothing: a few milliseconds.
@@ -1326,10 +1327,8 @@ impl Database {
         Ok(())
     }
 
-    /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
-    /// run), and puts each one's counters in the database's order (by counter id), the order
-    /// every read of the database gives them in. Several at once are cheaper per dispatch:
-    /// each statement is looked up once and the counters of all of them go in a few statements.
+    /// [`Database::insert_many_with`], each counter's `extdata` made here.
+    #[cfg(test)]
     pub fn insert_many(
         &mut self,
         pass: u32,
@@ -1338,9 +1337,12 @@ impl Database {
         self.insert_many_with(pass, dispatches, None)
     }
 
-    /// [`Database::insert_many`] with the counters' `extdata` made already, when `extdata` is
-    /// that of `dispatches` as given (it is made here for dispatches whose counters are
-    /// reordered).
+    /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
+    /// run), and puts each one's counters in the database's order (by counter id), the order
+    /// every read of the database gives them in. Several at once are cheaper per dispatch:
+    /// each statement is looked up once and the counters of all of them go in a few statements.
+    /// `extdata`, when given, is that of the counters of `dispatches` as given, made on another
+    /// thread (it is made here when absent, or for dispatches whose counters are reordered).
     pub fn insert_many_with(
         &mut self,
         pass: u32,
@@ -1373,7 +1375,7 @@ impl Database {
         r
     }
 
-    /// [`Database::insert_many`] once the kernel and counter ids are known.
+    /// [`Database::insert_many_with`] once the kernel and counter ids are known.
     fn insert_rows(
         &mut self,
         pass: u32,
