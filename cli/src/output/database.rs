@@ -617,33 +617,94 @@ type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 /// Counter ids below this are looked up in [`Database::insert_many_with`] by position.
 const PASS_COUNTERS_MOST: usize = 1 << 16;
 
-/// How many merged dispatches [`KnownMerged`] holds at most (8 bytes each), so that memory
+/// How many bytes [`KnownMerged`] holds at most (about one per merged dispatch), so that memory
 /// stays within its bound; past that, keys are looked up in the database. The unit tests go
 /// past it after a few, so that both ways are tested.
-const KNOWN_MERGED_MOST: usize = if cfg!(test) { 6 } else { 1 << 20 };
+const KNOWN_MERGED_MOST: usize = if cfg!(test) { 6 } else { 1 << 23 };
 
-/// The merged dispatches of one lane (across passes, process by rank), by occurrence, while
-/// all of them have one grid and workgroup; `None` once they do not.
-type LaneMerged = Option<([u32; 3], [u32; 3], Vec<i64>)>;
+/// What [`KnownMerged`] counts for a merged dispatch whose id is kept aside (see [`LaneIds`]).
+const FAR_BYTES: usize = 32;
+
+/// The merged dispatches of one lane (across passes, process by rank) by occurrence, while all
+/// of them have one grid and workgroup: a byte each, the difference from the one before (0 when
+/// it does not fit, the id then kept aside), read forward from a cursor, which lookups in
+/// occurrence order (a later pass's, within a lane) move a step at a time.
+#[derive(Debug)]
+struct LaneIds {
+    grid: [u32; 3],
+    workgroup: [u32; 3],
+    steps: Vec<u8>,
+    /// The ids whose difference from the one before does not fit a byte, by position.
+    far: FastMap<usize, i64>,
+    /// The last id added.
+    last: i64,
+    /// A position and the id there.
+    cursor: Option<(usize, i64)>,
+}
+
+impl LaneIds {
+    /// Adds `id` as the next occurrence; returns the bytes it takes.
+    fn push(&mut self, id: i64) -> usize {
+        let step = id - self.last;
+        self.last = id;
+        match u8::try_from(step) {
+            Ok(step) if step > 0 => {
+                self.steps.push(step);
+                1
+            }
+            _ => {
+                self.far.insert(self.steps.len(), id);
+                self.steps.push(0);
+                FAR_BYTES
+            }
+        }
+    }
+
+    /// The id at position `at` after the id `before` at the position before it.
+    fn step(&self, at: usize, before: i64) -> i64 {
+        match self.steps[at] {
+            0 => self.far.get(&at).copied().unwrap_or(before),
+            step => before + i64::from(step),
+        }
+    }
+
+    /// The id at position `at`, if there is one.
+    fn get(&mut self, at: usize) -> Option<i64> {
+        if at >= self.steps.len() {
+            return None;
+        }
+        let (mut i, mut id) = match self.cursor {
+            Some(cursor) if cursor.0 <= at => cursor,
+            _ => (0, self.step(0, 0)),
+        };
+        while i < at {
+            i += 1;
+            id = self.step(i, id);
+        }
+        self.cursor = Some((i, id));
+        Some(id)
+    }
+}
 
 /// The merged dispatches by key, kept in memory as they are made so that a later pass finds
-/// its dispatches' without asking the database: per lane, the ids in occurrence order.
+/// its dispatches' without asking the database: per lane, the ids in occurrence order (`None`
+/// for a lane whose merged dispatches do not all have one grid and workgroup).
 #[derive(Debug, Default)]
 struct KnownMerged {
-    lanes: FastMap<(u32, i64, u32, u32, i64), LaneMerged>,
+    lanes: FastMap<(u32, i64, u32, u32, i64), Option<LaneIds>>,
     held: usize,
 }
 
 impl KnownMerged {
     /// The merged dispatch of `key` if this knows it: `Some(None)` when no merged dispatch has
     /// the key, `None` when the database must be asked.
-    fn find(&self, key: &MergeKey) -> Option<Option<i64>> {
-        let (grid, workgroup, ids) = self.lanes.get(&key.lane())?.as_ref()?;
-        if (*grid, *workgroup) != (key.grid, key.workgroup) {
+    fn find(&mut self, key: &MergeKey) -> Option<Option<i64>> {
+        let lane = self.lanes.get_mut(&key.lane())?.as_mut()?;
+        if (lane.grid, lane.workgroup) != (key.grid, key.workgroup) {
             return Some(None);
         }
         let at = usize::try_from(key.occurrence - 1).ok()?;
-        ids.get(at).map(|&id| Some(id))
+        lane.get(at).map(Some)
     }
 
     /// Notes the new merged dispatch `id` of `key`; false once this can no longer hold every
@@ -652,17 +713,23 @@ impl KnownMerged {
         if self.held >= KNOWN_MERGED_MOST {
             return false;
         }
-        let lane = self
-            .lanes
-            .entry(key.lane())
-            .or_insert_with(|| Some((key.grid, key.workgroup, Vec::new())));
-        let next = lane.as_ref().map_or(0, |l| l.2.len() as i64 + 1);
+        let lane = self.lanes.entry(key.lane()).or_insert_with(|| {
+            Some(LaneIds {
+                grid: key.grid,
+                workgroup: key.workgroup,
+                steps: Vec::new(),
+                far: FastMap::default(),
+                last: 0,
+                cursor: None,
+            })
+        });
+        let next = lane.as_ref().map_or(0, |l| l.steps.len() as i64 + 1);
         match lane {
-            Some((grid, workgroup, ids))
-                if (*grid, *workgroup) == (key.grid, key.workgroup) && key.occurrence == next =>
+            Some(ids)
+                if (ids.grid, ids.workgroup) == (key.grid, key.workgroup)
+                    && key.occurrence == next =>
             {
-                ids.push(id);
-                self.held += 1;
+                self.held += ids.push(id);
             }
             // Another shape, or an occurrence out of turn: this lane is looked up in the
             // database from now on.
@@ -698,7 +765,7 @@ impl MergedStatements<'_, '_> {
         let columns = key.columns();
         // Only lanes an earlier pass launched this often can have the key.
         if known.get(&key.lane()).is_some_and(|&n| key.occurrence <= n) {
-            let found = match self.known.as_ref().and_then(|k| k.find(&key)) {
+            let found = match self.known.as_mut().and_then(|k| k.find(&key)) {
                 Some(found) => found,
                 None => self
                     .find
@@ -1386,7 +1453,7 @@ impl Database {
         // Keys are looked up in the database once the merged dispatches may not all be in
         // memory by the end of this batch.
         let in_memory = match &self.known_merged {
-            Some(known) => known.held + dispatches.len() < KNOWN_MERGED_MOST,
+            Some(known) => known.held + FAR_BYTES * dispatches.len() < KNOWN_MERGED_MOST,
             None => false,
         };
         if !in_memory {
