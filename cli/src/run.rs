@@ -695,18 +695,6 @@ pub fn run(
     for warning in estimates.warnings() {
         options.warn(warning);
     }
-    let merged = write_merged_files_with(&db, &directory, &base, formats, &estimates)
-        .map_err(output_error)?;
-    if !child::interrupted() {
-        record_costs(
-            options.app,
-            replay,
-            replayed,
-            &run_times,
-            &replay_report,
-            plan.runs.len(),
-        );
-    }
     let mut summary =
         crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
     summary.push_str(
@@ -724,7 +712,22 @@ pub fn run(
         let path = directory.join(format!("{base}_kernel_stats.csv"));
         written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
     }
-    let db_path = db.commit(formats.rocpd).map_err(output_error)?;
+    // The merged files are read from the database while its commit writes rocpd's tables.
+    let (db_path, merged) = db
+        .commit_while(formats.rocpd, |db| {
+            write_merged_files_with(db, &directory, &base, formats, &estimates)
+        })
+        .map_err(output_error)?;
+    if !child::interrupted() {
+        record_costs(
+            options.app,
+            replay,
+            replayed,
+            &run_times,
+            &replay_report,
+            plan.runs.len(),
+        );
+    }
     written.extend(merged);
     written.extend(db_path);
     if any(|s| s.output_config) {

@@ -17,7 +17,9 @@
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
-//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence).
+//!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence). Passes
+//!   after the first find their keys in memory while the merged dispatches fit (see
+//!   [`KnownMerged`]); the index by key is made only when keys must be looked up in SQL.
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -37,7 +39,7 @@ use super::atomic::temporary_path;
 use super::estimates::Sampled;
 use super::fast_map::FastMap;
 use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::rocpd::{self, RunInfo};
+use super::rocpd::{self, FirstRows, RunInfo};
 use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 use rtl_pmc_cli::args::PassMatch;
 
@@ -104,9 +106,7 @@ CREATE TABLE rtl_merged_dispatch(
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0,
-  UNIQUE(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x, grid_y,
-         grid_z, workgroup_x, workgroup_y, workgroup_z));
+  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0);
 CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
@@ -172,13 +172,26 @@ const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
     AND grid_x = ?6 AND grid_y = ?7 AND grid_z = ?8 AND workgroup_x = ?9 AND workgroup_y = ?10
     AND workgroup_z = ?11 AND occurrence = ?12";
 
+/// The index of the merged dispatches by merge key, which makes them unique by it: made when a
+/// key must be looked up in the database (a pass joined in SQL, or more merged dispatches than
+/// [`KnownMerged`] holds), so that the passes do not keep it up to date row by row while the
+/// keys are found in memory (they are unique by construction then).
+const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_key
+  ON rtl_merged_dispatch(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x,
+                         grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z)";
+
 /// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
 /// before, when a read needs it), so that inserting does not keep it up to date row by row.
 const MERGED_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
-/// SQLite's page cache: fixed, so memory stays flat however many dispatches there are.
-const CACHE_SIZE: &str = "PRAGMA cache_size=-16384;";
+/// SQLite's page cache, KiB: fixed, so memory stays flat however many dispatches there are.
+const CACHE_KIB: i64 = 16384;
+
+/// The pragma that gives a connection a page cache of `kib` KiB.
+fn cache_size(kib: i64) -> String {
+    format!("PRAGMA cache_size=-{kib};")
+}
 
 /// The page size once dispatches go in. The database is created with small pages, so that a
 /// disk too full for it is found before the application runs; the first pass rebuilds it with
@@ -299,6 +312,30 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
     }
     json.extend_from_slice(b"]}");
     true
+}
+
+/// The `extdata` of every counter of a batch of dispatches, in their counters' order, made
+/// before the batch reaches the thread that inserts it (see [`Database::insert_many_with`]).
+#[derive(Debug, Default)]
+pub struct Extdata {
+    json: Vec<u8>,
+    /// Per counter, where its `extdata` ends in `json` (it starts where the one before ends;
+    /// empty for none).
+    ends: Vec<usize>,
+}
+
+impl Extdata {
+    /// The `extdata` of the counters of `dispatches`.
+    pub fn of(dispatches: &[(u32, Dispatch)]) -> Extdata {
+        let mut extdata = Extdata::default();
+        for (_, d) in dispatches {
+            for c in &d.counters {
+                push_dimension_json(&mut extdata.json, &c.values);
+                extdata.ends.push(extdata.json.len());
+            }
+        }
+        extdata
+    }
 }
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
@@ -577,11 +614,140 @@ impl PassJoin {
 /// pass so far.
 type KnownLaunches = FastMap<(u32, i64, u32, u32, i64), i64>;
 
+/// Counter ids below this are looked up in [`Database::insert_many_with`] by position.
+const PASS_COUNTERS_MOST: usize = 1 << 16;
+
+/// How many bytes [`KnownMerged`] holds at most (about one per merged dispatch), so that memory
+/// stays within its bound; past that, keys are looked up in the database. The unit tests go
+/// past it after a few, so that both ways are tested.
+const KNOWN_MERGED_MOST: usize = if cfg!(test) { 6 } else { 1 << 23 };
+
+/// What [`KnownMerged`] counts for a merged dispatch whose id is kept aside (see [`LaneIds`]).
+const FAR_BYTES: usize = 32;
+
+/// The merged dispatches of one lane (across passes, process by rank) by occurrence, while all
+/// of them have one grid and workgroup: a byte each, the difference from the one before (0 when
+/// it does not fit, the id then kept aside), read forward from a cursor, which lookups in
+/// occurrence order (a later pass's, within a lane) move a step at a time.
+#[derive(Debug)]
+struct LaneIds {
+    grid: [u32; 3],
+    workgroup: [u32; 3],
+    steps: Vec<u8>,
+    /// The ids whose difference from the one before does not fit a byte, by position.
+    far: FastMap<usize, i64>,
+    /// The last id added.
+    last: i64,
+    /// A position and the id there.
+    cursor: Option<(usize, i64)>,
+}
+
+impl LaneIds {
+    /// Adds `id` as the next occurrence; returns the bytes it takes.
+    fn push(&mut self, id: i64) -> usize {
+        let step = id - self.last;
+        self.last = id;
+        match u8::try_from(step) {
+            Ok(step) if step > 0 => {
+                self.steps.push(step);
+                1
+            }
+            _ => {
+                self.far.insert(self.steps.len(), id);
+                self.steps.push(0);
+                FAR_BYTES
+            }
+        }
+    }
+
+    /// The id at position `at` after the id `before` at the position before it.
+    fn step(&self, at: usize, before: i64) -> i64 {
+        match self.steps[at] {
+            0 => self.far.get(&at).copied().unwrap_or(before),
+            step => before + i64::from(step),
+        }
+    }
+
+    /// The id at position `at`, if there is one.
+    fn get(&mut self, at: usize) -> Option<i64> {
+        if at >= self.steps.len() {
+            return None;
+        }
+        let (mut i, mut id) = match self.cursor {
+            Some(cursor) if cursor.0 <= at => cursor,
+            _ => (0, self.step(0, 0)),
+        };
+        while i < at {
+            i += 1;
+            id = self.step(i, id);
+        }
+        self.cursor = Some((i, id));
+        Some(id)
+    }
+}
+
+/// The merged dispatches by key, kept in memory as they are made so that a later pass finds
+/// its dispatches' without asking the database: per lane, the ids in occurrence order (`None`
+/// for a lane whose merged dispatches do not all have one grid and workgroup).
+#[derive(Debug, Default)]
+struct KnownMerged {
+    lanes: FastMap<(u32, i64, u32, u32, i64), Option<LaneIds>>,
+    held: usize,
+}
+
+impl KnownMerged {
+    /// The merged dispatch of `key` if this knows it: `Some(None)` when no merged dispatch has
+    /// the key, `None` when the database must be asked.
+    fn find(&mut self, key: &MergeKey) -> Option<Option<i64>> {
+        let lane = self.lanes.get_mut(&key.lane())?.as_mut()?;
+        if (lane.grid, lane.workgroup) != (key.grid, key.workgroup) {
+            return Some(None);
+        }
+        let at = usize::try_from(key.occurrence - 1).ok()?;
+        lane.get(at).map(Some)
+    }
+
+    /// Notes the new merged dispatch `id` of `key`; false once this can no longer hold every
+    /// merged dispatch.
+    fn add(&mut self, key: &MergeKey, id: i64) -> bool {
+        if self.held >= KNOWN_MERGED_MOST {
+            return false;
+        }
+        let lane = self.lanes.entry(key.lane()).or_insert_with(|| {
+            Some(LaneIds {
+                grid: key.grid,
+                workgroup: key.workgroup,
+                steps: Vec::new(),
+                far: FastMap::default(),
+                last: 0,
+                cursor: None,
+            })
+        });
+        let next = lane.as_ref().map_or(0, |l| l.steps.len() as i64 + 1);
+        match lane {
+            Some(ids)
+                if (ids.grid, ids.workgroup) == (key.grid, key.workgroup)
+                    && key.occurrence == next =>
+            {
+                self.held += ids.push(id);
+            }
+            // Another shape, or an occurrence out of turn: this lane is looked up in the
+            // database from now on.
+            _ => *lane = None,
+        }
+        true
+    }
+}
+
 /// The statement that finds a dispatch's merged dispatch, and the new merged dispatches to
 /// insert (after the batch's lookups, which only find earlier passes' keys).
 struct MergedStatements<'conn, 'rows> {
     find: rusqlite::CachedStatement<'conn>,
     new: &'rows mut Vec<[i64; MERGED_FIELDS]>,
+    /// Where each new merged dispatch's first dispatch is noted for rocpd's small tables.
+    first: Option<&'rows mut FirstRows>,
+    /// The merged dispatches by key, while memory allows.
+    known: &'rows mut Option<KnownMerged>,
 }
 
 impl MergedStatements<'_, '_> {
@@ -599,10 +765,13 @@ impl MergedStatements<'_, '_> {
         let columns = key.columns();
         // Only lanes an earlier pass launched this often can have the key.
         if known.get(&key.lane()).is_some_and(|&n| key.occurrence <= n) {
-            let found = self
-                .find
-                .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
-                .optional()?;
+            let found = match self.known.as_mut().and_then(|k| k.find(&key)) {
+                Some(found) => found,
+                None => self
+                    .find
+                    .query_row(rusqlite::params_from_iter(columns), |r| r.get(0))
+                    .optional()?,
+            };
             if let Some(id) = found {
                 // Its passes are counted at the end of the pass, in one statement.
                 join.matched += 1;
@@ -619,6 +788,12 @@ impl MergedStatements<'_, '_> {
         fields[15] = 1;
         self.new.push(fields);
         join.next_merged += 1;
+        if self.known.as_mut().is_some_and(|k| !k.add(&key, id)) {
+            *self.known = None;
+        }
+        if let Some(first) = self.first.as_deref_mut() {
+            first.add(id, d, key.kernel);
+        }
         let launch = Launches::one(d.start_ns as i64, d.end_ns as i64);
         join.merged
             .entry((key.kernel, d.agent))
@@ -669,6 +844,9 @@ pub struct Database {
     /// The most launches of any pass so far per lane, so that a key no earlier pass can have
     /// is known without asking.
     known_launches: KnownLaunches,
+    /// The merged dispatches by key while they fit in memory; `None` once they do not, or once
+    /// a pass was joined in SQL (which makes its merged dispatches again).
+    known_merged: Option<KnownMerged>,
     /// How dispatches of different passes are matched.
     pass_match: PassMatch,
     /// The counters of the passes before the one being inserted, by id: a value of one of them
@@ -676,6 +854,9 @@ pub struct Database {
     collected_before: FastMap<i64, ()>,
     /// The counters of the pass being inserted, by id.
     collected: FastMap<i64, ()>,
+    /// By counter id (below [`PASS_COUNTERS_MOST`]), for the counters the pass being inserted
+    /// has met: whether an earlier pass collected it.
+    pass_counters: Vec<Option<bool>>,
     /// Per GPU, its timeline in the pass being inserted and the idle gaps counted so far;
     /// `None` once a dispatch came out of start order (the pass's gaps are then counted in SQL).
     timelines: Option<FastMap<u32, (Timeline, IdleGaps)>>,
@@ -696,8 +877,16 @@ pub struct Database {
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
     first_agents: FastMap<i64, u32>,
+    /// rocpd's small tables as the merged dispatches were made; `None` once a pass was joined
+    /// in SQL (which makes its merged dispatches again).
+    first_rows: Option<FirstRows>,
     /// Whether the dispatch rows' index by merged dispatch exists.
     merged_index: std::cell::Cell<bool>,
+    /// Whether the merged dispatches' index by merge key exists.
+    key_index: bool,
+    /// A reader's second connection, on the same snapshot, on which [`Database::stream`] reads
+    /// counters while this one reads dispatches.
+    aside: std::cell::RefCell<Option<Connection>>,
     committed: bool,
 }
 
@@ -705,6 +894,11 @@ impl Drop for Database {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_file(&self.temporary);
+            for log in ["-wal", "-shm"] {
+                let mut name = self.temporary.clone().into_os_string();
+                name.push(log);
+                let _ = std::fs::remove_file(name);
+            }
         }
     }
 }
@@ -729,27 +923,88 @@ fn repeat_column(wanted: bool) -> &'static str {
 /// Counter rows of a query of [`Database::stream`], one read ahead: (key, counter id, total),
 /// its `extdata` beside it.
 struct CounterRows<'s> {
-    rows: rusqlite::Rows<'s>,
+    source: CounterSource<'s>,
     ahead: Option<(i64, i64, f64)>,
     extdata: String,
+}
+
+/// Counter rows handed from the thread that reads them, at once.
+const COUNTER_BATCH: usize = 1024;
+
+/// Where a [`CounterRows`] reads its rows.
+enum CounterSource<'s> {
+    /// A query on this thread.
+    Rows(rusqlite::Rows<'s>),
+    /// A query on another thread (without `extdata`), its rows handed over in batches; an
+    /// error ends them.
+    Batches {
+        batch: std::vec::IntoIter<(i64, i64, f64)>,
+        from: std::sync::mpsc::Receiver<rusqlite::Result<Vec<(i64, i64, f64)>>>,
+    },
 }
 
 impl CounterRows<'_> {
     /// Reads the next row ahead (its `extdata` only `with_dimensions`).
     fn advance(&mut self, with_dimensions: bool) -> rusqlite::Result<()> {
         self.extdata.clear();
-        let Some(row) = self.rows.next()? else {
-            self.ahead = None;
-            return Ok(());
-        };
-        if with_dimensions {
-            if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
-                self.extdata.push_str(text);
+        let (batch, from) = match &mut self.source {
+            CounterSource::Rows(rows) => {
+                let Some(row) = rows.next()? else {
+                    self.ahead = None;
+                    return Ok(());
+                };
+                if with_dimensions {
+                    if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
+                        self.extdata.push_str(text);
+                    }
+                }
+                self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+                return Ok(());
             }
-        }
-        self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
+            CounterSource::Batches { batch, from } => (batch, from),
+        };
+        self.ahead = loop {
+            if let Some(row) = batch.next() {
+                break Some(row);
+            }
+            match from.recv() {
+                Ok(rows) => *batch = rows?.into_iter(),
+                Err(_) => break None,
+            }
+        };
         Ok(())
     }
+}
+
+/// Runs the counter query `query` on `conn` (its key, counter id and total), handing its rows
+/// to `to` in batches, until they end or `to` is dropped; gives `conn` back.
+fn read_counters(
+    conn: Connection,
+    query: &str,
+    to: std::sync::mpsc::SyncSender<rusqlite::Result<Vec<(i64, i64, f64)>>>,
+) -> Connection {
+    let read = (|| -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(query)?;
+        let mut rows = stmt.query([])?;
+        let mut batch = Vec::with_capacity(COUNTER_BATCH);
+        while let Some(row) = rows.next()? {
+            batch.push((row.get(0)?, row.get(1)?, row.get(2)?));
+            if batch.len() == COUNTER_BATCH {
+                let full = std::mem::replace(&mut batch, Vec::with_capacity(COUNTER_BATCH));
+                if to.send(Ok(full)).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        if !batch.is_empty() {
+            let _ = to.send(Ok(batch));
+        }
+        Ok(())
+    })();
+    if let Err(e) = read {
+        let _ = to.send(Err(e));
+    }
+    conn
 }
 
 /// Fills `d` from a row of [`DISPATCH_COLUMNS`] (after the key), its kernel named from
@@ -814,7 +1069,7 @@ impl Database {
                 "PRAGMA page_size=16384; PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;
                  PRAGMA locking_mode=EXCLUSIVE; PRAGMA temp_store=FILE; PRAGMA foreign_keys=OFF;",
             )?;
-            conn.execute_batch(CACHE_SIZE)?;
+            conn.execute_batch(&cache_size(CACHE_KIB))?;
             conn.execute_batch(SCHEMA)?;
             Ok(conn)
         });
@@ -835,7 +1090,11 @@ impl Database {
     pub fn open(path: &Path) -> Result<Database, DatabaseError> {
         let conn = sql(
             path,
-            Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY),
+            Connection::open_with_flags(
+                path,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
         )?;
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
         // rocpd's at the end with other row ids: read as this one's, they would be wrong.
@@ -886,6 +1145,15 @@ impl Database {
         Ok(())
     }
 
+    /// Makes the index of the merged dispatches by merge key, once.
+    fn index_keys(&mut self) -> Result<(), DatabaseError> {
+        if !self.key_index {
+            self.err(self.conn.execute_batch(KEY_INDEX))?;
+            self.key_index = true;
+        }
+        Ok(())
+    }
+
     /// Makes the values table and its views, once.
     fn make_values(&mut self) -> Result<(), DatabaseError> {
         if !self.values_made {
@@ -915,9 +1183,11 @@ impl Database {
             next_row: 1,
             join: PassJoin::default(),
             known_launches: FastMap::default(),
+            known_merged: (!finished).then(KnownMerged::default),
             pass_match: PassMatch::default(),
             collected_before: FastMap::default(),
             collected: FastMap::default(),
+            pass_counters: Vec::new(),
             timelines: Some(FastMap::default()),
             totals: Totals::default(),
             bulk_pages: finished,
@@ -927,7 +1197,10 @@ impl Database {
             sampled: (!finished).then(Sampled::new),
             pass_open: false,
             first_agents: FastMap::default(),
+            first_rows: (!finished).then(FirstRows::default),
             merged_index: std::cell::Cell::new(finished),
+            key_index: finished,
+            aside: std::cell::RefCell::new(None),
             committed: finished,
         }
     }
@@ -1019,17 +1292,22 @@ impl Database {
         self.err(rows.collect())
     }
 
-    /// Records a pass and opens its transaction; its dispatches follow with [`Database::insert_many`].
+    /// Records a pass and opens its transaction; its dispatches follow with
+    /// [`Database::insert_many_with`].
     pub fn begin_pass(&mut self, pass: u32, label: &str) -> Result<(), DatabaseError> {
         if !self.bulk_pages {
             // Rebuilt while it holds next to nothing: a few milliseconds.
             // The rebuild forgets the cache size.
-            let grow = format!("PRAGMA page_size={BULK_PAGE_SIZE}; VACUUM; {CACHE_SIZE}");
+            let grow = format!(
+                "PRAGMA page_size={BULK_PAGE_SIZE}; VACUUM; {}",
+                cache_size(CACHE_KIB)
+            );
             self.err(self.conn.execute_batch(&grow))?;
             self.bulk_pages = true;
         }
         self.make_values()?;
         self.pass_open = true;
+        self.pass_counters.clear();
         let r = self.conn.execute(
             "INSERT OR REPLACE INTO rtl_pass(id, label) VALUES (?1, ?2)",
             params![pass, label],
@@ -1116,15 +1394,29 @@ impl Database {
         Ok(())
     }
 
-    /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
-    /// run), and puts each one's counters in the database's order (by counter id), the order
-    /// every read of the database gives them in. Several at once are cheaper per dispatch:
-    /// each statement is looked up once and the counters of all of them go in a few statements.
+    /// [`Database::insert_many_with`], each counter's `extdata` made here.
+    #[cfg(test)]
     pub fn insert_many(
         &mut self,
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
     ) -> Result<(), DatabaseError> {
+        self.insert_many_with(pass, dispatches, None)
+    }
+
+    /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
+    /// run), and puts each one's counters in the database's order (by counter id), the order
+    /// every read of the database gives them in. Several at once are cheaper per dispatch:
+    /// each statement is looked up once and the counters of all of them go in a few statements.
+    /// `extdata`, when given, is that of the counters of `dispatches` as given, made on another
+    /// thread (it is made here when absent, or for dispatches whose counters are reordered).
+    pub fn insert_many_with(
+        &mut self,
+        pass: u32,
+        dispatches: &mut [(u32, Dispatch)],
+        extdata: Option<&Extdata>,
+    ) -> Result<(), DatabaseError> {
+        let mut extdata = extdata;
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
@@ -1135,6 +1427,7 @@ impl Database {
                 ids.push(self.counter_id(c)?);
             }
             if !ids[first..].is_sorted() {
+                extdata = None;
                 let mut by_id: Vec<(i64, Counter)> =
                     ids.drain(first..).zip(d.counters.drain(..)).collect();
                 by_id.sort_by_key(|p| p.0);
@@ -1144,23 +1437,35 @@ impl Database {
                 }
             }
         }
-        let r = self.insert_rows(pass, dispatches, &ids);
+        let r = self.insert_rows(pass, dispatches, &ids, extdata);
         self.batch_ids = ids;
         r
     }
 
-    /// [`Database::insert_many`] once the kernel and counter ids are known.
+    /// [`Database::insert_many_with`] once the kernel and counter ids are known.
     fn insert_rows(
         &mut self,
         pass: u32,
         dispatches: &[(u32, Dispatch)],
         ids: &[i64],
+        extdata: Option<&Extdata>,
     ) -> Result<(), DatabaseError> {
+        // Keys are looked up in the database once the merged dispatches may not all be in
+        // memory by the end of this batch.
+        let in_memory = match &self.known_merged {
+            Some(known) => known.held + FAR_BYTES * dispatches.len() < KNOWN_MERGED_MOST,
+            None => false,
+        };
+        if !in_memory {
+            self.index_keys()?;
+        }
         let path = &self.temporary;
         self.merged_rows.clear();
         let mut merged = MergedStatements {
             find: sql(path, self.conn.prepare_cached(FIND_MERGED))?,
             new: &mut self.merged_rows,
+            first: self.first_rows.as_mut(),
+            known: &mut self.known_merged,
         };
         // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
         let rows = &mut self.pmc_rows;
@@ -1169,6 +1474,15 @@ impl Database {
         rows.clear();
         json.clear();
         dispatch_rows.clear();
+        // Each counter's `extdata`: made already, or here.
+        let mut made = extdata.map(|e| {
+            json.extend_from_slice(&e.json);
+            e.ends.iter().scan(0, |from, &end| {
+                let range = (*from < end).then_some(*from..end);
+                *from = end;
+                Some(range)
+            })
+        });
         let mut ids = ids.iter().copied();
         for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
@@ -1207,19 +1521,40 @@ impl Database {
             let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
-                self.collected.insert(pmc, ());
-                self.first_agents.entry(pmc).or_insert(d.agent);
+                // Once per counter and pass: noted as collected, its first GPU kept, whether an
+                // earlier pass collected it.
+                let at = usize::try_from(pmc).unwrap_or(usize::MAX);
+                let before = match self.pass_counters.get(at).copied().flatten() {
+                    Some(before) => before,
+                    None => {
+                        self.collected.insert(pmc, ());
+                        self.first_agents.entry(pmc).or_insert(d.agent);
+                        let before = self.collected_before.contains_key(&pmc);
+                        if at < PASS_COUNTERS_MOST {
+                            if self.pass_counters.len() <= at {
+                                self.pass_counters.resize(at + 1, None);
+                            }
+                            self.pass_counters[at] = Some(before);
+                        }
+                        before
+                    }
+                };
                 // A counter an earlier pass collected is summed once the pass is joined and
                 // its repeats are known.
-                if !self.collected_before.contains_key(&pmc) {
+                if !before {
                     self.totals
                         .counters
                         .entry((kernel_id, pmc))
                         .or_default()
                         .add(c.total);
                 }
-                let from = json.len();
-                let range = push_dimension_json(json, &c.values).then_some(from..json.len());
+                let range = match made.as_mut() {
+                    Some(made) => made.next().flatten(),
+                    None => {
+                        let from = json.len();
+                        push_dimension_json(json, &c.values).then_some(from..json.len())
+                    }
+                };
                 rows.push((row, pmc, c.total, range, merged_id));
             }
             if let Some(sampled) = &mut self.sampled {
@@ -1314,12 +1649,26 @@ impl Database {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
             if join.matched > 0 {
-                let r = self.conn.execute(
-                    "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
-                       (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
-                        AND merged_id <= ?2)",
-                    params![join.first_row, join.merged_before],
+                // A merged dispatch is matched at most once per pass: when every earlier one
+                // was, they are one range of ids, each counting one more pass.
+                let r = self.conn.query_row(
+                    "SELECT count(*) FROM rtl_merged_dispatch WHERE id <= ?1",
+                    [join.merged_before],
+                    |r| r.get::<_, i64>(0),
                 );
+                let all_matched = self.err(r)? as u64 == join.matched;
+                let r = match all_matched {
+                    true => self.conn.execute(
+                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id <= ?1",
+                        [join.merged_before],
+                    ),
+                    false => self.conn.execute(
+                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
+                           (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
+                            AND merged_id <= ?2)",
+                        params![join.first_row, join.merged_before],
+                    ),
+                };
                 self.err(r)?;
             }
             join.record_launches(&mut self.known_launches);
@@ -1413,6 +1762,7 @@ impl Database {
             }
         }
         self.collected_before.extend(collected);
+        self.pass_counters.clear();
         Ok(())
     }
 
@@ -1484,6 +1834,9 @@ impl Database {
 
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
+        self.index_keys()?;
+        self.first_rows = None;
+        self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
         }
@@ -1795,66 +2148,103 @@ impl Database {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
+        // A single counter query without parameters or `extdata` runs on the second connection
+        // of a reader (see [`Database::commit_while`]), on a thread of its own.
+        let aside = match (counters, params, with_dimensions) {
+            ([query], [], false) => self.aside.take().map(|conn| (conn, query)),
+            _ => None,
+        };
+        let here = match aside {
+            Some(_) => &[],
+            None => counters,
+        };
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
-        let mut counter_stmts = counters
+        let mut counter_stmts = here
             .iter()
             .map(|q| self.err(self.conn.prepare(q)))
             .collect::<Result<Vec<_>, _>>()?;
-        let mut rows = self.err(dispatch_stmt.query(params))?;
-        let mut cursors = Vec::with_capacity(counter_stmts.len());
-        for stmt in &mut counter_stmts {
-            let mut cursor = CounterRows {
-                rows: self.err(stmt.query(params))?,
-                ahead: None,
-                extdata: String::new(),
-            };
-            self.err(cursor.advance(with_dimensions))?;
-            cursors.push(cursor);
-        }
-        // One dispatch and its counters are reused from row to row, so their strings and
-        // vectors are allocated once rather than per dispatch and counter.
-        let mut d = Dispatch::default();
-        let mut ids: Vec<i64> = Vec::new();
-        while let Some(row) = self.err(rows.next())? {
-            let key: i64 = self.err(row.get(0))?;
-            self.err(row_dispatch(row, &kernels, &mut d))?;
-            ids.clear();
-            for cursor in &mut cursors {
-                while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
-                    if ids.len() == d.counters.len() {
-                        d.counters.push(Counter::default());
-                    }
-                    let counter = &mut d.counters[ids.len()];
-                    ids.push(pmc);
-                    counter.total = total;
-                    counter.name.clear();
-                    counter
-                        .name
-                        .push_str(names.get(&pmc).map_or("", String::as_str));
-                    counter.dimensions.clear();
-                    counter
-                        .dimensions
-                        .push_str(dimensions.get(&pmc).map_or("", String::as_str));
-                    counter.values.clear();
-                    if with_dimensions {
-                        counter.values = dimensions_of(&cursor.extdata);
-                        if counter.values.is_empty() {
-                            counter.values.push(total);
-                        }
-                    }
+        std::thread::scope(|scope| {
+            let mut cursors = Vec::with_capacity(counters.len());
+            let reading = aside.map(|(conn, query)| {
+                let (to, from) = std::sync::mpsc::sync_channel(4);
+                cursors.push(CounterRows {
+                    source: CounterSource::Batches {
+                        batch: Vec::new().into_iter(),
+                        from,
+                    },
+                    ahead: None,
+                    extdata: String::new(),
+                });
+                scope.spawn(move || read_counters(conn, query, to))
+            });
+            // An error here drops the cursors, which stops the reading thread.
+            for stmt in &mut counter_stmts {
+                cursors.push(CounterRows {
+                    source: CounterSource::Rows(self.err(stmt.query(params))?),
+                    ahead: None,
+                    extdata: String::new(),
+                });
+            }
+            let zipped = (|| {
+                let mut rows = self.err(dispatch_stmt.query(params))?;
+                for cursor in &mut cursors {
                     self.err(cursor.advance(with_dimensions))?;
                 }
+                // One dispatch and its counters are reused from row to row, so their strings
+                // and vectors are allocated once rather than per dispatch and counter.
+                let mut d = Dispatch::default();
+                let mut ids: Vec<i64> = Vec::new();
+                while let Some(row) = self.err(rows.next())? {
+                    let key: i64 = self.err(row.get(0))?;
+                    self.err(row_dispatch(row, &kernels, &mut d))?;
+                    ids.clear();
+                    for cursor in &mut cursors {
+                        while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {
+                            if ids.len() == d.counters.len() {
+                                d.counters.push(Counter::default());
+                            }
+                            let counter = &mut d.counters[ids.len()];
+                            ids.push(pmc);
+                            counter.total = total;
+                            counter.name.clear();
+                            counter
+                                .name
+                                .push_str(names.get(&pmc).map_or("", String::as_str));
+                            counter.dimensions.clear();
+                            counter
+                                .dimensions
+                                .push_str(dimensions.get(&pmc).map_or("", String::as_str));
+                            counter.values.clear();
+                            if with_dimensions {
+                                counter.values = dimensions_of(&cursor.extdata);
+                                if counter.values.is_empty() {
+                                    counter.values.push(total);
+                                }
+                            }
+                            self.err(cursor.advance(with_dimensions))?;
+                        }
+                    }
+                    d.counters.truncate(ids.len());
+                    if !ids.is_sorted() {
+                        let mut by_id: Vec<(i64, Counter)> =
+                            ids.drain(..).zip(d.counters.drain(..)).collect();
+                        by_id.sort_by_key(|c| c.0);
+                        d.counters.extend(by_id.into_iter().map(|c| c.1));
+                    }
+                    visit(&d)?;
+                }
+                Ok(())
+            })();
+            // The reading thread stops once its rows are no longer taken.
+            drop(cursors);
+            if let Some(reading) = reading {
+                let conn = reading
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                self.aside.replace(Some(conn));
             }
-            d.counters.truncate(ids.len());
-            if !ids.is_sorted() {
-                let mut by_id: Vec<(i64, Counter)> =
-                    ids.drain(..).zip(d.counters.drain(..)).collect();
-                by_id.sort_by_key(|c| c.0);
-                d.counters.extend(by_id.into_iter().map(|c| c.1));
-            }
-            visit(&d)?;
-        }
-        Ok(())
+            zipped
+        })
     }
 
     /// The name of every kernel id.
@@ -2142,36 +2532,116 @@ impl Database {
 
     /// Finishes the database: with `keep`, renames it to its final name and returns that; else
     /// removes it.
-    pub fn commit(mut self, keep: bool) -> Result<Option<PathBuf>, DatabaseError> {
+    pub fn commit(self, keep: bool) -> Result<Option<PathBuf>, DatabaseError> {
+        self.commit_while(keep, |_| Ok::<_, DatabaseError>(()))
+            .map(|(path, ())| path)
+    }
+
+    /// [`Database::commit`] while `read` reads the database as the passes left it (the merged
+    /// files): with `keep`, on a second connection and a thread of its own while this one writes
+    /// rocpd's tables, which the read never sees (the database is in WAL mode for that time,
+    /// the read's snapshot taken before rocpd's tables are written); else before the database
+    /// is removed. The database keeps its temporary name, and is removed, when `read` fails,
+    /// whose error comes first.
+    pub fn commit_while<T: Send, E: From<DatabaseError> + Send>(
+        mut self,
+        keep: bool,
+        read: impl FnOnce(&Database) -> Result<T, E> + Send,
+    ) -> Result<(Option<PathBuf>, T), E> {
         if self.in_transaction {
-            self.err(self.conn.execute_batch("COMMIT"))?;
+            if let Err(e) = self.err(self.conn.execute_batch("COMMIT")) {
+                read(&self)?;
+                return Err(e.into());
+            }
             self.in_transaction = false;
         }
         if !keep {
-            return Ok(None);
+            return Ok((None, read(&self)?));
         }
-        self.index_merged()?;
-        let rocpd = (|| {
-            let run = self.run_info()?;
-            // The projection's temporary tables get a small page cache of their own, so that
-            // memory stays flat however many dispatches there are.
-            self.err(
-                self.conn
-                    .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
-            )?;
-            // The roctx tables exist once a pass had regions; the projection reads them anyway.
-            self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
-            self.make_values()?;
-            let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
-            self.err(rocpd::write(&self.conn, &self.guid, &run, &agents))?;
-            self.err(self.conn.execute_batch("COMMIT"))
-        })();
+        let reader = self.index_merged().and_then(|()| self.reader());
+        let reader = match reader {
+            Ok(reader) => reader,
+            Err(e) => {
+                read(&self)?;
+                return Err(e.into());
+            }
+        };
+        let (read, rocpd) = std::thread::scope(|scope| {
+            let reading = scope.spawn(move || read(&reader));
+            let rocpd = self.write_rocpd();
+            let read = reading
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+            (read, rocpd)
+        });
+        let read = read?;
         rocpd?;
-        // Statistics from a sample of each index are enough for the planner.
+        Ok((self.finish()?, read))
+    }
+
+    /// A handle that reads the database as it is now (on two connections), while this one goes
+    /// on writing: the database leaves its exclusive lock for WAL mode (no automatic checkpoints,
+    /// one at [`Database::finish`]), and the reader's snapshot is taken at once.
+    fn reader(&self) -> Result<Database, DatabaseError> {
+        self.err(self.conn.execute_batch(
+            "PRAGMA locking_mode=NORMAL; SELECT count(*) FROM rtl_pass;
+             PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;",
+        ))?;
+        // Two connections for the reader (dispatches and counters, see [`Database::stream`]):
+        // their page caches and this one's together are the size of the one while inserting.
+        let this = cache_size(CACHE_KIB / 2);
+        self.err(self.conn.execute_batch(&this))?;
+        let open = || {
+            let conn = self.err(Connection::open_with_flags(
+                &self.temporary,
+                rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE
+                    | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ))?;
+            self.err(conn.execute_batch(&format!(
+                "{} PRAGMA temp_store=FILE; PRAGMA query_only=ON; BEGIN;
+                 SELECT count(*) FROM rtl_pass;",
+                cache_size(CACHE_KIB / 4)
+            )))?;
+            Ok::<_, DatabaseError>(conn)
+        };
+        let conn = open()?;
+        let aside = open()?;
+        let mut reader = Database::on(conn, self.target.clone(), self.temporary.clone(), true);
+        reader.values = self.values.clone();
+        reader.guid = self.guid.clone();
+        reader.values_made = self.values_made;
+        reader.strings = self.strings.clone();
+        reader.pmcs = self.pmcs.clone();
+        reader.aside.replace(Some(aside));
+        Ok(reader)
+    }
+
+    /// Writes rocpd's tables from rtl-pmc's own, in one transaction.
+    fn write_rocpd(&mut self) -> Result<(), DatabaseError> {
+        let run = self.run_info()?;
+        // The projection's temporary tables get a small page cache of their own, so that
+        // memory stays flat however many dispatches there are.
         self.err(
             self.conn
-                .execute_batch("PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;"),
+                .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
         )?;
+        // The roctx tables exist once a pass had regions; the projection reads them anyway.
+        self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
+        self.make_values()?;
+        let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+        let first = self.first_rows.as_ref();
+        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents, first))?;
+        self.err(self.conn.execute_batch("COMMIT"))
+    }
+
+    /// Leaves WAL mode (its log copied into the database and removed), gathers the planner's
+    /// statistics and renames the database to its final name.
+    fn finish(&mut self) -> Result<Option<PathBuf>, DatabaseError> {
+        // Statistics from a sample of each index are enough for the planner.
+        self.err(self.conn.execute_batch(
+            "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=OFF;
+             PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;",
+        ))?;
         std::fs::rename(&self.temporary, &self.target).map_err(|source| DatabaseError::Io {
             path: self.target.clone(),
             source,

@@ -4,14 +4,14 @@
 //! file reads the pass back from the database. Bounded channels and a bounded window that puts
 //! dispatches in start order keep memory flat in the number of dispatches.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 use super::csv::{CounterCollectionWriter, Table};
-use super::database::{Database, DatabaseError};
+use super::database::{Database, DatabaseError, Extdata};
 use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
 use super::model::Dispatch;
@@ -26,38 +26,14 @@ pub const REORDER_WINDOW: usize = 1024;
 /// How many batches wait between two threads.
 const CHANNEL: usize = 8;
 
-/// A dispatch waiting in a [`StartOrder`], ordered by start time, then arrival.
-struct Waiting {
-    start: u64,
-    arrival: u64,
-    source: u32,
-    dispatch: Dispatch,
-}
-
-impl PartialEq for Waiting {
-    fn eq(&self, other: &Waiting) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-
-impl Eq for Waiting {}
-
-impl PartialOrd for Waiting {
-    fn partial_cmp(&self, other: &Waiting) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Waiting {
-    fn cmp(&self, other: &Waiting) -> Ordering {
-        (self.start, self.arrival).cmp(&(other.start, other.arrival))
-    }
-}
-
 /// Puts nearly sorted dispatches in start order (ties in arrival order), holding at most a
-/// fixed number of them.
+/// fixed number of them. The heap orders (start, arrival, slot) triples; the dispatches stay in
+/// their slots, so that reordering moves a few words rather than whole dispatches.
 pub struct StartOrder {
-    waiting: BinaryHeap<Reverse<Waiting>>,
+    waiting: BinaryHeap<Reverse<(u64, u64, usize)>>,
+    /// The waiting dispatches with their input, by slot; `None` in a free slot.
+    slots: Vec<Option<(u32, Dispatch)>>,
+    free: Vec<usize>,
     window: usize,
     arrivals: u64,
     last_start: u64,
@@ -69,6 +45,8 @@ impl StartOrder {
     pub fn new(window: usize) -> StartOrder {
         StartOrder {
             waiting: BinaryHeap::with_capacity(window.max(1) + 1),
+            slots: Vec::with_capacity(window.max(1) + 1),
+            free: Vec::new(),
             window: window.max(1),
             arrivals: 0,
             last_start: 0,
@@ -85,12 +63,18 @@ impl StartOrder {
         d: Dispatch,
         emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        self.waiting.push(Reverse(Waiting {
-            start: d.start_ns,
-            arrival: self.arrivals,
-            source,
-            dispatch: d,
-        }));
+        let start = d.start_ns;
+        let slot = match self.free.pop() {
+            Some(slot) => {
+                self.slots[slot] = Some((source, d));
+                slot
+            }
+            None => {
+                self.slots.push(Some((source, d)));
+                self.slots.len() - 1
+            }
+        };
+        self.waiting.push(Reverse((start, self.arrivals, slot)));
         self.arrivals += 1;
         if self.waiting.len() > self.window {
             self.emit_first(emit)?;
@@ -113,14 +97,18 @@ impl StartOrder {
         &mut self,
         mut emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(Reverse(first)) = self.waiting.pop() else {
+        let Some(Reverse((start, _, slot))) = self.waiting.pop() else {
             return Ok(());
         };
-        if first.start < self.last_start {
+        let Some((source, dispatch)) = self.slots[slot].take() else {
+            return Ok(());
+        };
+        self.free.push(slot);
+        if start < self.last_start {
             self.sorted = false;
         }
-        self.last_start = first.start;
-        emit(first.source, first.dispatch, self.sorted)
+        self.last_start = start;
+        emit(source, dispatch, self.sorted)
     }
 
     /// Whether every dispatch handed out so far started no earlier than the one before it.
@@ -224,6 +212,8 @@ impl<'a> CounterCollectionFiles<'a> {
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
+    /// The counters' `extdata`, made on the way to the database thread.
+    extdata: Option<Extdata>,
 }
 
 /// How many dispatches go between threads at once, at most.
@@ -277,8 +267,10 @@ impl PassInput {
 
 /// Sends the dispatches of `batch` on, leaving it empty.
 fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
+    let dispatches = std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH));
     let full = Batch {
-        dispatches: std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH)),
+        extdata: Some(Extdata::of(&dispatches)),
+        dispatches,
         sorted: batch.sorted,
     };
     to.send(full).map_err(|_| stopped())
@@ -294,7 +286,7 @@ fn insert_all(
 ) -> Result<(), DatabaseError> {
     let mut to_csv = to_csv;
     for mut batch in from {
-        db.insert_many(pass, &mut batch.dispatches)?;
+        db.insert_many_with(pass, &mut batch.dispatches, batch.extdata.as_ref())?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
         if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
@@ -352,6 +344,7 @@ pub fn write_pass<E: From<OutputError>>(
             batch: Batch {
                 dispatches: Vec::with_capacity(BATCH),
                 sorted: true,
+                extdata: None,
             },
             to_database,
             dispatches: 0,

@@ -27,6 +27,9 @@
 
 use rusqlite::{params, Connection};
 
+use super::fast_map::FastMap;
+use super::model::Dispatch;
+
 /// What the database says of the run beyond its dispatches.
 #[derive(Debug, Clone, Default)]
 pub struct RunInfo {
@@ -545,12 +548,32 @@ CREATE VIEW top AS
 "#;
 
 /// Each merged dispatch (`event`, its id) with the columns the projection reads of the row of
-/// the pass that first saw it.
-const FIRST: &str = "CREATE TEMP TABLE rocpd_first AS
+/// the pass that first saw it: a table when the small tables are grouped from it in SQL, else
+/// a view (read twice, by the events and the dispatches).
+const FIRST: &str = "AS
   SELECT m.id AS event, k.id, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.dispatch_id,
          k.correlation_id, k.start_ns, k.end_ns, k.scratch, k.lds, k.workgroup_x, k.workgroup_y,
          k.workgroup_z, k.grid_x, k.grid_y, k.grid_z
   FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
+
+/// The threads, queues, code objects and kernel symbols of the merged dispatches, grouped in SQL from the table [`FIRST`] (when they were not gathered as the dispatches were
+/// joined, see [`FirstRows`]).
+const GROUPED: &str = "
+INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
+  SELECT tid, :nid, :ppid, min(pid), tid, min(start_ns), max(end_ns) FROM rocpd_first GROUP BY tid;
+CREATE TEMP TABLE rocpd_queue AS
+  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, queue_id AS handle
+  FROM rocpd_first GROUP BY pid, queue_id;
+CREATE TEMP TABLE rocpd_code_object AS
+  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, agent FROM rocpd_first
+  GROUP BY pid, agent;
+CREATE TEMP TABLE rocpd_symbol AS
+  SELECT row_number() OVER (ORDER BY g.first) AS id, g.pid, g.agent, g.kernel_id,
+         c.id AS code_object, g.first
+  FROM (SELECT pid, agent, kernel_id, min(event) AS first FROM rocpd_first
+        GROUP BY pid, agent, kernel_id) g
+  JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
+";
 
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 const FILL: &str = "
@@ -566,13 +589,8 @@ INSERT INTO rocpd_string(string)
                  UNION SELECT 'MARKER_CORE_RANGE_API' FROM rocpd_roctx WHERE kind != 'mark'
                  UNION SELECT coalesce(name, '') FROM rocpd_roctx)
   ORDER BY s;
-INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
-  SELECT tid, :nid, :ppid, min(pid), tid, min(start_ns), max(end_ns) FROM rocpd_first GROUP BY tid;
 INSERT OR IGNORE INTO rocpd_info_thread(id, nid, ppid, pid, tid)
   SELECT DISTINCT tid, :nid, :ppid, pid, tid FROM rocpd_roctx;
-CREATE TEMP TABLE rocpd_queue AS
-  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, queue_id AS handle
-  FROM rocpd_first GROUP BY pid, queue_id;
 INSERT INTO rocpd_info_queue(id, nid, pid, name) VALUES (0, :nid, :pid0, 'Default Queue');
 INSERT INTO rocpd_info_queue(id, nid, pid, name, extdata)
   SELECT id, :nid, pid, 'Queue ' || id, json_object('handle', handle) FROM rocpd_queue;
@@ -585,19 +603,10 @@ INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index, 
          CASE cpu WHEN 1 THEN 'CPU' ELSE 'AMD' END, product_name, product_name
   FROM rtl_agent ORDER BY node_id;
 INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index)
-  SELECT DISTINCT agent, :nid, :pid0, 'GPU', agent, agent FROM rocpd_first
+  SELECT DISTINCT agent, :nid, :pid0, 'GPU', agent, agent FROM rocpd_code_object
   WHERE agent NOT IN (SELECT node_id FROM rtl_agent) ORDER BY agent;
-CREATE TEMP TABLE rocpd_code_object AS
-  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, agent FROM rocpd_first
-  GROUP BY pid, agent;
 INSERT INTO rocpd_info_code_object(id, nid, pid, agent_id)
   SELECT id, :nid, pid, agent FROM rocpd_code_object;
-CREATE TEMP TABLE rocpd_symbol AS
-  SELECT row_number() OVER (ORDER BY g.first) AS id, g.pid, g.agent, g.kernel_id,
-         c.id AS code_object, g.first
-  FROM (SELECT pid, agent, kernel_id, min(event) AS first FROM rocpd_first
-        GROUP BY pid, agent, kernel_id) g
-  JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
 INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, display_name,
   kernel_object, group_segment_size, private_segment_size, sgpr_count, arch_vgpr_count,
   accum_vgpr_count, extdata)
@@ -636,8 +645,8 @@ INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispat
                   (SELECT id FROM rocpd_string WHERE string = '')),
          f.event
   FROM rocpd_first f
-  JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
-  JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
+  CROSS JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
+  CROSS JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
 INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, description,
   component, units, value_type, block, expression, is_constant, is_derived)
   SELECT c.id, :nid, :pid0,
@@ -646,7 +655,6 @@ INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, de
          'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block, c.expression, 0,
          c.derived
   FROM rtl_counter c ORDER BY c.id;
-DROP TABLE temp.rocpd_first;
 DROP TABLE temp.rocpd_roctx;
 DROP TABLE temp.rocpd_queue;
 DROP TABLE temp.rocpd_code_object;
@@ -730,12 +738,14 @@ fn hash(text: &str) -> i64 {
 }
 
 /// Writes rocpd's tables, views and rows for run `guid` from the `rtl_*` tables of `conn`;
-/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it.
+/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it;
+/// `first`, when given, holds the small tables' rows gathered while the passes were joined.
 pub fn write(
     conn: &Connection,
     guid: &str,
     run: &RunInfo,
     agents: &[(i64, u32)],
+    first: Option<&FirstRows>,
 ) -> rusqlite::Result<()> {
     let uuid = uuid_suffix(guid);
     conn.execute_batch(&tables_sql(guid, &uuid))?;
@@ -777,7 +787,11 @@ pub fn write(
     )
     .to_string();
     let command = run.command.join(" ");
-    conn.execute_batch(FIRST)?;
+    let first_kind = match first {
+        Some(_) => "VIEW",
+        None => "TABLE",
+    };
+    conn.execute_batch(&format!("CREATE TEMP {first_kind} rocpd_first {FIRST}"))?;
     conn.execute_batch(
         "CREATE TEMP TABLE rtl_pmc_agent(pmc_id INTEGER PRIMARY KEY, agent INTEGER NOT NULL)",
     )?;
@@ -785,17 +799,24 @@ pub fn write(
     for (pmc, agent) in agents {
         insert.execute(params![pmc, agent])?;
     }
-    let inserted = conn.execute(
-        &into_tables(
-            "INSERT INTO rocpd_info_process(id, nid, ppid, pid, init, fini, start, end, command,
-             environment)
-             SELECT pid, ?1, ?2, pid, min(start_ns), max(end_ns), min(start_ns), max(end_ns), ?3,
-                    ?4
-             FROM rocpd_first GROUP BY pid ORDER BY pid",
-            &uuid,
-        ),
-        params![nid, run.ppid, command, environment],
-    )?;
+    let process = into_tables(
+        "INSERT INTO rocpd_info_process(id, nid, ppid, pid, init, fini, start, end, command,
+         environment)",
+        &uuid,
+    );
+    let inserted = match first {
+        Some(first) => {
+            first.insert_processes(conn, &process, (nid, run.ppid), &command, &environment)?
+        }
+        None => conn.execute(
+            &format!(
+                "{process} SELECT pid, ?1, ?2, pid, min(start_ns), max(end_ns), min(start_ns),
+                   max(end_ns), ?3, ?4
+                 FROM rocpd_first GROUP BY pid ORDER BY pid"
+            ),
+            params![nid, run.ppid, command, environment],
+        )?,
+    };
     let pid0: i64 = match inserted {
         0 => {
             // No dispatch: the agents and counters still need a process; the profiler's own.
@@ -812,15 +833,139 @@ pub fn write(
         }
         _ => conn.query_row("SELECT min(id) FROM rocpd_info_process", [], |r| r.get(0))?,
     };
-    let mut fill = FILL.to_string();
-    for (name, value) in [
-        (":nid", nid.to_string()),
-        (":pid0", pid0.to_string()),
-        (":ppid", run.ppid.map_or("NULL".into(), |p| p.to_string())),
-    ] {
-        fill = fill.replace(name, &value);
+    let ppid = run.ppid.map_or("NULL".into(), |p| p.to_string());
+    let bound = |sql: &str| {
+        let mut sql = sql.to_string();
+        for (name, value) in [
+            (":nid", nid.to_string()),
+            (":pid0", pid0.to_string()),
+            (":ppid", ppid.clone()),
+        ] {
+            sql = sql.replace(name, &value);
+        }
+        into_tables(&sql, &uuid)
+    };
+    match first {
+        Some(first) => first.insert_grouped(
+            conn,
+            &bound(
+                "INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
+                 VALUES (?1, :nid, :ppid, ?2, ?1, ?3, ?4)",
+            ),
+        )?,
+        None => conn.execute_batch(&bound(GROUPED))?,
     }
-    conn.execute_batch(&into_tables(&fill, &uuid))
+    conn.execute_batch(&bound(FILL))?;
+    conn.execute_batch(&format!("DROP {first_kind} temp.rocpd_first"))
+}
+
+/// The processes, threads, queues, code objects and kernel symbols of the merged dispatches,
+/// gathered as each merged dispatch is made, from the dispatch that first saw it: the rows
+/// [`GROUPED`] would group in SQL, without reading every merged dispatch at the commit. Only
+/// valid while merged dispatches are made this way (never deleted or renumbered).
+#[derive(Debug, Clone, Default)]
+pub struct FirstRows {
+    /// Per process: its first start and last end.
+    processes: FastMap<u32, (i64, i64)>,
+    /// Per thread: its lowest process, first start and last end.
+    threads: FastMap<u32, (u32, i64, i64)>,
+    /// Per process and queue handle: its first merged dispatch.
+    queues: FastMap<(u32, i64), i64>,
+    /// Per process, GPU and kernel: its first merged dispatch.
+    symbols: FastMap<(u32, u32, i64), i64>,
+}
+
+impl FirstRows {
+    /// Adds merged dispatch `event`, first seen as `d` (kernel `kernel_id`).
+    pub fn add(&mut self, event: i64, d: &Dispatch, kernel_id: i64) {
+        let (start, end) = (d.start_ns as i64, d.end_ns as i64);
+        let p = self.processes.entry(d.pid).or_insert((start, end));
+        *p = (p.0.min(start), p.1.max(end));
+        let t = self.threads.entry(d.tid).or_insert((d.pid, start, end));
+        *t = (t.0.min(d.pid), t.1.min(start), t.2.max(end));
+        let q = self
+            .queues
+            .entry((d.pid, d.queue_id as i64))
+            .or_insert(event);
+        *q = (*q).min(event);
+        let y = self
+            .symbols
+            .entry((d.pid, d.agent, kernel_id))
+            .or_insert(event);
+        *y = (*y).min(event);
+    }
+
+    /// Inserts the process rows with `insert` (the head of an insert into rocpd's process
+    /// table), the node and parent `ids`, `command` and `environment`; returns how many.
+    fn insert_processes(
+        &self,
+        conn: &Connection,
+        insert: &str,
+        (nid, ppid): (i64, Option<u32>),
+        command: &str,
+        environment: &str,
+    ) -> rusqlite::Result<usize> {
+        let mut stmt = conn.prepare(&format!(
+            "{insert} VALUES (?1, ?2, ?3, ?1, ?4, ?5, ?4, ?5, ?6, ?7)"
+        ))?;
+        let mut processes: Vec<_> = self.processes.iter().collect();
+        processes.sort_unstable();
+        for (pid, (start, end)) in processes {
+            stmt.execute(params![pid, nid, ppid, start, end, command, environment])?;
+        }
+        Ok(self.processes.len())
+    }
+
+    /// Inserts the thread rows with `threads` (an insert of a thread's tid, pid, start and end
+    /// into rocpd's thread table) and makes the temporary tables of queues, code objects and
+    /// kernel symbols [`GROUPED`] makes, numbered the same way: by first merged dispatch.
+    fn insert_grouped(&self, conn: &Connection, threads: &str) -> rusqlite::Result<()> {
+        let mut stmt = conn.prepare(threads)?;
+        let mut threads: Vec<_> = self.threads.iter().collect();
+        threads.sort_unstable();
+        for (tid, (pid, start, end)) in threads {
+            stmt.execute(params![tid, pid, start, end])?;
+        }
+        conn.execute_batch(
+            "CREATE TEMP TABLE rocpd_queue(id INTEGER, pid INTEGER, handle INTEGER);
+             CREATE TEMP TABLE rocpd_code_object(id INTEGER, pid INTEGER, agent INTEGER);
+             CREATE TEMP TABLE rocpd_symbol(id INTEGER, pid INTEGER, agent INTEGER,
+               kernel_id INTEGER, code_object INTEGER, first INTEGER);",
+        )?;
+        let mut queues: Vec<_> = self
+            .queues
+            .iter()
+            .map(|(&(pid, h), &e)| (e, pid, h))
+            .collect();
+        queues.sort_unstable();
+        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_queue VALUES (?1, ?2, ?3)")?;
+        for (id, (_, pid, handle)) in queues.into_iter().enumerate() {
+            stmt.execute(params![id as i64 + 1, pid, handle])?;
+        }
+        // A code object's first merged dispatch is the first of its kernels'.
+        let mut objects: FastMap<(u32, u32), i64> = FastMap::default();
+        for (&(pid, agent, _), &first) in &self.symbols {
+            let o = objects.entry((pid, agent)).or_insert(first);
+            *o = (*o).min(first);
+        }
+        let mut objects: Vec<_> = objects.into_iter().map(|(k, e)| (e, k)).collect();
+        objects.sort_unstable();
+        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_code_object VALUES (?1, ?2, ?3)")?;
+        let mut object_ids: FastMap<(u32, u32), i64> = FastMap::default();
+        for (id, (_, (pid, agent))) in objects.into_iter().enumerate() {
+            stmt.execute(params![id as i64 + 1, pid, agent])?;
+            object_ids.insert((pid, agent), id as i64 + 1);
+        }
+        let mut symbols: Vec<_> = self.symbols.iter().map(|(&k, &e)| (e, k)).collect();
+        symbols.sort_unstable();
+        let mut stmt =
+            conn.prepare("INSERT INTO temp.rocpd_symbol VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
+        for (id, (first, (pid, agent, kernel))) in symbols.into_iter().enumerate() {
+            let object = object_ids.get(&(pid, agent)).copied().unwrap_or_default();
+            stmt.execute(params![id as i64 + 1, pid, agent, kernel, object, first])?;
+        }
+        Ok(())
+    }
 }
 
 /// `sql` with every `INSERT [OR IGNORE] INTO rocpd_<name>` aimed at the physical table (the unsuffixed
