@@ -312,6 +312,7 @@ impl Pending {
     }
 
     /// A pending dispatch run once.
+    #[inline]
     pub fn new(
         named: Named,
         agent: hsa_agent_t,
@@ -338,6 +339,7 @@ impl Pending {
         Pending::with_passes(named, agent, app_signal, queue, passes, replay)
     }
 
+    #[inline]
     fn with_passes(
         named: Named,
         agent: hsa_agent_t,
@@ -608,7 +610,12 @@ impl Completion {
                 notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
-            pending.append(&mut arrived);
+            // Pending dispatches are a few hundred bytes each: when none is left from the last
+            // round, the arrivals become the pending list instead of being copied into it.
+            match pending.is_empty() {
+                true => std::mem::swap(&mut pending, &mut arrived),
+                false => pending.append(&mut arrived),
+            }
             finished.clear();
             for named in records.drain(..) {
                 let counters = named.record.counters;

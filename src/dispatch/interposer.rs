@@ -341,16 +341,18 @@ impl Interposer {
         }
     }
 
-    /// Decides for one kernel dispatch; the wrapping and its pending completion when selected.
+    /// Decides for one kernel dispatch of `submission`: when selected, its wrapping, with its
+    /// pending completion added to the submission's.
     fn prepare(
         &'static self,
         session: &'static Session,
         queue: &QueueState,
         kernel: &hsa_kernel_dispatch_packet_t,
         queue_index: u64,
-        tid: u32,
-        batch: bool,
-    ) -> Option<(Prepared, Pending)> {
+        submission: &mut Submission<'_>,
+    ) -> Option<Prepared> {
+        let (tid, batch) = (submission.tid, submission.batch);
+        let out = &mut *submission.pending;
         if !session.completion.is_running() {
             warn_once(
                 "worker",
@@ -395,14 +397,16 @@ impl Interposer {
                     Ok(buffers) => {
                         let record =
                             || self.record(session, queue, kernel, &info, queue_index, &thread);
-                        return self.prepare_replay(
+                        let (prepared, pending) = self.prepare_replay(
                             session,
                             queue,
                             kernel,
                             record,
                             gpu_counters,
                             buffers,
-                        );
+                        )?;
+                        out.push(pending);
+                        return Some(prepared);
                     }
                     Err(reason) => {
                         group = 0;
@@ -463,23 +467,25 @@ impl Interposer {
                 previous,
             });
         }
-        let mut record = self.record(session, queue, kernel, &info, queue_index, &thread);
-        record.record.replay = declined;
         let wrapping = Wrapping {
             kernel_signal,
             counters: packets
                 .zip(counted.as_ref())
                 .map(|(p, c)| (p, c.done.signal, chain_wait)),
         };
-        let pending = Pending::new(
-            record,
+        // Made where it is kept: a pending dispatch is a few hundred bytes, each move a copy.
+        out.push(Pending::new(
+            self.record(session, queue, kernel, &info, queue_index, &thread),
             queue.gpu.agent,
             kernel_signal,
             kernel.completion_signal,
             counted,
             queue.key,
-        );
-        Some((Prepared::Once(wrapping), pending))
+        ));
+        if let Some(last) = out.last_mut() {
+            last.named.record.replay = declined;
+        }
+        Some(Prepared::Once(wrapping))
     }
 
     /// Kernel replay: records, for the summary, the selected dispatches of a batch that goes
@@ -566,6 +572,7 @@ impl Interposer {
     /// The record of a selected dispatch, complete but for what its completion gives, and the
     /// names it is written with (the record's own are left empty: nothing is copied per
     /// dispatch).
+    #[inline]
     fn record(
         &self,
         session: &Session,
@@ -762,6 +769,14 @@ impl Interposer {
     }
 }
 
+/// A submission of the application being wrapped: the submitting thread, whether it holds
+/// several kernel dispatches, and the pending completions of those selected so far.
+struct Submission<'a> {
+    tid: u32,
+    batch: bool,
+    pending: &'a mut Vec<Pending>,
+}
+
 /// The thread submitting a dispatch: its id and the roctx ranges open on it.
 #[derive(Clone, Copy)]
 struct Submitter<'a> {
@@ -903,15 +918,15 @@ fn rewrite_and_submit(
         }
         // SAFETY: a kernel dispatch packet.
         let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
-        match me.prepare(session, queue, &kernel, user_index + i as u64, tid, batch) {
-            Some((Prepared::Once(wrapping), p)) => {
-                wrap(&kernel, &wrapping, &mut out);
-                pending.push(p);
-            }
-            Some((Prepared::Replay(wrapping), p)) => {
-                wrap_replay(&kernel, &wrapping, &mut out);
-                pending.push(p);
-            }
+        let index = user_index + i as u64;
+        let mut submission = Submission {
+            tid,
+            batch,
+            pending: &mut pending,
+        };
+        match me.prepare(session, queue, &kernel, index, &mut submission) {
+            Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, &mut out),
+            Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, &mut out),
             None => out.push(*packet),
         }
     }
