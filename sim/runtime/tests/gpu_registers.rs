@@ -48,6 +48,20 @@ fn exec(device: u32, stream: &Stream, now: u64) {
 /// Start: SQ slot 0 counts SQ_WAVES, GRBM slot 0 counts GRBM_COUNT.
 fn start_sq_and_grbm(xcc: u32) -> Stream {
     let mut s = Stream::new(xcc);
+    start_writes(&mut s);
+    s
+}
+
+/// The start of [`start_sq_and_grbm`] run by the XCCs of `only` alone.
+fn start_sq_and_grbm_on(xcc: u32, only: impl Iterator<Item = u32>) -> Stream {
+    let mut s = Stream::new(xcc);
+    for x in only {
+        s.predicated(x, start_writes);
+    }
+    s
+}
+
+fn start_writes(s: &mut Stream) {
     s.set_uconfig(gfx9::GRBM_GFX_INDEX, grbm::BROADCAST);
     s.set_uconfig(gfx9::RLC_PERFMON_CLK_CNTL, 1);
     s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::DISABLE_AND_RESET);
@@ -57,7 +71,6 @@ fn start_sq_and_grbm(xcc: u32) -> Stream {
     s.set_uconfig(0xD840, GRBM_COUNT);
     s.set_sh(gfx9::COMPUTE_PERFCOUNT_ENABLE, 1);
     s.set_uconfig(gfx9::CP_PERFMON_CNTL, perfmon::START);
-    s
 }
 
 /// Read of SQ (per SE) and GRBM for every XCC into `out`: per XCC, `se` SQ samples then GRBM.
@@ -106,6 +119,54 @@ fn selects_reach_every_xcc_and_reads_follow_grbm_gfx_index_and_pred_exec() {
         exec(dev, &read, 51_000);
         assert_eq!(out, expected(&k, xcc, se), "{arch}");
     }
+}
+
+/// Runs `kernels` on device `dev`, counting from `start` and reading at `read`: the values read.
+fn read_window(dev: u32, kernels: &[KernelRun], start: u64, read: u64) -> Vec<u64> {
+    let info = device(dev, "gfx942");
+    let (xcc, se) = (info.geometry.xcc, info.geometry.se_per_xcc());
+    exec(dev, &start_sq_and_grbm(xcc), start);
+    for k in kernels {
+        gpu::kernel_started(k);
+    }
+    let mut out = vec![u64::MAX; (xcc * (se + 1)) as usize];
+    exec(dev, &read_sq_and_grbm(xcc, se, &mut out, true), read);
+    out
+}
+
+#[test]
+fn a_read_sees_a_long_kernel_that_later_shorter_kernels_ended_before() {
+    // A long kernel, then shorter ones launched after it that end long before it does: a read
+    // of a window while only the long one still runs reads its share and nothing of the others.
+    let long = |dev| kernel(dev, "gfx942", 1_000, 201_000);
+    let short = |dev, start| kernel(dev, "gfx942", start, start + 2_000);
+    let mut kernels = vec![long(210)];
+    kernels.extend((0..50).map(|i| short(210, 2_000 + 3_000 * i)));
+    let mixed = read_window(210, &kernels, 160_000, 180_000);
+    let alone = read_window(211, &[long(211)], 160_000, 180_000);
+    assert_eq!(mixed, alone);
+    assert!(alone.iter().any(|&v| v > 0), "{alone:?}");
+}
+
+#[test]
+fn xccs_counting_from_different_times_each_read_their_own_window() {
+    // XCC 0 counts from the kernel's start, the others from halfway: each XCC reads what a device
+    // all of whose XCCs counted over its window reads.
+    let dev = 212;
+    let info = device(dev, "gfx942");
+    let (xcc, se) = (info.geometry.xcc, info.geometry.se_per_xcc());
+    let k = kernel(dev, "gfx942", 1_000, 51_000);
+    exec(dev, &start_sq_and_grbm_on(xcc, 0..1), 1_000);
+    gpu::kernel_started(&k);
+    exec(dev, &start_sq_and_grbm_on(xcc, 1..xcc), 26_000);
+    let mut out = vec![u64::MAX; (xcc * (se + 1)) as usize];
+    exec(dev, &read_sq_and_grbm(xcc, se, &mut out, true), 51_000);
+    let whole = read_window(213, &[kernel(213, "gfx942", 1_000, 51_000)], 1_000, 51_000);
+    let half = read_window(214, &[kernel(214, "gfx942", 1_000, 51_000)], 26_000, 51_000);
+    let per_xcc = (se + 1) as usize;
+    assert_eq!(out[..per_xcc], whole[..per_xcc]);
+    assert_eq!(out[per_xcc..], half[per_xcc..]);
+    assert_ne!(whole[per_xcc..], half[per_xcc..]);
 }
 
 #[test]
