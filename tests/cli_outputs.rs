@@ -226,6 +226,18 @@ fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
     );
     let run = rtl_pmc(&dir, &["-d", "prof", "-i", "input.yaml"], &[&demo()]);
     assert_code(&run, 0);
+    // Progress counts the three runs of the whole command, though they write two profiles.
+    assert_eq!(
+        progress_lines(&run),
+        [
+            "rtl-pmc: [pass 1/3] SQ_WAVES GRBM_COUNT GRBM_GUI_ACTIVE",
+            "rtl-pmc: [pass 1/3] done in T: exit code 0, 4 dispatches",
+            "rtl-pmc: [pass 2/3] FETCH_SIZE (about T each, T left)",
+            "rtl-pmc: [pass 2/3] done in T: exit code 0, 0 dispatches",
+            "rtl-pmc: [pass 3/3] WRITE_SIZE (about T each, T left)",
+            "rtl-pmc: [pass 3/3] done in T: exit code 0, 0 dispatches",
+        ]
+    );
     let prof = dir.join("prof");
     assert_eq!(result_directories(&run), [prof.clone(), prof.clone()]);
     let files = snapshot(&prof);
@@ -283,6 +295,16 @@ fn the_rocprofv3_multi_job_example_keeps_both_jobs_passes() {
     assert!(plan2.contains("FETCH_SIZE"), "{plan2}");
     let plan3 = String::from_utf8_lossy(&files[Path::new("pass_3/plan.json")]).into_owned();
     assert!(plan3.contains("WRITE_SIZE"), "{plan3}");
+}
+
+/// The progress lines on stderr, with every duration written `T`.
+fn progress_lines(output: &Output) -> Vec<String> {
+    let times = regex::Regex::new(r"(done in|about|,) [0-9.]+ (ns|us|ms|s)\b").unwrap();
+    stderr(output)
+        .lines()
+        .filter(|l| l.starts_with("rtl-pmc: [pass "))
+        .map(|l| times.replace_all(l, "$1 T").into_owned())
+        .collect()
 }
 
 /// Runs `rtl-pmc ARGS` in `dir` with nothing else.

@@ -227,6 +227,16 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
     run::destination::check_unused(&destinations)?;
+    // Progress counts every run of the application, over all profiles: kernel replay makes one.
+    let runs = profiles
+        .iter()
+        .zip(&choices)
+        .map(|(p, c)| match c.replay {
+            replay::Replay::Kernel { .. } => 1,
+            replay::Replay::Application => p.runs.len(),
+        })
+        .sum();
+    let mut progress = run::progress::Progress::new(runs);
     let mut exit = 0;
     for (i, ((profile, destination), choice)) in
         profiles.iter().zip(&destinations).zip(&choices).enumerate()
@@ -237,7 +247,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
                 format!("{:?}", choice.asked).to_lowercase()
             );
         }
-        let code = run::run(profile, destination, &options, choice.replay)?;
+        let code = run::run(profile, destination, &options, choice.replay, &mut progress)?;
         if code == 0 {
             continue;
         }

@@ -11,7 +11,7 @@ mod child;
 mod convert;
 pub mod destination;
 pub mod paths;
-mod progress;
+pub mod progress;
 pub mod zeros;
 
 use std::collections::HashMap;
@@ -374,6 +374,7 @@ pub fn run(
     destination: &destination::Destination,
     options: &RunOptions<'_>,
     replay: Replay,
+    progress: &mut progress::Progress,
 ) -> Result<i32, CliError> {
     let destination::Destination { directory, base } = destination.clone();
     let launched = std::time::SystemTime::now();
@@ -438,10 +439,6 @@ pub fn run(
         }
         Replay::Application => None,
     };
-    let mut progress = progress::Progress::new(match kernel_plan {
-        Some(_) => 1,
-        None => plan.runs.len(),
-    });
     let mut zeros = zeros::ZeroCounters::default();
     let mut exit = 0;
     let mut written = Vec::new();
@@ -536,7 +533,7 @@ pub fn run(
                     Some(_) => format!("{} passes, kernel replay", plan.runs.len()),
                     None => label.clone(),
                 };
-                progress.start(pass, &shown);
+                progress.start(&shown);
                 let status =
                     child::run(&mut command, || progress.tick()).map_err(|e| CliError {
                         message: format!("cannot run '{program}': {e}"),
@@ -660,8 +657,8 @@ pub fn run(
             written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
         }
         match &kernel_plan {
-            None => progress.finish(pass, started.elapsed(), code, dispatches),
-            Some(_) if pass == 1 => progress.finish(1, started.elapsed(), code, dispatches),
+            None => progress.finish(started.elapsed(), code, dispatches),
+            Some(_) if pass == 1 => progress.finish(started.elapsed(), code, dispatches),
             Some(_) => {}
         }
         if code != 0 {

@@ -8,19 +8,22 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::summary::duration;
 
-/// Progress over the passes of a profile.
+/// Progress over every run of the application that rtl-pmc makes, whichever profile it writes.
 pub struct Progress {
     total: usize,
+    /// The run under way (1-based), counted over the whole command.
+    current: usize,
     finished: Vec<Duration>,
     terminal: bool,
     bar: Option<ProgressBar>,
 }
 
 impl Progress {
-    /// Progress over `total` passes, on stderr.
+    /// Progress over `total` runs of the application, on stderr.
     pub fn new(total: usize) -> Progress {
         Progress {
             total,
+            current: 0,
             finished: Vec::new(),
             terminal: std::io::stderr().is_terminal(),
             bar: None,
@@ -33,17 +36,20 @@ impl Progress {
         (n > 0).then(|| self.finished.iter().sum::<Duration>() / n)
     }
 
-    /// A pass starts.
-    pub fn start(&mut self, pass: u32, counters: &str) {
+    /// The next run starts.
+    pub fn start(&mut self, counters: &str) {
+        self.current += 1;
         let estimate = match self.estimate() {
             Some(d) => format!(
                 " (about {} each, {} left)",
                 duration(d.as_nanos() as f64),
-                duration((d * (self.total + 1 - pass as usize) as u32).as_nanos() as f64)
+                duration(
+                    (d * self.total.saturating_sub(self.current - 1) as u32).as_nanos() as f64
+                )
             ),
             None => String::new(),
         };
-        let line = format!("[pass {pass}/{}] {counters}{estimate}", self.total);
+        let line = format!("[pass {}/{}] {counters}{estimate}", self.current, self.total);
         if self.terminal {
             let bar = ProgressBar::new_spinner();
             if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
@@ -60,14 +66,15 @@ impl Progress {
     /// Called while the application runs.
     pub fn tick(&self) {}
 
-    /// A pass ended.
-    pub fn finish(&mut self, pass: u32, elapsed: Duration, code: i32, dispatches: u64) {
+    /// The run under way ended.
+    pub fn finish(&mut self, elapsed: Duration, code: i32, dispatches: u64) {
         self.finished.push(elapsed);
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
         eprintln!(
-            "rtl-pmc: [pass {pass}/{}] done in {}: exit code {code}, {dispatches} dispatches",
+            "rtl-pmc: [pass {}/{}] done in {}: exit code {code}, {dispatches} dispatches",
+            self.current,
             self.total,
             duration(elapsed.as_nanos() as f64)
         );
