@@ -119,8 +119,10 @@ fn both_apis_collect_the_per_cu_texture_blocks_on_the_instances_the_gpu_has() {
 }
 
 /// A dispatch the filters leave out is not kept out of the counting windows of the others: with
-/// several queues on the GPU that is said once; with one queue (each queue runs in order) it
-/// cannot happen and nothing is said.
+/// several queues on the GPU that is said once, at the end, counting every queue of the run (four
+/// threads create theirs while others already dispatch) and naming the GPU by its KFD node as
+/// every output does; with one queue (each queue runs in order) it cannot happen and nothing is
+/// said.
 #[test]
 fn filters_on_several_queues_warn_that_unselected_dispatches_may_overlap() {
     const GROUP: &[&str] = &["SQ_WAVES"];
@@ -128,18 +130,21 @@ fn filters_on_several_queues_warn_that_unselected_dispatches_may_overlap() {
         include_regex: Some("^vadd$".into()),
         ..KernelFilters::default()
     };
-    for (queues, warned) in [("1", false), ("2", true)] {
-        let dir = scratch(&format!("unselected-{queues}"));
+    for (name, args, queues) in [
+        ("1", ["--queues", "1"], None),
+        ("2", ["--queues", "2"], Some(2)),
+        ("threads", ["--threads", "4"], Some(4)),
+    ] {
+        let dir = scratch(&format!("unselected-{name}"));
         let plan = plan(&dir, "gfx942", &[GROUP], filters.clone(), 1);
-        let args = ["--queues", queues, "--iterations", "2"];
+        let args = [args[0], args[1], "--iterations", "2"];
         let run = run_demo(&dir, "gfx942", Some(&plan), &[], GROUP, &args);
         run.assert_success();
-        let expected = if warned {
-            "rtl-pmc: kernel filters leave dispatches unprofiled on GPU 0 (gfx942), which runs 2 queues: those dispatches are not kept out of the counting windows, so a selected dispatch they overlap counts their work too (select every dispatch, or use one queue, for exact values)\n"
-        } else {
-            ""
+        let expected = match queues {
+            Some(n) => format!("rtl-pmc: kernel filters left dispatches unprofiled on GPU 1 (gfx942), which ran {n} queues: those dispatches were not kept out of the counting windows, so a selected dispatch they overlapped counted their work too (select every dispatch, or use one queue, for exact values)\n"),
+            None => String::new(),
         };
-        assert_eq!(run.stderr(), expected, "{queues} queue(s)");
+        assert_eq!(run.stderr(), expected, "{name}");
         assert!(run.records.iter().all(|r| r.kernel == "vadd"));
     }
 }

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -60,6 +60,9 @@ struct Session {
     dispatch_ids: AtomicU64,
     /// Per GPU agent handle, the queues created on it so far.
     queues_created: Mutex<HashMap<u64, u32>>,
+    /// Per GPU agent handle, whether the kernel filters left a dispatch on it unprofiled while
+    /// it collects counters.
+    unselected: FastMap<u64, AtomicBool>,
 }
 
 /// One intercepted queue; the handler's user data.
@@ -155,6 +158,7 @@ pub fn finish() {
         return;
     }
     if let Some(session) = me.session.get() {
+        warn_unselected_overlap(session);
         let stopped = session.completion.stop(DRAIN_TIMEOUT);
         if me.config.env_mode {
             super::env_mode::write_results(&me.config.counter_names, session.completion.output());
@@ -162,6 +166,34 @@ pub fn finish() {
         release_aqlprofile(session, stopped);
         if stopped {
             me.memory.release_buffers();
+        }
+    }
+}
+
+/// Warns, once per GPU, that dispatches left out by the kernel filters ran unprofiled on a GPU
+/// that collected counters from several queues over the run: they were not kept out of the
+/// counting windows of the selected dispatches, and device-wide counters of one that they
+/// overlapped include their work. GPUs are numbered by KFD node, as in every output.
+fn warn_unselected_overlap(session: &Session) {
+    let created = session
+        .queues_created
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    for gpu in &session.agents.gpus {
+        let handle = gpu.agent.handle;
+        let queues = created.get(&handle).copied().unwrap_or(0);
+        let left_out = session
+            .unselected
+            .get(&handle)
+            .is_some_and(|u| u.load(Ordering::Relaxed));
+        if left_out && queues > 1 {
+            warn_once(
+                &format!("unselected-overlap-{handle}"),
+                &format!(
+                    "kernel filters left dispatches unprofiled on GPU {} ({}), which ran {queues} queues: those dispatches were not kept out of the counting windows, so a selected dispatch they overlapped counted their work too (select every dispatch, or use one queue, for exact values)",
+                    gpu.node_id, gpu.arch
+                ),
+            );
         }
     }
 }
@@ -211,6 +243,11 @@ impl Interposer {
                 .map(|g| (g.agent.handle, Mutex::new(None)))
                 .collect();
             chains.insert(ALL_GPUS, Mutex::new(None));
+            let unselected = agents
+                .gpus
+                .iter()
+                .map(|g| (g.agent.handle, AtomicBool::new(false)))
+                .collect();
             Session {
                 agents,
                 signals,
@@ -220,6 +257,7 @@ impl Interposer {
                 chains,
                 dispatch_ids: AtomicU64::new(1),
                 queues_created: Mutex::new(HashMap::new()),
+                unselected,
             }
         })
     }
@@ -313,31 +351,18 @@ impl Interposer {
         kernel_resources(&descriptor, arch).unwrap_or_default()
     }
 
-    /// Warns, once, that a dispatch left out by the kernel filters runs unprofiled on a GPU that
-    /// collects counters from several queues: it is not kept out of the counting windows of the
-    /// selected dispatches, and device-wide counters of one that it overlaps include its work.
-    fn warn_unselected_overlap(&self, session: &Session, queue: &QueueState) {
+    /// Notes a dispatch left out by the kernel filters on a GPU that collects counters (said at
+    /// the end, when the queues of the whole run are known), and warns at once under kernel
+    /// replay.
+    fn note_unselected(&self, session: &Session, queue: &QueueState) {
         if self.config.replay.is_some() {
             warn_once(
                 "unselected-replay",
                 "kernel filters leave dispatches unprofiled during kernel replay: they run whenever their queue reaches them, also while a selected dispatch is replayed, and memory they write in the window between its first pass and its last may be set back to what the first pass found (select every kernel that writes memory, or use --replay-mode application)",
             );
         }
-        let queues = session
-            .queues_created
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&queue.gpu.agent.handle)
-            .copied()
-            .unwrap_or(0);
-        if queues > 1 {
-            warn_once(
-                "unselected-overlap",
-                &format!(
-                    "kernel filters leave dispatches unprofiled on GPU {} ({}), which runs {queues} queues: those dispatches are not kept out of the counting windows, so a selected dispatch they overlap counts their work too (select every dispatch, or use one queue, for exact values)",
-                    queue.gpu.index, queue.gpu.arch
-                ),
-            );
+        if let Some(unselected) = session.unselected.get(&queue.gpu.agent.handle) {
+            unselected.store(true, Ordering::Relaxed);
         }
     }
 
@@ -380,7 +405,7 @@ impl Interposer {
             &enclosing,
         ) else {
             if counters.is_some() {
-                self.warn_unselected_overlap(session, queue);
+                self.note_unselected(session, queue);
             }
             return None;
         };

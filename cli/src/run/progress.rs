@@ -49,7 +49,10 @@ impl Progress {
             ),
             None => String::new(),
         };
-        let line = format!("[pass {}/{}] {counters}{estimate}", self.current, self.total);
+        let line = format!(
+            "[pass {}/{}] {counters}{estimate}",
+            self.current, self.total
+        );
         if self.terminal {
             let bar = ProgressBar::new_spinner();
             if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} {elapsed}") {
