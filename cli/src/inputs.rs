@@ -12,6 +12,8 @@ use crate::args::{parse_size, Args, LogLevel, OutputFormat, ReplayMode};
 use crate::error::CliError;
 use crate::filters::{check_regex, parse_dispatch_range, parse_iteration_range};
 
+mod job_errors;
+
 /// A counter name as written, with where it was written (for error messages).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CounterName {
@@ -531,14 +533,7 @@ enum SizeValue {
 fn parse_jobs(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliError> {
     let shown = path.display().to_string();
     let file: JobsFile = serde_saphyr::from_str(text).map_err(|e| {
-        let message = e.without_snippet().to_string();
-        let message = message.lines().next().unwrap_or("").to_string();
-        let message = strip_location(&message);
-        let message = message
-            .strip_prefix("unknown field `")
-            .and_then(|rest| rest.split_once('`'))
-            .and_then(|(key, _)| crate::unsupported::refused_key(key))
-            .unwrap_or(message);
+        let message = job_errors::message(&e, text);
         match e.location() {
             Some(l) => CliError::input(format!("{shown}:{}:{}: {message}", l.line(), l.column())),
             None => CliError::input(format!("{shown}: {message}")),
@@ -552,14 +547,6 @@ fn parse_jobs(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliEr
         .enumerate()
         .map(|(i, spec)| job_from_spec(&shown, i + 1, spec, cli))
         .collect()
-}
-
-/// Drops a trailing " at line L column C" the parser may add (the location is printed first).
-fn strip_location(message: &str) -> String {
-    match message.rfind(" at line ") {
-        Some(i) => message[..i].to_string(),
-        None => message.to_string(),
-    }
 }
 
 fn names_at(shown: &str, values: Vec<Spanned<String>>) -> Vec<CounterName> {

@@ -614,6 +614,85 @@ fn filter_errors() {
     );
 }
 
+/// A value that does not fit its key names the key and what it accepts, in YAML and JSON alike;
+/// a repeated key says so; never the parser's type names.
+#[test]
+fn job_file_errors_name_the_key_and_what_it_accepts() {
+    let s = Scratch::new("job-errors");
+    let run = |path: &str| rtl_pmc(&["--plan", "--arch", "gfx942", "-i", path]);
+    for (name, text, at, message) in [
+        (
+            "budget.yaml",
+            "jobs:\n  - pmc: [SQ_WAVES]\n    replay_memory_budget: -5\n",
+            "3:27",
+            "replay_memory_budget must be a size (bytes, or a number with K, M, G or T)",
+        ),
+        (
+            "twice.yaml",
+            "jobs:\n  - pmc: [SQ_WAVES]\n    pmc: [GRBM_COUNT]\n",
+            "3:5",
+            "pmc is given twice; give each key once",
+        ),
+        (
+            "interval.yaml",
+            "jobs:\n  - pmc_groups: [[SQ_WAVES]]\n    pmc_group_interval: -3\n",
+            "3:25",
+            "pmc_group_interval must be a number of dispatches, 1 or more",
+        ),
+        (
+            "interval.json",
+            "{\"jobs\": [{\"pmc_groups\": [[\"SQ_WAVES\"]], \"pmc_group_interval\": 1.5}]}\n",
+            "1:64",
+            "pmc_group_interval must be a number of dispatches, 1 or more",
+        ),
+        (
+            "twice.json",
+            "{\"jobs\": [{\"pmc\": [\"SQ_WAVES\"], \"pmc\": [\"SQ_WAVES\"]}]}\n",
+            "1:33",
+            "pmc is given twice; give each key once",
+        ),
+        (
+            "stats.yaml",
+            "jobs:\n  - pmc: [SQ_WAVES]\n    stats: maybe\n",
+            "3:12",
+            "stats must be true or false",
+        ),
+        (
+            "format.yaml",
+            "jobs:\n  - pmc: [SQ_WAVES]\n    output_format: {csv: 1}\n",
+            "3:20",
+            "output_format must be a format or a list of formats (csv, json, rocpd or pftrace)",
+        ),
+        (
+            "groups.yaml",
+            "jobs:\n  - pmc_groups: [[SQ_WAVES, [GRBM_COUNT]]]\n",
+            "2:29",
+            "pmc_groups must be a list of groups, each a list of counter names",
+        ),
+        (
+            "pmc.yaml",
+            "jobs:\n  - pmc: SQ_WAVES\n",
+            "2:10",
+            "pmc must be a list of counter names",
+        ),
+        (
+            "jobs.yaml",
+            "jobs: 5\n",
+            "1:7",
+            "jobs must be a list of jobs, each a mapping of keys such as pmc",
+        ),
+        (
+            "nojobs.yaml",
+            "pmc: [SQ_WAVES]\n",
+            "1:1",
+            "unknown key 'pmc' (expected jobs)",
+        ),
+    ] {
+        let path = s.file(name, text);
+        assert_error(&run(&path), &format!("{path}:{at}: {message}"));
+    }
+}
+
 #[test]
 fn malformed_files() {
     let s = Scratch::new("files");
@@ -627,13 +706,13 @@ fn malformed_files() {
     assert_error(
         &run(&yaml),
         &format!(
-            "{yaml}:3:5: unknown field `kernel_regex`, expected one of pmc, pmc_groups, \
+            "{yaml}:3:5: unknown key 'kernel_regex' (expected pmc, pmc_groups, \
              pmc_group_interval, kernel_include_regex, kernel_exclude_regex, \
              kernel_iteration_range, output_directory, output_file, output_format, \
              truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
              summary, summary_output_file, stats, output_config, \
              log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget, anchor, \
-             spatial_multiplexing"
+             spatial_multiplexing)"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
