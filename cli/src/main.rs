@@ -79,7 +79,7 @@ fn architectures(args: &Args, sim: &[(String, String)]) -> Result<Vec<String>, C
     }
     if archs.is_empty() {
         return Err(CliError::input(format!(
-            "no AMD GPU found in {dir}; give --arch gfxNNN to plan for one"
+            "no AMD GPU found in {dir}; give --sim gfxNNN to run on a simulated GPU, or --arch gfxNNN to plan for one"
         )));
     }
     Ok(archs)
@@ -279,7 +279,7 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<(), CliError> {
         let (dir, found) = detect_gpus(sim)?;
         if found.is_empty() {
             return Err(CliError::input(format!(
-                "no AMD GPU found in {dir}; give --arch gfxNNN to list its counters"
+                "no AMD GPU found in {dir}; give --sim gfxNNN to list a simulated GPU's counters, or --arch gfxNNN to list an architecture's"
             )));
         }
         let catalogs = found

@@ -851,7 +851,22 @@ fn nothing_to_do_errors() {
     assert_error(
         &rtl_pmc(&["--plan", "--pmc", "SQ_WAVES"]),
         &format!(
-            "no AMD GPU found in {}; give --arch gfxNNN to plan for one",
+            "no AMD GPU found in {}; give --sim gfxNNN to run on a simulated GPU, or --arch gfxNNN to plan for one",
+            std::env::temp_dir().join("no-topology").display()
+        ),
+    );
+    // A run without a GPU: the application is not started.
+    assert_error(
+        &rtl_pmc(&["--pmc", "SQ_WAVES", "--", "/bin/false"]),
+        &format!(
+            "no AMD GPU found in {}; give --sim gfxNNN to run on a simulated GPU, or --arch gfxNNN to plan for one",
+            std::env::temp_dir().join("no-topology").display()
+        ),
+    );
+    assert_error(
+        &rtl_pmc(&["--list-avail"]),
+        &format!(
+            "no AMD GPU found in {}; give --sim gfxNNN to list a simulated GPU's counters, or --arch gfxNNN to list an architecture's",
             std::env::temp_dir().join("no-topology").display()
         ),
     );
