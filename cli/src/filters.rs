@@ -17,9 +17,26 @@ pub fn check_regex(pattern: &str) -> Result<(), String> {
 }
 
 /// Parses a rocprofv3 kernel iteration range: numbers and `A-B` ranges (inclusive, from 1),
-/// separated by commas or spaces, brackets ignored: `[1-2],[3-4]`, `[1, [3-5]]`, `7`.
+/// separated by commas or spaces, in brackets that must pair up: `[1-2],[3-4]`, `[1, [3-5]]`,
+/// `7`.
 pub fn parse_iteration_range(text: &str) -> Result<Vec<IterationRange>, String> {
     let bad = |why: String| format!("bad kernel iteration range '{text}': {why}");
+    let mut open = 0usize;
+    for (i, c) in text.chars().enumerate() {
+        match c {
+            '[' => open += 1,
+            ']' if open == 0 => {
+                return Err(bad(format!("the ']' at character {} closes no '['", i + 1)))
+            }
+            ']' => open -= 1,
+            _ => {}
+        }
+    }
+    if open > 0 {
+        return Err(bad(format!(
+            "{open} '[' not closed; write ranges as [A-B],[C-D]"
+        )));
+    }
     let tokens: Vec<&str> = text
         .split(|c: char| c == '[' || c == ']' || c == ',' || c.is_whitespace())
         .filter(|t| !t.is_empty())
@@ -129,6 +146,18 @@ mod tests {
         assert_eq!(
             parse_iteration_range("[0-2]").unwrap_err(),
             "bad kernel iteration range '[0-2]': '0-2' starts at launch 0; launches are counted from 1"
+        );
+        assert_eq!(
+            parse_iteration_range("[1-2").unwrap_err(),
+            "bad kernel iteration range '[1-2': 1 '[' not closed; write ranges as [A-B],[C-D]"
+        );
+        assert_eq!(
+            parse_iteration_range("[2-3]]").unwrap_err(),
+            "bad kernel iteration range '[2-3]]': the ']' at character 6 closes no '['"
+        );
+        assert_eq!(
+            parse_iteration_range("1-2]").unwrap_err(),
+            "bad kernel iteration range '1-2]': the ']' at character 4 closes no '['"
         );
         assert_eq!(
             parse_iteration_range("1-2-3").unwrap_err(),

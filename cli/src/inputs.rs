@@ -142,12 +142,17 @@ pub fn output_base(name: &str) -> Result<String, String> {
 }
 
 /// The formats named by `entries` (any case, separated by spaces or commas), sorted and
-/// distinct; the error names the first unknown one.
+/// distinct; the error names the first unknown one, or an entry that names none.
 pub fn parse_formats<'a>(
     entries: impl IntoIterator<Item = &'a str>,
 ) -> Result<Vec<OutputFormat>, String> {
     let mut formats = Vec::new();
     for entry in entries {
+        if split_names(entry).next().is_none() {
+            return Err(format!(
+                "'{entry}' names no output format (expected csv, json, rocpd or pftrace)"
+            ));
+        }
         for (_, name) in split_names(entry) {
             let format = OutputFormat::from_name(name).ok_or_else(|| {
                 if name.eq_ignore_ascii_case("otf2") {
@@ -700,7 +705,7 @@ fn job_from_spec(
         let where_ = at(v.referenced.line(), v.referenced.column());
         let entries = v.value.into_vec();
         let formats = parse_formats(entries.iter().map(String::as_str))
-            .map_err(|e| CliError::input(format!("{where_}: {e}")))?;
+            .map_err(|e| CliError::input(format!("{where_}: output_format: {e}")))?;
         if !cli.output_format.is_empty() && cli.output_format != formats {
             return Err(conflict("output_format", "--output-format", &where_));
         }

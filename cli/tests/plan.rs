@@ -971,6 +971,10 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         "summary.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    summary_output_file: a/b\n",
     );
+    let no_format = s.file(
+        "no-format.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    output_format: \"\"\n",
+    );
     let cases = vec![
         (
             vec!["-f", "otf2"],
@@ -999,6 +1003,26 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         (
             vec!["--log-level", "info", "-i", level.as_str()],
             format!("{level}:3:16: log_level: unknown level 'loud' (expected fatal, error, warning, info, trace, env or config)"),
+        ),
+        (
+            vec!["-f", ""],
+            "-f/--output-format: '' names no output format (expected csv, json, rocpd or pftrace)".into(),
+        ),
+        (
+            vec!["-f", "csv", " , "],
+            "-f/--output-format: ' , ' names no output format (expected csv, json, rocpd or pftrace)".into(),
+        ),
+        (
+            vec!["-i", no_format.as_str()],
+            format!("{no_format}:3:20: output_format: '' names no output format (expected csv, json, rocpd or pftrace)"),
+        ),
+        (
+            vec!["--kernel-iteration-range", "[1-2"],
+            "--kernel-iteration-range: bad kernel iteration range '[1-2': 1 '[' not closed; write ranges as [A-B],[C-D]".into(),
+        ),
+        (
+            vec!["--kernel-iteration-range", "[2-3]]"],
+            "--kernel-iteration-range: bad kernel iteration range '[2-3]]': the ']' at character 6 closes no '['".into(),
         ),
     ];
     assert_refused_before_running(&s, cases);
