@@ -210,6 +210,65 @@ fn a_rerun_into_a_directory_holding_a_profile_is_refused() {
     assert_eq!(std::fs::read(lone.join("results.db")).unwrap(), b"earlier");
 }
 
+/// Two runs started at once into one `-d`: one profiles, the other is refused with exit 2 before
+/// its application runs, saying the directory is in use (or, when it comes second, that it holds
+/// a profile), never an error of a file it met half-made; the winner's profile is whole.
+#[test]
+fn two_runs_started_at_once_into_one_directory_leave_one_refused() {
+    let dir = scratch("race");
+    for round in 0..10 {
+        let out = dir.join(format!("same-{round}"));
+        let start = || {
+            Command::new(artifact("rtl-pmc"))
+                .current_dir(&dir)
+                .args(["--arch", "gfx942", "-d"])
+                .arg(&out)
+                .args(["--pmc", "SQ_WAVES", "--", &demo()])
+                .envs(sim_env("gfx942"))
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .expect("rtl-pmc starts")
+        };
+        let (a, b) = (start(), start());
+        let outputs = [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()];
+        let codes: Vec<Option<i32>> = outputs.iter().map(|o| o.status.code()).collect();
+        let (won, lost) = match codes.as_slice() {
+            [Some(0), Some(2)] => (&outputs[0], &outputs[1]),
+            [Some(2), Some(0)] => (&outputs[1], &outputs[0]),
+            _ => panic!(
+                "round {round}: exit codes {codes:?}\nfirst:\n{}\nsecond:\n{}",
+                stderr(&outputs[0]),
+                stderr(&outputs[1])
+            ),
+        };
+        let in_use = format!(
+            "rtl-pmc: output directory {} is in use by another rtl-pmc run; give another with -d (without -d each run gets a new %hostname%/%pid%)\n",
+            out.display()
+        );
+        // What the earlier profile shows depends on how far the winner got.
+        let holds = (
+            format!(
+                "rtl-pmc: output directory {} already holds a profile (pass_1",
+                out.display()
+            ),
+            "); give another with -d (without -d each run gets a new %hostname%/%pid%) or remove it\n",
+        );
+        let message = stderr(lost);
+        assert!(
+            message == in_use
+                || (message.starts_with(&holds.0)
+                    && message.ends_with(holds.1)
+                    && message.lines().count() == 1),
+            "round {round}: {message}"
+        );
+        assert!(lost.stdout.is_empty(), "the refused run's application ran");
+        assert!(String::from_utf8_lossy(&won.stdout).contains("4 dispatches verified"));
+        let results = std::fs::read_to_string(out.join("results.csv")).unwrap();
+        assert_eq!(results.lines().count(), 1 + 4, "{results}");
+    }
+}
+
 /// rocprofv3's documented multi-job input (using-rocprofv3.rst, "input file"), verbatim;
 /// job 2's counters need two passes on gfx942.
 const V3_YAML: &str = include_str!("../cli/tests/data/rocprofv3-jobs.yaml");

@@ -226,7 +226,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         .iter()
         .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
-    run::destination::check_unused(&destinations)?;
+    let _claimed = run::destination::claim(&destinations)?;
     // Progress counts every run of the application, over all profiles: kernel replay makes one.
     let runs = profiles
         .iter()

@@ -123,6 +123,46 @@ pub fn check_unused(destinations: &[Destination]) -> Result<(), CliError> {
     Ok(())
 }
 
+/// The output directories of a command, each locked against other rtl-pmc runs until dropped.
+#[derive(Debug)]
+pub struct Claimed {
+    /// Open handles of the directories, holding their locks.
+    _locks: Vec<std::fs::File>,
+}
+
+/// Claims every directory of `destinations` for this run: each is made when missing and locked
+/// (an advisory lock, released when the process ends however it ends), then checked as
+/// [`check_unused`] checks it, so of two runs started at once into one directory one profiles
+/// and the other is refused with exit 2, before its application runs.
+pub fn claim(destinations: &[Destination]) -> Result<Claimed, CliError> {
+    check_unused(destinations)?;
+    let mut locks = Vec::new();
+    for (i, d) in destinations.iter().enumerate() {
+        if destinations[..i].iter().any(|e| e.directory == d.directory) {
+            continue;
+        }
+        let io = |e: std::io::Error| CliError {
+            message: format!("{}: {e}", d.directory.display()),
+            exit_code: 1,
+        };
+        std::fs::create_dir_all(&d.directory).map_err(io)?;
+        let handle = std::fs::File::open(&d.directory).map_err(io)?;
+        match handle.try_lock() {
+            Ok(()) => locks.push(handle),
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(CliError::input(format!(
+                    "output directory {} is in use by another rtl-pmc run; give another with -d (without -d each run gets a new {DEFAULT_DIRECTORY})",
+                    d.directory.display()
+                )))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(io(e)),
+        }
+    }
+    // A run that held a directory until a moment ago has left its profile there.
+    check_unused(destinations)?;
+    Ok(Claimed { _locks: locks })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
