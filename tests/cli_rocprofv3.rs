@@ -535,3 +535,160 @@ fn kernel_trace_alone_times_every_dispatch() {
         .to_string_lossy()
         .ends_with("_counter_collection.csv")));
 }
+
+/// rocm-trace-lite's own queries (its quick start and its output format's examples), verbatim,
+/// on rtl-pmc's database: `rocpd_op` joined to `rocpd_string` by `description_id` gives each
+/// kernel's name, calls and total time, equal to the ground truth and to the summary's calls.
+#[test]
+fn rocm_trace_lite_queries_run_unchanged() {
+    let dir = scratch("rocm-trace-lite");
+    let truth_file = dir.join("truth.jsonl");
+    let out = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d", "out", "--pmc", "SQ_WAVES", "--"])
+        .arg(artifact("rtl-demo-app"))
+        .args([
+            "--iterations",
+            "3",
+            "--kernel",
+            "vadd",
+            "--kernel",
+            "scratchy",
+        ])
+        .args(["--kernel", "vadd"])
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+        .output()
+        .expect("rtl-pmc starts");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    let truth = sim_support::read_ground_truth(&truth_file);
+    let conn = rusqlite::Connection::open(dir.join("out/results.db")).unwrap();
+
+    // Per kernel from the ground truth: calls and total nanoseconds, by total, descending.
+    let mut per_kernel: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+    for t in &truth {
+        let entry = per_kernel
+            .entry(t["kernel"].as_str().unwrap().to_string())
+            .or_default();
+        entry.0 += 1;
+        entry.1 += t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap();
+    }
+    let mut expected: Vec<(String, u64, u64)> = per_kernel
+        .into_iter()
+        .map(|(k, (c, t))| (k, c, t))
+        .collect();
+    expected.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
+    let mut calls: Vec<(&str, u64)> = expected.iter().map(|(k, c, _)| (k.as_str(), *c)).collect();
+    calls.sort();
+    assert_eq!(calls, [("scratchy", 3), ("vadd", 6)]);
+
+    // The quick start's "All GEMM kernels": no GEMM kernel here, so no row...
+    const GEMM: &str = "
+  SELECT s.string, count(*), sum(o.end - o.start)/1000 as total_us
+  FROM rocpd_op o
+  JOIN rocpd_string s ON o.description_id = s.id
+  WHERE s.string LIKE '%Cijk%'
+  GROUP BY s.string
+  ORDER BY total_us DESC;
+";
+    assert_eq!(query(&conn, GEMM), Vec::<Vec<String>>::new());
+    // ... and every kernel with the pattern that matches all of them.
+    let all = query(&conn, &GEMM.replace("%Cijk%", "%"));
+    let by_total: Vec<Vec<String>> = expected
+        .iter()
+        .map(|(k, c, t)| vec![k.clone(), c.to_string(), (t / 1000).to_string()])
+        .collect();
+    assert_eq!(all, by_total);
+    // Exact nanoseconds, from the same join.
+    let exact = query(
+        &conn,
+        "SELECT s.string, count(*), sum(o.end - o.start) FROM rocpd_op o
+         JOIN rocpd_string s ON o.description_id = s.id GROUP BY s.string
+         ORDER BY sum(o.end - o.start) DESC, s.string",
+    );
+    let exact_expected: Vec<Vec<String>> = expected
+        .iter()
+        .map(|(k, c, t)| vec![k.clone(), c.to_string(), t.to_string()])
+        .collect();
+    assert_eq!(exact, exact_expected);
+    // The summary lists the same kernels with the same calls.
+    for (kernel, calls, _) in &expected {
+        let line = stderr
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(kernel.as_str()))
+            .unwrap_or_else(|| panic!("{kernel} in the summary:\n{stderr}"));
+        assert_eq!(
+            line.split_whitespace().nth(1),
+            Some(calls.to_string().as_str()),
+            "{line}"
+        );
+    }
+    // Every row a kernel execution on GPU 1 (its KFD node, as the summary names it).
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT DISTINCT s.string FROM rocpd_op o JOIN rocpd_string s ON s.id = o.opType_id"
+        ),
+        [["KernelExecution"]]
+    );
+    // Its output format's examples: the slowest execution, kernels per GPU, NCCL kernels.
+    let slowest = truth
+        .iter()
+        .max_by_key(|t| t["end"].as_u64().unwrap() - t["start"].as_u64().unwrap())
+        .unwrap();
+    let longest = slowest["end"].as_u64().unwrap() - slowest["start"].as_u64().unwrap();
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT s.string, (o.end - o.start)/1000 as duration_us
+FROM rocpd_op o
+JOIN rocpd_string s ON o.description_id = s.id
+ORDER BY (o.end - o.start) DESC
+LIMIT 1;"
+        ),
+        [[
+            slowest["kernel"].as_str().unwrap().to_string(),
+            (longest / 1000).to_string()
+        ]]
+    );
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT gpuId, count(*) as ops
+FROM rocpd_op
+WHERE gpuId >= 0
+GROUP BY gpuId;"
+        ),
+        [["1".to_string(), truth.len().to_string()]]
+    );
+    assert_eq!(
+        query(
+            &conn,
+            "SELECT s.string, count(*) as calls
+FROM rocpd_op o
+JOIN rocpd_string s ON o.description_id = s.id
+WHERE s.string LIKE '%nccl%'
+GROUP BY s.string;"
+        ),
+        Vec::<Vec<String>>::new()
+    );
+    // The quick start's other two queries run: the top kernels and the GPU's busy time.
+    assert_eq!(query(&conn, "SELECT * FROM top LIMIT 10;").len(), 2);
+    assert_eq!(query(&conn, "SELECT * FROM busy;").len(), 1);
+    // One row per dispatch, with its queue's handle and its times.
+    let ops = query(
+        &conn,
+        "SELECT count(*), count(DISTINCT id), count(DISTINCT queueId), min(start) > 0 FROM rocpd_op",
+    );
+    assert_eq!(
+        ops,
+        [[
+            truth.len().to_string(),
+            truth.len().to_string(),
+            "1".into(),
+            "1".into()
+        ]]
+    );
+}

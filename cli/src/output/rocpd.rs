@@ -6,7 +6,11 @@
 //! `guid` column defaults to it; an unsuffixed view `rocpd_<name>` over each; `rocpd_metadata`
 //! with `schema_version`, `uuid` and `guid`; every string once in `rocpd_string`, sorted, the
 //! empty string first; the analysis views (`kernels`, `counters_collection`, `pmc_events`,
-//! `top_kernels`, `busy`, `top`, ...) under their rocpd names and columns.
+//! `top_kernels`, `busy`, `top`, ...) under their rocpd names and columns. Beside them
+//! `rocpd_op`, the dispatch table of rocm-trace-lite's (and RPD's) databases, so that their
+//! queries run unchanged: one row per kernel dispatch, `gpuId` the GPU's KFD node as in every
+//! output, `queueId` the queue's handle, `description_id` the kernel's name and `opType_id`
+//! `KernelExecution` in `rocpd_string`.
 //!
 //! What the projection holds:
 //! - one `rocpd_kernel_dispatch` row and one `rocpd_event` row per merged dispatch (their `id`
@@ -545,6 +549,17 @@ CREATE VIEW top AS
   SELECT name, count(*) AS total_calls, sum(duration) AS total_duration, avg(duration) AS average,
          100.0 * sum(duration) / (SELECT sum(duration) FROM kernels) AS percentage
   FROM kernels GROUP BY name ORDER BY total_duration DESC;
+CREATE VIEW rocpd_op AS
+  SELECT k.id, k.guid, k.agent_id AS gpuId,
+         (SELECT json_extract(q.extdata, '$.handle') FROM rocpd_info_queue q
+          WHERE q.id = k.queue_id AND q.guid = k.guid) AS queueId,
+         k.dispatch_id AS sequenceId, '' AS completionSignal, k.start, k.end,
+         (SELECT c.id FROM rocpd_string c WHERE c.string = y.display_name AND c.guid = k.guid)
+           AS description_id,
+         (SELECT c.id FROM rocpd_string c WHERE c.string = 'KernelExecution' AND c.guid = k.guid)
+           AS opType_id
+  FROM rocpd_kernel_dispatch k
+  JOIN rocpd_info_kernel_symbol y ON y.id = k.kernel_id AND y.guid = k.guid;
 "#;
 
 /// Each merged dispatch (`event`, its id) with the columns the projection reads of the row of
@@ -584,7 +599,8 @@ CREATE TEMP TABLE rocpd_roctx AS
   WHERE r.kind IN ('range', 'process_range', 'mark')
     AND r.pid IN (SELECT id FROM rocpd_info_process);
 INSERT INTO rocpd_string(string)
-  SELECT s FROM (SELECT '' AS s UNION SELECT 'KERNEL_DISPATCH' UNION SELECT string FROM rtl_string
+  SELECT s FROM (SELECT '' AS s UNION SELECT 'KERNEL_DISPATCH' UNION SELECT 'KernelExecution'
+                 UNION SELECT string FROM rtl_string
                  UNION SELECT 'MARKER_CORE_API' FROM rocpd_roctx WHERE kind = 'mark'
                  UNION SELECT 'MARKER_CORE_RANGE_API' FROM rocpd_roctx WHERE kind != 'mark'
                  UNION SELECT coalesce(name, '') FROM rocpd_roctx)
