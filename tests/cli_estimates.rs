@@ -755,3 +755,216 @@ fn counters_the_rotation_never_reaches_are_named() {
         "{stderr}"
     );
 }
+
+/// Two ranks of one job on different GPU models (rank 0 on a simulated MI300X, rank 1 on an
+/// MI210), each collecting one of two groups: `rtl-pmc merge` keeps two GPUs in the summary,
+/// rocpd's agents, `results.csv`'s `gpu-id` and the JSON; each architecture's counters are
+/// estimated from its own dispatches only (GRBM_COUNT, measured on the MI210 alone, has no
+/// estimate for the MI300X's dispatches), and the kernels both ran are named in one warning.
+/// The same input given twice, by path or as a copy, is refused.
+#[test]
+fn a_merge_of_two_gpu_models_keeps_them_apart() {
+    let dir = scratch("two-models");
+    let counters = ["SQ_WAVES", "GRBM_COUNT"];
+    let rank = |rank: usize, arch: &str| {
+        let rank_dir = dir.join(format!("rank_{rank}"));
+        std::fs::create_dir_all(&rank_dir).unwrap();
+        let truth = rank_dir.join("truth.jsonl");
+        let output = Command::new(artifact("rtl-pmc"))
+            .current_dir(&rank_dir)
+            .args(["--arch", arch, "-d", "out", "-f", "csv", "json", "rocpd"])
+            .args([
+                "--spatial-multiplexing",
+                "--pmc",
+                "SQ_WAVES",
+                "--pmc",
+                "GRBM_COUNT",
+            ])
+            .arg("--")
+            .arg(artifact("rtl-demo-app"))
+            .args(["--iterations", "5", "--kernel", "vadd"])
+            .envs(sim_env(arch))
+            .env("OMPI_COMM_WORLD_RANK", rank.to_string())
+            .env("OMPI_COMM_WORLD_SIZE", "2")
+            .env("RTL_SIM_GROUND_TRUTH", &truth)
+            .env("RTL_SIM_GROUND_TRUTH_COUNTERS", counters.join(","))
+            .output()
+            .expect("rtl-pmc starts");
+        let run = Run {
+            output,
+            out: rank_dir.join("out"),
+            truth: read_ground_truth(&truth),
+        };
+        run.assert_success();
+        run
+    };
+    let runs = [rank(0, "gfx942"), rank(1, "gfx90a")];
+    let merge = |out: &str, inputs: &[&Path]| {
+        Command::new(artifact("rtl-pmc"))
+            .current_dir(&dir)
+            .args(["merge", "-f", "csv", "json", "rocpd", "-d", out])
+            .args(inputs)
+            .output()
+            .expect("rtl-pmc merge starts")
+    };
+    let output = merge("merged", &[&runs[0].out, &runs[1].out]);
+    let all = Run {
+        output,
+        out: dir.join("merged"),
+        truth: runs.iter().flat_map(|r| r.truth.clone()).collect(),
+    };
+    all.assert_success();
+    let stderr = all.stderr();
+    // Two GPUs in the summary, each with its own five dispatches.
+    let busy: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("rtl-pmc: GPU "))
+        .map(|l| l.split(": busy").next().unwrap())
+        .collect();
+    assert_eq!(busy, ["rtl-pmc: GPU 1 (gfx942)", "rtl-pmc: GPU 2 (gfx90a)"]);
+    assert!(stderr.contains("in 5 dispatches"), "{stderr}");
+    assert_eq!(
+        stderr
+            .lines()
+            .filter(|l| l.starts_with("rtl-pmc: warning:"))
+            .collect::<Vec<_>>(),
+        [
+            format!(
+                "rtl-pmc: warning: the inputs ran vadd on more than one architecture (gfx942: {}; gfx90a: {}): its counters are reported and estimated per architecture, never from another's values",
+                runs[0].out.display(),
+                runs[1].out.display()
+            )
+            .as_str(),
+            "rtl-pmc: warning: counters never measured on any dispatch of these kernels, so \
+             neither measured nor estimated there: vadd [4096/256] on gfx90a (5 dispatches): \
+             SQ_WAVES; vadd [4096/256] on gfx942 (5 dispatches): GRBM_COUNT; pmc_groups rotating \
+             in step with the order the application launches its kernels (choose another \
+             pmc_group_interval) or passes that never reached them do this, or only inputs on \
+             another architecture measured them"
+        ]
+    );
+    // rocpd's agents.
+    let conn = rusqlite::Connection::open(all.out.join("results.db")).unwrap();
+    let agents: Vec<(i64, String, String)> = conn
+        .prepare(
+            "SELECT id, name, product_name FROM rocpd_info_agent WHERE type = 'GPU' ORDER BY id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        agents,
+        [
+            (1, "gfx942".to_string(), "AMD Instinct MI300X".to_string()),
+            (2, "gfx90a".to_string(), "AMD Instinct MI210".to_string())
+        ]
+    );
+    // results.csv: each rank's rows on its own GPU, its own counters measured, the other's
+    // neither measured nor estimated (each is exact on its architecture: no estimate columns).
+    let rows = read_table(&all.out.join("results.csv"));
+    assert_eq!(rows.len(), 10);
+    assert!(
+        rows[0].keys().all(|k| !k.ends_with("_estimate")),
+        "{:?}",
+        rows[0]
+    );
+    for row in &rows {
+        let rank = runs
+            .iter()
+            .position(|r| r.truth.iter().any(|t| t["pid"].to_string() == row["pid"]))
+            .expect("a rank's process");
+        let truth = &runs[rank].truth;
+        assert_eq!(row["gpu-id"], ["1", "2"][rank]);
+        let grbm = total(&truth[0], "GRBM_COUNT").to_string();
+        let waves = total(&truth[0], "SQ_WAVES").to_string();
+        match rank {
+            0 => {
+                assert_eq!(row["SQ_WAVES"], waves);
+                assert_eq!(row["GRBM_COUNT"], "None");
+            }
+            _ => {
+                assert_eq!(row["GRBM_COUNT"], grbm);
+                assert_eq!(row["SQ_WAVES"], "None");
+            }
+        }
+    }
+    // The estimates: each counter exact on the architecture that measured it, nothing else.
+    let mut estimates: Vec<(String, String, String, f64)> = conn
+        .prepare("SELECT kernel, arch, counter, method, total FROM rtl_estimate")
+        .unwrap()
+        .query_map([], |r| {
+            Ok((
+                format!("{} {}", r.get::<_, String>(0)?, r.get::<_, String>(1)?),
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    estimates.sort_by(|a, b| a.0.cmp(&b.0));
+    let truth_total = |rank: usize, counter: &str| {
+        runs[rank]
+            .truth
+            .iter()
+            .map(|t| total(t, counter))
+            .sum::<u64>() as f64
+    };
+    assert_eq!(
+        estimates,
+        [
+            (
+                "vadd gfx90a".to_string(),
+                "GRBM_COUNT".to_string(),
+                "exact".to_string(),
+                truth_total(1, "GRBM_COUNT")
+            ),
+            (
+                "vadd gfx942".to_string(),
+                "SQ_WAVES".to_string(),
+                "exact".to_string(),
+                truth_total(0, "SQ_WAVES")
+            ),
+        ]
+    );
+    // The JSON's agents: both GPUs.
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(all.out.join("results.json")).unwrap()).unwrap();
+    let names: Vec<&str> = json["rocprofiler-sdk-tool"][0]["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] != "CPU" && a["type"] != 1)
+        .filter_map(|a| a["name"].as_str())
+        .collect();
+    assert_eq!(names, ["gfx942", "gfx90a"]);
+
+    // The same input twice, by another path or as a copy: refused, nothing written.
+    let copy = dir.join("copy");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(runs[0].out.join("results.db"), copy.join("results.db")).unwrap();
+    let again = runs[0].out.join(".");
+    for (inputs, how) in [
+        ([&runs[0].out, &runs[0].out], "the same directory"),
+        ([&runs[0].out, &again], "the same directory"),
+        (
+            [&runs[0].out, &copy],
+            "the same profile (its database has the same GUID)",
+        ),
+    ] {
+        let output = merge("twice", &[inputs[0].as_path(), inputs[1].as_path()]);
+        assert_eq!(output.status.code(), Some(2));
+        assert_eq!(
+            String::from_utf8_lossy(&output.stderr),
+            format!(
+                "rtl-pmc: {} and {} are {how}; give each input once\n",
+                inputs[0].display(),
+                inputs[1].display()
+            )
+        );
+        assert!(!dir.join("twice").exists());
+    }
+}

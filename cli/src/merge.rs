@@ -2,6 +2,7 @@
 //! `agent_info.csv`, and the merged `results.*`; and `rtl-pmc merge DIR...`, which combines the
 //! databases of several runs (one per rank) into one.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::output::csv::{write_agent_info, Table};
@@ -11,6 +12,7 @@ use crate::output::database::{Database, Unmatched};
 use crate::output::estimates::Estimates;
 use crate::output::files::write_merged_files_with;
 pub use crate::output::files::{Formats, OutputError};
+use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::run::destination::process_file;
 
@@ -37,6 +39,7 @@ pub fn merge_directories(
             Ok(Database::open(&path)?)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    refuse_repeated_inputs(inputs, &sources)?;
     std::fs::create_dir_all(output).map_err(|e| crate::output::atomic::named(output, e))?;
     let mut db = Database::create(&output.join(format!("{base}.db")))?;
     db.set_pass_match(pass_match);
@@ -45,18 +48,30 @@ pub fn merge_directories(
         db.set_run(&first.run_info()?)?;
     }
     let mut passes: Vec<u32> = Vec::new();
+    let mut cpus: Vec<Agent> = Vec::new();
     for source in &sources {
-        for agent in source.agents()? {
-            db.add_agent(&agent)?;
-        }
         for cpu in source.cpus()? {
             db.add_cpu(&cpu)?;
+            cpus.push(cpu);
         }
+    }
+    let mut gpus: Vec<Agent> = Vec::new();
+    let mut nodes: Vec<HashMap<u32, u32>> = Vec::new();
+    for source in &sources {
+        let mut map = HashMap::new();
+        for agent in source.agents()? {
+            let node = gpu_node(&mut gpus, &cpus, &agent);
+            map.insert(agent.node_id, node);
+        }
+        nodes.push(map);
         for pass in source.passes()? {
             if !passes.contains(&pass) {
                 passes.push(pass);
             }
         }
+    }
+    for gpu in &gpus {
+        db.add_agent(gpu)?;
     }
     passes.sort_unstable();
     let mut written = Vec::new();
@@ -89,8 +104,12 @@ pub fn merge_directories(
             exit_status: None,
         };
         let pass_written = write_pass(&mut db, &spec, |input| {
-            for (index, source) in (0u32..).zip(&sources) {
-                source.for_each_pass_dispatch(pass, true, |d| input.write(index, d.clone()))?;
+            for ((index, source), nodes) in (0u32..).zip(&sources).zip(&nodes) {
+                source.for_each_pass_dispatch(pass, true, |d| {
+                    let mut d = d.clone();
+                    d.agent = nodes.get(&d.agent).copied().unwrap_or(d.agent);
+                    input.write(index, d)
+                })?;
             }
             Ok::<_, OutputError>(())
         })?;
@@ -120,6 +139,129 @@ pub fn merge_directories(
         &db, output, base, formats, &estimates,
     )?);
     Ok((db, written, estimates))
+}
+
+/// The node the merge gives GPU `agent` of an input: that of the same GPU of an earlier input
+/// (the same node, architecture, topology and unique id), else its own node when no other GPU
+/// or CPU has it, else the next node free; a GPU new to the merge joins `gpus`. Two GPUs of
+/// different models (or hosts) thus stay two agents in every output.
+fn gpu_node(gpus: &mut Vec<Agent>, cpus: &[Agent], agent: &Agent) -> u32 {
+    let same = |g: &&Agent| {
+        g.node_id == agent.node_id
+            && g.name == agent.name
+            && g.product_name == agent.product_name
+            && g.properties == agent.properties
+    };
+    if let Some(g) = gpus.iter().find(same) {
+        return g.node_id;
+    }
+    let taken = |n: u32| gpus.iter().chain(cpus).any(|a| a.node_id == n);
+    let node = match taken(agent.node_id) {
+        false => agent.node_id,
+        true => (agent.node_id..)
+            .find(|&n| !taken(n))
+            .expect("a free node number"),
+    };
+    let gpu_index = match node == agent.node_id {
+        true => agent.gpu_index,
+        false => gpus.iter().map(|g| g.gpu_index + 1).max().unwrap_or(0),
+    };
+    gpus.push(Agent {
+        node_id: node,
+        gpu_index,
+        ..agent.clone()
+    });
+    node
+}
+
+/// The warning for kernels the inputs ran on more than one GPU architecture, naming the inputs
+/// of each: their values are kept apart, never blended.
+fn architectures_warning(
+    db: &Database,
+    inputs: &[PathBuf],
+) -> Result<Option<String>, crate::output::database::DatabaseError> {
+    // (kernel, architecture, input), in order of first dispatch.
+    let rows: Vec<(String, String, u32)> = db.with_connection(|conn| {
+        conn.prepare(
+            "SELECT s.string, a.name, d.source FROM rtl_dispatch d
+             JOIN rtl_string s ON s.id = d.kernel_id JOIN rtl_agent a ON a.node_id = d.agent
+             GROUP BY s.string, a.name, d.source ORDER BY min(d.id)",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect()
+    })?;
+    let mut kernels: Vec<&str> = Vec::new();
+    let mut per_arch: Vec<(&str, Vec<u32>)> = Vec::new();
+    for (kernel, _, _) in &rows {
+        let archs: Vec<&str> = rows
+            .iter()
+            .filter(|r| r.0 == *kernel)
+            .map(|r| r.1.as_str())
+            .collect();
+        if archs.iter().any(|a| *a != archs[0]) && !kernels.contains(&kernel.as_str()) {
+            kernels.push(kernel);
+        }
+    }
+    for (kernel, arch, source) in &rows {
+        if !kernels.contains(&kernel.as_str()) {
+            continue;
+        }
+        match per_arch.iter_mut().find(|(a, _)| a == arch) {
+            Some((_, sources)) if !sources.contains(source) => sources.push(*source),
+            Some(_) => {}
+            None => per_arch.push((arch, vec![*source])),
+        }
+    }
+    if kernels.is_empty() {
+        return Ok(None);
+    }
+    let inputs_of = |sources: &[u32]| {
+        sources
+            .iter()
+            .filter_map(|&s| inputs.get(s as usize))
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let archs: Vec<String> = per_arch
+        .iter()
+        .map(|(arch, sources)| format!("{arch}: {}", inputs_of(sources)))
+        .collect();
+    let (them, its) = match kernels.len() {
+        1 => (kernels[0].to_string(), "its"),
+        _ => (kernels.join(", "), "their"),
+    };
+    Ok(Some(format!(
+        "the inputs ran {them} on more than one architecture ({}): {its} counters are reported and estimated per architecture, never from another's values",
+        archs.join("; ")
+    )))
+}
+
+/// Refuses an input given twice, by the same directory under another path (`m1`, `./m1/`, a
+/// link) or by a copy of its database (the same GUID): its dispatches would count twice.
+fn refuse_repeated_inputs(inputs: &[PathBuf], sources: &[Database]) -> Result<(), OutputError> {
+    for (i, (dir, source)) in inputs.iter().zip(sources).enumerate() {
+        let canonical = dir.canonicalize().ok();
+        let earlier = inputs[..i]
+            .iter()
+            .zip(sources)
+            .find(|(other, other_source)| {
+                (canonical.is_some() && other.canonicalize().ok() == canonical)
+                    || other_source.guid() == source.guid()
+            });
+        if let Some((other, _)) = earlier {
+            let how = match canonical.is_some() && other.canonicalize().ok() == canonical {
+                true => "the same directory",
+                false => "the same profile (its database has the same GUID)",
+            };
+            return Err(OutputError::Input(format!(
+                "{} and {} are {how}; give each input once",
+                other.display(),
+                dir.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
@@ -208,6 +350,9 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     )
     .map_err(fail)?;
     let unmatched = db.unmatched().map_err(|e| fail(e.into()))?;
+    if let Some(warning) = architectures_warning(&db, &args.inputs).map_err(|e| fail(e.into()))? {
+        eprintln!("rtl-pmc: warning: {warning}");
+    }
     if let Some(warning) = unmatched_warning(&unmatched, args.pass_match) {
         eprintln!("rtl-pmc: warning: {warning}");
     }

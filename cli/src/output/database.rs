@@ -1234,6 +1234,9 @@ impl Database {
     }
 
     fn add_node(&mut self, agent: &Agent, cpu: bool) -> Result<(), DatabaseError> {
+        if let (Some(sampled), false) = (&mut self.sampled, cpu) {
+            sampled.set_agent(agent.node_id, agent.property("gfx_target_version") as u32);
+        }
         let properties = serde_json::Value::Object(
             agent
                 .properties
@@ -1256,6 +1259,11 @@ impl Database {
             ],
         );
         self.err(r).map(drop)
+    }
+
+    /// The run's GUID (rocpd's `guid`): the same for every copy of one database.
+    pub fn guid(&self) -> &str {
+        &self.guid
     }
 
     /// The GPUs recorded, by node id.

@@ -2,7 +2,9 @@
 //! every dispatch (`pmc_groups` rotation, dispatches a pass missed, ranks of a spatially
 //! multiplexed job), and the drift of kernel durations between passes.
 //!
-//! A stratum is a kernel with one launch configuration (grid and workgroup). For each stratum
+//! A stratum is a kernel with one launch configuration (grid and workgroup) on one GPU
+//! architecture: a merge of inputs from different GPU models never estimates one model's
+//! counters from another's values. For each stratum
 //! and counter, with `N` dispatches of which `n` were measured with mean `x̄` and sample variance
 //! `s²`, the estimated total is `N·x̄` and its standard error `N·sqrt((1 − n/N)·s²/n)` (the
 //! finite-population correction makes it 0 when every dispatch was measured). With the outputs
@@ -37,11 +39,13 @@ pub const MAX_RELATIVE_ERROR: f64 = 0.10;
 /// fraction drift between passes.
 pub const DRIFT_THRESHOLD: f64 = 0.05;
 
-/// A kernel with one launch configuration.
+/// A kernel with one launch configuration on one GPU architecture.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Stratum {
     /// Kernel name.
     pub kernel: String,
+    /// The GPU architecture when the profile holds more than one, else empty.
+    pub arch: String,
     /// Grid size, work-items.
     pub grid: [u32; 3],
     /// Workgroup size, work-items.
@@ -49,19 +53,26 @@ pub struct Stratum {
 }
 
 impl Stratum {
-    fn of(d: &Dispatch) -> Stratum {
+    /// The stratum of `d`, whose GPU's architecture `arch_of` names (by KFD node).
+    fn of(d: &Dispatch, arch_of: &HashMap<u32, String>) -> Stratum {
         Stratum {
             kernel: d.kernel.clone(),
+            arch: arch_of.get(&d.agent).cloned().unwrap_or_default(),
             grid: d.grid,
             workgroup: d.workgroup,
         }
     }
 
-    /// `kernel [grid/workgroup]` with sizes as x·y·z products, for messages.
+    /// `kernel [grid/workgroup]` with sizes as x·y·z products (and ` on gfxNNN` when the
+    /// profile holds several architectures), for messages.
     pub fn label(&self) -> String {
         let size = |v: [u32; 3]| v.iter().map(|&x| u64::from(x)).product::<u64>();
+        let on = match self.arch.is_empty() {
+            true => String::new(),
+            false => format!(" on {}", self.arch),
+        };
         format!(
-            "{} [{}/{}]",
+            "{} [{}/{}]{on}",
             self.kernel,
             size(self.grid),
             size(self.workgroup)
@@ -332,6 +343,10 @@ pub struct Estimates {
     pub rank_groups: Vec<RankGroup>,
     /// Per kernel and pass (empty with one pass).
     pub drift: Vec<Drift>,
+    /// Each GPU's architecture by KFD node, when the profile holds more than one.
+    pub arch_of: HashMap<u32, String>,
+    /// The architecture of every GPU, when the profile holds only one.
+    pub arch: String,
 }
 
 const SCHEMA: &str = "
@@ -345,7 +360,7 @@ CREATE TABLE rtl_estimate(
   counter TEXT NOT NULL, dispatches INTEGER NOT NULL, sampled INTEGER NOT NULL,
   coverage REAL NOT NULL, ranks INTEGER NOT NULL, measuring_ranks INTEGER NOT NULL,
   mean REAL NOT NULL, total REAL NOT NULL, error REAL, low95 REAL, high95 REAL,
-  method TEXT NOT NULL, reliable INTEGER NOT NULL, impossible TEXT);
+  method TEXT NOT NULL, reliable INTEGER NOT NULL, impossible TEXT, arch TEXT NOT NULL);
 CREATE TABLE rtl_rank_group(grp INTEGER NOT NULL, counters TEXT NOT NULL,
   ranks INTEGER NOT NULL, inputs TEXT NOT NULL);
 CREATE TABLE rtl_drift(kernel TEXT NOT NULL, quantity TEXT NOT NULL, pass INTEGER NOT NULL,
@@ -353,8 +368,9 @@ CREATE TABLE rtl_drift(kernel TEXT NOT NULL, quantity TEXT NOT NULL, pass INTEGE
   drifting INTEGER NOT NULL);
 ";
 
-/// Key of a stratum in SQL: kernel id, grid, workgroup.
-type StratumKey = (i64, [u32; 6]);
+/// Key of a stratum in SQL: kernel id, then grid, workgroup and the GPU's architecture (its
+/// `gfx_target_version`).
+type StratumKey = (i64, [u32; 7]);
 
 /// One counter's sums in one stratum of one run, with the counter's possible range.
 type Cell = (i64, Moments, Option<Range>);
@@ -377,13 +393,29 @@ pub struct Sampled {
     cells: FastMap<(StratumKey, i64), Vec<GatheredCell>>,
     population: Option<FastMap<(StratumKey, i64), u64>>,
     durations: FastMap<(i64, u32), (u64, i64)>,
+    /// Each GPU's `gfx_target_version`, by KFD node.
+    versions: FastMap<u32, u32>,
 }
 
-/// The stratum and run of dispatch `d` of kernel `kernel_id`, read from input `source`.
-fn stratum_key(source: u32, d: &Dispatch, kernel_id: i64) -> (StratumKey, i64) {
-    let [gx, gy, gz] = d.grid;
-    let [wx, wy, wz] = d.workgroup;
-    ((kernel_id, [gx, gy, gz, wx, wy, wz]), i64::from(source))
+/// The SQL of the `gfx_target_version` of the GPU whose node is in column `agent`.
+const ARCH_OF_AGENT: &str = "coalesce((SELECT CAST(json_extract(a.properties, '$.gfx_target_version')      AS INTEGER) FROM rtl_agent a WHERE a.node_id = agent), 0)";
+
+impl Sampled {
+    /// The stratum and run of dispatch `d` of kernel `kernel_id`, read from input `source`.
+    fn stratum_key(&self, source: u32, d: &Dispatch, kernel_id: i64) -> (StratumKey, i64) {
+        let [gx, gy, gz] = d.grid;
+        let [wx, wy, wz] = d.workgroup;
+        let arch = self.versions.get(&d.agent).copied().unwrap_or(0);
+        (
+            (kernel_id, [gx, gy, gz, wx, wy, wz, arch]),
+            i64::from(source),
+        )
+    }
+
+    /// The GPU of KFD node `node` has architecture `gfx_target_version`.
+    pub fn set_agent(&mut self, node: u32, gfx_target_version: u32) {
+        self.versions.insert(node, gfx_target_version);
+    }
 }
 
 impl Sampled {
@@ -408,10 +440,8 @@ impl Sampled {
         let duration = self.durations.entry((kernel_id, pass)).or_default();
         duration.0 += 1;
         duration.1 += d.end_ns as i64 - d.start_ns as i64;
-        let cell = self
-            .cells
-            .entry(stratum_key(source, d, kernel_id))
-            .or_default();
+        let key = self.stratum_key(source, d, kernel_id);
+        let cell = self.cells.entry(key).or_default();
         for (pmc, v) in values {
             // A dispatch's counters come in the same order each time: the next slot is
             // usually the one wanted.
@@ -431,10 +461,9 @@ impl Sampled {
 
     /// Counts a new merged dispatch, `d` (of kernel `kernel_id`, from input `source`).
     pub fn add_merged(&mut self, source: u32, d: &Dispatch, kernel_id: i64) {
+        let key = self.stratum_key(source, d, kernel_id);
         if let Some(population) = &mut self.population {
-            *population
-                .entry(stratum_key(source, d, kernel_id))
-                .or_default() += 1;
+            *population.entry(key).or_default() += 1;
         }
     }
 
@@ -483,10 +512,13 @@ impl Estimates {
         let values = db.values_table();
         let estimates = db.with_connection(|conn| {
             let (estimates, rank_groups) = estimate(conn, values, sampled)?;
+            let (arch_of, arch) = architectures(conn)?;
             let estimates = Estimates {
                 estimates,
                 rank_groups,
                 drift: drift(conn, values, sampled)?,
+                arch_of,
+                arch,
             };
             estimates.store(conn)?;
             Ok(estimates)
@@ -498,7 +530,7 @@ impl Estimates {
         conn.execute_batch(SCHEMA)?;
         let mut insert = conn.prepare(
             "INSERT INTO rtl_estimate VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,
-             ?15,?16,?17,?18,?19,?20,?21,?22,?23)",
+             ?15,?16,?17,?18,?19,?20,?21,?22,?23,?24)",
         )?;
         for e in &self.estimates {
             let s = &e.stratum;
@@ -528,6 +560,10 @@ impl Estimates {
                 e.method.name(),
                 e.reliable(),
                 e.impossible,
+                match s.arch.is_empty() {
+                    true => &self.arch,
+                    false => &s.arch,
+                },
             ])?;
         }
         let mut insert = conn.prepare("INSERT INTO rtl_rank_group VALUES (?1, ?2, ?3, ?4)")?;
@@ -652,12 +688,17 @@ impl Estimates {
                     .then(|| format!("{label} ({dispatches} dispatches): {}", lacking.join(" ")))
             })
             .collect();
+        // In a merge of several GPU models, a counter measured only on another architecture.
+        let elsewhere = match self.arch_of.is_empty() {
+            true => "",
+            false => ", or only inputs on another architecture measured them",
+        };
         (!missing.is_empty()).then(|| {
             format!(
                 "counters never measured on any dispatch of these kernels, so neither measured \
                  nor estimated there: {}; pmc_groups rotating in step with the order the \
                  application launches its kernels (choose another pmc_group_interval) or passes \
-                 that never reached them do this",
+                 that never reached them do this{elsewhere}",
                 missing.join("; ")
             )
         })
@@ -686,7 +727,11 @@ impl Estimates {
                 .map(|s| s * (1.0 + 1.0 / e.sampled.max(1) as f64).sqrt());
             by.insert((e.stratum.clone(), e.counter.clone()), (e.mean, error));
         }
-        PerDispatch { counters, by }
+        PerDispatch {
+            counters,
+            by,
+            arch_of: self.arch_of.clone(),
+        }
     }
 
     /// rtl-pmc's additions to `results.json`: `estimates`, `rank_groups` and `drift`.
@@ -696,7 +741,7 @@ impl Estimates {
             .iter()
             .map(|e| {
                 let interval = e.interval();
-                json!({
+                let mut estimate = json!({
                     "kernel": e.stratum.kernel,
                     "grid": e.stratum.grid,
                     "workgroup": e.stratum.workgroup,
@@ -714,7 +759,11 @@ impl Estimates {
                     "method": e.method.name(),
                     "reliable": e.reliable(),
                     "impossible": e.impossible,
-                })
+                });
+                if !e.stratum.arch.is_empty() {
+                    estimate["arch"] = Value::from(e.stratum.arch.as_str());
+                }
+                estimate
             })
             .collect();
         let groups: Vec<Value> = self
@@ -845,6 +894,7 @@ fn significant(v: f64) -> String {
 pub struct PerDispatch {
     counters: Vec<String>,
     by: HashMap<(Stratum, String), (f64, Option<f64>)>,
+    arch_of: HashMap<u32, String>,
 }
 
 impl PerDispatch {
@@ -852,7 +902,7 @@ impl PerDispatch {
     /// it was measured; else the stratum's mean and the spread of one dispatch about it
     /// (`s·sqrt(1 + 1/n)`), or `None` where no dispatch of the stratum measured it.
     pub fn push_csv_fields(&self, line: &mut String, d: &Dispatch) {
-        let stratum = Stratum::of(d);
+        let stratum = Stratum::of(d, &self.arch_of);
         for name in &self.counters {
             line.push(',');
             if let Some(c) = d.counters.iter().find(|c| &c.name == name) {
@@ -892,6 +942,20 @@ fn estimate(
         let (id, name) = row?;
         names.insert(id, name);
     }
+    // gfx_target_version -> architecture, when the GPUs are of more than one.
+    let mut arch_names: HashMap<u32, String> = HashMap::new();
+    let mut stmt = conn.prepare(
+        "SELECT DISTINCT coalesce(CAST(json_extract(properties, '$.gfx_target_version')
+                                       AS INTEGER), 0), name
+         FROM rtl_agent WHERE cpu = 0",
+    )?;
+    for row in stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))? {
+        let (version, name) = row?;
+        arch_names.insert(version, name);
+    }
+    if arch_names.values().collect::<BTreeSet<_>>().len() < 2 {
+        arch_names.clear();
+    }
     // Counter id -> (name, possible range).
     let mut counters: CounterRanges = FastMap::default();
     let mut stmt = conn.prepare("SELECT id, name, derived, unit, description FROM rtl_counter")?;
@@ -908,7 +972,7 @@ fn estimate(
         counters.insert(id, (name, derived, Range::of(derived, &unit, &description)));
     }
     let key_of = |r: &rusqlite::Row<'_>, at: usize| -> rusqlite::Result<StratumKey> {
-        let mut config = [0u32; 6];
+        let mut config = [0u32; 7];
         for (i, c) in config.iter_mut().enumerate() {
             *c = r.get(at + 1 + i)?;
         }
@@ -920,16 +984,16 @@ fn estimate(
     match sampled.and_then(|s| s.population.as_ref()) {
         Some(counted) => population.extend(counted.iter().map(|(&key, &n)| (key, n))),
         None => {
-            let mut stmt = conn.prepare(
+            let mut stmt = conn.prepare(&format!(
                 "SELECT source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
-                        workgroup_z, count(*)
+                        workgroup_z, {ARCH_OF_AGENT} AS arch, count(*)
                  FROM rtl_merged_dispatch
                  GROUP BY source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
-                          workgroup_z",
-            )?;
+                          workgroup_z, arch"
+            ))?;
             let mut rows = stmt.query([])?;
             while let Some(r) = rows.next()? {
-                population.insert((key_of(r, 1)?, r.get(0)?), r.get::<_, i64>(8)? as u64);
+                population.insert((key_of(r, 1)?, r.get(0)?), r.get::<_, i64>(9)? as u64);
             }
         }
     }
@@ -970,6 +1034,7 @@ fn estimate(
         let (kernel, config) = stratum;
         let stratum = Stratum {
             kernel: names.get(&kernel).cloned().unwrap_or_default(),
+            arch: arch_names.get(&config[6]).cloned().unwrap_or_default(),
             grid: [config[0], config[1], config[2]],
             workgroup: [config[3], config[4], config[5]],
         };
@@ -982,6 +1047,23 @@ fn estimate(
     Ok((out, groups))
 }
 
+/// Each GPU's architecture by KFD node when the GPUs are of more than one (else none), and the
+/// one architecture of them all (else empty).
+fn architectures(conn: &Connection) -> rusqlite::Result<(HashMap<u32, String>, String)> {
+    let mut stmt = conn.prepare("SELECT node_id, name FROM rtl_agent WHERE cpu = 0")?;
+    let arch_of: HashMap<u32, String> = stmt
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let distinct: BTreeSet<&String> = arch_of.values().collect();
+    Ok(match distinct.len() {
+        0 | 1 => {
+            let arch = distinct.into_iter().next().cloned().unwrap_or_default();
+            (HashMap::new(), arch)
+        }
+        _ => (arch_of, String::new()),
+    })
+}
+
 /// Per stratum and run, each counter's moments, read back from the database: two cursors in
 /// dispatch id order, as the tables are stored, so each dispatch's stratum is read once, then
 /// its counters' values.
@@ -992,10 +1074,11 @@ fn read_cells(
     key_of: impl Fn(&rusqlite::Row<'_>, usize) -> rusqlite::Result<StratumKey>,
 ) -> rusqlite::Result<FastMap<(StratumKey, i64), Vec<Cell>>> {
     let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
-    let mut dispatches = conn.prepare(
+    let mut dispatches = conn.prepare(&format!(
         "SELECT id, source, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
-                workgroup_z FROM rtl_dispatch WHERE merged_id IS NOT NULL ORDER BY id",
-    )?;
+                workgroup_z, {ARCH_OF_AGENT} FROM rtl_dispatch WHERE merged_id IS NOT NULL
+         ORDER BY id"
+    ))?;
     let mut values = conn.prepare(&format!(
         "SELECT id >> {PMC_BITS}, pmc_id, value FROM {values} ORDER BY id"
     ))?;
@@ -1342,6 +1425,7 @@ mod tests {
     fn stratum() -> Stratum {
         Stratum {
             kernel: "k".into(),
+            arch: String::new(),
             grid: [64, 1, 1],
             workgroup: [64, 1, 1],
         }
