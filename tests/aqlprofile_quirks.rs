@@ -63,7 +63,7 @@ fn a_gpu_unlike_the_first_registered_runs_unprofiled_with_one_warning() {
         warnings(&run),
         ["rtl-pmc: aqlprofile's v2 API would program this GPU with the block tables and topology \
           of the first GPU registered (gfx942: 8 XCC, 32 SE, 304 CU, 1 SA per SE) instead of its \
-          own (gfx90a: 1 XCC, 8 SE, 104 CU, 1 SA per SE); counters are not collected on GPU 1 \
+          own (gfx90a: 1 XCC, 8 SE, 104 CU, 1 SA per SE); counters are not collected on GPU 2 \
           (gfx90a), its dispatches run unprofiled"]
     );
     assert_eq!(run.stderr().lines().count(), 1, "{}", run.stderr());

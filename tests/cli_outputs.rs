@@ -402,7 +402,7 @@ fn contradictory_settings_are_one_message_before_anything_runs() {
         ),
         (
             [&sim2[..], &["--arch", "gfx90a", "--pmc", "SQ_WAVES", "--", &demo]].concat(),
-            "--arch gfx90a contradicts the simulated GPUs of --sim gfx942x2: GPU 0 is gfx942; drop --arch or give --arch gfx942",
+            "--arch gfx90a contradicts the simulated GPUs of --sim gfx942x2: GPU 1 is gfx942; drop --arch or give --arch gfx942",
         ),
         (
             [&sim2[..], &["-o", "", "--pmc", "SQ_WAVES", "--", &demo]].concat(),

@@ -215,7 +215,7 @@ fn a_failed_aqlprofile_registration_profiles_nothing() {
     );
     assert_eq!(
         p.interposer_warnings(),
-        ["rtl-pmc: aqlprofile aqlprofile_register_agent failed on gfx942 (status 0x1000); counters are not collected on GPU 0 (gfx942), its dispatches run unprofiled"]
+        ["rtl-pmc: aqlprofile aqlprofile_register_agent failed on gfx942 (status 0x1000); counters are not collected on GPU 1 (gfx942), its dispatches run unprofiled"]
     );
     assert_eq!(p.assert_rows_match_truth(), 0);
 }
@@ -230,7 +230,7 @@ fn a_failed_aqlprofile_packet_creation_profiles_nothing() {
     );
     assert_eq!(
         p.interposer_warnings(),
-        ["rtl-pmc: aqlprofile aqlprofile_pmc_create_packets failed on gfx942 (status 0x1000); counters are not collected on GPU 0 (gfx942), its dispatches run unprofiled"]
+        ["rtl-pmc: aqlprofile aqlprofile_pmc_create_packets failed on gfx942 (status 0x1000); counters are not collected on GPU 1 (gfx942), its dispatches run unprofiled"]
     );
     assert_eq!(p.assert_rows_match_truth(), 0);
     assert_eq!(

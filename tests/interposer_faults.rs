@@ -94,7 +94,7 @@ fn aqlprofile_registration_failure_means_no_profiling() {
     );
     assert!(
         w[0].ends_with(
-            "counters are not collected on GPU 0 (gfx942), its dispatches run unprofiled"
+            "counters are not collected on GPU 1 (gfx942), its dispatches run unprofiled"
         ),
         "{w:?}"
     );

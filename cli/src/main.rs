@@ -105,10 +105,10 @@ fn check_against_gpus(
         None => format!("the GPUs found in {dir}"),
     };
     if let Some(arch) = &args.arch {
-        if let Some((index, gpu)) = found.iter().enumerate().find(|(_, g)| g.arch != *arch) {
+        if let Some(gpu) = found.iter().find(|g| g.arch != *arch) {
             return Err(CliError::input(format!(
-                "--arch {arch} contradicts {origin}: GPU {index} is {}; drop --arch or give --arch {}",
-                gpu.arch, gpu.arch
+                "--arch {arch} contradicts {origin}: GPU {} is {}; drop --arch or give --arch {}",
+                gpu.node, gpu.arch, gpu.arch
             )));
         }
     }

@@ -314,7 +314,7 @@ impl Interposer {
                 }
                 Err(e) => warn_once(
                     "aqlprofile",
-                    &format!("{e}; counters are not collected on GPU {} ({}), its dispatches run unprofiled", gpu.index, gpu.arch),
+                    &format!("{e}; counters are not collected on GPU {} ({}), its dispatches run unprofiled", gpu.node_id, gpu.arch),
                 ),
             }
         }
