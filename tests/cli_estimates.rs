@@ -873,7 +873,11 @@ fn a_merge_of_two_gpu_models_keeps_them_apart() {
     for row in &rows {
         let rank = runs
             .iter()
-            .position(|r| r.truth.iter().any(|t| t["pid"].to_string() == row["pid"]))
+            .position(|r| {
+                r.truth
+                    .iter()
+                    .any(|t| t["pid"].as_u64() == row["pid"].parse().ok())
+            })
             .expect("a rank's process");
         let truth = &runs[rank].truth;
         assert_eq!(row["gpu-id"], ["1", "2"][rank]);

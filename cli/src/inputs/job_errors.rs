@@ -59,10 +59,7 @@ fn accepted(key: &str) -> Option<&'static str> {
 /// other error (a syntax error) keeps the parser's message.
 pub(super) fn message(error: &Error, text: &str) -> String {
     let error = error.without_snippet();
-    let keyed = |key: &str| match accepted(key) {
-        Some(what) => Some(format!("{key} must be {what}")),
-        None => None,
-    };
+    let keyed = |key: &str| accepted(key).map(|what| format!("{key} must be {what}"));
     let described = match error {
         Error::DuplicateMappingKey { key: Some(key), .. } => {
             Some(format!("{key} is given twice; give each key once"))
