@@ -196,6 +196,8 @@ pub struct CountedPart {
     pub done: Arc<ChainLink>,
     /// The previous counted dispatch's stop signal, held until this one completes.
     pub previous: Option<Arc<ChainLink>>,
+    /// The count of the dispatches not counted that this one waited for, held likewise.
+    pub uncounted: Option<Arc<ChainLink>>,
 }
 
 /// One run of a dispatch's kernel: the whole dispatch, or one pass of a replayed one.
