@@ -202,6 +202,29 @@ fn release_aqlprofile(session: &Session, worker_stopped: bool) {
     }
 }
 
+/// Warns, once per GPU collecting counters, about other processes with queues on it: their
+/// work is not kept out of the counting windows.
+fn warn_about_other_processes(agents: &Agents, counters: &FastMap<u64, Arc<GpuCounters>>) {
+    let topology = std::env::var(super::neighbours::TOPOLOGY_ENV).ok();
+    let root = super::neighbours::kfd_root(topology.as_deref());
+    for gpu in agents
+        .gpus
+        .iter()
+        .filter(|g| counters.contains_key(&g.agent.handle))
+    {
+        let Some(id) = super::neighbours::gpu_id(&root, gpu.node_id) else {
+            continue;
+        };
+        let others = super::neighbours::other_processes(&root, id, pid());
+        if !others.is_empty() {
+            warn_once(
+                &format!("other-processes-{}", gpu.index),
+                &super::neighbours::warning(gpu.index, &gpu.arch, &others),
+            );
+        }
+    }
+}
+
 impl Interposer {
     fn session(&'static self) -> &'static Session {
         self.session.get_or_init(|| {
@@ -220,6 +243,7 @@ impl Interposer {
                 self.roctx.clone(),
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
+            warn_about_other_processes(&agents, &counters);
             let mut chains: FastMap<u64, Mutex<Chain>> = agents
                 .gpus
                 .iter()

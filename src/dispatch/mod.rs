@@ -31,6 +31,7 @@ pub mod env_mode;
 pub mod interposer;
 pub mod kernel_names;
 pub mod memory;
+pub mod neighbours;
 pub mod records;
 pub mod replay;
 pub mod rewrite;
