@@ -116,7 +116,7 @@ struct Lane<'a> {
     gpu: &'a Gpu,
     queue: *mut hsa_queue_t,
     nodes: Vec<Node>,
-    /// The completion signal of a graph's last barrier packet.
+    /// The completion signal of a graph's last barrier packet (0 without graphs).
     done: hsa_signal_t,
 }
 
@@ -159,19 +159,24 @@ impl<'a> Lane<'a> {
     fn new(
         system: &System,
         gpu: &'a Gpu,
-        nodes: usize,
+        graph: Option<usize>,
         size: usize,
         untracked: bool,
     ) -> Result<Lane<'a>, HsaError> {
         let queue = gpu.create_queue(QUEUE_SLOTS)?;
-        let nodes = (0..nodes.max(1))
+        let nodes = (0..graph.unwrap_or(1).max(1))
             .map(|_| Node::new(system, size, untracked))
             .collect::<Result<_, _>>()?;
+        // Created only for graphs: a lane creates signals in the order it always did.
+        let done = match graph {
+            Some(_) => create_signal(1)?,
+            None => hsa_signal_t::default(),
+        };
         Ok(Lane {
             gpu,
             queue,
             nodes,
-            done: create_signal(1)?,
+            done,
         })
     }
 
@@ -606,7 +611,9 @@ impl Drop for Lane<'_> {
     fn drop(&mut self) {
         // SAFETY: no dispatch is in flight; the queue and signal are this lane's.
         unsafe {
-            hsa_signal_destroy(self.done);
+            if self.done.handle != 0 {
+                hsa_signal_destroy(self.done);
+            }
             hsa_queue_destroy(self.queue);
         }
     }
@@ -642,10 +649,7 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
             .iter()
             .map(|k| gpu.kernel(symbol_of(k)))
             .collect::<Result<_, _>>()?;
-        let nodes = match graph {
-            true => kernels.len(),
-            false => 1,
-        };
+        let nodes = graph.then_some(kernels.len());
         for _ in 0..plan.queues {
             lanes.push((
                 Lane::new(system, gpu, nodes, plan.size, plan.untracked_buffers)?,
