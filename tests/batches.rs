@@ -266,6 +266,19 @@ fn results_with_truth<'a>(
         .collect()
 }
 
+/// Asserts that each row of `results.csv` names the kernel of its ground-truth dispatch and has
+/// its values of [`GROUP`]; returns the rows.
+fn assert_results_exact(dir: &Path, truth: &[serde_json::Value]) -> usize {
+    let rows = results_with_truth(dir, truth);
+    for (row, t) in &rows {
+        assert_eq!(row["KernelName"], t["kernel"].as_str().unwrap());
+        for counter in GROUP {
+            assert_eq!(row[*counter], total(t, counter).to_string(), "{t}");
+        }
+    }
+    rows.len()
+}
+
 #[test]
 fn the_summary_lists_every_kernel_of_graphs_and_single_dispatches() {
     // Every kernel runs 8 times, as long as each other (48 µs slowed down 20 times): a quarter of
@@ -293,14 +306,7 @@ fn the_summary_lists_every_kernel_of_graphs_and_single_dispatches() {
     }
     assert!(!stderr.contains("100.0\n"), "{stderr}");
     assert!(!stderr.contains("overlap"), "{stderr}");
-    let rows = results_with_truth(&dir, &truth);
-    assert_eq!(rows.len(), 32);
-    for (row, t) in rows {
-        assert_eq!(row["KernelName"], t["kernel"].as_str().unwrap());
-        for counter in GROUP {
-            assert_eq!(row[*counter], total(t, counter).to_string(), "{t}");
-        }
-    }
+    assert_eq!(assert_results_exact(&dir, &truth), 32);
 }
 
 #[test]
@@ -328,14 +334,9 @@ fn a_roctx_filter_on_several_threads_and_queues_gives_selected_dispatches_their_
     assert_success(&output);
     assert_eq!(truth.len(), 48);
     assert_counted_run_alone(&truth, &|t| t["kernel"] == "vadd");
+    assert_eq!(assert_results_exact(&dir, &truth), 12);
     let rows = results_with_truth(&dir, &truth);
-    assert_eq!(rows.len(), 12);
-    for (row, t) in rows {
-        assert_eq!(row["KernelName"], "vadd");
-        for counter in GROUP {
-            assert_eq!(row[*counter], total(t, counter).to_string(), "{t}");
-        }
-    }
+    assert!(rows.iter().all(|(row, _)| row["KernelName"] == "vadd"));
     assert!(
         !text(&output.stderr).contains("overlap"),
         "{}",

@@ -156,6 +156,29 @@ static uint16_t header_of(int type, int barrier) {
                     (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
 }
 
+/* Fills a cleared slot with a dispatch of vadd over N elements (its header left INVALID). */
+static void fill_vadd(hsa_kernel_dispatch_packet_t *k, uint64_t kernel_object, uint32_t group_size,
+                      uint32_t private_size, void *kernarg, hsa_signal_t completion) {
+  k->setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  k->workgroup_size_x = WORKGROUP;
+  k->workgroup_size_y = 1;
+  k->workgroup_size_z = 1;
+  k->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
+  k->grid_size_y = 1;
+  k->grid_size_z = 1;
+  k->private_segment_size = private_size;
+  k->group_segment_size = group_size;
+  k->kernel_object = kernel_object;
+  k->kernarg_address = kernarg;
+  k->completion_signal = completion;
+}
+
+/* The first word of a kernel dispatch packet: its header and setup. */
+static uint32_t kernel_word(int barrier) {
+  uint32_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  return header_of(HSA_PACKET_TYPE_KERNEL_DISPATCH, barrier) | (setup << 16);
+}
+
 /* vadd(x, y) -> z as one graph node: its kernarg segment and completion signal. */
 struct node {
   void *kernarg;
@@ -175,21 +198,10 @@ static void submit_graph(hsa_queue_t *queue, uint64_t first, struct node nodes[4
   for (int i = 0; i < 7; ++i, ++index) {
     void *packet = slot(queue, index);
     if (kinds[i] == 0) {
-      hsa_kernel_dispatch_packet_t *k = packet;
-      k->workgroup_size_x = WORKGROUP;
-      k->workgroup_size_y = 1;
-      k->workgroup_size_z = 1;
-      k->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
-      k->grid_size_y = 1;
-      k->grid_size_z = 1;
-      k->private_segment_size = private_size;
-      k->group_segment_size = group_size;
-      k->kernel_object = kernel_object;
-      k->kernarg_address = nodes[node].kernarg;
-      k->completion_signal = nodes[node].signal;
+      fill_vadd(packet, kernel_object, group_size, private_size, nodes[node].kernarg,
+                nodes[node].signal);
       node++;
-      uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
-      words[i] = header_of(HSA_PACKET_TYPE_KERNEL_DISPATCH, 0) | ((uint32_t)setup << 16);
+      words[i] = kernel_word(0);
     } else {
       hsa_barrier_and_packet_t *b = packet;
       if (kinds[i] == 1) {
@@ -323,52 +335,25 @@ static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, s
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX, UINT32_MAX,
                          &queue));
   CHECK(hsa_signal_create(1, 0, NULL, &done));
-  if (graph_mode) {
-    int wrong = run_graph(queue, gpu, buffers, kernargs, kernarg_size, kernel_object, group_size,
-                          private_size, a, b);
-    CHECK(hsa_signal_destroy(done));
-    CHECK(hsa_queue_destroy(queue));
-    CHECK(hsa_amd_memory_pool_free(a));
-    CHECK(hsa_amd_memory_pool_free(b));
-    CHECK(hsa_amd_memory_pool_free(c));
-    CHECK(hsa_amd_memory_pool_free(kernarg));
-    CHECK(hsa_executable_destroy(executable));
-    CHECK(hsa_code_object_reader_destroy(reader));
-    return wrong;
-  }
-
-  uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
-  hsa_kernel_dispatch_packet_t *packet =
-      (hsa_kernel_dispatch_packet_t *)queue->base_address + (index & (queue->size - 1));
-  memset((char *)packet + 4, 0, sizeof(*packet) - 4);
-  packet->workgroup_size_x = WORKGROUP;
-  packet->workgroup_size_y = 1;
-  packet->workgroup_size_z = 1;
-  packet->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
-  packet->grid_size_y = 1;
-  packet->grid_size_z = 1;
-  packet->private_segment_size = private_size;
-  packet->group_segment_size = group_size;
-  packet->kernel_object = kernel_object;
-  packet->kernarg_address = kernarg;
-  packet->completion_signal = done;
-  uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
-                    (1 << HSA_PACKET_HEADER_BARRIER) |
-                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
-                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
-  uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
-  __atomic_store_n((uint32_t *)packet, header | ((uint32_t)setup << 16), __ATOMIC_RELEASE);
-  hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
-  while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                   HSA_WAIT_STATE_BLOCKED) >= 1) {
-  }
-
   int wrong = 0;
-  for (int i = 0; i < N; ++i) {
-    if (c[i] != a[i] + b[i]) {
-      fprintf(stderr, "c-app: c[%d] = %f, expected %f\n", i, c[i], a[i] + b[i]);
-      wrong = 1;
-      break;
+  if (graph_mode) {
+    wrong = run_graph(queue, gpu, buffers, kernargs, kernarg_size, kernel_object, group_size,
+                      private_size, a, b);
+  } else {
+    uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
+    void *packet = slot(queue, index);
+    fill_vadd(packet, kernel_object, group_size, private_size, kernarg, done);
+    __atomic_store_n((uint32_t *)packet, kernel_word(1), __ATOMIC_RELEASE);
+    hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+    while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+                                     HSA_WAIT_STATE_BLOCKED) >= 1) {
+    }
+    for (int i = 0; i < N; ++i) {
+      if (c[i] != a[i] + b[i]) {
+        fprintf(stderr, "c-app: c[%d] = %f, expected %f\n", i, c[i], a[i] + b[i]);
+        wrong = 1;
+        break;
+      }
     }
   }
   CHECK(hsa_signal_destroy(done));
