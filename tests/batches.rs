@@ -181,6 +181,37 @@ fn filters_on_graphs_of_several_queues_keep_the_dispatches_left_out_away_from_co
     assert_eq!(assert_matches_truth(&selected(run, &counted), &[GROUP]), 16);
 }
 
+/// Dispatches the filter leaves out still overlap each other: the two kernels of a graph's
+/// first pair (no barrier bit, each with the application's completion signal), and of its third
+/// pair (behind the barrier-OR, after the last counted dispatch), start together.
+#[test]
+fn dispatches_left_out_of_a_graph_still_run_side_by_side() {
+    let dir = scratch("graph-side-by-side");
+    let filters = KernelFilters {
+        include_regex: Some("^(fill|increment)$".into()),
+        ..KernelFilters::default()
+    };
+    let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
+    let args = graph_args(&["--iterations", "3"]);
+    let run = run_demo(&dir, "gfx942", Some(&plan), &[SLOW], GROUP, &args);
+    run.assert_success();
+    assert_eq!(run.stderr(), "");
+    assert_eq!(assert_graph_order(&run.truth), 3);
+    let mut truth: Vec<&serde_json::Value> = run.truth.iter().collect();
+    truth.sort_by_key(|t| field(t, "dispatch"));
+    for graph in truth.chunks(GRAPH.len()) {
+        let start = |i: usize| field(graph[i], "start");
+        let times: Vec<(u64, u64)> = (0..graph.len())
+            .map(|i| (start(i), field(graph[i], "end")))
+            .collect();
+        assert_eq!(start(0), start(1), "{times:?}");
+        assert_eq!(start(4), start(5), "{times:?}");
+    }
+    let counted = |k: &str| k == "fill" || k == "increment";
+    assert_counted_run_alone(&run.truth, &|t| counted(t["kernel"].as_str().unwrap()));
+    assert_eq!(assert_matches_truth(&selected(run, &counted), &[GROUP]), 6);
+}
+
 #[test]
 fn a_kernel_filter_on_threads_and_queues_gives_every_selected_dispatch_its_own_values() {
     let dir = scratch("filters-queues");

@@ -287,6 +287,9 @@ pub struct Pending {
     first_ts: (u64, u64),
     /// Records of the passes that completed.
     finished: Vec<Named>,
+    /// A dispatch that is not counted, only forwarded: the count of those still running that
+    /// it decrements once its kernel ended (see [`super::rewrite::order_uncounted`]).
+    uncounted: Option<Arc<ChainLink>>,
 }
 
 impl Pending {
@@ -327,6 +330,27 @@ impl Pending {
         Pending::with_passes(named, agent, app_signal, queue, passes, None)
     }
 
+    /// A dispatch that is not counted nor recorded, whose kernel completes `kernel_signal`: the
+    /// worker completes the application's signal after it and then counts it down in
+    /// `uncounted`.
+    pub fn forwarded(
+        agent: hsa_agent_t,
+        kernel_signal: hsa_signal_t,
+        app_signal: hsa_signal_t,
+        queue: usize,
+        uncounted: Arc<ChainLink>,
+    ) -> Pending {
+        let named = Named {
+            record: Record::default(),
+            arch: "",
+            kernel: "",
+        };
+        let passes = Passes::One(PassRun::new(kernel_signal, None));
+        let mut pending = Pending::with_passes(named, agent, app_signal, queue, passes, None);
+        pending.uncounted = Some(uncounted);
+        pending
+    }
+
     /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
     /// replay, whose link is the signal of the barrier after the last pass.
     pub fn replayed(
@@ -362,6 +386,7 @@ impl Pending {
             current: 0,
             first_ts: (0, 0),
             finished: Vec::new(),
+            uncounted: None,
         }
     }
 }
@@ -804,6 +829,16 @@ impl Completion {
     /// signals and packet sets it no longer needs to `left`, whose value vectors its counter
     /// values fill.
     fn advance(&self, p: &mut Pending, out: &mut Vec<Named>, left: &mut Leftovers) -> bool {
+        if let Some(count) = &p.uncounted {
+            let signal = p.passes[0].kernel_signal;
+            if self.hsa.signal_load(signal) >= 1 {
+                return false;
+            }
+            self.complete_app(std::mem::take(&mut p.app_signal), raw_timestamps(signal));
+            self.hsa.signal_subtract(count.signal, 1);
+            left.signals.push(signal);
+            return true;
+        }
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {

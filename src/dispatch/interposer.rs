@@ -534,10 +534,17 @@ impl Interposer {
         (previous, uncounted)
     }
 
-    /// How a kernel dispatch that is not counted is kept out of the counting windows of its
+    /// How `kernel`, a dispatch that is not counted, is kept out of the counting windows of its
     /// GPU (of every GPU with kernel replay), or `None` when nothing needs to be kept out: no
-    /// counters on the GPU, or counted dispatches allowed to overlap.
-    fn uncounted(&self, session: &'static Session, queue: &QueueState) -> Option<Uncounted> {
+    /// counters on the GPU, or counted dispatches allowed to overlap. With the application's
+    /// completion signal, the pending completion the worker forwards goes to `pending`.
+    fn uncounted(
+        &self,
+        session: &'static Session,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        pending: &mut Vec<Pending>,
+    ) -> Option<Uncounted> {
         if self.config.replay.is_none() && !session.counters.contains_key(&queue.gpu.agent.handle) {
             return None;
         }
@@ -570,7 +577,27 @@ impl Interposer {
                 signal
             }
         };
-        Some(Uncounted { after, running })
+        // The application's signal is completed by the worker, so that the later packets of
+        // the queue still overlap the kernel; a barrier packet after it otherwise.
+        let mut forwarded = hsa_signal_t::default();
+        let forwards = kernel.completion_signal.handle != 0 && session.completion.is_running();
+        if let Some(count) = chain.uncounted.as_ref().filter(|_| forwards) {
+            if let Some(ours) = session.signals.take() {
+                forwarded = ours;
+                pending.push(Pending::forwarded(
+                    queue.gpu.agent,
+                    ours,
+                    kernel.completion_signal,
+                    queue.key,
+                    Arc::clone(count),
+                ));
+            }
+        }
+        Some(Uncounted {
+            after,
+            running,
+            forwarded,
+        })
     }
 
     /// The roctx ranges open on the calling thread and whether the profiler is resumed.
@@ -948,7 +975,7 @@ fn rewrite_and_submit(
         match me.prepare(session, queue, &kernel, index, &mut submission) {
             Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, &mut out),
             Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, &mut out),
-            None => match me.uncounted(session, queue) {
+            None => match me.uncounted(session, queue, &kernel, &mut pending) {
                 Some(uncounted) => {
                     order_uncounted(packet, &uncounted, &mut out);
                     ordered = true;

@@ -18,9 +18,10 @@
 //! A dispatch that is not counted on a GPU that collects counters (left out by the kernel
 //! filters) keeps its packet, behind a barrier-AND on the last counted dispatch's `done` signal
 //! when that one may still run, and it decrements a signal counting the dispatches not counted
-//! since that one (its completion signal when it has none, else a barrier packet after it); the
-//! next counted dispatch waits for that count to reach 0. So no dispatch overlaps a counted one,
-//! and dispatches not counted still overlap each other.
+//! since that one (as its completion signal when it has none; else the completion worker does,
+//! after completing the application's signal in place of the kernel); the next counted dispatch
+//! waits for that count to reach 0. So no dispatch overlaps a counted one, and dispatches not
+//! counted still overlap each other.
 
 use crate::hsa::*;
 
@@ -56,6 +57,9 @@ pub struct Uncounted {
     pub after: hsa_signal_t,
     /// The signal counting the dispatches not counted since that one, to decrement at the end.
     pub running: hsa_signal_t,
+    /// Our signal replacing the application's completion signal (0 for none): the completion
+    /// worker completes the application's after it, and decrements `running` itself.
+    pub forwarded: hsa_signal_t,
 }
 
 const BARRIER: u16 = 1 << HSA_PACKET_HEADER_BARRIER;
@@ -106,9 +110,11 @@ fn barrier_and(
 /// Appends the packets of a dispatch that is not counted to `out`: its own packet, after the
 /// last counted dispatch, decrementing the count of those not counted when it ends.
 ///
-/// A kernel without a completion signal is given the count as one; one with the application's
-/// signal keeps it, and a barrier packet with the barrier bit (which waits for the kernel, as
-/// for every earlier packet of its queue) decrements the count after it.
+/// A kernel without a completion signal is given the count as one. One with the application's
+/// signal has it replaced by ours when `forwarded` is set (the completion worker then completes
+/// both); else it keeps it, and a barrier packet with the barrier bit (which waits for the
+/// kernel, as for every earlier packet of its queue, so later packets of the queue no longer
+/// overlap it) decrements the count after it.
 pub fn order_uncounted(packet: &AqlPacket, uncounted: &Uncounted, out: &mut Vec<AqlPacket>) {
     if uncounted.after.handle != 0 {
         out.push(barrier_and(
@@ -119,13 +125,16 @@ pub fn order_uncounted(packet: &AqlPacket, uncounted: &Uncounted, out: &mut Vec<
     }
     // SAFETY: only kernel dispatch packets are given.
     let mut kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
-    if kernel.completion_signal.handle == 0 {
-        kernel.completion_signal = uncounted.running;
-        out.push(AqlPacket::from(&kernel));
-        return;
-    }
-    out.push(*packet);
-    out.push(barrier_and(&[], true, uncounted.running));
+    kernel.completion_signal = match (kernel.completion_signal.handle, uncounted.forwarded) {
+        (0, _) => uncounted.running,
+        (_, ours) if ours.handle != 0 => ours,
+        _ => {
+            out.push(*packet);
+            out.push(barrier_and(&[], true, uncounted.running));
+            return;
+        }
+    };
+    out.push(AqlPacket::from(&kernel));
 }
 
 /// Appends the packets replacing `kernel` to `out`.
@@ -237,6 +246,7 @@ mod tests {
         let uncounted = Uncounted {
             after: sig(0xD0E),
             running: sig(0xE0),
+            forwarded: sig(0),
         };
         // Without a signal of its own, the kernel decrements the count itself.
         let mut bare = kernel();
@@ -280,6 +290,25 @@ mod tests {
         assert!(header_barrier(after.header), "it waits for the kernel");
         assert_eq!(after.dep_signal, [sig(0); 5]);
         assert_eq!(after.completion_signal, sig(0xE0));
+
+        // Forwarded: the application's signal replaced by ours, nothing after the kernel.
+        let mut out = Vec::new();
+        let forwarded = Uncounted {
+            forwarded: sig(0xF0),
+            ..none_before
+        };
+        order_uncounted(&AqlPacket::from(&kernel()), &forwarded, &mut out);
+        assert_eq!(out.len(), 1);
+        // SAFETY: a kernel dispatch packet.
+        let k: hsa_kernel_dispatch_packet_t = unsafe { out[0].cast() };
+        assert_eq!(k.completion_signal, sig(0xF0));
+        assert_eq!(out[0].dwords[..14], AqlPacket::from(&kernel()).dwords[..14]);
+        // A kernel without a signal still counts down itself.
+        let mut out = Vec::new();
+        order_uncounted(&AqlPacket::from(&bare), &forwarded, &mut out);
+        // SAFETY: a kernel dispatch packet.
+        let k: hsa_kernel_dispatch_packet_t = unsafe { out[0].cast() };
+        assert_eq!((out.len(), k.completion_signal), (1, sig(0xE0)));
     }
 
     #[test]
