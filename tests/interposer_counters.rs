@@ -212,3 +212,32 @@ fn other_architectures_count_exactly_too() {
         assert_eq!((vadd.arch.as_str(), vadd.wave_size), (arch, wave));
     }
 }
+
+/// Work of another process on the GPU is the one thing rtl-pmc cannot keep out of a counting
+/// window: with a KFD tree listing a queue of another process on the GPU (`gpu_id` of its
+/// topology node, `proc/<pid>/queues/<queue>/gpuid`), that is said once, naming the process.
+#[test]
+fn another_process_with_queues_on_the_gpu_is_warned_about_once() {
+    const GROUP: &[&str] = &["SQ_WAVES"];
+    let dir = scratch("other-process");
+    let kfd = dir.join("kfd");
+    let write = |path: &str, text: &str| {
+        let path = kfd.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write("topology/nodes/1/gpu_id", "4660\n");
+    write("proc/4000000/queues/0/gpuid", "4660\n");
+    write("proc/4000001/queues/0/gpuid", "17\n");
+    let topology = kfd.join("topology");
+    let env = [("RTL_PMC_KFD_TOPOLOGY", topology.to_str().unwrap())];
+    let plan = plan(&dir, "gfx942", &[GROUP], KernelFilters::default(), 1);
+    let args = ["--queues", "2"];
+    let run = run_demo(&dir, "gfx942", Some(&plan), &env, GROUP, &args);
+    run.assert_success();
+    assert_eq!(
+        run.stderr(),
+        "rtl-pmc: GPU 0 (gfx942) also runs work of process 4000000, which rtl-pmc cannot keep out of the counting windows (it orders this process's dispatches only): a counted dispatch that overlaps its work counts it too\n"
+    );
+    assert_eq!(assert_matches_truth(&run, &[GROUP]), 8);
+}

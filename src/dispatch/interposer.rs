@@ -202,26 +202,24 @@ fn release_aqlprofile(session: &Session, worker_stopped: bool) {
     }
 }
 
-/// Warns, once per GPU collecting counters, about other processes with queues on it: their
-/// work is not kept out of the counting windows.
-fn warn_about_other_processes(agents: &Agents, counters: &FastMap<u64, Arc<GpuCounters>>) {
+/// Warns, once per GPU, about other processes with queues on `gpu` when it collects counters:
+/// their work is not kept out of the counting windows. Looked at whenever this process creates
+/// a queue on it.
+fn warn_about_other_processes(session: &Session, gpu: &Gpu) {
+    if !session.counters.contains_key(&gpu.agent.handle) {
+        return;
+    }
     let topology = std::env::var(super::neighbours::TOPOLOGY_ENV).ok();
-    let root = super::neighbours::kfd_root(topology.as_deref());
-    for gpu in agents
-        .gpus
-        .iter()
-        .filter(|g| counters.contains_key(&g.agent.handle))
-    {
-        let Some(id) = super::neighbours::gpu_id(&root, gpu.node_id) else {
-            continue;
-        };
-        let others = super::neighbours::other_processes(&root, id, pid());
-        if !others.is_empty() {
-            warn_once(
-                &format!("other-processes-{}", gpu.index),
-                &super::neighbours::warning(gpu.index, &gpu.arch, &others),
-            );
-        }
+    let (topology, proc) = super::neighbours::kfd_dirs(topology.as_deref());
+    let Some(id) = super::neighbours::gpu_id(&topology, gpu.node_id) else {
+        return;
+    };
+    let others = super::neighbours::other_processes(&proc, id, pid());
+    if !others.is_empty() {
+        warn_once(
+            &format!("other-processes-{}", gpu.index),
+            &super::neighbours::warning(gpu.index, &gpu.arch, &others),
+        );
     }
 }
 
@@ -243,7 +241,6 @@ impl Interposer {
                 self.roctx.clone(),
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
-            warn_about_other_processes(&agents, &counters);
             let mut chains: FastMap<u64, Mutex<Chain>> = agents
                 .gpus
                 .iter()
@@ -1083,6 +1080,7 @@ unsafe extern "C" fn queue_create(
             *count += 1;
             *count
         };
+        warn_about_other_processes(session, &gpu);
         let state = Box::new(QueueState {
             order,
             arch: intern(&gpu.arch),

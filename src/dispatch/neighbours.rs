@@ -7,26 +7,34 @@ use std::path::{Path, PathBuf};
 /// Overrides the KFD topology directory, as for the CLI's GPU detection.
 pub const TOPOLOGY_ENV: &str = "RTL_PMC_KFD_TOPOLOGY";
 
-/// The KFD directory (`/sys/class/kfd/kfd`), or the parent of the topology directory that
-/// `RTL_PMC_KFD_TOPOLOGY` names instead.
-pub fn kfd_root(topology_override: Option<&str>) -> PathBuf {
+/// The KFD's topology and process directories: `/sys/class/kfd/kfd/{topology,proc}`, or the
+/// topology directory `RTL_PMC_KFD_TOPOLOGY` names and `proc` beside it.
+pub fn kfd_dirs(topology_override: Option<&str>) -> (PathBuf, PathBuf) {
     match topology_override.filter(|t| !t.is_empty()) {
-        Some(topology) => Path::new(topology)
-            .parent()
-            .map_or_else(PathBuf::new, Path::to_path_buf),
-        None => PathBuf::from("/sys/class/kfd/kfd"),
+        Some(topology) => {
+            let topology = PathBuf::from(topology);
+            let proc = topology
+                .parent()
+                .map_or_else(PathBuf::new, Path::to_path_buf)
+                .join("proc");
+            (topology, proc)
+        }
+        None => (
+            PathBuf::from("/sys/class/kfd/kfd/topology"),
+            PathBuf::from("/sys/class/kfd/kfd/proc"),
+        ),
     }
 }
 
 /// The KFD `gpu_id` of topology node `node_id`.
-pub fn gpu_id(root: &Path, node_id: u32) -> Option<u64> {
-    let path = root.join(format!("topology/nodes/{node_id}/gpu_id"));
+pub fn gpu_id(topology: &Path, node_id: u32) -> Option<u64> {
+    let path = topology.join(format!("nodes/{node_id}/gpu_id"));
     std::fs::read_to_string(path).ok()?.trim().parse().ok()
 }
 
 /// The processes other than `own` with a queue on the GPU `gpu_id`, in ascending order.
-pub fn other_processes(root: &Path, gpu_id: u64, own: u32) -> Vec<u32> {
-    let Ok(processes) = std::fs::read_dir(root.join("proc")) else {
+pub fn other_processes(proc: &Path, gpu_id: u64, own: u32) -> Vec<u32> {
+    let Ok(processes) = std::fs::read_dir(proc) else {
         return Vec::new();
     };
     let mut found: Vec<u32> = processes
@@ -80,10 +88,12 @@ mod tests {
         write(&root.join("proc/20/queues/0/gpuid"), "4096\n");
         write(&root.join("proc/30/queues/0/gpuid"), "51966\n");
         std::fs::create_dir_all(root.join("proc/40/queues")).unwrap();
-        let id = gpu_id(&root, 1).unwrap();
+        let (topology, proc) = kfd_dirs(Some(root.join("topology").to_str().unwrap()));
+        assert_eq!(proc, root.join("proc"));
+        let id = gpu_id(&topology, 1).unwrap();
         assert_eq!(id, 51966);
-        assert_eq!(gpu_id(&root, 2), None);
-        assert_eq!(other_processes(&root, id, 30), [7, 10]);
+        assert_eq!(gpu_id(&topology, 2), None);
+        assert_eq!(other_processes(&proc, id, 30), [7, 10]);
         assert_eq!(
             other_processes(&root.join("nowhere"), id, 30),
             Vec::<u32>::new()
@@ -95,7 +105,12 @@ mod tests {
         assert!(warning(1, "gfx90a", &[7]).contains("of process 7, which"));
         assert!(warning(1, "gfx90a", &[7]).ends_with("overlaps its work counts it too"));
         std::fs::remove_dir_all(&root).unwrap();
-        assert_eq!(kfd_root(None), Path::new("/sys/class/kfd/kfd"));
-        assert_eq!(kfd_root(Some("/x/kfd/topology")), Path::new("/x/kfd"));
+        assert_eq!(
+            kfd_dirs(None),
+            (
+                PathBuf::from("/sys/class/kfd/kfd/topology"),
+                PathBuf::from("/sys/class/kfd/kfd/proc")
+            )
+        );
     }
 }
