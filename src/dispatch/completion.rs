@@ -412,8 +412,6 @@ impl Drop for Pending {
 #[derive(Default)]
 struct Shared {
     incoming: Vec<Pending>,
-    /// Records of dispatches left untouched, written as they are.
-    notes: Vec<Named>,
     outstanding: FastMap<usize, usize>,
     /// Dispatches nobody waits for handed over since the worker last took them.
     lazy: usize,
@@ -503,16 +501,6 @@ impl Completion {
         self.outputs.first().map_or(std::path::Path::new(""), |p| p)
     }
 
-    /// Hands records of dispatches that run untouched to the worker, to be written as they are.
-    pub fn note(&self, records: Vec<Named>) {
-        if records.is_empty() {
-            return;
-        }
-        let mut shared = lock(&self.shared);
-        shared.notes.extend(records);
-        drop(self.nudge(shared));
-    }
-
     /// Hands wrapped dispatches to the worker, leaving `pending` empty (its room kept for the
     /// caller's next ones).
     pub fn submit(&self, pending: &mut Vec<Pending>) {
@@ -589,7 +577,6 @@ impl Completion {
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
         let mut files: Vec<Option<RecordFile>> = self.outputs.iter().map(|_| None).collect();
-        let mut notes: Vec<Named> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
         let mut arrived: Vec<Pending> = Vec::new();
@@ -604,7 +591,6 @@ impl Completion {
             let (stop, ticket) = {
                 let mut shared = lock(&self.shared);
                 let nothing_new = shared.incoming.is_empty()
-                    && shared.notes.is_empty()
                     && !shared.stop
                     && shared.flush_tickets == shared.flushed;
                 if nothing_new && pending.is_empty() {
@@ -634,7 +620,6 @@ impl Completion {
                 shared.lazy = 0;
                 // Swapped, not copied, under the lock: the dispatch path waits for it.
                 std::mem::swap(&mut shared.incoming, &mut arrived);
-                notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
             // Pending dispatches are a few hundred bytes each: when none is left from the last
@@ -650,7 +635,6 @@ impl Completion {
                     left.values.push(counters);
                 }
             }
-            records.append(&mut notes);
             self.complete_awaited(&mut pending);
             pending.retain_mut(|p| match self.advance(p, &mut records, &mut left) {
                 true => {
