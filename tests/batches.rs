@@ -101,24 +101,45 @@ fn selected(run: Run, selected: &dyn Fn(&str) -> bool) -> Run {
     }
 }
 
+/// Runs the demo app with `args` under the interposer collecting [`GROUP`], the kernels whose
+/// names match `pattern` selected (all without one), kernels slowed down, `env` added; asserts
+/// that it succeeded and that the interposer said nothing.
+fn filtered_run(name: &str, pattern: Option<&str>, args: &[&str], env: &[(&str, &str)]) -> Run {
+    let dir = scratch(name);
+    let filters = KernelFilters {
+        include_regex: pattern.map(str::to_string),
+        ..KernelFilters::default()
+    };
+    let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
+    let env: Vec<(&str, &str)> = [SLOW].iter().chain(env).copied().collect();
+    let run = run_demo(&dir, "gfx942", Some(&plan), &env, GROUP, args);
+    run.assert_success();
+    assert_eq!(run.stderr(), "", "{name}");
+    run
+}
+
+/// Asserts that the dispatches `pattern` selects (all without one) ran alone on their GPU and
+/// were recorded once each with exactly their ground-truth values; returns how many.
+fn assert_selected_exact(run: Run, pattern: Option<&str>) -> usize {
+    let regex = pattern.map(|p| regex::Regex::new(p).unwrap());
+    let chosen = |k: &str| regex.as_ref().is_none_or(|r| r.is_match(k));
+    assert_counted_run_alone(&run.truth, &|t| chosen(t["kernel"].as_str().unwrap()));
+    assert_matches_truth(&selected(run, &chosen), &[GROUP])
+}
+
 #[test]
 fn graphs_on_several_queues_are_counted_exactly_in_both_intercept_modes() {
     for mode in ["batch", "packet"] {
-        let dir = scratch(&format!("graphs-{mode}"));
-        let plan = plan(&dir, "gfx942", &[GROUP], KernelFilters::default(), 1);
         let args = graph_args(&["--threads", "2", "--iterations", "3"]);
-        let env = [SLOW, ("RTL_SIM_INTERCEPT", mode)];
-        let run = run_demo(&dir, "gfx942", Some(&plan), &env, GROUP, &args);
-        run.assert_success();
+        let env = [("RTL_SIM_INTERCEPT", mode)];
+        let run = filtered_run(&format!("graphs-{mode}"), None, &args, &env);
         assert!(
             run.stdout().contains("36 dispatches verified"),
             "{}",
             run.stdout()
         );
-        assert_eq!(run.stderr(), "", "{mode}");
-        assert_eq!(assert_matches_truth(&run, &[GROUP]), 36, "{mode}");
-        assert_counted_run_alone(&run.truth, &|_| true);
         assert_eq!(assert_graph_order(&run.truth), 6, "{mode}");
+        assert_eq!(assert_selected_exact(run, None), 36, "{mode}");
     }
 }
 
@@ -126,14 +147,7 @@ fn graphs_on_several_queues_are_counted_exactly_in_both_intercept_modes() {
 fn a_dispatch_on_another_queue_overlapping_a_graph_counts_only_its_own_work() {
     // Thread 0 submits graphs, thread 1 one kernel at a time on its own queue; every dispatch
     // selected, then only some of each.
-    let patterns = [None, Some("^(vadd|fill|empty)$")];
-    for (i, pattern) in patterns.into_iter().enumerate() {
-        let dir = scratch(&format!("graph-and-singles-{i}"));
-        let filters = KernelFilters {
-            include_regex: pattern.map(str::to_string),
-            ..KernelFilters::default()
-        };
-        let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
+    for (i, pattern) in [None, Some("^(vadd|fill|empty)$")].into_iter().enumerate() {
         let args = graph_args(&[
             "--threads",
             "2",
@@ -142,43 +156,25 @@ fn a_dispatch_on_another_queue_overlapping_a_graph_counts_only_its_own_work() {
             "--iterations",
             "4",
         ]);
-        let run = run_demo(&dir, "gfx942", Some(&plan), &[SLOW], GROUP, &args);
-        run.assert_success();
-        assert_eq!(run.stderr(), "", "{pattern:?}");
+        let run = filtered_run(&format!("graph-and-singles-{i}"), pattern, &args, &[]);
         assert_eq!(run.truth.len(), 48);
-        let regex = pattern.map(|p| regex::Regex::new(p).unwrap());
-        let chosen = |k: &str| regex.as_ref().is_none_or(|r| r.is_match(k));
-        let truth = run.truth.clone();
-        assert_counted_run_alone(&truth, &|t| chosen(t["kernel"].as_str().unwrap()));
         let expected = if pattern.is_some() { 24 } else { 48 };
-        assert_eq!(
-            assert_matches_truth(&selected(run, &chosen), &[GROUP]),
-            expected
-        );
+        assert_eq!(assert_selected_exact(run, pattern), expected);
     }
 }
 
 #[test]
 fn filters_on_graphs_of_several_queues_keep_the_dispatches_left_out_away_from_counted_ones() {
-    let dir = scratch("graph-filters");
-    let filters = KernelFilters {
-        include_regex: Some("^(fill|increment)$".into()),
-        ..KernelFilters::default()
-    };
-    let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
     let args = graph_args(&["--threads", "2", "--queues", "2", "--iterations", "2"]);
-    let run = run_demo(&dir, "gfx942", Some(&plan), &[SLOW], GROUP, &args);
-    run.assert_success();
-    assert_eq!(run.stderr(), "");
+    let pattern = Some("^(fill|increment)$");
+    let run = filtered_run("graph-filters", pattern, &args, &[]);
     assert!(
         run.stdout().contains("48 dispatches verified"),
         "{}",
         run.stdout()
     );
     assert_eq!(assert_graph_order(&run.truth), 8);
-    let counted = |k: &str| k == "fill" || k == "increment";
-    assert_counted_run_alone(&run.truth, &|t| counted(t["kernel"].as_str().unwrap()));
-    assert_eq!(assert_matches_truth(&selected(run, &counted), &[GROUP]), 16);
+    assert_eq!(assert_selected_exact(run, pattern), 16);
 }
 
 /// Dispatches the filter leaves out still overlap each other: the two kernels of a graph's
@@ -186,16 +182,9 @@ fn filters_on_graphs_of_several_queues_keep_the_dispatches_left_out_away_from_co
 /// pair (behind the barrier-OR, after the last counted dispatch), start together.
 #[test]
 fn dispatches_left_out_of_a_graph_still_run_side_by_side() {
-    let dir = scratch("graph-side-by-side");
-    let filters = KernelFilters {
-        include_regex: Some("^(fill|increment)$".into()),
-        ..KernelFilters::default()
-    };
-    let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
     let args = graph_args(&["--iterations", "3"]);
-    let run = run_demo(&dir, "gfx942", Some(&plan), &[SLOW], GROUP, &args);
-    run.assert_success();
-    assert_eq!(run.stderr(), "");
+    let pattern = Some("^(fill|increment)$");
+    let run = filtered_run("graph-side-by-side", pattern, &args, &[]);
     assert_eq!(assert_graph_order(&run.truth), 3);
     let mut truth: Vec<&serde_json::Value> = run.truth.iter().collect();
     truth.sort_by_key(|t| field(t, "dispatch"));
@@ -207,29 +196,16 @@ fn dispatches_left_out_of_a_graph_still_run_side_by_side() {
         assert_eq!(start(0), start(1), "{times:?}");
         assert_eq!(start(4), start(5), "{times:?}");
     }
-    let counted = |k: &str| k == "fill" || k == "increment";
-    assert_counted_run_alone(&run.truth, &|t| counted(t["kernel"].as_str().unwrap()));
-    assert_eq!(assert_matches_truth(&selected(run, &counted), &[GROUP]), 6);
+    assert_eq!(assert_selected_exact(run, pattern), 6);
 }
 
 #[test]
 fn a_kernel_filter_on_threads_and_queues_gives_every_selected_dispatch_its_own_values() {
-    let dir = scratch("filters-queues");
-    let filters = KernelFilters {
-        include_regex: Some("^saxpy$".into()),
-        ..KernelFilters::default()
-    };
-    let plan = plan(&dir, "gfx942", &[GROUP], filters, 1);
     let args = ["--threads", "3", "--queues", "2", "--iterations", "2"];
-    let run = run_demo(&dir, "gfx942", Some(&plan), &[SLOW], GROUP, &args);
-    run.assert_success();
-    assert_eq!(run.stderr(), "");
+    let pattern = Some("^saxpy$");
+    let run = filtered_run("filters-queues", pattern, &args, &[]);
     assert_eq!(run.truth.len(), 48);
-    assert_counted_run_alone(&run.truth, &|t| t["kernel"] == "saxpy");
-    assert_eq!(
-        assert_matches_truth(&selected(run, &|k| k == "saxpy"), &[GROUP]),
-        12
-    );
+    assert_eq!(assert_selected_exact(run, pattern), 12);
 }
 
 /// `rtl-pmc -d out ARGS -- rtl-demo-app APP` on a simulated gfx942 with ground truth for
