@@ -218,3 +218,49 @@ fn roctx_without_a_roctx_library_runs_unannotated() {
     );
     assert_eq!(String::from_utf8_lossy(&out.stderr), "");
 }
+
+#[test]
+fn graphs_behind_one_doorbell_are_verified_beside_single_dispatches() {
+    let (out, records) = demo_with_truth(
+        "gfx942",
+        &[
+            "--graph",
+            "--graph-threads",
+            "1",
+            "--threads",
+            "2",
+            "--iterations",
+            "2",
+        ],
+    );
+    assert_eq!(
+        stdout(&out),
+        "rtl-demo-app: 16 dispatches verified (vadd,saxpy,fill,increment) on 1 GPU(s) [gfx942], \
+         2 thread(s) x 1 queue(s) x 2 iteration(s)\n"
+    );
+    assert_eq!(records.len(), 16);
+    // A graph's second pair starts after both kernels of the first ended.
+    let mut by_queue: std::collections::BTreeMap<u64, Vec<&serde_json::Value>> =
+        std::collections::BTreeMap::new();
+    for r in &records {
+        by_queue
+            .entry(r["queue"].as_u64().unwrap())
+            .or_default()
+            .push(r);
+    }
+    let field = |r: &serde_json::Value, name: &str| r[name].as_u64().unwrap();
+    let graphs = by_queue
+        .values()
+        .find(|q| {
+            q.windows(2)
+                .any(|w| field(w[0], "start") == field(w[1], "start"))
+        })
+        .expect("one queue's kernels run two at a time");
+    for graph in graphs.chunks(4) {
+        let first_done = field(graph[0], "end").max(field(graph[1], "end"));
+        assert!(field(graph[2], "start") >= first_done, "{graph:?}");
+        assert!(field(graph[3], "start") >= first_done, "{graph:?}");
+    }
+    let refused = demo("gfx942", &["--graph-threads", "1"]);
+    assert_eq!(refused.status.code(), Some(2));
+}

@@ -207,11 +207,11 @@ fn the_application_signal_completes_once_with_the_kernel_timestamps() {
 }
 
 #[test]
-fn multi_dispatch_batches_pass_through_unless_asked() {
-    // Three dispatches behind one doorbell: one handler call in batched mode (a possible graph
-    // replay, left alone by default), three calls in per-packet mode.
-    for (mode, wrap, expected) in [("batch", "0", 0), ("batch", "1", 3), ("packet", "0", 3)] {
-        let dir = scratch(&format!("batch-{mode}-{wrap}"));
+fn multi_dispatch_batches_are_wrapped_like_single_dispatches() {
+    // Three dispatches behind one doorbell: one handler call in batched mode (as a graph launch
+    // submits them), three calls in per-packet mode; every dispatch recorded either way.
+    for (mode, expected) in [("batch", 3), ("packet", 3)] {
+        let dir = scratch(&format!("batch-{mode}"));
         let plan = common::plan(
             &dir,
             "gfx942",
@@ -225,7 +225,6 @@ fn multi_dispatch_batches_pass_through_unless_asked() {
             .env("HSA_TOOLS_LIB", common::artifact("librtl_pmc.so"))
             .env("RTL_PMC_PLAN", &plan)
             .env("RTL_SIM_INTERCEPT", mode)
-            .env("RTL_PMC_WRAP_BATCHES", wrap)
             .output()
             .unwrap();
         assert!(
@@ -238,7 +237,7 @@ fn multi_dispatch_batches_pass_through_unless_asked() {
             "each dispatch completed the signal once"
         );
         let records = common::records(&dir.join("out"));
-        assert_eq!(records.len(), expected, "{mode} wrap={wrap}");
+        assert_eq!(records.len(), expected, "{mode}");
         let indices: Vec<u64> = records.iter().map(|r| r.queue_index).collect();
         let mut sorted = indices.clone();
         sorted.sort_unstable();

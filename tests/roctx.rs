@@ -779,3 +779,51 @@ fn merge_keeps_every_rank_s_regions_and_links() {
         );
     }
 }
+
+/// `app.c graph`: each vadd a graph of four kernels behind barrier-AND/OR packets, one doorbell
+/// each. Every kernel is counted with its own values (all of them, then those of one roctx
+/// range), and the program's checks of its data and of the graph's order pass.
+#[test]
+fn the_c_programs_graphs_are_counted_kernel_by_kernel() {
+    for (name, filter) in [("c-graph", None), ("c-graph-roctx", Some("^vadd 1 on"))] {
+        let mut flags = vec!["--pmc", "SQ_WAVES", "GRBM_COUNT"];
+        if let Some(regex) = filter {
+            flags.extend(["--roctx-include-regex", regex]);
+        }
+        let p = profile(
+            name,
+            &flags,
+            &c_app(),
+            &["2", "graph"],
+            Some(&roctx_stand_in(RoctxLibrary::Rocm)),
+        );
+        p.assert_success();
+        assert_eq!(
+            String::from_utf8_lossy(&p.output.stdout),
+            "c-app: vadd of 1000 elements verified on gfx942\n".repeat(2),
+        );
+        let truth = p.first_truth();
+        assert_eq!(truth.len(), 8, "two graphs of four kernels");
+        let selected: Vec<&serde_json::Value> = match filter {
+            Some(_) => truth[4..].to_vec(),
+            None => truth.clone(),
+        };
+        let waves = p.results("SQ_WAVES");
+        let count = p.results("GRBM_COUNT");
+        assert_eq!(waves.len(), selected.len(), "{name}");
+        for ((w, c), t) in waves.iter().zip(&count).zip(&selected) {
+            let times = (t["start"].as_u64().unwrap(), t["end"].as_u64().unwrap());
+            assert_eq!(
+                (w.0.as_str(), w.1, c.1, w.2, w.3),
+                (
+                    "vadd",
+                    total(t, "SQ_WAVES"),
+                    total(t, "GRBM_COUNT"),
+                    times.0,
+                    times.1
+                ),
+                "{name}"
+            );
+        }
+    }
+}

@@ -21,6 +21,8 @@
 //! `sim/configs/gfx942x8.json`), plus `HSA_TOOLS_LIB=librtl_pmc.so` and a plan file
 //! (`RTL_PMC_PLAN`) for the modes with a tool. `samples_per_dispatch` is counted from the raw
 //! records the run wrote, which are also checked: one per dispatch, on every GPU and queue.
+//! `--modes unselected2` (not measured by default) runs `counters2`'s plan with a kernel filter
+//! that selects nothing: what keeping dispatches out of counting windows costs, with no record.
 //!
 //! `rtl-dispatch-bench --scaling` measures a fixed set of configurations in one go and prints
 //! one markdown table per dimension ([`scaling`]); `rtl-dispatch-bench --replay` compares
@@ -139,6 +141,9 @@ pub enum Mode {
     Counters2,
     Counters8,
     Counters16,
+    /// `counters2`'s plan with a kernel filter that selects no dispatch: every dispatch kept out
+    /// of counting windows, none counted (not among the default modes).
+    Unselected2,
 }
 
 impl Mode {
@@ -150,6 +155,16 @@ impl Mode {
         Mode::Counters16,
     ];
 
+    /// Every mode `--modes` accepts.
+    const KNOWN: [Mode; 6] = [
+        Mode::None,
+        Mode::Timing,
+        Mode::Counters2,
+        Mode::Counters8,
+        Mode::Counters16,
+        Mode::Unselected2,
+    ];
+
     pub fn name(self) -> &'static str {
         match self {
             Mode::None => "none",
@@ -157,6 +172,7 @@ impl Mode {
             Mode::Counters2 => "counters2",
             Mode::Counters8 => "counters8",
             Mode::Counters16 => "counters16",
+            Mode::Unselected2 => "unselected2",
         }
     }
 
@@ -165,16 +181,21 @@ impl Mode {
         match self {
             Mode::None => None,
             Mode::Timing => Some(&[]),
-            Mode::Counters2 => Some(COUNTERS2),
+            Mode::Counters2 | Mode::Unselected2 => Some(COUNTERS2),
             Mode::Counters8 => Some(COUNTERS8),
             Mode::Counters16 => Some(COUNTERS16),
         }
+    }
+
+    /// Whether the plan selects every dispatch (else none).
+    pub fn selects(self) -> bool {
+        self != Mode::Unselected2
     }
 }
 
 const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches 100000[,N...]] [--runs N] \
                      [--threads 1,4,16] [--queues 1[,N...]] [--gpus 1[,N...]] \
-                     [--modes none,timing,counters2,counters8,counters16] [--keep DIR]\n       \
+                     [--modes none,timing,counters2,counters8,counters16,unselected2] [--keep DIR]\n       \
                      rtl-dispatch-bench --instructions [the options above but --runs]\n       \
                      rtl-dispatch-bench --scaling [--runs N] [--keep DIR]\n       \
                      rtl-dispatch-bench --replay [options]";
@@ -260,7 +281,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             _ => {
                 let mut modes = vec![Mode::None];
                 for name in value.split(',') {
-                    let mode = Mode::ALL
+                    let mode = Mode::KNOWN
                         .into_iter()
                         .find(|m| m.name() == name)
                         .ok_or_else(|| format!("--modes: unknown mode `{name}`\n{USAGE}"))?;
@@ -547,6 +568,11 @@ mod tests {
         assert_eq!(options.gpus, [1]);
         assert_eq!(options.modes, Mode::ALL);
         assert!(!options.scaling);
+        // Asked for only.
+        assert!(!Mode::ALL.contains(&Mode::Unselected2));
+        let unselected = parse("--modes unselected2").unwrap();
+        assert_eq!(unselected.modes, [Mode::None, Mode::Unselected2]);
+        assert!(!Mode::Unselected2.selects() && Mode::Counters2.selects());
     }
 
     #[test]

@@ -7,6 +7,7 @@
  *   cc app.c -I/usr/include/hsa -lhsa-runtime64 -lroctx64 -o app && ./app kernels-gfx942.co
  *   ./app kernels-gfx942.co 4           # four iterations
  *   ./app kernels-gfx942.co 4 misuse    # and roctx used wrongly, as applications do
+ *   ./app kernels-gfx942.co 4 graph     # each vadd a graph of four, behind one doorbell
  *
  * The roctx calls, in order (every iteration i from 0, every GPU g by agent order):
  *   roctxNameOsThread("c-app main"), roctxMarkA("start"), id = roctxRangeStartA("all iterations");
@@ -18,6 +19,12 @@
  *     inside roctxRangePushA("bad \xff name") (not UTF-8, popped), and
  *     roctxRangePushA("left open") never popped;
  *   then hsa_shut_down.
+ *
+ * With `graph`, each vadd dispatch is a graph written behind one doorbell, as HIP graph launches
+ * submit them: c1 = a + b and c2 = a + b without the barrier bit; a barrier-AND on both; c3 =
+ * c1 + c2; a barrier-OR on c3's signal and one never completed; c4 = c3 + a; a barrier-AND on
+ * c4's signal whose completion signal the host waits for. It checks c4 = 3a + 2b and that every
+ * kernel's signal completed by then.
  *
  * Exit status: 0 if every GPU computed the right sums, 1 otherwise (with a message on stderr).
  */
@@ -129,6 +136,154 @@ static unsigned char *read_file(const char *path, size_t *size) {
   return bytes;
 }
 
+static int graph_mode = 0;
+
+static void *slot_address(hsa_queue_t *queue, uint64_t index) {
+  return (uint8_t *)queue->base_address + 64 * (index & (queue->size - 1));
+}
+
+/* The packet slot of queue index `index`, cleared but for its header, which stays INVALID
+   until published. */
+static void *slot(hsa_queue_t *queue, uint64_t index) {
+  uint8_t *packet = slot_address(queue, index);
+  memset(packet + 4, 0, 60);
+  return packet;
+}
+
+static uint16_t header_of(int type, int barrier) {
+  return (uint16_t)((type << HSA_PACKET_HEADER_TYPE) | (barrier << HSA_PACKET_HEADER_BARRIER) |
+                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE));
+}
+
+/* Fills a cleared slot with a dispatch of vadd over N elements (its header left INVALID). */
+static void fill_vadd(hsa_kernel_dispatch_packet_t *k, uint64_t kernel_object, uint32_t group_size,
+                      uint32_t private_size, void *kernarg, hsa_signal_t completion) {
+  k->setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  k->workgroup_size_x = WORKGROUP;
+  k->workgroup_size_y = 1;
+  k->workgroup_size_z = 1;
+  k->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
+  k->grid_size_y = 1;
+  k->grid_size_z = 1;
+  k->private_segment_size = private_size;
+  k->group_segment_size = group_size;
+  k->kernel_object = kernel_object;
+  k->kernarg_address = kernarg;
+  k->completion_signal = completion;
+}
+
+/* The first word of a kernel dispatch packet: its header and setup. */
+static uint32_t kernel_word(int barrier) {
+  uint32_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  return header_of(HSA_PACKET_TYPE_KERNEL_DISPATCH, barrier) | (setup << 16);
+}
+
+/* vadd(x, y) -> z as one graph node: its kernarg segment and completion signal. */
+struct node {
+  void *kernarg;
+  hsa_signal_t signal;
+};
+
+/* Writes the graph's seven packets from `first`, publishes their headers in order and rings
+   the doorbell once. */
+static void submit_graph(hsa_queue_t *queue, uint64_t first, struct node nodes[4],
+                         hsa_signal_t never, hsa_signal_t done, uint64_t kernel_object,
+                         uint32_t group_size, uint32_t private_size) {
+  uint32_t words[7];
+  uint64_t index = first;
+  int node = 0;
+  /* kernel, kernel, AND(0, 1), kernel, OR(2, never), kernel, AND(3) -> done */
+  const int kinds[7] = {0, 0, 1, 0, 2, 0, 3};
+  for (int i = 0; i < 7; ++i, ++index) {
+    void *packet = slot(queue, index);
+    if (kinds[i] == 0) {
+      fill_vadd(packet, kernel_object, group_size, private_size, nodes[node].kernarg,
+                nodes[node].signal);
+      node++;
+      words[i] = kernel_word(0);
+    } else {
+      hsa_barrier_and_packet_t *b = packet;
+      if (kinds[i] == 1) {
+        b->dep_signal[0] = nodes[0].signal;
+        b->dep_signal[1] = nodes[1].signal;
+      } else if (kinds[i] == 2) {
+        b->dep_signal[0] = nodes[2].signal;
+        b->dep_signal[1] = never;
+      } else {
+        b->dep_signal[0] = nodes[3].signal;
+        b->completion_signal = done;
+      }
+      int type = kinds[i] == 2 ? HSA_PACKET_TYPE_BARRIER_OR : HSA_PACKET_TYPE_BARRIER_AND;
+      words[i] = header_of(type, 0);
+    }
+  }
+  for (int i = 0; i < 7; ++i) {
+    __atomic_store_n((uint32_t *)slot_address(queue, first + i), words[i], __ATOMIC_RELEASE);
+  }
+  hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)(first + 6));
+}
+
+/* Runs vadd as a graph of four nodes on `queue`; returns 0 when c4 = 3a + 2b. */
+static int run_graph(hsa_queue_t *queue, hsa_agent_t gpu, hsa_amd_memory_pool_t buffers,
+                     hsa_amd_memory_pool_t kernargs, uint32_t kernarg_size,
+                     uint64_t kernel_object, uint32_t group_size, uint32_t private_size,
+                     float *a, float *b) {
+  float *c[4];
+  struct node nodes[4];
+  struct {
+    float *x, *y, *z;
+    uint32_t n;
+  } __attribute__((packed)) args[4];
+  for (int i = 0; i < 4; ++i) {
+    c[i] = allocate(buffers, N * sizeof(float), gpu);
+    for (int j = 0; j < N; ++j) {
+      c[i][j] = -1.0f;
+    }
+  }
+  float *inputs[4][2] = {{a, b}, {a, b}, {c[0], c[1]}, {c[2], a}};
+  for (int i = 0; i < 4; ++i) {
+    args[i].x = inputs[i][0];
+    args[i].y = inputs[i][1];
+    args[i].z = c[i];
+    args[i].n = N;
+    nodes[i].kernarg = allocate(kernargs, kernarg_size, gpu);
+    memset(nodes[i].kernarg, 0, kernarg_size);
+    memcpy(nodes[i].kernarg, &args[i], sizeof(args[i]));
+    CHECK(hsa_signal_create(1, 0, NULL, &nodes[i].signal));
+  }
+  hsa_signal_t never, done;
+  CHECK(hsa_signal_create(1, 0, NULL, &never));
+  CHECK(hsa_signal_create(1, 0, NULL, &done));
+  uint64_t first = hsa_queue_add_write_index_relaxed(queue, 7);
+  submit_graph(queue, first, nodes, never, done, kernel_object, group_size, private_size);
+  while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+                                   HSA_WAIT_STATE_BLOCKED) >= 1) {
+  }
+  int wrong = 0;
+  for (int i = 0; i < 4; ++i) {
+    if (hsa_signal_load_scacquire(nodes[i].signal) != 0) {
+      fprintf(stderr, "c-app: the graph completed before its kernel %d did\n", i + 1);
+      wrong = 1;
+    }
+  }
+  for (int j = 0; j < N && !wrong; ++j) {
+    float want = 3.0f * a[j] + 2.0f * b[j];
+    if (c[3][j] != want) {
+      fprintf(stderr, "c-app: c4[%d] = %f, expected %f\n", j, c[3][j], want);
+      wrong = 1;
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    CHECK(hsa_signal_destroy(nodes[i].signal));
+    CHECK(hsa_amd_memory_pool_free(nodes[i].kernarg));
+    CHECK(hsa_amd_memory_pool_free(c[i]));
+  }
+  CHECK(hsa_signal_destroy(never));
+  CHECK(hsa_signal_destroy(done));
+  return wrong;
+}
+
 /* Loads the code object, dispatches vadd on `gpu` and checks it; returns 0 on success. */
 static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, size_t code_size) {
   hsa_code_object_reader_t reader;
@@ -180,39 +335,25 @@ static int run_on(hsa_agent_t gpu, hsa_agent_t cpu, const unsigned char *code, s
   CHECK(hsa_queue_create(gpu, 64, HSA_QUEUE_TYPE_SINGLE, NULL, NULL, UINT32_MAX, UINT32_MAX,
                          &queue));
   CHECK(hsa_signal_create(1, 0, NULL, &done));
-
-  uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
-  hsa_kernel_dispatch_packet_t *packet =
-      (hsa_kernel_dispatch_packet_t *)queue->base_address + (index & (queue->size - 1));
-  memset((char *)packet + 4, 0, sizeof(*packet) - 4);
-  packet->workgroup_size_x = WORKGROUP;
-  packet->workgroup_size_y = 1;
-  packet->workgroup_size_z = 1;
-  packet->grid_size_x = (N + WORKGROUP - 1) / WORKGROUP * WORKGROUP;
-  packet->grid_size_y = 1;
-  packet->grid_size_z = 1;
-  packet->private_segment_size = private_size;
-  packet->group_segment_size = group_size;
-  packet->kernel_object = kernel_object;
-  packet->kernarg_address = kernarg;
-  packet->completion_signal = done;
-  uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
-                    (1 << HSA_PACKET_HEADER_BARRIER) |
-                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
-                    (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
-  uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
-  __atomic_store_n((uint32_t *)packet, header | ((uint32_t)setup << 16), __ATOMIC_RELEASE);
-  hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
-  while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
-                                   HSA_WAIT_STATE_BLOCKED) >= 1) {
-  }
-
   int wrong = 0;
-  for (int i = 0; i < N; ++i) {
-    if (c[i] != a[i] + b[i]) {
-      fprintf(stderr, "c-app: c[%d] = %f, expected %f\n", i, c[i], a[i] + b[i]);
-      wrong = 1;
-      break;
+  if (graph_mode) {
+    wrong = run_graph(queue, gpu, buffers, kernargs, kernarg_size, kernel_object, group_size,
+                      private_size, a, b);
+  } else {
+    uint64_t index = hsa_queue_add_write_index_relaxed(queue, 1);
+    void *packet = slot(queue, index);
+    fill_vadd(packet, kernel_object, group_size, private_size, kernarg, done);
+    __atomic_store_n((uint32_t *)packet, kernel_word(1), __ATOMIC_RELEASE);
+    hsa_signal_store_screlease(queue->doorbell_signal, (hsa_signal_value_t)index);
+    while (hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1, UINT64_MAX,
+                                     HSA_WAIT_STATE_BLOCKED) >= 1) {
+    }
+    for (int i = 0; i < N; ++i) {
+      if (c[i] != a[i] + b[i]) {
+        fprintf(stderr, "c-app: c[%d] = %f, expected %f\n", i, c[i], a[i] + b[i]);
+        wrong = 1;
+        break;
+      }
     }
   }
   CHECK(hsa_signal_destroy(done));
@@ -254,8 +395,9 @@ static int run_all(struct agents *agents, const unsigned char *code, size_t code
 int main(int argc, char **argv) {
   int iterations = argc >= 3 ? atoi(argv[2]) : 1;
   int misuse = argc == 4 && strcmp(argv[3], "misuse") == 0;
-  if (argc < 2 || argc > 4 || iterations < 1 || (argc == 4 && !misuse)) {
-    fprintf(stderr, "usage: %s CODE_OBJECT [ITERATIONS [misuse]]\n", argv[0]);
+  graph_mode = argc == 4 && strcmp(argv[3], "graph") == 0;
+  if (argc < 2 || argc > 4 || iterations < 1 || (argc == 4 && !misuse && !graph_mode)) {
+    fprintf(stderr, "usage: %s CODE_OBJECT [ITERATIONS [misuse|graph]]\n", argv[0]);
     return 2;
   }
   size_t code_size;

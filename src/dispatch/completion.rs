@@ -196,6 +196,8 @@ pub struct CountedPart {
     pub done: Arc<ChainLink>,
     /// The previous counted dispatch's stop signal, held until this one completes.
     pub previous: Option<Arc<ChainLink>>,
+    /// The count of the dispatches not counted that this one waited for, held likewise.
+    pub uncounted: Option<Arc<ChainLink>>,
 }
 
 /// One run of a dispatch's kernel: the whole dispatch, or one pass of a replayed one.
@@ -285,6 +287,9 @@ pub struct Pending {
     first_ts: (u64, u64),
     /// Records of the passes that completed.
     finished: Vec<Named>,
+    /// A dispatch that is not counted, only forwarded: the count of those still running that
+    /// it decrements once its kernel ended (see [`super::rewrite::order_uncounted`]).
+    uncounted: Option<Arc<ChainLink>>,
 }
 
 impl Pending {
@@ -325,6 +330,27 @@ impl Pending {
         Pending::with_passes(named, agent, app_signal, queue, passes, None)
     }
 
+    /// A dispatch that is not counted nor recorded, whose kernel completes `kernel_signal`: the
+    /// worker completes the application's signal after it and then counts it down in
+    /// `uncounted`.
+    pub fn forwarded(
+        agent: hsa_agent_t,
+        kernel_signal: hsa_signal_t,
+        app_signal: hsa_signal_t,
+        queue: usize,
+        uncounted: Arc<ChainLink>,
+    ) -> Pending {
+        let named = Named {
+            record: Record::default(),
+            arch: "",
+            kernel: "",
+        };
+        let passes = Passes::One(PassRun::new(kernel_signal, None));
+        let mut pending = Pending::with_passes(named, agent, app_signal, queue, passes, None);
+        pending.uncounted = Some(uncounted);
+        pending
+    }
+
     /// A pending dispatch run once per pass of `passes`; with kernel replay gated by the
     /// replay, whose link is the signal of the barrier after the last pass.
     pub fn replayed(
@@ -360,6 +386,7 @@ impl Pending {
             current: 0,
             first_ts: (0, 0),
             finished: Vec::new(),
+            uncounted: None,
         }
     }
 }
@@ -385,8 +412,6 @@ impl Drop for Pending {
 #[derive(Default)]
 struct Shared {
     incoming: Vec<Pending>,
-    /// Records of dispatches left untouched, written as they are.
-    notes: Vec<Named>,
     outstanding: FastMap<usize, usize>,
     /// Dispatches nobody waits for handed over since the worker last took them.
     lazy: usize,
@@ -476,16 +501,6 @@ impl Completion {
         self.outputs.first().map_or(std::path::Path::new(""), |p| p)
     }
 
-    /// Hands records of dispatches that run untouched to the worker, to be written as they are.
-    pub fn note(&self, records: Vec<Named>) {
-        if records.is_empty() {
-            return;
-        }
-        let mut shared = lock(&self.shared);
-        shared.notes.extend(records);
-        drop(self.nudge(shared));
-    }
-
     /// Hands wrapped dispatches to the worker, leaving `pending` empty (its room kept for the
     /// caller's next ones).
     pub fn submit(&self, pending: &mut Vec<Pending>) {
@@ -562,7 +577,6 @@ impl Completion {
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
         let mut files: Vec<Option<RecordFile>> = self.outputs.iter().map(|_| None).collect();
-        let mut notes: Vec<Named> = Vec::new();
         let mut file_failed = false;
         let mut last_flush = Instant::now();
         let mut arrived: Vec<Pending> = Vec::new();
@@ -577,7 +591,6 @@ impl Completion {
             let (stop, ticket) = {
                 let mut shared = lock(&self.shared);
                 let nothing_new = shared.incoming.is_empty()
-                    && shared.notes.is_empty()
                     && !shared.stop
                     && shared.flush_tickets == shared.flushed;
                 if nothing_new && pending.is_empty() {
@@ -607,7 +620,6 @@ impl Completion {
                 shared.lazy = 0;
                 // Swapped, not copied, under the lock: the dispatch path waits for it.
                 std::mem::swap(&mut shared.incoming, &mut arrived);
-                notes.append(&mut shared.notes);
                 (shared.stop, shared.flush_tickets)
             };
             // Pending dispatches are a few hundred bytes each: when none is left from the last
@@ -623,7 +635,6 @@ impl Completion {
                     left.values.push(counters);
                 }
             }
-            records.append(&mut notes);
             self.complete_awaited(&mut pending);
             pending.retain_mut(|p| match self.advance(p, &mut records, &mut left) {
                 true => {
@@ -802,6 +813,16 @@ impl Completion {
     /// signals and packet sets it no longer needs to `left`, whose value vectors its counter
     /// values fill.
     fn advance(&self, p: &mut Pending, out: &mut Vec<Named>, left: &mut Leftovers) -> bool {
+        if let Some(count) = &p.uncounted {
+            let signal = p.passes[0].kernel_signal;
+            if self.hsa.signal_load(signal) >= 1 {
+                return false;
+            }
+            self.complete_app(std::mem::take(&mut p.app_signal), raw_timestamps(signal));
+            self.hsa.signal_subtract(count.signal, 1);
+            left.signals.push(signal);
+            return true;
+        }
         if let Some(replay) = &mut p.replay {
             if !replay.saved {
                 if self.hsa.signal_load(replay.ready) >= 1 {

@@ -8,10 +8,9 @@
 //! | `RTL_PMC_MANGLED_KERNELS=1` | keep mangled kernel names |
 //! | `RTL_PMC_TRUNCATE_KERNELS=1` | reduce kernel names to their base name |
 //! | `RTL_PMC_KERNEL_RENAME=1` | name each kernel dispatch after the innermost roctx push/pop range open on the submitting thread |
-//! | `RTL_PMC_WRAP_BATCHES=1` | also wrap dispatches submitted several at once (possible graph replays) |
 //! | `RTL_PMC_AQLPROFILE_API=v2\|legacy` | use this aqlprofile API only |
 //! | `RTL_PMC_REPLAY_STALL=SECONDS` | kernel replay: how long a replayed dispatch waits for one step before it is reported (default 30) |
-//! | `RTL_PMC_SERIALIZE=0` | diagnosis only: let counted kernels of one GPU overlap (values become wrong) |
+//! | `RTL_PMC_SERIALIZE=0` | diagnosis only: let counted kernels of one GPU overlap each other and other kernels (values become wrong) |
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -75,13 +74,12 @@ pub struct Config {
     pub names: NameOptions,
     /// Name each dispatch inside a roctx push/pop range after the innermost one.
     pub kernel_rename: bool,
-    /// Wrap dispatches of multi-dispatch batches too.
-    pub wrap_batches: bool,
     /// Force one aqlprofile API.
     pub api: Option<ApiKind>,
     /// Environment-variable mode: write finished results at unload.
     pub env_mode: bool,
-    /// Chain counted dispatches of a GPU so that they never overlap (always, but for diagnosis).
+    /// Keep every other dispatch of a GPU out of a counted dispatch's run (always, but for
+    /// diagnosis).
     pub serialize: bool,
     /// Kernel replay: every group for each selected dispatch, records per group.
     pub replay: Option<KernelReplay>,
@@ -174,7 +172,6 @@ impl Config {
                 truncate: flag(get, TRUNCATE_KERNELS_ENV),
             },
             kernel_rename: flag(get, KERNEL_RENAME_ENV),
-            wrap_batches: flag(get, "RTL_PMC_WRAP_BATCHES"),
             serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
             replay_stall: replay_stall(get)?,
             group_interval: 1,

@@ -5,7 +5,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -18,7 +18,10 @@ use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
 use super::kernel_names::{intern, KernelNames};
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
-use super::rewrite::{passes_through, wrap, wrap_replay, CounterPackets, ReplayWrapping, Wrapping};
+use super::rewrite::{
+    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, ReplayWrapping,
+    Uncounted, Wrapping,
+};
 use super::roctx::Roctx;
 use super::runtime::Hsa;
 use super::selection::{Decision, Enclosing, Selector};
@@ -56,13 +59,22 @@ struct Session {
     completion: Arc<Completion>,
     aqlprofile: Option<Arc<Aqlprofile>>,
     counters: FastMap<u64, Arc<GpuCounters>>,
-    chains: FastMap<u64, Mutex<Option<Arc<ChainLink>>>>,
+    chains: FastMap<u64, Mutex<Chain>>,
     dispatch_ids: AtomicU64,
     /// Per GPU agent handle, the queues created on it so far.
     queues_created: Mutex<HashMap<u64, u32>>,
-    /// Per GPU agent handle, whether the kernel filters left a dispatch on it unprofiled while
-    /// it collects counters.
-    unselected: FastMap<u64, AtomicBool>,
+}
+
+/// The counted dispatches of a GPU (of every GPU with kernel replay) in the order they run, and
+/// the dispatches not counted since the last one: no dispatch runs while a counted one does.
+#[derive(Default)]
+struct Chain {
+    /// The last counted dispatch's link: its stop packet's signal, or with kernel replay the
+    /// signal of the barrier after its last pass.
+    last: Option<Arc<ChainLink>>,
+    /// A signal whose value is how many of the dispatches not counted submitted since `last`
+    /// still run (`None` before the first), which the next counted dispatch waits for.
+    uncounted: Option<Arc<ChainLink>>,
 }
 
 /// One intercepted queue; the handler's user data.
@@ -158,7 +170,6 @@ pub fn finish() {
         return;
     }
     if let Some(session) = me.session.get() {
-        warn_unselected_overlap(session);
         let stopped = session.completion.stop(DRAIN_TIMEOUT);
         if me.config.env_mode {
             super::env_mode::write_results(&me.config.counter_names, session.completion.output());
@@ -166,34 +177,6 @@ pub fn finish() {
         release_aqlprofile(session, stopped);
         if stopped {
             me.memory.release_buffers();
-        }
-    }
-}
-
-/// Warns, once per GPU, that dispatches left out by the kernel filters ran unprofiled on a GPU
-/// that collected counters from several queues over the run: they were not kept out of the
-/// counting windows of the selected dispatches, and device-wide counters of one that they
-/// overlapped include their work. GPUs are numbered by KFD node, as in every output.
-fn warn_unselected_overlap(session: &Session) {
-    let created = session
-        .queues_created
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    for gpu in &session.agents.gpus {
-        let handle = gpu.agent.handle;
-        let queues = created.get(&handle).copied().unwrap_or(0);
-        let left_out = session
-            .unselected
-            .get(&handle)
-            .is_some_and(|u| u.load(Ordering::Relaxed));
-        if left_out && queues > 1 {
-            warn_once(
-                &format!("unselected-overlap-{handle}"),
-                &format!(
-                    "kernel filters left dispatches unprofiled on GPU {} ({}), which ran {queues} queues: those dispatches were not kept out of the counting windows, so a selected dispatch they overlapped counted their work too (select every dispatch, or use one queue, for exact values)",
-                    gpu.node_id, gpu.arch
-                ),
-            );
         }
     }
 }
@@ -219,6 +202,27 @@ fn release_aqlprofile(session: &Session, worker_stopped: bool) {
     }
 }
 
+/// Warns, once per GPU, about other processes with queues on `gpu` when it collects counters:
+/// their work is not kept out of the counting windows. Looked at whenever this process creates
+/// a queue on it.
+fn warn_about_other_processes(session: &Session, gpu: &Gpu) {
+    if !session.counters.contains_key(&gpu.agent.handle) {
+        return;
+    }
+    let topology = std::env::var(super::neighbours::TOPOLOGY_ENV).ok();
+    let (topology, proc) = super::neighbours::kfd_dirs(topology.as_deref());
+    let Some(id) = super::neighbours::gpu_id(&topology, gpu.node_id) else {
+        return;
+    };
+    let others = super::neighbours::other_processes(&proc, id, pid());
+    if !others.is_empty() {
+        warn_once(
+            &format!("other-processes-{}", gpu.index),
+            &super::neighbours::warning(gpu.node_id, &gpu.arch, &others),
+        );
+    }
+}
+
 impl Interposer {
     fn session(&'static self) -> &'static Session {
         self.session.get_or_init(|| {
@@ -237,17 +241,12 @@ impl Interposer {
                 self.roctx.clone(),
             );
             let (aqlprofile, counters) = self.gpu_counters(&agents);
-            let mut chains: FastMap<u64, Mutex<Option<Arc<ChainLink>>>> = agents
+            let mut chains: FastMap<u64, Mutex<Chain>> = agents
                 .gpus
                 .iter()
-                .map(|g| (g.agent.handle, Mutex::new(None)))
+                .map(|g| (g.agent.handle, Mutex::default()))
                 .collect();
-            chains.insert(ALL_GPUS, Mutex::new(None));
-            let unselected = agents
-                .gpus
-                .iter()
-                .map(|g| (g.agent.handle, AtomicBool::new(false)))
-                .collect();
+            chains.insert(ALL_GPUS, Mutex::default());
             Session {
                 agents,
                 signals,
@@ -257,7 +256,6 @@ impl Interposer {
                 chains,
                 dispatch_ids: AtomicU64::new(1),
                 queues_created: Mutex::new(HashMap::new()),
-                unselected,
             }
         })
     }
@@ -351,21 +349,6 @@ impl Interposer {
         kernel_resources(&descriptor, arch).unwrap_or_default()
     }
 
-    /// Notes a dispatch left out by the kernel filters on a GPU that collects counters (said at
-    /// the end, when the queues of the whole run are known), and warns at once under kernel
-    /// replay.
-    fn note_unselected(&self, session: &Session, queue: &QueueState) {
-        if self.config.replay.is_some() {
-            warn_once(
-                "unselected-replay",
-                "kernel filters leave dispatches unprofiled during kernel replay: they run whenever their queue reaches them, also while a selected dispatch is replayed, and memory they write in the window between its first pass and its last may be set back to what the first pass found (select every kernel that writes memory, or use --replay-mode application)",
-            );
-        }
-        if let Some(unselected) = session.unselected.get(&queue.gpu.agent.handle) {
-            unselected.store(true, Ordering::Relaxed);
-        }
-    }
-
     /// Decides for one kernel dispatch of `submission`: when selected, its wrapping, with its
     /// pending completion added to the submission's.
     fn prepare(
@@ -404,9 +387,6 @@ impl Interposer {
             groups,
             &enclosing,
         ) else {
-            if counters.is_some() {
-                self.note_unselected(session, queue);
-            }
             return None;
         };
         let mut declined = None;
@@ -452,7 +432,7 @@ impl Interposer {
             return None;
         };
         let mut counted = None;
-        let mut chain_wait = hsa_signal_t::default();
+        let mut chain_wait = [hsa_signal_t::default(); 2];
         let mut packets = None;
         if let Some(gpu_counters) = counters {
             let set = match gpu_counters.take(group) {
@@ -476,10 +456,8 @@ impl Interposer {
                 return None;
             };
             let done = Arc::new(ChainLink::new(done_signal, Arc::clone(&session.signals)));
-            let previous = self.chain_after(session, queue, &done);
-            if let Some(p) = &previous {
-                chain_wait = p.signal;
-            }
+            let (previous, uncounted) = self.chain_after(session, queue, &done);
+            chain_wait = waits(&previous, &uncounted);
             packets = Some(CounterPackets {
                 start: set.start,
                 read: set.read,
@@ -490,6 +468,7 @@ impl Interposer {
                 set,
                 done,
                 previous,
+                uncounted,
             });
         }
         let wrapping = Wrapping {
@@ -513,74 +492,109 @@ impl Interposer {
         Some(Prepared::Once(wrapping))
     }
 
-    /// Kernel replay: records, for the summary, the selected dispatches of a batch that goes
-    /// through untouched.
-    fn note_untouched(&'static self, queue: &QueueState, input: &[AqlPacket], user_index: u64) {
-        let session = self.session();
-        let groups = session
-            .counters
-            .get(&queue.gpu.agent.handle)
-            .map_or(0, |c| c.group_count());
-        let tid = gettid();
-        let enclosing = self.enclosing();
-        let mut notes = Vec::new();
-        for (i, packet) in input.iter().enumerate() {
-            if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
-                continue;
-            }
-            // SAFETY: a kernel dispatch packet.
-            let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
-            let info = self.kernels.get(kernel.kernel_object);
-            let decision = self.selector.decide_kernel(
-                info.name,
-                &info.symbol,
-                queue.gpu.index,
-                queue.gpu.node_id,
-                groups,
-                &enclosing,
-            );
-            if let Decision::Wrap { .. } = decision {
-                let index = user_index + i as u64;
-                let thread = Submitter {
-                    tid,
-                    enclosing: &enclosing,
-                };
-                let mut named = self.record(session, queue, &kernel, &info, index, &thread);
-                named.record.replay = Some(ReplayStats {
-                    passes: 0,
-                    declined: Some(MULTI_PACKET.into()),
-                    ..ReplayStats::default()
-                });
-                notes.push(named);
-            }
-        }
-        session.completion.note(notes);
-    }
-
-    /// Makes `link` the last counted dispatch of the queue's GPU (of every GPU with kernel
-    /// replay); the one before, to wait for.
+    /// The chain of counted dispatches the queue's GPU takes part in, unless counted dispatches
+    /// may overlap (`RTL_PMC_SERIALIZE=0`).
     ///
     /// With kernel replay counted dispatches of all GPUs take turns: a dispatch replayed on one
     /// GPU restores the memory its first pass changed, and a kernel running meanwhile on another
     /// GPU would change memory in that window too, and lose it.
-    fn chain_after(
+    fn chain(
         &self,
-        session: &Session,
+        session: &'static Session,
         queue: &QueueState,
-        link: &Arc<ChainLink>,
-    ) -> Option<Arc<ChainLink>> {
-        let chain = match self.config.replay {
+    ) -> Option<&'static Mutex<Chain>> {
+        let key = match self.config.replay {
             Some(_) => ALL_GPUS,
             None => queue.gpu.agent.handle,
         };
-        session
-            .chains
-            .get(&chain)
-            .filter(|_| self.config.serialize)
-            .and_then(|chain| {
-                let mut last = chain.lock().unwrap_or_else(|p| p.into_inner());
-                last.replace(Arc::clone(link))
-            })
+        session.chains.get(&key).filter(|_| self.config.serialize)
+    }
+
+    /// Makes `link` the last counted dispatch of the queue's chain; the one before and the count
+    /// of the dispatches not counted since, to wait for (the count only while some still run).
+    fn chain_after(
+        &self,
+        session: &'static Session,
+        queue: &QueueState,
+        link: &Arc<ChainLink>,
+    ) -> (Option<Arc<ChainLink>>, Option<Arc<ChainLink>>) {
+        let Some(chain) = self.chain(session, queue) else {
+            return (None, None);
+        };
+        let (previous, uncounted) = {
+            let mut chain = chain.lock().unwrap_or_else(|p| p.into_inner());
+            (chain.last.replace(Arc::clone(link)), chain.uncounted.take())
+        };
+        // Dropped (back to the pool) when every dispatch it counted has ended: no later one
+        // joins it once taken from the chain.
+        let uncounted = uncounted.filter(|u| self.hsa.signal_load(u.signal) != 0);
+        (previous, uncounted)
+    }
+
+    /// How `kernel`, a dispatch that is not counted, is kept out of the counting windows of its
+    /// GPU (of every GPU with kernel replay), or `None` when nothing needs to be kept out: no
+    /// counters on the GPU, or counted dispatches allowed to overlap. With the application's
+    /// completion signal, the pending completion the worker forwards goes to `pending`.
+    fn uncounted(
+        &self,
+        session: &'static Session,
+        queue: &QueueState,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        pending: &mut Vec<Pending>,
+    ) -> Option<Uncounted> {
+        if self.config.replay.is_none() && !session.counters.contains_key(&queue.gpu.agent.handle) {
+            return None;
+        }
+        let chain = self.chain(session, queue)?;
+        let mut chain = chain.lock().unwrap_or_else(|p| p.into_inner());
+        let after = chain
+            .last
+            .as_ref()
+            .map(|l| l.signal)
+            .filter(|&s| self.hsa.signal_load(s) != 0)
+            .unwrap_or_default();
+        let running = match &chain.uncounted {
+            Some(count) => {
+                self.hsa.signal_add(count.signal, 1);
+                count.signal
+            }
+            None => {
+                // A signal from the pool starts at 1: this dispatch.
+                let Some(signal) = session.signals.take() else {
+                    warn_once(
+                        "uncounted-signals",
+                        "cannot create signals; dispatches left out by the kernel filters are not kept out of the counting windows, whose values may include their work",
+                    );
+                    return None;
+                };
+                chain.uncounted = Some(Arc::new(ChainLink::new(
+                    signal,
+                    Arc::clone(&session.signals),
+                )));
+                signal
+            }
+        };
+        // The application's signal is completed by the worker, so that the later packets of
+        // the queue still overlap the kernel; a barrier packet after it otherwise.
+        let mut forwarded = hsa_signal_t::default();
+        let forwards = kernel.completion_signal.handle != 0 && session.completion.is_running();
+        if let Some(count) = chain.uncounted.as_ref().filter(|_| forwards) {
+            if let Some(ours) = session.signals.take() {
+                forwarded = ours;
+                pending.push(Pending::forwarded(
+                    queue.gpu.agent,
+                    ours,
+                    kernel.completion_signal,
+                    queue.key,
+                    Arc::clone(count),
+                ));
+            }
+        }
+        Some(Uncounted {
+            after,
+            running,
+            forwarded,
+        })
     }
 
     /// The roctx ranges open on the calling thread and whether the profiler is resumed.
@@ -742,10 +756,8 @@ impl Interposer {
         let ready = next();
         let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
         let link = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
-        let mut previous = self.chain_after(session, queue, &link);
-        let previous_signal = previous
-            .as_ref()
-            .map_or_else(hsa_signal_t::default, |p| p.signal);
+        let (mut previous, mut uncounted) = self.chain_after(session, queue, &link);
+        let after = waits(&previous, &uncounted);
         let mut runs = Vec::with_capacity(passes);
         let mut wrapped = Vec::with_capacity(passes);
         for (i, set) in sets.into_iter().enumerate() {
@@ -764,11 +776,12 @@ impl Interposer {
                     set,
                     done,
                     previous: previous.take(),
+                    uncounted: uncounted.take(),
                 }),
             ));
         }
         let wrapping = ReplayWrapping {
-            previous: previous_signal,
+            after,
             ready,
             passes: wrapped,
             last_gate: gates[passes],
@@ -794,6 +807,17 @@ impl Interposer {
     }
 }
 
+/// The signals a counted dispatch waits for: the previous counted dispatch's and the count of
+/// those not counted since (0 for none).
+fn waits(
+    previous: &Option<Arc<ChainLink>>,
+    uncounted: &Option<Arc<ChainLink>>,
+) -> [hsa_signal_t; 2] {
+    let signal =
+        |l: &Option<Arc<ChainLink>>| l.as_ref().map_or_else(hsa_signal_t::default, |l| l.signal);
+    [signal(previous), signal(uncounted)]
+}
+
 /// A submission of the application being wrapped: the submitting thread, whether it holds
 /// several kernel dispatches, and the pending completions of those selected so far.
 struct Submission<'a> {
@@ -809,7 +833,8 @@ struct Submitter<'a> {
     enclosing: &'a Enclosing,
 }
 
-/// Why dispatches submitted together are not replayed.
+/// Why dispatches submitted together are not replayed (each is counted once, with pass 1's
+/// counters).
 const MULTI_PACKET: &str =
     "it was submitted with other dispatches in one packet batch (possibly a graph replay), whose packets may depend on it";
 
@@ -919,10 +944,8 @@ fn rewrite_and_submit(
         write(input);
         return;
     };
-    if passes_through(input, me.config.wrap_batches) {
-        if me.config.replay.is_some() {
-            me.note_untouched(queue, input, user_index);
-        }
+    let kernels = kernel_dispatches(input);
+    if kernels == 0 {
         write(input);
         return;
     }
@@ -931,11 +954,8 @@ fn rewrite_and_submit(
     let mut out = REWRITTEN.with(Cell::take);
     out.clear();
     let mut pending = PENDING.with(Cell::take);
-    let batch = input
-        .iter()
-        .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
-        .count()
-        > 1;
+    let batch = kernels > 1;
+    let mut ordered = false;
     for (i, packet) in input.iter().enumerate() {
         if packet.packet_type() != HSA_PACKET_TYPE_KERNEL_DISPATCH {
             out.push(*packet);
@@ -952,11 +972,17 @@ fn rewrite_and_submit(
         match me.prepare(session, queue, &kernel, index, &mut submission) {
             Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, &mut out),
             Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, &mut out),
-            None => out.push(*packet),
+            None => match me.uncounted(session, queue, &kernel, &mut pending) {
+                Some(uncounted) => {
+                    order_uncounted(packet, &uncounted, &mut out);
+                    ordered = true;
+                }
+                None => out.push(*packet),
+            },
         }
     }
     if pending.is_empty() {
-        write(input);
+        write(if ordered { &out } else { input });
     } else {
         write(&out);
         session.completion.submit(&mut pending);
@@ -1054,6 +1080,7 @@ unsafe extern "C" fn queue_create(
             *count += 1;
             *count
         };
+        warn_about_other_processes(session, &gpu);
         let state = Box::new(QueueState {
             order,
             arch: intern(&gpu.arch),

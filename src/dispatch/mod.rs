@@ -9,7 +9,10 @@
 //!
 //! Each selected kernel dispatch is rewritten ([`rewrite`]): its completion signal is replaced by
 //! ours, and with counters it is surrounded by aqlprofile's start/read/stop packets
-//! ([`counters`]) and chained after the previous counted dispatch on the same GPU. A worker
+//! ([`counters`]) and chained after the previous counted dispatch on the same GPU; the other
+//! dispatches of a GPU collecting counters wait for the last counted one and are waited for by
+//! the next, so nothing runs beside a counted dispatch. Every kernel packet of a multi-packet
+//! submission (a graph launch) is handled like a single one. A worker
 //! thread ([`completion`]) completes the application's signal with the kernel's timestamps,
 //! reads the counters and streams [`records`] to `<output directory>/<pid>.rtlraw`.
 //!
@@ -31,6 +34,7 @@ pub mod env_mode;
 pub mod interposer;
 pub mod kernel_names;
 pub mod memory;
+pub mod neighbours;
 pub mod records;
 pub mod replay;
 pub mod rewrite;

@@ -4,7 +4,8 @@
 //!
 //! Counters:
 //! ```text
-//! barrier-AND (waits for the previous counted dispatch on this GPU)   only if there is one
+//! barrier-AND (waits for the previous counted dispatch on this GPU    only if there is one
+//!              and for the dispatches not counted submitted since)
 //! start PM4   (barrier bit)
 //! the kernel  (barrier bit, completion signal replaced by ours)
 //! read PM4    (barrier bit)                                            when aqlprofile has one
@@ -13,6 +14,14 @@
 //! The barrier bits keep the counting window around exactly this kernel within its queue; the
 //! barrier-AND on the previous counted dispatch's `done` signal keeps counted kernels of
 //! different queues on one GPU from overlapping, without ever blocking the submitting thread.
+//!
+//! A dispatch that is not counted on a GPU that collects counters (left out by the kernel
+//! filters) keeps its packet, behind a barrier-AND on the last counted dispatch's `done` signal
+//! when that one may still run, and it decrements a signal counting the dispatches not counted
+//! since that one (as its completion signal when it has none; else the completion worker does,
+//! after completing the application's signal in place of the kernel); the next counted dispatch
+//! waits for that count to reach 0. So no dispatch overlaps a counted one, and dispatches not
+//! counted still overlap each other.
 
 use crate::hsa::*;
 
@@ -27,14 +36,30 @@ pub struct CounterPackets {
     pub stop: hsa_ext_amd_aql_pm4_packet_t,
 }
 
+/// What a counted dispatch waits for before its counting window opens: the previous counted
+/// dispatch's `done` signal and the count of the dispatches not counted since (0 for none).
+pub type CountedAfter = [hsa_signal_t; 2];
+
 /// How one dispatch is wrapped.
 #[derive(Debug, Clone, Copy)]
 pub struct Wrapping {
     /// Our signal that replaces the application's completion signal.
     pub kernel_signal: hsa_signal_t,
-    /// Counter collection: the packets, the signal the stop packet completes, and the previous
-    /// counted dispatch's signal to wait for (0 for none).
-    pub counters: Option<(CounterPackets, hsa_signal_t, hsa_signal_t)>,
+    /// Counter collection: the packets, the signal the stop packet completes, and what to wait
+    /// for first.
+    pub counters: Option<(CounterPackets, hsa_signal_t, CountedAfter)>,
+}
+
+/// How a dispatch that is not counted is kept out of the counting windows of a GPU.
+#[derive(Debug, Clone, Copy)]
+pub struct Uncounted {
+    /// The last counted dispatch's `done` signal, to wait for (0 for none, or done already).
+    pub after: hsa_signal_t,
+    /// The signal counting the dispatches not counted since that one, to decrement at the end.
+    pub running: hsa_signal_t,
+    /// Our signal replacing the application's completion signal (0 for none): the completion
+    /// worker completes the application's after it, and decrements `running` itself.
+    pub forwarded: hsa_signal_t,
 }
 
 const BARRIER: u16 = 1 << HSA_PACKET_HEADER_BARRIER;
@@ -54,39 +79,74 @@ fn pm4(mut packet: hsa_ext_amd_aql_pm4_packet_t, completion: hsa_signal_t) -> Aq
     AqlPacket::from(&packet)
 }
 
-/// Whether a handler call's packets go through untouched without looking at their dispatches:
-/// when there is no kernel dispatch, or when several dispatches arrive in one call (a graph
-/// replay looks exactly like that, and rewriting one breaks its dependencies) unless wrapping
-/// batches was asked for.
-pub fn passes_through(packets: &[AqlPacket], wrap_batches: bool) -> bool {
-    let kernels = packets
+/// The kernel dispatches among a handler call's packets (several for a batch, such as a graph
+/// launch).
+pub fn kernel_dispatches(packets: &[AqlPacket]) -> usize {
+    packets
         .iter()
         .filter(|p| p.packet_type() == HSA_PACKET_TYPE_KERNEL_DISPATCH)
-        .count();
-    kernels == 0 || (kernels > 1 && !wrap_batches)
+        .count()
+}
+
+/// A barrier-AND packet waiting for `dependencies` (0 for none), with the barrier bit or not,
+/// completing `completion` (0 for none).
+fn barrier_and(
+    dependencies: &[hsa_signal_t],
+    barrier: bool,
+    completion: hsa_signal_t,
+) -> AqlPacket {
+    let mut dep_signal = [hsa_signal_t::default(); 5];
+    for (slot, dependency) in dep_signal.iter_mut().zip(dependencies) {
+        *slot = *dependency;
+    }
+    AqlPacket::from(&hsa_barrier_and_packet_t {
+        header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, barrier),
+        dep_signal,
+        completion_signal: completion,
+        ..Default::default()
+    })
+}
+
+/// Appends the packets of a dispatch that is not counted to `out`: its own packet, after the
+/// last counted dispatch, decrementing the count of those not counted when it ends.
+///
+/// A kernel without a completion signal is given the count as one. One with the application's
+/// signal has it replaced by ours when `forwarded` is set (the completion worker then completes
+/// both); else it keeps it, and a barrier packet with the barrier bit (which waits for the
+/// kernel, as for every earlier packet of its queue, so later packets of the queue no longer
+/// overlap it) decrements the count after it.
+pub fn order_uncounted(packet: &AqlPacket, uncounted: &Uncounted, out: &mut Vec<AqlPacket>) {
+    if uncounted.after.handle != 0 {
+        out.push(barrier_and(
+            &[uncounted.after],
+            false,
+            hsa_signal_t::default(),
+        ));
+    }
+    // SAFETY: only kernel dispatch packets are given.
+    let mut kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
+    kernel.completion_signal = match (kernel.completion_signal.handle, uncounted.forwarded) {
+        (0, _) => uncounted.running,
+        (_, ours) if ours.handle != 0 => ours,
+        _ => {
+            out.push(*packet);
+            out.push(barrier_and(&[], true, uncounted.running));
+            return;
+        }
+    };
+    out.push(AqlPacket::from(&kernel));
 }
 
 /// Appends the packets replacing `kernel` to `out`.
 pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mut Vec<AqlPacket>) {
     let mut kernel = *kernel;
     kernel.completion_signal = wrapping.kernel_signal;
-    let Some((packets, done, previous)) = &wrapping.counters else {
+    let Some((packets, done, after)) = &wrapping.counters else {
         out.push(AqlPacket::from(&kernel));
         return;
     };
-    if previous.handle != 0 {
-        let barrier = hsa_barrier_and_packet_t {
-            header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, true),
-            dep_signal: [
-                *previous,
-                hsa_signal_t::default(),
-                hsa_signal_t::default(),
-                hsa_signal_t::default(),
-                hsa_signal_t::default(),
-            ],
-            ..Default::default()
-        };
-        out.push(AqlPacket::from(&barrier));
+    if after.iter().any(|s| s.handle != 0) {
+        out.push(barrier_and(after, true, hsa_signal_t::default()));
     }
     out.push(pm4(packets.start, hsa_signal_t::default()));
     kernel.header |= BARRIER;
@@ -100,8 +160,8 @@ pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mu
 /// How one dispatch is replayed once per event group (see [`super::replay`]).
 #[derive(Debug, Clone)]
 pub struct ReplayWrapping {
-    /// The previous counted dispatch's signal to wait for (0 for none).
-    pub previous: hsa_signal_t,
+    /// What to wait for first.
+    pub after: CountedAfter,
     /// Completed when the queue reached the dispatch.
     pub ready: hsa_signal_t,
     /// Per pass: the gate it waits for, our kernel completion signal, the counter packets and
@@ -113,31 +173,15 @@ pub struct ReplayWrapping {
     pub link: hsa_signal_t,
 }
 
-fn barrier_on(dependency: hsa_signal_t, completion: hsa_signal_t) -> AqlPacket {
-    let barrier = hsa_barrier_and_packet_t {
-        header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, true),
-        dep_signal: [
-            dependency,
-            hsa_signal_t::default(),
-            hsa_signal_t::default(),
-            hsa_signal_t::default(),
-            hsa_signal_t::default(),
-        ],
-        completion_signal: completion,
-        ..Default::default()
-    };
-    AqlPacket::from(&barrier)
-}
-
 /// Appends the packets replaying `kernel` once per pass to `out`.
 pub fn wrap_replay(
     kernel: &hsa_kernel_dispatch_packet_t,
     wrapping: &ReplayWrapping,
     out: &mut Vec<AqlPacket>,
 ) {
-    out.push(barrier_on(wrapping.previous, wrapping.ready));
+    out.push(barrier_and(&wrapping.after, true, wrapping.ready));
     for (gate, kernel_signal, packets, done) in &wrapping.passes {
-        out.push(barrier_on(*gate, hsa_signal_t::default()));
+        out.push(barrier_and(&[*gate], true, hsa_signal_t::default()));
         let mut pass = *kernel;
         pass.completion_signal = *kernel_signal;
         pass.header |= BARRIER;
@@ -148,7 +192,7 @@ pub fn wrap_replay(
         }
         out.push(pm4(packets.stop, *done));
     }
-    out.push(barrier_on(wrapping.last_gate, wrapping.link));
+    out.push(barrier_and(&[wrapping.last_gate], true, wrapping.link));
 }
 
 #[cfg(test)]
@@ -187,18 +231,84 @@ mod tests {
     }
 
     #[test]
-    fn batches_of_several_dispatches_pass_through_unless_asked() {
+    fn kernel_dispatches_are_counted_among_the_packets() {
         let k = AqlPacket::from(&kernel());
-        let barrier = AqlPacket::from(&hsa_barrier_and_packet_t {
-            header: system_fences(HSA_PACKET_TYPE_BARRIER_AND, true),
-            ..Default::default()
-        });
-        assert!(passes_through(&[barrier], false));
-        assert!(!passes_through(&[k], false));
-        assert!(!passes_through(&[barrier, k, barrier], false));
-        assert!(passes_through(&[k, barrier, k], false));
-        assert!(!passes_through(&[k, barrier, k], true));
-        assert!(passes_through(&[], true));
+        let barrier = barrier_and(&[], true, sig(0));
+        assert_eq!(kernel_dispatches(&[barrier]), 0);
+        assert_eq!(kernel_dispatches(&[k]), 1);
+        assert_eq!(kernel_dispatches(&[barrier, k, barrier]), 1);
+        assert_eq!(kernel_dispatches(&[k, barrier, k]), 2);
+        assert_eq!(kernel_dispatches(&[]), 0);
+    }
+
+    #[test]
+    fn dispatches_not_counted_wait_for_the_last_counted_one_and_count_down_when_they_end() {
+        let uncounted = Uncounted {
+            after: sig(0xD0E),
+            running: sig(0xE0),
+            forwarded: sig(0),
+        };
+        // Without a signal of its own, the kernel decrements the count itself.
+        let mut bare = kernel();
+        bare.completion_signal = sig(0);
+        let mut out = Vec::new();
+        order_uncounted(&AqlPacket::from(&bare), &uncounted, &mut out);
+        let types: Vec<u16> = out.iter().map(AqlPacket::packet_type).collect();
+        assert_eq!(
+            types,
+            [HSA_PACKET_TYPE_BARRIER_AND, HSA_PACKET_TYPE_KERNEL_DISPATCH]
+        );
+        // SAFETY: packet types checked above.
+        let (wait, k): (hsa_barrier_and_packet_t, hsa_kernel_dispatch_packet_t) =
+            unsafe { (out[0].cast(), out[1].cast()) };
+        assert_eq!(
+            wait.dep_signal,
+            [sig(0xD0E), sig(0), sig(0), sig(0), sig(0)]
+        );
+        assert_eq!(wait.completion_signal, sig(0));
+        assert!(
+            !header_barrier(wait.header),
+            "other packets of the queue may still run"
+        );
+        assert_eq!(k.completion_signal, sig(0xE0));
+        assert_eq!(k.header, bare.header);
+        assert_eq!(out[1].dwords[..14], AqlPacket::from(&bare).dwords[..14]);
+
+        // With the application's signal: the packet untouched, a barrier after it counts down;
+        // nothing to wait for once the last counted dispatch is done.
+        let mut out = Vec::new();
+        let none_before = Uncounted {
+            after: sig(0),
+            ..uncounted
+        };
+        order_uncounted(&AqlPacket::from(&kernel()), &none_before, &mut out);
+        assert_eq!(out.len(), 2);
+        assert_eq!(out[0].dwords, AqlPacket::from(&kernel()).dwords);
+        // SAFETY: a barrier-AND packet, checked below.
+        let after: hsa_barrier_and_packet_t = unsafe { out[1].cast() };
+        assert_eq!(out[1].packet_type(), HSA_PACKET_TYPE_BARRIER_AND);
+        assert!(header_barrier(after.header), "it waits for the kernel");
+        assert_eq!(after.dep_signal, [sig(0); 5]);
+        assert_eq!(after.completion_signal, sig(0xE0));
+
+        // Forwarded: the application's signal replaced by ours, nothing after the kernel.
+        let mut out = Vec::new();
+        let forwarded = Uncounted {
+            forwarded: sig(0xF0),
+            ..none_before
+        };
+        order_uncounted(&AqlPacket::from(&kernel()), &forwarded, &mut out);
+        assert_eq!(out.len(), 1);
+        // SAFETY: a kernel dispatch packet.
+        let k: hsa_kernel_dispatch_packet_t = unsafe { out[0].cast() };
+        assert_eq!(k.completion_signal, sig(0xF0));
+        assert_eq!(out[0].dwords[..14], AqlPacket::from(&kernel()).dwords[..14]);
+        // A kernel without a signal still counts down itself.
+        let mut out = Vec::new();
+        order_uncounted(&AqlPacket::from(&bare), &forwarded, &mut out);
+        // SAFETY: a kernel dispatch packet.
+        let k: hsa_kernel_dispatch_packet_t = unsafe { out[0].cast() };
+        assert_eq!((out.len(), k.completion_signal), (1, sig(0xE0)));
     }
 
     #[test]
@@ -226,7 +336,7 @@ mod tests {
         };
         let w = Wrapping {
             kernel_signal: sig(0xB0B),
-            counters: Some((packets, sig(0xD0E), sig(0x9AE))),
+            counters: Some((packets, sig(0xD0E), [sig(0x9AE), sig(0xE0)])),
         };
         let mut out = Vec::new();
         wrap(&kernel(), &w, &mut out);
@@ -258,8 +368,8 @@ mod tests {
                 out[4].cast(),
             )
         };
-        assert_eq!(barrier.dep_signal[0], sig(0x9AE));
-        assert_eq!(barrier.dep_signal[1..], [sig(0); 4]);
+        assert_eq!(barrier.dep_signal[..2], [sig(0x9AE), sig(0xE0)]);
+        assert_eq!(barrier.dep_signal[2..], [sig(0); 3]);
         assert_eq!(barrier.completion_signal, sig(0));
         assert_eq!(start.indirect_buffer(), Some((0x10_0000, 16)));
         assert_eq!(read.indirect_buffer(), Some((0x20_0000, 16)));
@@ -282,7 +392,7 @@ mod tests {
                     ..packets
                 },
                 sig(0xD0E),
-                sig(0),
+                [sig(0), sig(0)],
             )),
         };
         let mut out = Vec::new();
@@ -306,7 +416,7 @@ mod tests {
             stop: pm4_body(3),
         };
         let w = ReplayWrapping {
-            previous: sig(0x9AE),
+            after: [sig(0x9AE), sig(0xE0)],
             ready: sig(0x1),
             passes: vec![
                 (sig(0x10), sig(0x20), packets, sig(0x30)),
@@ -335,11 +445,22 @@ mod tests {
             .iter()
             .map(|&i| unsafe { out[i].cast() })
             .collect();
-        let deps: Vec<(u64, u64)> = barriers
+        let deps: Vec<(u64, u64, u64)> = barriers
             .iter()
-            .map(|b| (b.dep_signal[0].handle, b.completion_signal.handle))
+            .map(|b| {
+                let [first, second, ..] = b.dep_signal;
+                (first.handle, second.handle, b.completion_signal.handle)
+            })
             .collect();
-        assert_eq!(deps, [(0x9AE, 0x1), (0x10, 0), (0x11, 0), (0x12, 0x40)]);
+        assert_eq!(
+            deps,
+            [
+                (0x9AE, 0xE0, 0x1),
+                (0x10, 0, 0),
+                (0x11, 0, 0),
+                (0x12, 0, 0x40)
+            ]
+        );
         // SAFETY: packet types checked above.
         let (k0, k1, stop1): (
             hsa_kernel_dispatch_packet_t,

@@ -147,6 +147,14 @@ impl Hsa {
         }
     }
 
+    /// Adds to the signal's value (release).
+    pub fn signal_add(&self, signal: hsa_signal_t, value: i64) {
+        if let Some(f) = self.core.hsa_signal_add_screlease_fn {
+            // SAFETY: an original entry called with a signal we own.
+            unsafe { f(signal, value) }
+        }
+    }
+
     /// Subtracts from the signal's value (release), waking its waiters.
     pub fn signal_subtract(&self, signal: hsa_signal_t, value: i64) {
         if let Some(f) = self.core.hsa_signal_subtract_screlease_fn {

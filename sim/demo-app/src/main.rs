@@ -75,6 +75,16 @@ struct Args {
     /// thread around the work.
     #[arg(long)]
     roctx: bool,
+    /// Submit each iteration's kernels of a queue as one graph, behind one doorbell: kernels two
+    /// at a time, each pair after the one before through a barrier-AND or barrier-OR packet on
+    /// their completion signals, and a last barrier-AND the host waits for (as HIP graph
+    /// launches submit them). Every worker thread, or the first --graph-threads.
+    #[arg(long)]
+    graph: bool,
+    /// With --graph: only the first N worker threads submit graphs; the others dispatch one
+    /// kernel at a time.
+    #[arg(long, requires = "graph")]
+    graph_threads: Option<u32>,
 }
 
 /// A failed HSA call.
@@ -130,6 +140,10 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         size: args.size.max(1),
         crash: args.crash,
         untracked_buffers: args.untracked_buffers,
+        graph_threads: match args.graph {
+            true => args.graph_threads.unwrap_or(args.threads),
+            false => 0,
+        },
     };
     roctx::mark("begin");
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {

@@ -66,6 +66,8 @@ pub enum WorkError {
         /// Value expected.
         want: u32,
     },
+    /// A graph's dependencies did not hold.
+    Graph(String),
 }
 
 impl From<HsaError> for WorkError {
@@ -78,6 +80,7 @@ impl std::fmt::Display for WorkError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WorkError::Hsa(e) => e.fmt(f),
+            WorkError::Graph(e) => e.fmt(f),
             WorkError::Wrong { kernel, gpu, index, got, want } => write!(
                 f,
                 "wrong result from {kernel} on {gpu}: element {index} is 0x{got:08x}, expected 0x{want:08x}"
@@ -103,18 +106,50 @@ pub struct Plan {
     pub untracked_buffers: bool,
     /// Annotate with roctx.
     pub roctx: bool,
+    /// Worker threads (the first ones) that submit each iteration's kernels of a queue as one
+    /// graph (see [`Lane::dispatch_graph`]).
+    pub graph_threads: u32,
 }
 
-/// A queue with its completion signal, kernarg segment and three buffers.
+/// A queue with the nodes of its dispatches: one, or one per kernel when it submits graphs.
 struct Lane<'a> {
     gpu: &'a Gpu,
     queue: *mut hsa_queue_t,
+    nodes: Vec<Node>,
+    /// The completion signal of a graph's last barrier packet (0 without graphs).
+    done: hsa_signal_t,
+}
+
+/// One dispatch's completion signal, kernarg segment and three buffers.
+struct Node {
     signal: hsa_signal_t,
     kernarg: *mut u8,
     buffers: [*mut u32; 3],
     capacity: usize,
     /// The buffers were mapped with mmap (length in bytes), not allocated by the runtime.
     mapped: Option<usize>,
+}
+
+fn create_signal(value: i64) -> Result<hsa_signal_t, HsaError> {
+    let mut signal = hsa_signal_t::default();
+    // SAFETY: a valid out pointer.
+    let status = unsafe { hsa_signal_create(value, 0, std::ptr::null(), &mut signal) };
+    check("hsa_signal_create", status).map(|()| signal)
+}
+
+/// Waits until `signal` is below 1.
+fn wait_done(signal: hsa_signal_t) {
+    // SAFETY: a live signal of the application.
+    while unsafe {
+        hsa_signal_wait_scacquire(
+            signal,
+            HSA_SIGNAL_CONDITION_LT,
+            1,
+            u64::MAX,
+            HSA_WAIT_STATE_BLOCKED,
+        )
+    } >= 1
+    {}
 }
 
 /// Counts every verified dispatch, across threads.
@@ -124,18 +159,191 @@ impl<'a> Lane<'a> {
     fn new(
         system: &System,
         gpu: &'a Gpu,
+        graph: Option<usize>,
         size: usize,
         untracked: bool,
     ) -> Result<Lane<'a>, HsaError> {
         let queue = gpu.create_queue(QUEUE_SLOTS)?;
-        let mut signal = hsa_signal_t::default();
-        // SAFETY: a valid out pointer.
+        let nodes = (0..graph.unwrap_or(1).max(1))
+            .map(|_| Node::new(system, size, untracked))
+            .collect::<Result<_, _>>()?;
+        // Created only for graphs: a lane creates signals in the order it always did.
+        let done = match graph {
+            Some(_) => create_signal(1)?,
+            None => hsa_signal_t::default(),
+        };
+        Ok(Lane {
+            gpu,
+            queue,
+            nodes,
+            done,
+        })
+    }
+
+    /// Reserves `count` slots of the queue, waiting until they are free; the first's index.
+    fn reserve(&self, count: u64) -> u64 {
+        // SAFETY: the queue is ours; the slots are reserved by the write-index bump and free
+        // once the read index has passed them.
         unsafe {
-            check(
-                "hsa_signal_create",
-                hsa_signal_create(1, 0, std::ptr::null(), &mut signal),
-            )?;
+            let size = u64::from((*self.queue).size);
+            let index = hsa_queue_add_write_index_scacq_screl(self.queue, count);
+            while index + count - hsa_queue_load_read_index_scacquire(self.queue) > size {
+                std::thread::yield_now();
+            }
+            index
         }
+    }
+
+    /// Writes `packet` into slot `index` with an INVALID header, to be published later.
+    fn write_slot(&self, index: u64, packet: AqlPacket) -> *mut AqlPacket {
+        // SAFETY: the slot was reserved by `reserve`; its header stays INVALID until published.
+        unsafe {
+            let queue = &*self.queue;
+            let slot = queue
+                .base_address
+                .cast::<AqlPacket>()
+                .add((index % u64::from(queue.size)) as usize);
+            let mut body = packet;
+            body.dwords[0] = u32::from(packet_header(HSA_PACKET_TYPE_INVALID, false, 0, 0))
+                | (packet.dwords[0] & 0xffff_0000);
+            slot.write(body);
+            slot
+        }
+    }
+
+    /// Publishes the packets written at `slots` with their headers, in order, then rings the
+    /// doorbell once for all of them (one intercept call on ROCm 7).
+    fn publish(&self, slots: &[(*mut AqlPacket, AqlPacket)], last: u64) {
+        // SAFETY: each slot was written by `write_slot`; the header word is published last.
+        unsafe {
+            for (slot, packet) in slots {
+                (*slot.cast::<AtomicU32>()).store(packet.dwords[0], Ordering::Release);
+            }
+            hsa_signal_store_screlease((*self.queue).doorbell_signal, last as i64);
+        }
+    }
+
+    /// A kernel dispatch packet of `kernel` over `items` work-items with `node`'s arguments.
+    fn kernel_packet(node: &Node, kernel: &Kernel, items: usize, barrier: bool) -> AqlPacket {
+        let grid = items.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
+        AqlPacket::from(&hsa_kernel_dispatch_packet_t {
+            header: packet_header(
+                HSA_PACKET_TYPE_KERNEL_DISPATCH,
+                barrier,
+                HSA_FENCE_SCOPE_SYSTEM,
+                HSA_FENCE_SCOPE_SYSTEM,
+            ),
+            setup: 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
+            workgroup_size_x: WORKGROUP as u16,
+            workgroup_size_y: 1,
+            workgroup_size_z: 1,
+            reserved0: 0,
+            grid_size_x: grid.max(1) as u32,
+            grid_size_y: 1,
+            grid_size_z: 1,
+            private_segment_size: kernel.private_segment_size,
+            group_segment_size: kernel.group_segment_size,
+            kernel_object: kernel.object,
+            kernarg_address: node.kernarg.cast::<c_void>(),
+            reserved2: 0,
+            completion_signal: node.signal,
+        })
+    }
+
+    /// Dispatches `kernel` over `items` work-items with node 0 and waits for it.
+    fn dispatch(&self, kernel: &Kernel, items: usize) {
+        let node = &self.nodes[0];
+        // SAFETY: the node's signal is ours.
+        unsafe { hsa_signal_store_screlease(node.signal, 1) };
+        let index = self.reserve(1);
+        let packet = Self::kernel_packet(node, kernel, items, true);
+        let slot = self.write_slot(index, packet);
+        self.publish(&[(slot, packet)], index);
+        wait_done(node.signal);
+    }
+
+    /// Submits `kernels[i]` over `items[i]` work-items with node `i` as one graph, behind one
+    /// doorbell, and waits for it: kernels two at a time without the barrier bit, each pair
+    /// after the one before through a barrier packet on their completion signals (barrier-AND
+    /// before the second pair, barrier-OR before the third, and so on: the OR waits for either),
+    /// and a last barrier-AND on the last pair completing the graph's own signal. Fails if that
+    /// signal completed while a kernel of the last pair had not.
+    fn dispatch_graph(&self, kernels: &[&Kernel], items: &[usize]) -> Result<(), String> {
+        let mut packets = Vec::new();
+        let mut previous: Vec<hsa_signal_t> = Vec::new();
+        for (level, pair) in kernels.chunks(2).enumerate() {
+            if level > 0 {
+                let kind = match level % 2 {
+                    1 => HSA_PACKET_TYPE_BARRIER_AND,
+                    _ => HSA_PACKET_TYPE_BARRIER_OR,
+                };
+                packets.push(barrier_packet(kind, &previous, hsa_signal_t::default()));
+            }
+            previous.clear();
+            for (j, kernel) in pair.iter().enumerate() {
+                let i = level * 2 + j;
+                let node = &self.nodes[i];
+                // SAFETY: the node's signal is ours.
+                unsafe { hsa_signal_store_screlease(node.signal, 1) };
+                packets.push(Self::kernel_packet(node, kernel, items[i], false));
+                previous.push(node.signal);
+            }
+        }
+        // SAFETY: the graph's signal is ours.
+        unsafe { hsa_signal_store_screlease(self.done, 1) };
+        packets.push(barrier_packet(
+            HSA_PACKET_TYPE_BARRIER_AND,
+            &previous,
+            self.done,
+        ));
+        let first = self.reserve(packets.len() as u64);
+        let slots: Vec<(*mut AqlPacket, AqlPacket)> = packets
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (self.write_slot(first + i as u64, *p), *p))
+            .collect();
+        self.publish(&slots, first + packets.len() as u64 - 1);
+        wait_done(self.done);
+        for signal in &previous {
+            // SAFETY: the node's signal is ours; a wait of no time reads its value.
+            let value = unsafe {
+                hsa_signal_wait_scacquire(
+                    *signal,
+                    HSA_SIGNAL_CONDITION_LT,
+                    1,
+                    0,
+                    HSA_WAIT_STATE_ACTIVE,
+                )
+            };
+            if value >= 1 {
+                return Err(format!(
+                    "the graph's last barrier completed before a kernel it waits for ended (on {})",
+                    self.gpu.name
+                ));
+            }
+        }
+        for node in &self.nodes[..kernels.len()] {
+            wait_done(node.signal);
+        }
+        Ok(())
+    }
+}
+
+/// A barrier-AND or -OR packet without the barrier bit on up to five `dependencies`.
+fn barrier_packet(kind: u16, dependencies: &[hsa_signal_t], completion: hsa_signal_t) -> AqlPacket {
+    let mut dep_signal = [hsa_signal_t::default(); 5];
+    dep_signal[..dependencies.len()].copy_from_slice(dependencies);
+    AqlPacket::from(&hsa_barrier_and_packet_t {
+        header: packet_header(kind, false, HSA_FENCE_SCOPE_SYSTEM, HSA_FENCE_SCOPE_SYSTEM),
+        dep_signal,
+        completion_signal: completion,
+        ..Default::default()
+    })
+}
+
+impl Node {
+    fn new(system: &System, size: usize, untracked: bool) -> Result<Node, HsaError> {
+        let signal = create_signal(1)?;
         let capacity = size.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
         let bytes = capacity * 4;
         let buffer = || -> Result<*mut u32, HsaError> {
@@ -161,9 +369,7 @@ impl<'a> Lane<'a> {
             }
             Ok(mapped.cast())
         };
-        Ok(Lane {
-            gpu,
-            queue,
+        Ok(Node {
             signal,
             kernarg: system.allocate(system.kernarg_pool, KERNARG_BYTES)?,
             buffers: [buffer()?, buffer()?, buffer()?],
@@ -189,67 +395,9 @@ impl<'a> Lane<'a> {
         }
     }
 
-    /// Dispatches `kernel` over `items` work-items and waits for it.
-    fn dispatch(&self, kernel: &Kernel, items: usize) {
-        // SAFETY: the queue is ours; the slot index is reserved by the write-index bump and
-        // free once the read index has passed it; the header is published last.
-        unsafe {
-            hsa_signal_store_screlease(self.signal, 1);
-            let queue = &*self.queue;
-            let index = hsa_queue_add_write_index_scacq_screl(self.queue, 1);
-            while index - hsa_queue_load_read_index_scacquire(self.queue) >= u64::from(queue.size) {
-                std::thread::yield_now();
-            }
-            let slot = queue
-                .base_address
-                .cast::<hsa_kernel_dispatch_packet_t>()
-                .add((index % u64::from(queue.size)) as usize);
-            let grid = items.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
-            slot.write(hsa_kernel_dispatch_packet_t {
-                header: packet_header(HSA_PACKET_TYPE_INVALID, false, 0, 0),
-                setup: 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS,
-                workgroup_size_x: WORKGROUP as u16,
-                workgroup_size_y: 1,
-                workgroup_size_z: 1,
-                reserved0: 0,
-                grid_size_x: grid.max(1) as u32,
-                grid_size_y: 1,
-                grid_size_z: 1,
-                private_segment_size: kernel.private_segment_size,
-                group_segment_size: kernel.group_segment_size,
-                kernel_object: kernel.object,
-                kernarg_address: self.kernarg.cast::<c_void>(),
-                reserved2: 0,
-                completion_signal: self.signal,
-            });
-            let header = packet_header(
-                HSA_PACKET_TYPE_KERNEL_DISPATCH,
-                true,
-                HSA_FENCE_SCOPE_SYSTEM,
-                HSA_FENCE_SCOPE_SYSTEM,
-            );
-            let word = u32::from(header) | (u32::from((*slot).setup) << 16);
-            (*slot.cast::<AtomicU32>()).store(word, Ordering::Release);
-            hsa_signal_store_screlease(queue.doorbell_signal, index as i64);
-            while hsa_signal_wait_scacquire(
-                self.signal,
-                HSA_SIGNAL_CONDITION_LT,
-                1,
-                u64::MAX,
-                HSA_WAIT_STATE_BLOCKED,
-            ) >= 1
-            {}
-        }
-    }
-
-    /// Runs `name` once with inputs derived from `seed` and checks every element.
-    fn run(
-        &mut self,
-        name: &'static str,
-        kernel: &Kernel,
-        n: usize,
-        seed: u32,
-    ) -> Result<(), WorkError> {
+    /// Sets up `name`'s arguments and inputs from `seed`; the values its output buffer must
+    /// then hold.
+    fn prepare(&mut self, name: &'static str, kernel: &Kernel, n: usize, seed: u32) -> Vec<u32> {
         let buffers = self.buffers;
         let addr = |i: usize| (buffers[i] as u64).to_le_bytes();
         let n32 = (n as u32).to_le_bytes();
@@ -390,12 +538,16 @@ impl<'a> Lane<'a> {
             }
             _ => unreachable!("kernel names are validated by the argument parser"),
         };
-        self.dispatch(kernel, expected.len().max(1));
-        let out = self.buffer(2)[..expected.len()].to_vec();
+        expected
+    }
+
+    /// Checks the output buffer against `expected`.
+    fn verify(&mut self, name: &'static str, gpu: &Gpu, expected: &[u32]) -> Result<(), WorkError> {
+        let out = &self.buffer(2)[..expected.len()];
         if let Some(index) = (0..expected.len()).find(|&i| out[i] != expected[i]) {
             return Err(WorkError::Wrong {
                 kernel: name,
-                gpu: self.gpu.name.clone(),
+                gpu: gpu.name.clone(),
                 index,
                 got: out[index],
                 want: expected[index],
@@ -412,12 +564,66 @@ impl<'a> Lane<'a> {
     }
 }
 
+impl Lane<'_> {
+    /// Runs `name` once with inputs derived from `seed` and checks every element.
+    fn run(
+        &mut self,
+        name: &'static str,
+        kernel: &Kernel,
+        n: usize,
+        seed: u32,
+    ) -> Result<(), WorkError> {
+        let expected = self.nodes[0].prepare(name, kernel, n, seed);
+        self.dispatch(kernel, expected.len().max(1));
+        let gpu = self.gpu;
+        self.nodes[0].verify(name, gpu, &expected)
+    }
+
+    /// Runs every kernel of `names` once as one graph, node `i` with inputs derived from
+    /// `seeds[i]`, and checks every element.
+    fn run_graph(
+        &mut self,
+        names: &[&'static str],
+        kernels: &[Kernel],
+        n: usize,
+        seeds: &[u32],
+    ) -> Result<(), WorkError> {
+        let expected: Vec<Vec<u32>> = names
+            .iter()
+            .zip(kernels)
+            .zip(seeds)
+            .zip(self.nodes.iter_mut())
+            .map(|(((name, kernel), &seed), node)| node.prepare(name, kernel, n, seed))
+            .collect();
+        let items: Vec<usize> = expected.iter().map(|e| e.len().max(1)).collect();
+        let kernel_refs: Vec<&Kernel> = kernels.iter().collect();
+        self.dispatch_graph(&kernel_refs, &items)
+            .map_err(WorkError::Graph)?;
+        let gpu = self.gpu;
+        for ((name, node), expected) in names.iter().zip(self.nodes.iter_mut()).zip(&expected) {
+            node.verify(name, gpu, expected)?;
+        }
+        Ok(())
+    }
+}
+
 impl Drop for Lane<'_> {
     fn drop(&mut self) {
-        // SAFETY: no dispatch is in flight; every resource here is this lane's.
+        // SAFETY: no dispatch is in flight; the queue and signal are this lane's.
+        unsafe {
+            if self.done.handle != 0 {
+                hsa_signal_destroy(self.done);
+            }
+            hsa_queue_destroy(self.queue);
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        // SAFETY: no dispatch is in flight; every resource here is this node's.
         unsafe {
             hsa_signal_destroy(self.signal);
-            hsa_queue_destroy(self.queue);
             hsa_amd_memory_pool_free(self.kernarg.cast());
             for buffer in self.buffers {
                 match self.mapped {
@@ -435,6 +641,7 @@ impl Drop for Lane<'_> {
 
 /// Runs `plan` on every GPU of `system` with this thread's own queues.
 pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> {
+    let graph = thread < plan.graph_threads;
     let mut lanes = Vec::new();
     for gpu in &system.gpus {
         let kernels: Vec<Kernel> = plan
@@ -442,9 +649,10 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
             .iter()
             .map(|k| gpu.kernel(symbol_of(k)))
             .collect::<Result<_, _>>()?;
+        let nodes = graph.then_some(kernels.len());
         for _ in 0..plan.queues {
             lanes.push((
-                Lane::new(system, gpu, plan.size, plan.untracked_buffers)?,
+                Lane::new(system, gpu, nodes, plan.size, plan.untracked_buffers)?,
                 kernels.clone(),
             ));
         }
@@ -455,10 +663,18 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
     for iteration in 0..plan.iterations {
         crate::roctx::push(&format!("iteration {iteration}"));
         for (lane_index, (lane, kernels)) in lanes.iter_mut().enumerate() {
+            let seed = iteration
+                .wrapping_mul(31)
+                .wrapping_add(thread * 7 + lane_index as u32);
+            if graph {
+                crate::roctx::push(&format!("graph in iteration {iteration}"));
+                let seeds: Vec<u32> = (0..kernels.len() as u32).map(|k| seed + 11 * k).collect();
+                let result = lane.run_graph(&plan.kernels, kernels, plan.size, &seeds);
+                crate::roctx::pop();
+                result?;
+                continue;
+            }
             for (name, kernel) in plan.kernels.iter().zip(kernels) {
-                let seed = iteration
-                    .wrapping_mul(31)
-                    .wrapping_add(thread * 7 + lane_index as u32);
                 crate::roctx::push(&format!("{name} in iteration {iteration}"));
                 let result = lane.run(name, kernel, plan.size, seed);
                 crate::roctx::pop();
