@@ -14,7 +14,7 @@ use rtl_pmc::passes::plan_file::{
 
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
-pub use sim_support::artifact;
+pub use sim_support::{artifact, build_c_program};
 // Each test binary uses a different part of this module.
 #[allow(unused_imports)]
 pub use sim_support::Profile;
