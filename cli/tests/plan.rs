@@ -1000,7 +1000,9 @@ fn help_lists_every_flag_and_the_merge_command() {
         "-o,",
         "-i,",
         "-E,",
+        "--disable-signal-handlers",
         "rtl-pmc merge",
+        "rtl-pmc finish",
         "rtl-pmc help",
     ] {
         assert!(long.stdout.contains(flag), "{flag} missing from --help");
@@ -1028,9 +1030,16 @@ fn help_lists_every_flag_and_the_merge_command() {
         "{}",
         merge.stdout
     );
+    let finish = rtl_pmc(&["help", "finish"]);
+    assert_eq!(finish.code, 0);
+    assert!(
+        finish.stdout.contains("Usage: rtl-pmc finish <DIR>"),
+        "{}",
+        finish.stdout
+    );
     assert_error(
         &rtl_pmc(&["help", "plan"]),
-        "help: no help on 'plan'; try rtl-pmc help or rtl-pmc help merge",
+        "help: no help on 'plan'; try rtl-pmc help, rtl-pmc help merge or rtl-pmc help finish",
     );
 }
 
