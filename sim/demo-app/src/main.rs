@@ -65,6 +65,13 @@ struct Args {
     /// starts, which says so and ends the process with the signal.
     #[arg(long)]
     own_handler: bool,
+    /// With --end: end so only in the Nth run that counts itself in --runs-file (earlier and
+    /// later runs end normally), e.g. only in a profile's second pass.
+    #[arg(long, requires = "runs_file")]
+    end_in_run: Option<u32>,
+    /// The file each run adds a line to (created if missing), for --end-in-run.
+    #[arg(long)]
+    runs_file: Option<std::path::PathBuf>,
     /// Fork a child process (before initialising HSA) that runs the same work.
     #[arg(long)]
     fork: bool,
@@ -190,7 +197,13 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(path) = &args.runs_file {
+        let run = ending::count_run(path);
+        if args.end_in_run.is_some_and(|n| n != run) {
+            args.end = None;
+        }
+    }
     if let Some(how) = &args.end {
         ending::prepare(how, args.own_handler);
     }
