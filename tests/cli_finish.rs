@@ -84,7 +84,7 @@ fn assert_rows_match_truth(
     let pid = rows.first().map(|r| r["pid"].clone()).unwrap_or_default();
     let mut want: Vec<(String, String)> = truth
         .iter()
-        .filter(|t| t["pid"].to_string() != pid)
+        .filter(|t| t["pid"].as_u64().map(|p| p.to_string()) != Some(pid.clone()))
         .map(|t| {
             (
                 t["kernel"].as_str().unwrap().to_string(),
@@ -242,7 +242,7 @@ fn finishing_a_directory_without_an_interrupted_profile_is_refused() {
 #[test]
 fn dispatches_in_flight_when_the_application_is_killed_are_one_warning_with_the_count() {
     let dir = scratch("app-killed");
-    let mut child = command(
+    let child = command(
         &dir,
         &["-d", "out", "--pmc", "SQ_WAVES GRBM_GUI_ACTIVE"],
         &["--threads", "4", "--iterations", "1000000", "--size", "64"],

@@ -14,7 +14,9 @@ use rtl_pmc::passes::plan_file::{
 
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
-pub use sim_support::{artifact, build_c_program};
+pub use sim_support::artifact;
+#[allow(unused_imports)]
+pub use sim_support::build_c_program;
 // Each test binary uses a different part of this module.
 #[allow(unused_imports)]
 pub use sim_support::Profile;
