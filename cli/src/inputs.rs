@@ -493,8 +493,6 @@ struct JobSpec {
     #[serde(default)]
     kernel_rename: Option<bool>,
     #[serde(default)]
-    disable_signal_handlers: Option<bool>,
-    #[serde(default)]
     selected_regions: Option<bool>,
     #[serde(default)]
     roctx_include_regex: Option<Spanned<String>>,
@@ -522,6 +520,8 @@ struct JobSpec {
     anchor: Option<Spanned<String>>,
     #[serde(default)]
     spatial_multiplexing: Option<bool>,
+    #[serde(default)]
+    disable_signal_handlers: Option<bool>,
 }
 
 /// A size in a job: a number of bytes or a string with a unit.

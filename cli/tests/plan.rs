@@ -633,7 +633,7 @@ fn malformed_files() {
              truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
              summary, summary_output_file, stats, output_config, \
              log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget, anchor, \
-             spatial_multiplexing"
+             spatial_multiplexing, disable_signal_handlers"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
