@@ -1511,6 +1511,28 @@ mod tests {
     }
 
     #[test]
+    fn the_fuzzing_seeds_are_files_of_this_version() {
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/raw_records");
+        for (name, dispatches) in [
+            ("header-only", 0),
+            ("roctx", 0),
+            ("timing", 4),
+            ("counters2", 4),
+        ] {
+            let path = seeds.join(name);
+            let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
+            assert_eq!(records.len(), dispatches, "{name}");
+            let tallied = read_tally(&path).unwrap();
+            assert_eq!(tallied.expected, dispatches as u64, "{name}");
+            assert_eq!(tallied.ending, Ending::Closed, "{name}");
+        }
+        let regions = read_regions(&seeds.join("roctx"))
+            .map(Result::unwrap)
+            .count();
+        assert!(regions > 0);
+    }
+
+    #[test]
     fn damage_and_foreign_files_are_errors_naming_the_place() {
         let path = temp("bad");
         std::fs::write(&path, "hello\n").unwrap();
