@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{artifact, read_table, sim_env};
+use common::{artifact, children, read_table, sim_env};
 
 /// One counter per pass.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
@@ -38,15 +38,6 @@ fn command(dir: &Path, rtl_pmc_args: &[&str], app_args: &[&str]) -> Command {
 
 fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
-}
-
-/// The process ids of `pid`'s children.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// The sum over its samples of `counter` in ground-truth line `t`.

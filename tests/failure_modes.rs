@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{artifact, sim_env, Profile};
+use common::{artifact, children, sim_env, Profile};
 
 /// The counters of every profile here: two blocks.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
@@ -351,15 +351,6 @@ fn only_passes_whose_counters_cannot_be_zero_are_reported() {
              in every dispatch of pass 3, {ZERO_CAUSES}"
         )]
     );
-}
-
-/// The process ids of `pid`'s children.
-fn children(pid: u32) -> Vec<u32> {
-    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
 }
 
 /// Dispatch records in the raw record files under `dir/pass_1` (written through a mapping of

@@ -57,25 +57,31 @@ fn end_app() -> std::path::PathBuf {
         .clone()
 }
 
+/// `program` in `dir` on the simulated gfx942 under the interposer collecting [`COUNTERS`],
+/// with their ground truth in `dir/truth.jsonl`.
+fn interposed(program: &Path, dir: &Path) -> Command {
+    let plan = plan(dir, "gfx942", &[COUNTERS], KernelFilters::default(), 1);
+    let mut command = Command::new(program);
+    command
+        .envs(common::sim_env("gfx942"))
+        .env("RTL_SIM_DEVICES", "gfx942")
+        .env("HSA_TOOLS_LIB", artifact("librtl_pmc.so"))
+        .env("RTL_SIM_GROUND_TRUTH", dir.join("truth.jsonl"))
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","))
+        .env("RTL_PMC_PLAN", &plan);
+    command
+}
+
 /// `end_app COUNT MODE [handler]` under the interposer collecting [`COUNTERS`].
 fn c_program(name: &str, count: usize, mode: &str, handler: bool) -> (Run, std::path::PathBuf) {
     let dir = scratch(&format!("end-c-{name}"));
-    let plan = plan(&dir, "gfx942", &[COUNTERS], KernelFilters::default(), 1);
     let truth = dir.join("truth.jsonl");
-    let mut command = Command::new(end_app());
+    let mut command = interposed(&end_app(), &dir);
     command.arg(count.to_string()).arg(mode);
     if handler {
         command.arg("handler");
     }
-    let output = command
-        .envs(common::sim_env("gfx942"))
-        .env("RTL_SIM_DEVICES", "gfx942")
-        .env("HSA_TOOLS_LIB", artifact("librtl_pmc.so"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","))
-        .env("RTL_PMC_PLAN", &plan)
-        .output()
-        .expect("end_app starts");
+    let output = command.output().expect("end_app starts");
     let run = Run {
         output,
         records: common::records(&dir.join("out")),
@@ -227,16 +233,9 @@ fn exec_after_the_work_keeps_every_completed_dispatch() {
 #[test]
 fn sigkill_after_the_work_keeps_every_completed_dispatch() {
     let dir = scratch("end-sigkill");
-    let plan = plan(&dir, "gfx942", &[COUNTERS], KernelFilters::default(), 1);
     let truth = dir.join("truth.jsonl");
-    let mut child = Command::new(artifact("rtl-demo-app"))
+    let mut child = interposed(&artifact("rtl-demo-app"), &dir)
         .args(["--threads", "3", "--iterations", "2", "--end", "hang"])
-        .envs(common::sim_env("gfx942"))
-        .env("RTL_SIM_DEVICES", "gfx942")
-        .env("HSA_TOOLS_LIB", artifact("librtl_pmc.so"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","))
-        .env("RTL_PMC_PLAN", &plan)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

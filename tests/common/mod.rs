@@ -308,3 +308,12 @@ pub fn signal_app() -> PathBuf {
         })
         .clone()
 }
+
+/// The process ids of `pid`'s children.
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
