@@ -151,11 +151,13 @@ fn a_profile_whose_rtl_pmc_was_killed_is_finished_from_its_raw_records() {
     let merge = rtl_pmc(&["merge", "-d", "merged", "out"]);
     assert_eq!(
         text(&merge.stderr),
-        format!(
-            "rtl-pmc: {}: no results.db (run with --output-format rocpd, the default)\n",
-            "out"
-        )
+        "rtl-pmc: out: no results.db: the profile was interrupted before writing its results; `rtl-pmc finish out` writes them from its raw records\n"
     );
+    // Nor does it take a new profile.
+    let refused = command(&dir, &["-d", "out", "--pmc", "SQ_WAVES"], &[])
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2), "{}", text(&refused.stderr));
     let partial: Vec<String> = std::fs::read_dir(&out)
         .unwrap()
         .filter_map(|e| e.ok())

@@ -28,6 +28,13 @@ pub fn merge_directories(
         .iter()
         .map(|dir| {
             let path = dir.join(format!("{base}.db"));
+            if !path.is_file() && dir.join(crate::run::unfinished::MARKER).is_file() {
+                return Err(OutputError::Input(format!(
+                    "{}: no {base}.db: the profile was interrupted before writing its results; `rtl-pmc finish {}` writes them from its raw records",
+                    dir.display(),
+                    dir.display()
+                )));
+            }
             if !path.is_file() {
                 return Err(OutputError::Input(format!(
                     "{}: no {base}.db (run with --output-format rocpd, the default)",
