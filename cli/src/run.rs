@@ -821,7 +821,7 @@ pub fn run(
     if finishing.is_some() {
         eprintln!(
             "rtl-pmc: {}",
-            interrupted_note(&finished_passes, plan.runs.len())
+            unfinished::note(&finished_passes, plan.runs.len())
         );
         let _ = std::fs::remove_file(directory.join(unfinished::MARKER));
     }
@@ -834,41 +834,6 @@ pub fn run(
         eprintln!("rtl-pmc:   {}", file.display());
     }
     Ok(exit)
-}
-
-/// What `rtl-pmc finish` says of the profile it finished: that it was interrupted, and which
-/// of its `total` passes are complete (`passes`: those read, each with its application's exit
-/// code, or None when it was still running).
-fn interrupted_note(passes: &[(u32, Option<i32>)], total: usize) -> String {
-    let complete: Vec<String> = passes
-        .iter()
-        .filter(|(_, ran)| ran.is_some())
-        .map(|(p, _)| p.to_string())
-        .collect();
-    let mut note = format!(
-        "this profile was interrupted (rtl-pmc ended before writing its results); finished from its raw records: {} of {total} passes complete",
-        complete.len()
-    );
-    if !complete.is_empty() {
-        note.push_str(&format!(" ({})", complete.join(", ")));
-    }
-    let cut: Vec<String> = passes
-        .iter()
-        .filter(|(_, ran)| ran.is_none())
-        .map(|(p, _)| p.to_string())
-        .collect();
-    if !cut.is_empty() {
-        note.push_str(&format!(
-            "; pass {} cut short, with the dispatches its application completed",
-            cut.join(", ")
-        ));
-    }
-    let next = passes.last().map_or(1, |(p, _)| *p as usize + 1);
-    if next <= total {
-        let missing: Vec<String> = (next..=total).map(|p| p.to_string()).collect();
-        note.push_str(&format!("; pass {} never ran", missing.join(", ")));
-    }
-    note
 }
 
 /// The warning for the dispatch records a process's raw record file `file` lacks, `kept` of

@@ -183,3 +183,103 @@ pub fn clean(directory: &Path, base: &str) -> Vec<PathBuf> {
     removed.sort();
     removed
 }
+
+/// What `rtl-pmc finish` says of the profile it finished: that it was interrupted, and which
+/// of its `total` passes are complete (`passes`: those read, each with its application's exit
+/// code, or None when it was still running).
+pub fn note(passes: &[(u32, Option<i32>)], total: usize) -> String {
+    let complete: Vec<String> = passes
+        .iter()
+        .filter(|(_, ran)| ran.is_some())
+        .map(|(p, _)| p.to_string())
+        .collect();
+    let mut note = format!(
+        "this profile was interrupted (rtl-pmc ended before writing its results); finished from its raw records: {} of {total} passes complete",
+        complete.len()
+    );
+    if !complete.is_empty() {
+        note.push_str(&format!(" ({})", complete.join(", ")));
+    }
+    let cut: Vec<String> = passes
+        .iter()
+        .filter(|(_, ran)| ran.is_none())
+        .map(|(p, _)| p.to_string())
+        .collect();
+    let named = |list: &[String]| match list.len() {
+        1 => format!("pass {}", list[0]),
+        _ => format!("passes {}", list.join(", ")),
+    };
+    if !cut.is_empty() {
+        note.push_str(&format!(
+            "; {} cut short, with the dispatches {} application completed",
+            named(&cut),
+            if cut.len() == 1 { "its" } else { "their" }
+        ));
+    }
+    let next = passes.last().map_or(1, |(p, _)| *p as usize + 1);
+    if next <= total {
+        let missing: Vec<String> = (next..=total).map(|p| p.to_string()).collect();
+        note.push_str(&format!("; {} never ran", named(&missing)));
+    }
+    note
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_says_which_passes_are_complete_cut_short_or_never_ran() {
+        let head = "this profile was interrupted (rtl-pmc ended before writing its results); finished from its raw records: ";
+        assert_eq!(
+            note(&[(1, Some(0)), (2, None)], 3),
+            format!("{head}1 of 3 passes complete (1); pass 2 cut short, with the dispatches its application completed; pass 3 never ran")
+        );
+        assert_eq!(
+            note(&[(1, None), (2, None)], 2),
+            format!("{head}0 of 2 passes complete; passes 1, 2 cut short, with the dispatches their application completed")
+        );
+        assert_eq!(
+            note(&[(1, Some(0)), (2, Some(139))], 4),
+            format!("{head}2 of 4 passes complete (1, 2); passes 3, 4 never ran")
+        );
+    }
+
+    #[test]
+    fn the_marker_lives_as_long_as_the_profile_and_clean_removes_half_written_files() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-unfinished-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("pass_1")).unwrap();
+        let mut marker = Marker::create(&dir, 2).unwrap();
+        marker.pass_ran(1, 0);
+        let saved: Saved =
+            serde_json::from_str(&std::fs::read_to_string(dir.join(MARKER)).unwrap()).unwrap();
+        assert_eq!(saved.profile, 2);
+        assert_eq!(saved.passes, [(1, 0)]);
+        assert_eq!(saved.pid, std::process::id());
+        assert_eq!(saved.argv, std::env::args().collect::<Vec<_>>());
+        // Written by this very process: not another rtl-pmc still running.
+        assert_eq!(read(&dir).unwrap().passes, [(1, 0)]);
+        drop(marker);
+        assert!(!dir.join(MARKER).exists());
+        for name in [
+            "results.db.partial-7",
+            "results.csv",
+            "other.csv",
+            "pass_1/7_counter_collection.csv.partial-7",
+            "pass_1/7.rtlraw",
+        ] {
+            std::fs::write(dir.join(name), "").unwrap();
+        }
+        assert_eq!(
+            clean(&dir, "results"),
+            [
+                dir.join("pass_1/7_counter_collection.csv.partial-7"),
+                dir.join("results.csv"),
+                dir.join("results.db.partial-7"),
+            ]
+        );
+        assert!(dir.join("other.csv").exists() && dir.join("pass_1/7.rtlraw").exists());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
