@@ -421,6 +421,15 @@ pub struct Completion {
     roctx: Option<Arc<Roctx>>,
 }
 
+/// Which of `files` record files a record of event group `group` goes to: the group's own
+/// with kernel replay (one per group), else the first.
+fn file_of(group: Option<u32>, files: usize) -> usize {
+    match group.map(|g| g as usize) {
+        Some(g) if g < files => g,
+        _ => 0,
+    }
+}
+
 /// The raw record files of the process, written by the worker (and by the dispatch path for
 /// dispatches left untouched).
 struct Files {
@@ -460,17 +469,9 @@ impl Files {
         Files { paths, open }
     }
 
-    /// The file a record of event group `group` goes to.
-    fn index(&self, group: Option<u32>) -> usize {
-        match group.map(|g| g as usize) {
-            Some(g) if g < self.open.len() => g,
-            _ => 0,
-        }
-    }
-
     /// Writes one record through the file's mapping: in the page cache when this returns.
     fn write(&mut self, named: &Named) {
-        let at = self.index(named.record.group);
+        let at = file_of(named.record.group, self.open.len());
         if let Some(file) = self.open[at].as_mut() {
             file.push_named(&named.record, named.arch, named.kernel);
             self.flush(at);
@@ -573,10 +574,7 @@ impl Completion {
 
     /// Counts a record to come in the file of event group `group`.
     fn expect(&self, group: Option<u32>) {
-        let at = match group.map(|g| g as usize) {
-            Some(g) if g < self.tallies.len() => g,
-            _ => 0,
-        };
+        let at = file_of(group, self.tallies.len());
         if let Some(tally) = self.tallies.get(at).copied().flatten() {
             tally.expect(1);
         }
