@@ -7,6 +7,7 @@
 mod common;
 
 use std::collections::HashMap;
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -121,17 +122,18 @@ fn a_profile_whose_rtl_pmc_was_killed_is_finished_from_its_raw_records() {
     .stderr(Stdio::piped())
     .spawn()
     .expect("rtl-pmc starts");
-    let deadline = Instant::now() + Duration::from_secs(60);
-    let hanging = || {
-        std::fs::read_to_string(&runs).is_ok_and(|t| t.lines().count() == 2)
-            && std::fs::read_to_string(dir.join("truth.jsonl"))
-                .is_ok_and(|t| t.lines().count() == 80)
-    };
-    while !hanging() && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
+    // Pass 2's application says so once all its dispatches completed.
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    while !line.contains("ending by hang") {
+        line.clear();
+        assert!(stdout.read_line(&mut line).unwrap() > 0, "rtl-pmc ended");
     }
-    assert!(hanging(), "pass 2 never finished its work");
-    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(
+        line,
+        "rtl-demo-app: 40 dispatches verified, ending by hang\n"
+    );
+    assert_eq!(std::fs::read_to_string(&runs).unwrap().lines().count(), 2);
     let app = children(child.id());
     assert_eq!(app.len(), 1, "{app:?}");
     child.kill().unwrap();
