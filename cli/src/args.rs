@@ -9,7 +9,10 @@ const EXAMPLES: &str = "\
 Commands:
   rtl-pmc merge [-d DIR] [-o NAME] [-f FORMAT...] [--pass-match RULE] DIR...
                           combine the output directories of several runs (one per rank or host)
-  rtl-pmc help [merge]    this help, or merge's
+  rtl-pmc finish DIR      write the results of a profile whose rtl-pmc was killed, from the
+                          raw records in its output directory
+  rtl-pmc help [merge|finish]
+                          this help, or merge's or finish's
 
 Examples:
   rtl-pmc --pmc SQ_WAVES GRBM_COUNT -- ./app              # one group, one pass
@@ -77,6 +80,13 @@ pub struct Args {
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub kernel_rename: bool,
+
+    /// Install no handlers for fatal signals (SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL) in the
+    /// application. Records are kept either way; the handlers only note which signal ended a
+    /// process, then hand it to the application's own handler or end the process with it.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
+          default_missing_value = "true", value_parser = BoolishValueParser::new())]
+    pub disable_signal_handlers: bool,
 
     /// Directory the results are written to (default: %hostname%/%pid% under the current
     /// directory, new for every run; an existing profile there is never overwritten).
@@ -213,12 +223,21 @@ impl Args {
     /// Parses the process's command line, keeping each `--pmc` occurrence as its own group.
     pub fn parse_command_line() -> Args {
         let matches = Args::command().get_matches();
-        let mut args = Args::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+        Args::from_matches(&matches).unwrap_or_else(|e| e.exit())
+    }
+
+    /// Parses `argv` (the program's name first) as [`Args::parse_command_line`] does.
+    pub fn parse_from_list(argv: &[String]) -> Result<Args, clap::Error> {
+        Args::from_matches(&Args::command().try_get_matches_from(argv)?)
+    }
+
+    fn from_matches(matches: &clap::ArgMatches) -> Result<Args, clap::Error> {
+        let mut args = Args::from_arg_matches(matches)?;
         args.pmc = matches
             .get_occurrences::<String>("pmc_values")
             .map(|occurrences| occurrences.map(|o| o.cloned().collect()).collect())
             .unwrap_or_default();
-        args
+        Ok(args)
     }
 }
 

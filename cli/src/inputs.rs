@@ -54,6 +54,8 @@ pub struct Settings {
     pub mangled_kernels: bool,
     /// `--kernel-rename` / `kernel_rename`.
     pub kernel_rename: bool,
+    /// `--disable-signal-handlers` / `disable_signal_handlers`.
+    pub disable_signal_handlers: bool,
     /// `--summary` / `summary`.
     pub summary: bool,
     /// `--summary-output-file` / `summary_output_file`.
@@ -232,6 +234,7 @@ fn cli_settings(args: &Args) -> Result<Settings, CliError> {
         truncate_kernels: args.truncate_kernels,
         mangled_kernels: args.mangled_kernels,
         kernel_rename: args.kernel_rename,
+        disable_signal_handlers: args.disable_signal_handlers,
         summary: args.summary,
         summary_output_file: args.summary_output_file.clone(),
         stats: args.stats,
@@ -524,6 +527,8 @@ struct JobSpec {
     anchor: Option<Spanned<String>>,
     #[serde(default)]
     spatial_multiplexing: Option<bool>,
+    #[serde(default)]
+    disable_signal_handlers: Option<bool>,
 }
 
 /// A size in a job: a number of bytes or a string with a unit.
@@ -803,6 +808,7 @@ fn job_from_spec(
     settings.truncate_kernels |= spec.truncate_kernels.unwrap_or(false);
     settings.mangled_kernels |= spec.mangled_kernels.unwrap_or(false);
     settings.kernel_rename |= spec.kernel_rename.unwrap_or(false);
+    settings.disable_signal_handlers |= spec.disable_signal_handlers.unwrap_or(false);
     settings.filters.selected_regions |= spec.selected_regions.unwrap_or(false);
     if settings.truncate_kernels && settings.mangled_kernels {
         return Err(contradicting_names(&format!(

@@ -30,10 +30,11 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let result = match argv.get(1).map(String::as_str) {
         Some("merge") => merge::main(&argv[1..]),
+        Some("finish") => finish(&argv[1..]),
         Some("help") => help(&argv[2..]),
         _ => match unsupported::refused_in(argv.get(1..).unwrap_or_default()) {
             Some(message) => Err(CliError::input(message)),
-            None => run_cli(&Args::parse_command_line()),
+            None => run_cli(&Args::parse_command_line(), None),
         },
     };
     match result {
@@ -133,9 +134,58 @@ fn check_against_gpus(
     Ok(())
 }
 
-fn run_cli(args: &Args) -> Result<i32, CliError> {
+/// The interrupted profile `rtl-pmc finish` finishes: its directory and saved start.
+struct Finishing {
+    directory: std::path::PathBuf,
+    saved: run::unfinished::Saved,
+}
+
+/// `rtl-pmc finish DIR`: plans the interrupted profile in DIR again from the command line,
+/// directory and environment it was started with, and writes its results from the raw records
+/// of its pass directories.
+fn finish(argv: &[String]) -> Result<i32, CliError> {
+    use clap::Parser as _;
+    let args = FinishArgs::parse_from(argv);
+    let directory = std::path::absolute(&args.directory).map_err(|e| CliError {
+        message: format!("finish: {}: {e}", args.directory.display()),
+        exit_code: 1,
+    })?;
+    let saved = run::unfinished::read(&directory)?;
+    std::env::set_current_dir(&saved.cwd).map_err(|e| CliError {
+        message: format!("finish: {}: {e}", saved.cwd.display()),
+        exit_code: 1,
+    })?;
+    for (name, _) in std::env::vars_os() {
+        std::env::remove_var(name);
+    }
+    for (name, value) in &saved.environment {
+        std::env::set_var(name, value);
+    }
+    let started = Args::parse_from_list(&saved.argv).map_err(|e| {
+        CliError::input(format!(
+            "finish: {}: the profile's command line no longer parses: {e}",
+            directory.display()
+        ))
+    })?;
+    run_cli(&started, Some(Finishing { directory, saved }))
+}
+
+/// `rtl-pmc finish`: turns the raw records of a profile whose rtl-pmc was killed into results.
+#[derive(Debug, clap::Parser)]
+#[command(
+    name = "rtl-pmc finish",
+    bin_name = "rtl-pmc finish",
+    about = "Write the results of a profile whose rtl-pmc was killed (SIGKILL, out of memory, a preempted job) from the raw records in its output directory"
+)]
+struct FinishArgs {
+    /// The interrupted profile's output directory.
+    #[arg(value_name = "DIR")]
+    directory: std::path::PathBuf,
+}
+
+fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
     let sim = sim_exports(args)?;
-    if args.print_env {
+    if args.print_env && finishing.is_none() {
         let text: String = sim
             .iter()
             .map(|(name, value)| format!("export {name}='{}'\n", value.replace('\'', r"'\''")))
@@ -143,7 +193,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         write_stdout(&text);
         return Ok(0);
     }
-    if args.list_avail {
+    if args.list_avail && finishing.is_none() {
         list_avail(args, &sim)?;
         if args.app.is_empty() {
             return Ok(0);
@@ -171,10 +221,10 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         ..PlanOptions::default()
     };
     let plan = plan_profile(jobs, &catalogs, &options)?;
-    for note in &plan.notes {
+    for note in plan.notes.iter().filter(|_| finishing.is_none()) {
         eprintln!("rtl-pmc: {note}");
     }
-    if list_for_jobs {
+    if list_for_jobs && finishing.is_none() {
         list_avail(args, &sim)?;
     }
     // Jobs that write elsewhere are profiles of their own, run in job order.
@@ -184,7 +234,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         .iter()
         .map(|p| replay::choose(p, measured.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
-    if args.plan {
+    if args.plan && finishing.is_none() {
         let mut text = plan.render();
         for (profile, choice) in profiles.iter().zip(&choices) {
             text.push_str(&choice.render(profile.runs.len()));
@@ -198,13 +248,15 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         ));
     }
     // Before any directory is made: a typo must not touch earlier results.
-    run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
-        .map_err(|e| CliError::input(e.to_string()))?;
+    if finishing.is_none() {
+        run::application::locate(&args.app[0], std::env::var_os("PATH").as_deref())
+            .map_err(|e| CliError::input(e.to_string()))?;
+    }
     // The interposer would refuse to profile with it.
     rtl_pmc::dispatch::config::replay_stall(&|name| std::env::var(name).ok())
         .map_err(|e| CliError::input(e.to_string()))?;
     let spread = spread_over_ranks(plan, &|name| std::env::var(name).ok())?;
-    if log_level.shows_plan() && !args.plan {
+    if log_level.shows_plan() && !args.plan && finishing.is_none() {
         eprint!("{}", spread.render());
     }
     // This rank's share, when a job spreads its groups over the ranks.
@@ -213,7 +265,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         .iter()
         .map(|p| replay::choose(p, measured.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
-    let options = run::RunOptions {
+    let mut options = run::RunOptions {
         app: &args.app,
         continue_on_error: args.continue_on_error,
         sim: &sim,
@@ -221,12 +273,28 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         pass_match: args.pass_match,
         summary_top: args.summary_top,
         log_level,
+        profile: 0,
+        finishing: finishing.as_ref().map(|f| &f.saved),
     };
-    let destinations = profiles
+    let mut destinations = profiles
         .iter()
         .map(|p| run::destination::Destination::of(p, &args.app))
         .collect::<Result<Vec<_>, _>>()?;
-    let _claimed = run::destination::claim(&destinations)?;
+    let _claimed = match &finishing {
+        None => Some(run::destination::claim(&destinations)?),
+        Some(f) => {
+            // Only the profile of the directory given, which its keys (`%pid%`...) may not
+            // name again.
+            let Some(destination) = destinations.get_mut(f.saved.profile) else {
+                return Err(CliError::input(format!(
+                    "finish: {}: the profile's command line now plans fewer output directories",
+                    f.directory.display()
+                )));
+            };
+            destination.directory = f.directory.clone();
+            None
+        }
+    };
     // Progress counts every run of the application, over all profiles: kernel replay makes one.
     let runs = profiles
         .iter()
@@ -241,7 +309,11 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
     for (i, ((profile, destination), choice)) in
         profiles.iter().zip(&destinations).zip(&choices).enumerate()
     {
-        if let (Some(reason), true) = (&choice.reason, log_level.warnings()) {
+        if finishing.as_ref().is_some_and(|f| f.saved.profile != i) {
+            continue;
+        }
+        options.profile = i;
+        if let (Some(reason), true, None) = (&choice.reason, log_level.warnings(), &finishing) {
             eprintln!(
                 "rtl-pmc: replay mode {}: {reason}",
                 format!("{:?}", choice.asked).to_lowercase()
@@ -325,7 +397,7 @@ fn spread_over_ranks(
     }
 }
 
-/// `rtl-pmc help [merge]`: the help of the command or of `merge`.
+/// `rtl-pmc help [merge|finish]`: the help of the command, of `merge` or of `finish`.
 fn help(topic: &[String]) -> Result<i32, CliError> {
     use clap::CommandFactory;
     match topic.first().map(String::as_str) {
@@ -334,8 +406,9 @@ fn help(topic: &[String]) -> Result<i32, CliError> {
             Ok(0)
         }
         Some("merge") => merge::main(&["merge".to_string(), "--help".to_string()]),
+        Some("finish") => finish(&["finish".to_string(), "--help".to_string()]),
         Some(other) => Err(CliError::input(format!(
-            "help: no help on '{other}'; try rtl-pmc help or rtl-pmc help merge"
+            "help: no help on '{other}'; try rtl-pmc help, rtl-pmc help merge or rtl-pmc help finish"
         ))),
     }
 }

@@ -30,6 +30,13 @@ pub fn merge_directories(
         .iter()
         .map(|dir| {
             let path = dir.join(format!("{base}.db"));
+            if !path.is_file() && dir.join(crate::run::unfinished::MARKER).is_file() {
+                return Err(OutputError::Input(format!(
+                    "{}: no {base}.db: the profile was interrupted before writing its results; `rtl-pmc finish {}` writes them from its raw records",
+                    dir.display(),
+                    dir.display()
+                )));
+            }
             if !path.is_file() {
                 return Err(OutputError::Input(format!(
                     "{}: no {base}.db (run with --output-format rocpd, the default)",
@@ -267,6 +274,16 @@ fn refuse_repeated_inputs(inputs: &[PathBuf], sources: &[Database]) -> Result<()
 /// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
 /// the likely cause.
 pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<String> {
+    let cause = match rule {
+        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
+        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
+        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
+    };
+    unmatched_warning_for(unmatched, cause)
+}
+
+/// [`unmatched_warning`] with the likely cause given.
+pub fn unmatched_warning_for(unmatched: &Unmatched, cause: &str) -> Option<String> {
     if unmatched.incomplete == 0 {
         return None;
     }
@@ -275,11 +292,6 @@ pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<Strin
         .iter()
         .map(|(pass, all, alone)| format!("pass {pass}: {alone} of {all}"))
         .collect();
-    let cause = match rule {
-        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
-        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
-        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
-    };
     Some(format!(
         "{} of {} dispatches were not matched in every pass ({}); their counters from the passes that miss them are empty (None). Likely cause: {cause}",
         unmatched.incomplete,

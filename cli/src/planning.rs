@@ -4,7 +4,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use rtl_pmc::dispatch::config::{KERNEL_RENAME_ENV, MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV};
+use rtl_pmc::dispatch::config::{
+    DISABLE_SIGNAL_HANDLERS_ENV, KERNEL_RENAME_ENV, MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV,
+};
 use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN_VERSION};
 use rtl_pmc::passes::{
     plan_group, refusal, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions,
@@ -178,13 +180,18 @@ pub struct Run {
 
 impl Run {
     /// The variables that tell the interposer how to record kernel names in this run
-    /// (`--mangled-kernels`, `--truncate-kernels` or the job's keys): each set to `1` or `0`.
-    pub fn name_environment(&self) -> [(&'static str, &'static str); 3] {
+    /// (`--mangled-kernels`, `--truncate-kernels` or the job's keys) and whether to handle
+    /// fatal signals (`--disable-signal-handlers`): each set to `1` or `0`.
+    pub fn name_environment(&self) -> [(&'static str, &'static str); 4] {
         let flag = |on: bool| if on { "1" } else { "0" };
         [
             (MANGLED_KERNELS_ENV, flag(self.settings.mangled_kernels)),
             (TRUNCATE_KERNELS_ENV, flag(self.settings.truncate_kernels)),
             (KERNEL_RENAME_ENV, flag(self.settings.kernel_rename)),
+            (
+                DISABLE_SIGNAL_HANDLERS_ENV,
+                flag(self.settings.disable_signal_handlers),
+            ),
         ]
     }
 
@@ -616,6 +623,7 @@ mod tests {
                 truncate_kernels,
                 mangled_kernels,
                 kernel_rename,
+                disable_signal_handlers: kernel_rename,
                 ..Settings::default()
             },
         };
@@ -626,7 +634,8 @@ mod tests {
             [
                 ("RTL_PMC_MANGLED_KERNELS", "0"),
                 ("RTL_PMC_TRUNCATE_KERNELS", "1"),
-                ("RTL_PMC_KERNEL_RENAME", "0")
+                ("RTL_PMC_KERNEL_RENAME", "0"),
+                ("RTL_PMC_DISABLE_SIGNAL_HANDLERS", "0")
             ]
         );
         assert_eq!(
@@ -634,7 +643,8 @@ mod tests {
             [
                 ("RTL_PMC_MANGLED_KERNELS", "1"),
                 ("RTL_PMC_TRUNCATE_KERNELS", "0"),
-                ("RTL_PMC_KERNEL_RENAME", "1")
+                ("RTL_PMC_KERNEL_RENAME", "1"),
+                ("RTL_PMC_DISABLE_SIGNAL_HANDLERS", "1")
             ]
         );
     }

@@ -12,6 +12,7 @@ mod convert;
 pub mod destination;
 pub mod paths;
 pub mod progress;
+pub mod unfinished;
 pub mod zeros;
 
 use std::collections::HashMap;
@@ -26,7 +27,7 @@ use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{unmatched_warning, Formats, OutputError};
+use crate::merge::{unmatched_warning, unmatched_warning_for, Formats, OutputError};
 use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
 use crate::output::database::{CounterInfo, Database};
 use crate::output::estimates::Estimates;
@@ -80,6 +81,11 @@ pub struct RunOptions<'a> {
     pub summary_top: usize,
     /// What is told on stderr.
     pub log_level: LogLevel,
+    /// Which of the command's profiles (one per output directory) this is, from 0.
+    pub profile: usize,
+    /// `rtl-pmc finish`: the interrupted profile's saved start; its pass directories' records
+    /// are read and the application is not run.
+    pub finishing: Option<&'a unfinished::Saved>,
 }
 
 impl RunOptions<'_> {
@@ -323,6 +329,8 @@ type RecordStream = std::iter::Peekable<Box<dyn Iterator<Item = Result<Record, R
 /// taking the earliest next record of any file keeps the whole nearly in start order.
 struct StartMerged {
     files: Vec<RecordStream>,
+    /// The records read from each file.
+    read: Vec<u64>,
 }
 
 impl StartMerged {
@@ -335,6 +343,7 @@ impl StartMerged {
                     records.peekable()
                 })
                 .collect(),
+            read: vec![0; files.len()],
         }
     }
 
@@ -362,7 +371,9 @@ impl Iterator for StartMerged {
                 Some(Err(_)) => return file.next(),
             }
         }
-        self.files[earliest?.0].next()
+        let at = earliest?.0;
+        self.read[at] += 1;
+        self.files[at].next()
     }
 }
 
@@ -390,7 +401,18 @@ pub fn run(
     };
     let roctx = RoctxDirectory::create(&library)?;
     std::fs::create_dir_all(&directory).map_err(|e| io_error(&directory, e))?;
+    let finishing = options.finishing;
+    if finishing.is_some() {
+        unfinished::clean(&directory, &base);
+    }
     let mut db = Database::create(&directory.join(format!("{base}.db"))).map_err(output_error)?;
+    let mut marker = match finishing {
+        None => unfinished::Marker::create(&directory, options.profile),
+        Some(_) => None,
+    };
+    // `rtl-pmc finish`: per pass read, the application's exit code, None if it was still
+    // running when rtl-pmc ended.
+    let mut finished_passes: Vec<(u32, Option<i32>)> = Vec::new();
     db.set_pass_match(options.pass_match);
     let KnownAgents {
         gpus: known,
@@ -425,12 +447,12 @@ pub fn run(
                 .iter()
                 .map(|r| directory.join(format!("pass_{}", r.number)))
                 .collect();
-            for dir in &dirs {
+            for dir in dirs.iter().filter(|_| finishing.is_none()) {
                 std::fs::create_dir(dir).map_err(|e| io_error(dir, e))?;
             }
             let refs: Vec<&Path> = dirs.iter().map(PathBuf::as_path).collect();
             let combined = crate::replay::kernel_plan(plan, &refs, budget);
-            for dir in &dirs {
+            for dir in dirs.iter().filter(|_| finishing.is_none()) {
                 combined
                     .write(&dir.join("plan.json"))
                     .map_err(output_error)?;
@@ -453,8 +475,12 @@ pub fn run(
         }
         let pass = run.number as u32;
         let pass_dir = directory.join(format!("pass_{pass}"));
+        if finishing.is_some() && !pass_dir.is_dir() {
+            break;
+        }
         let run_plan = match &kernel_plan {
             Some(combined) => combined.clone(),
+            None if finishing.is_some() => run.plan_file(&pass_dir),
             None => {
                 // Never an existing one: its files would mix with this run's.
                 std::fs::create_dir(&pass_dir).map_err(|e| io_error(&pass_dir, e))?;
@@ -462,7 +488,7 @@ pub fn run(
             }
         };
         let plan_path = pass_dir.join("plan.json");
-        if kernel_plan.is_none() {
+        if kernel_plan.is_none() && finishing.is_none() {
             run_plan.write(&plan_path).map_err(output_error)?;
         }
         let counters = run
@@ -521,9 +547,18 @@ pub fn run(
                 eprintln!("rtl-pmc: pass {pass}: {name}={value}");
             }
         }
-        let (code, started) = match replayed {
-            Some((code, elapsed)) => (code, Instant::now() - elapsed),
-            None => {
+        let (code, started) = match (replayed, finishing) {
+            (_, Some(saved)) => {
+                let ran = saved
+                    .passes
+                    .iter()
+                    .find(|(p, _)| *p == pass)
+                    .map(|(_, c)| *c);
+                finished_passes.push((pass, ran));
+                (ran.unwrap_or(0), Instant::now())
+            }
+            (Some((code, elapsed)), None) => (code, Instant::now() - elapsed),
+            (None, None) => {
                 let mut command = Command::new(program);
                 command
                     .args(arguments)
@@ -556,6 +591,9 @@ pub fn run(
                 (code, started)
             }
         };
+        if let Some(marker) = marker.as_mut() {
+            marker.pass_ran(pass, code);
+        }
 
         let output_file = run.settings.output_file.as_deref();
         let file_of = |pid: u32, kind: &str| {
@@ -569,6 +607,7 @@ pub fn run(
         };
         let mut converter = convert::Converter::new(&run_plan, &catalogs, &topologies);
         let mut files = record_files(&pass_dir);
+        let own_files = files.len();
         if kernel_plan.is_some() && pass > 1 {
             // What pass 1 collected and this pass did not (a declined dispatch, a GPU with
             // fewer passes, timing only) is in this pass too, without counters, so that the
@@ -588,11 +627,14 @@ pub fn run(
             csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
             tables,
             processes: &[(0, processes.clone())],
-            exit_status: Some(code),
+            exit_status: match finishing {
+                Some(_) => finished_passes.last().and_then(|(_, ran)| *ran),
+                None => Some(code),
+            },
         };
         let mut dispatch_ranges: Vec<(u32, u64, Vec<u64>)> = Vec::new();
         let pass_written = write_pass(&mut db, &spec, |input| {
-            for record in records {
+            for record in records.by_ref() {
                 match record {
                     Ok(record) => {
                         if pass == 1 {
@@ -623,6 +665,11 @@ pub fn run(
         })
         .map_err(output_error)?;
         let dispatches = pass_written.dispatches;
+        for (file, kept) in files.iter().zip(&records.read).take(own_files) {
+            if let Some(warning) = lost_warning(file, *kept) {
+                options.warn(format_args!("pass {pass}: {warning}"));
+            }
+        }
         let mut roctx_events = Vec::new();
         for file in record_files(&pass_dir) {
             let mut events = Vec::new();
@@ -656,6 +703,14 @@ pub fn run(
         for path in agent_info {
             written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
         }
+        if finishing.is_some() {
+            let how = match finished_passes.last().and_then(|(_, ran)| *ran) {
+                Some(code) => format!("its application ended with exit code {code}"),
+                None => "interrupted while its application ran".to_string(),
+            };
+            eprintln!("rtl-pmc: pass {pass}: {how}; {dispatches} dispatches in its raw records");
+            continue;
+        }
         match &kernel_plan {
             None => progress.finish(started.elapsed(), code, dispatches),
             Some(_) if pass == 1 => progress.finish(started.elapsed(), code, dispatches),
@@ -682,7 +737,22 @@ pub fn run(
     }
 
     let unmatched = db.unmatched().map_err(output_error)?;
-    if let Some(warning) = unmatched_warning(&unmatched, options.pass_match) {
+    let cut: Vec<String> = finished_passes
+        .iter()
+        .filter(|(_, ran)| ran.is_none())
+        .map(|(p, _)| p.to_string())
+        .collect();
+    let warning = match cut.is_empty() {
+        true => unmatched_warning(&unmatched, options.pass_match),
+        false => unmatched_warning_for(
+            &unmatched,
+            &format!(
+                "pass {} was cut short when rtl-pmc was interrupted",
+                cut.join(", ")
+            ),
+        ),
+    };
+    if let Some(warning) = warning {
         options.warn(warning);
     }
     if let Some(warning) = zeros.warning() {
@@ -715,7 +785,7 @@ pub fn run(
             write_merged_files_with(db, &directory, &base, formats, &estimates)
         })
         .map_err(output_error)?;
-    if !child::interrupted() {
+    if !child::interrupted() && finishing.is_none() {
         record_costs(
             options.app,
             replay,
@@ -745,6 +815,14 @@ pub fn run(
             written.push(path);
         }
     }
+    if finishing.is_some() {
+        eprintln!(
+            "rtl-pmc: {}",
+            unfinished::note(&finished_passes, plan.runs.len())
+        );
+        let _ = std::fs::remove_file(directory.join(unfinished::MARKER));
+    }
+    drop(marker);
     eprintln!("rtl-pmc: results in {}", directory.display());
     for file in written
         .iter()
@@ -753,6 +831,28 @@ pub fn run(
         eprintln!("rtl-pmc:   {}", file.display());
     }
     Ok(exit)
+}
+
+/// The warning for the dispatch records a process's raw record file `file` lacks, `kept` of
+/// them read: how many its header says were handed over and not recorded, and the likely cause.
+fn lost_warning(file: &Path, kept: u64) -> Option<String> {
+    let tally = records::read_tally(file).ok()?;
+    let lost = tally.expected.checked_sub(kept).filter(|&n| n > 0)?;
+    let were = if lost == 1 { "was" } else { "were" };
+    let cause = match tally.ending {
+        records::Ending::Signal(n) => {
+            let name = nix::sys::signal::Signal::try_from(n).map_or("a signal", |s| s.as_str());
+            format!("{were} still running when {name} ({n}) ended the process")
+        }
+        records::Ending::Unfinished => format!("{were} still running when the process ended without finishing (by _exit, exec, or a signal such as SIGKILL)"),
+        records::Ending::Closed => "did not complete before the process exited, or could not be written (see the warnings above)".to_string(),
+    };
+    Some(format!(
+        "process {}: {} profiled dispatch{}, {kept} recorded; the other {lost} {cause}",
+        tally.pid,
+        tally.expected,
+        if tally.expected == 1 { "" } else { "es" },
+    ))
 }
 
 /// Keeps what this profile's replay cost for its command ([`crate::costs`]).
@@ -826,6 +926,7 @@ fn write_config(
                 "truncate_kernels": s.truncate_kernels,
                 "mangled_kernels": s.mangled_kernels,
                 "kernel_rename": s.kernel_rename,
+                "disable_signal_handlers": s.disable_signal_handlers,
                 "selected_regions": s.filters.selected_regions,
                 "roctx_include_regex": s.filters.roctx_include_regex,
                 "summary": s.summary,

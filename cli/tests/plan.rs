@@ -712,7 +712,7 @@ fn malformed_files() {
              truncate_kernels, mangled_kernels, kernel_rename, selected_regions, roctx_include_regex, \
              summary, summary_output_file, stats, output_config, \
              log_level, list_avail, kernel_trace, preload, replay_mode, replay_memory_budget, anchor, \
-             spatial_multiplexing)"
+             spatial_multiplexing, disable_signal_handlers)"
         ),
     );
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
@@ -1118,7 +1118,9 @@ fn help_lists_every_flag_and_the_merge_command() {
         "-o,",
         "-i,",
         "-E,",
+        "--disable-signal-handlers",
         "rtl-pmc merge",
+        "rtl-pmc finish",
         "rtl-pmc help",
     ] {
         assert!(long.stdout.contains(flag), "{flag} missing from --help");
@@ -1146,9 +1148,16 @@ fn help_lists_every_flag_and_the_merge_command() {
         "{}",
         merge.stdout
     );
+    let finish = rtl_pmc(&["help", "finish"]);
+    assert_eq!(finish.code, 0);
+    assert!(
+        finish.stdout.contains("Usage: rtl-pmc finish <DIR>"),
+        "{}",
+        finish.stdout
+    );
     assert_error(
         &rtl_pmc(&["help", "plan"]),
-        "help: no help on 'plan'; try rtl-pmc help or rtl-pmc help merge",
+        "help: no help on 'plan'; try rtl-pmc help, rtl-pmc help merge or rtl-pmc help finish",
     );
 }
 

@@ -84,6 +84,7 @@ fn flagged() -> Settings {
         truncate_kernels: true,
         mangled_kernels: false,
         kernel_rename: true,
+        disable_signal_handlers: true,
         // Off: with it a job may have no counters, which the checks below take as an error.
         kernel_trace: false,
         summary: true,
@@ -232,6 +233,13 @@ fn check_settings(label: &str, settings: &Settings, cli: &Settings) {
         (
             "--kernel-rename",
             kept(&cli.kernel_rename, &settings.kernel_rename),
+        ),
+        (
+            "--disable-signal-handlers",
+            kept(
+                &cli.disable_signal_handlers,
+                &settings.disable_signal_handlers,
+            ),
         ),
         (
             "output directory",

@@ -1,5 +1,5 @@
 //! Raw record files (`rtl_pmc::dispatch::records::read`): any bytes give records or errors,
-//! and reading ends after the first error.
+//! and reading ends after the first error; their header's tally reads or is an error.
 #![no_main]
 
 use std::path::PathBuf;
@@ -23,6 +23,7 @@ fn scratch() -> &'static PathBuf {
 fuzz_target!(|data: &[u8]| {
     let path = scratch();
     std::fs::write(path, data).expect("the scratch file is writable");
+    let _ = records::read_tally(path);
     let mut errors = 0;
     for item in records::read(path) {
         assert_eq!(errors, 0, "an item after an error");

@@ -4,9 +4,12 @@
 //! timestamps, copies them into the application's `amd_signal_t` and completes the
 //! application's signal exactly once (decrement by 1, as the command processor would have).
 //! With counters it then waits for the stop packet's signal, reads the values and returns the
-//! packet set to its pool. Records are appended to `<output directory>/<pid>.rtlraw` and
-//! flushed once nothing is left in flight (at most every [`QUIET_FLUSH`]), and at least every
-//! [`FLUSH_INTERVAL`].
+//! packet set to its pool. A dispatch's record is written to `<output directory>/<pid>.rtlraw`
+//! (a shared mapping of the file, see [`RecordFile`]) before the application's signal is
+//! completed: whatever the application saw complete is on record, even if the process ends the
+//! next instant by `_exit`, a fatal signal, `exec` or SIGKILL. So a counted dispatch's signal
+//! completes once its counters are read, not at the end of its kernel. Each file's header
+//! tallies the records handed over, so that a gap is seen and explained.
 //!
 //! The worker never waits on one dispatch alone: an application may make an earlier dispatch
 //! depend (through a barrier packet) on the completion signal of a later one, which only the
@@ -24,21 +27,15 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::counters::{GpuCounters, PacketSet};
-use super::records::{Record, RecordFile, RegionKind, ReplayStats};
+use super::records::{Record, RecordFile, Region, RegionKind, ReplayStats, Tally};
 use super::replay::Replay;
 use super::roctx::Roctx;
 use super::runtime::Hsa;
 use crate::fast_map::FastMap;
 use crate::hsa::*;
 
-/// Records reach the file at least this often.
+/// roctx events reach the file at least this often.
 pub const FLUSH_INTERVAL: Duration = Duration::from_millis(250);
-/// Records are written once nothing is left in flight and the last write is this old, so any
-/// pause in the application's stream puts every record on disk without a write per batch.
-const QUIET_FLUSH: Duration = Duration::from_millis(2);
-/// Records are written once this many bytes are buffered, so that the buffer stays small
-/// when counters give thousands of values per dispatch.
-const FLUSH_BYTES: usize = 1 << 20;
 /// How long one wait lasts before every pending signal is checked.
 const POLL: Duration = Duration::from_millis(1);
 /// Dispatches nobody waits for that may arrive before the worker is woken for them, bounding
@@ -71,6 +68,13 @@ impl Leftovers {
         match self.sets.iter_mut().find(|(g, _)| Arc::ptr_eq(g, gpu)) {
             Some((_, sets)) => sets.push(set),
             None => self.sets.push((Arc::clone(gpu), vec![set])),
+        }
+    }
+
+    /// Keeps the value vectors of a written record for the next reads.
+    fn keep_values(&mut self, counters: Vec<Vec<u64>>) {
+        if !counters.is_empty() && self.values.len() < SPARE_VALUES {
+            self.values.push(counters);
         }
     }
 
@@ -435,9 +439,99 @@ pub struct Completion {
     wake_up: Condvar,
     progress: Condvar,
     /// The raw record files: one, or one per event group with kernel replay.
-    outputs: Vec<PathBuf>,
+    files: Mutex<Files>,
+    /// Their tallies (`None` for a file that could not be created).
+    tallies: Vec<Option<&'static Tally>>,
+    /// The first file's path.
+    output: PathBuf,
     /// Where the application's roctx events come from, when it has any.
     roctx: Option<Arc<Roctx>>,
+}
+
+/// Which of `files` record files a record of event group `group` goes to: the group's own
+/// with kernel replay (one per group), else the first.
+fn file_of(group: Option<u32>, files: usize) -> usize {
+    match group.map(|g| g as usize) {
+        Some(g) if g < files => g,
+        _ => 0,
+    }
+}
+
+/// The raw record files of the process, written by the worker (and by the dispatch path for
+/// dispatches left untouched).
+struct Files {
+    paths: Vec<PathBuf>,
+    open: Vec<Option<RecordFile>>,
+}
+
+impl Files {
+    /// Creates the file of each path: `<dir>/<pid>.rtlraw`, or `<dir>/<pid>-N.rtlraw` when
+    /// that exists (a process that `exec`ed keeps its pid); one warning if one cannot be.
+    fn create(directories: &[PathBuf]) -> Files {
+        let pid = std::process::id();
+        let extension = super::records::EXTENSION;
+        let mut paths = Vec::new();
+        let mut open = Vec::new();
+        let mut failed = false;
+        for dir in directories {
+            let _ = std::fs::create_dir_all(dir);
+            let mut path = dir.join(format!("{pid}.{extension}"));
+            let mut n = 2;
+            while path.exists() {
+                path = dir.join(format!("{pid}-{n}.{extension}"));
+                n += 1;
+            }
+            match RecordFile::create(&path) {
+                Ok(file) => open.push(Some(file)),
+                Err(e) => {
+                    if !failed {
+                        super::warn(&format!("cannot write records: {e}"));
+                    }
+                    failed = true;
+                    open.push(None);
+                }
+            }
+            paths.push(path);
+        }
+        Files { paths, open }
+    }
+
+    /// Writes one record through the file's mapping: in the page cache when this returns.
+    fn write(&mut self, named: &Named) {
+        let at = file_of(named.record.group, self.open.len());
+        if let Some(file) = self.open[at].as_mut() {
+            file.push_named(&named.record, named.arch, named.kernel);
+            self.flush(at);
+        }
+    }
+
+    /// Writes roctx events into the first file.
+    fn write_regions(&mut self, regions: &[Region]) {
+        if let Some(file) = self.open[0].as_mut() {
+            regions.iter().for_each(|r| file.push_region(r));
+            self.flush(0);
+        }
+    }
+
+    fn flush(&mut self, at: usize) {
+        if let Some(Err(e)) = self.open[at].as_mut().map(RecordFile::flush) {
+            // One warning per file; its later records are dropped rather than failing again.
+            super::warn(&format!("cannot write records: {e}"));
+            self.open[at] = None;
+        }
+    }
+
+    /// Closes every file (cut to its records), removing those that hold nothing.
+    fn close(&mut self) {
+        for (slot, path) in self.open.iter_mut().zip(&self.paths) {
+            let Some(file) = slot.take() else { continue };
+            let nothing = file.is_empty();
+            drop(file);
+            if nothing {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+    }
 }
 
 fn lock(m: &Mutex<Shared>) -> std::sync::MutexGuard<'_, Shared> {
@@ -454,16 +548,13 @@ impl Completion {
         output_directories: &[PathBuf],
         roctx: Option<Arc<Roctx>>,
     ) -> Arc<Completion> {
-        let outputs = output_directories
+        let files = Files::create(output_directories);
+        let tallies = files
+            .open
             .iter()
-            .map(|d| {
-                d.join(format!(
-                    "{}.{}",
-                    std::process::id(),
-                    super::records::EXTENSION
-                ))
-            })
+            .map(|f| f.as_ref().map(RecordFile::tally))
             .collect();
+        let output = files.paths.first().cloned().unwrap_or_default();
         let wake = hsa.signal_create(0);
         let completion = Arc::new(Completion {
             hsa,
@@ -472,7 +563,9 @@ impl Completion {
             shared: Mutex::new(Shared::default()),
             wake_up: Condvar::new(),
             progress: Condvar::new(),
-            outputs,
+            files: Mutex::new(files),
+            tallies,
+            output,
             roctx,
         });
         let worker = Arc::clone(&completion);
@@ -498,7 +591,20 @@ impl Completion {
 
     /// The (first) raw record file's path.
     pub fn output(&self) -> &std::path::Path {
-        self.outputs.first().map_or(std::path::Path::new(""), |p| p)
+        &self.output
+    }
+
+    /// The tallies of the raw record files, for the fatal-signal handlers.
+    pub fn tallies(&self) -> Vec<&'static Tally> {
+        self.tallies.iter().flatten().copied().collect()
+    }
+
+    /// Counts a record to come in the file of event group `group`.
+    fn expect(&self, group: Option<u32>) {
+        let at = file_of(group, self.tallies.len());
+        if let Some(tally) = self.tallies.get(at).copied().flatten() {
+            tally.expect(1);
+        }
     }
 
     /// Hands wrapped dispatches to the worker, leaving `pending` empty (its room kept for the
@@ -512,6 +618,9 @@ impl Completion {
         for p in pending.iter() {
             *shared.outstanding.entry(p.queue).or_insert(0) += 1;
             awaited |= p.awaited_by_others();
+            for pass in p.passes.iter() {
+                self.expect(pass.counted.as_ref().map(|c| c.set.group as u32));
+            }
         }
         shared.lazy += pending.len();
         shared.incoming.append(pending);
@@ -521,7 +630,7 @@ impl Completion {
     }
 
     /// Waits (up to `timeout`) until every dispatch of `queue` (or of all queues) completed,
-    /// then until the record file is flushed.
+    /// then until the worker finished a round after that.
     pub fn drain(&self, queue: Option<usize>, timeout: Duration) {
         let deadline = Instant::now() + timeout;
         // Dispatches nobody waits for are collected now, not at the next poll.
@@ -576,13 +685,9 @@ impl Completion {
 
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
-        let mut files: Vec<Option<RecordFile>> = self.outputs.iter().map(|_| None).collect();
-        let mut file_failed = false;
-        let mut last_flush = Instant::now();
         let mut arrived: Vec<Pending> = Vec::new();
-        // Per round: the queues of the dispatches completed, and the records to write.
+        // Per round: the queues of the dispatches completed.
         let mut finished: Vec<usize> = Vec::new();
-        let mut records: Vec<Named> = Vec::new();
         let mut left = Leftovers::default();
         loop {
             if let Some(wake) = self.wake {
@@ -594,27 +699,16 @@ impl Completion {
                     && !shared.stop
                     && shared.flush_tickets == shared.flushed;
                 if nothing_new && pending.is_empty() {
-                    let unflushed = files.iter().flatten().any(RecordFile::has_pending);
-                    let due = match unflushed {
-                        true => QUIET_FLUSH,
-                        false => FLUSH_INTERVAL,
-                    };
-                    let wait = due
-                        .saturating_sub(last_flush.elapsed())
-                        .max(Duration::from_micros(100));
                     shared.idle = true;
                     shared = self
                         .wake_up
-                        .wait_timeout(shared, wait)
+                        .wait_timeout(shared, FLUSH_INTERVAL)
                         .map(|r| r.0)
                         .unwrap_or_else(|p| p.into_inner().0);
                     shared.idle = false;
                 } else if nothing_new {
                     drop(shared);
-                    self.wait(
-                        &pending,
-                        FLUSH_INTERVAL.saturating_sub(last_flush.elapsed()),
-                    );
+                    self.wait(&pending, FLUSH_INTERVAL);
                     shared = lock(&self.shared);
                 }
                 shared.lazy = 0;
@@ -629,82 +723,26 @@ impl Completion {
                 false => pending.append(&mut arrived),
             }
             finished.clear();
-            for named in records.drain(..) {
-                let counters = named.record.counters;
-                if !counters.is_empty() && left.values.len() < SPARE_VALUES {
-                    left.values.push(counters);
+            {
+                let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
+                pending.retain_mut(|p| match self.advance(p, &mut files, &mut left) {
+                    true => {
+                        finished.push(p.queue);
+                        false
+                    }
+                    false => true,
+                });
+                let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
+                if stop {
+                    if let Some(roctx) = &self.roctx {
+                        regions.push(roctx.marker(RegionKind::Exit, 0));
+                    }
+                }
+                if !regions.is_empty() {
+                    files.write_regions(&regions);
                 }
             }
-            self.complete_awaited(&mut pending);
-            pending.retain_mut(|p| match self.advance(p, &mut records, &mut left) {
-                true => {
-                    finished.push(p.queue);
-                    false
-                }
-                false => true,
-            });
             left.give_back(&self.signals);
-            let mut regions = self.roctx.as_ref().map(|r| r.drain()).unwrap_or_default();
-            if stop {
-                if let Some(roctx) = &self.roctx {
-                    regions.push(roctx.marker(RegionKind::Exit, 0));
-                }
-            }
-            if !regions.is_empty() && files[0].is_none() && !file_failed {
-                match self.open(0) {
-                    Ok(f) => files[0] = Some(f),
-                    Err(e) => {
-                        file_failed = true;
-                        super::warn(&format!("cannot write records: {e}"));
-                    }
-                }
-            }
-            if let Some(f) = files[0].as_mut() {
-                for r in &regions {
-                    f.push_region(r);
-                }
-            }
-            for r in &records {
-                let at = r.record.group.unwrap_or(0) as usize;
-                let at = if at < self.outputs.len() { at } else { 0 };
-                if files[at].is_none() && !file_failed {
-                    match self.open(at) {
-                        Ok(f) => files[at] = Some(f),
-                        Err(e) => {
-                            file_failed = true;
-                            super::warn(&format!("cannot write records: {e}"));
-                        }
-                    }
-                }
-                if let Some(f) = files[at].as_mut() {
-                    f.push_named(&r.record, r.arch, r.kernel);
-                }
-            }
-            // Nothing left in flight and no write for a while: write now, so any pause in the
-            // application's stream puts every record on disk; a busy stream flushes on the
-            // interval or a full buffer.
-            let unflushed = files.iter().flatten().any(RecordFile::has_pending);
-            let quiet = unflushed && pending.is_empty() && last_flush.elapsed() >= QUIET_FLUSH;
-            let full = files
-                .iter()
-                .flatten()
-                .any(|f| f.pending_bytes() >= FLUSH_BYTES);
-            let flush_due = quiet || full || last_flush.elapsed() >= FLUSH_INTERVAL;
-            let flushed_now = {
-                let shared = lock(&self.shared);
-                shared.flushed < ticket
-            };
-            if flush_due || flushed_now || stop {
-                for slot in files.iter_mut() {
-                    if let Some(Err(e)) = slot.as_mut().map(RecordFile::flush) {
-                        // One warning; later records are dropped rather than failing again.
-                        super::warn(&format!("cannot write records: {e}"));
-                        *slot = None;
-                        file_failed = true;
-                    }
-                }
-                last_flush = Instant::now();
-            }
             {
                 let mut shared = lock(&self.shared);
                 for &q in &finished {
@@ -712,9 +750,7 @@ impl Completion {
                         *n = n.saturating_sub(1);
                     }
                 }
-                if flush_due || flushed_now || stop {
-                    shared.flushed = shared.flushed.max(ticket);
-                }
+                shared.flushed = shared.flushed.max(ticket);
                 if shared.watchers > 0 {
                     self.progress.notify_all();
                 }
@@ -729,6 +765,7 @@ impl Completion {
                         }
                     }
                 }
+                self.files.lock().unwrap_or_else(|p| p.into_inner()).close();
                 return;
             }
         }
@@ -772,27 +809,6 @@ impl Completion {
         shared
     }
 
-    fn open(&self, at: usize) -> Result<RecordFile, super::records::RecordError> {
-        let output = &self.outputs[at];
-        if let Some(dir) = output.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        RecordFile::create(output)
-    }
-
-    /// Completes, ahead of everything else, the application signals of dispatches run once whose
-    /// kernels completed: the application waits for those, not for the records of the
-    /// dispatches before them.
-    fn complete_awaited(&self, pending: &mut [Pending]) {
-        for p in pending {
-            let signal = p.passes[0].kernel_signal;
-            if p.app_signal.handle == 0 || p.replay.is_some() || self.hsa.signal_load(signal) >= 1 {
-                continue;
-            }
-            self.complete_app(std::mem::take(&mut p.app_signal), raw_timestamps(signal));
-        }
-    }
-
     /// Completes the application's signal with raw timestamps `(start, end)`.
     fn complete_app(&self, app_signal: hsa_signal_t, (start, end): (u64, u64)) {
         if app_signal.handle == 0 {
@@ -809,10 +825,10 @@ impl Completion {
     }
 
     /// Moves a dispatch on as far as its signals allow; whether it is complete. Its records (one
-    /// per pass) go to `out` as they complete (with kernel replay, together at the end), the
-    /// signals and packet sets it no longer needs to `left`, whose value vectors its counter
-    /// values fill.
-    fn advance(&self, p: &mut Pending, out: &mut Vec<Named>, left: &mut Leftovers) -> bool {
+    /// per pass) are written to `files` as they complete (with kernel replay, together after the
+    /// last pass), and always before the application's signal is completed; the signals and
+    /// packet sets it no longer needs go to `left`, whose value vectors its counter values fill.
+    fn advance(&self, p: &mut Pending, files: &mut Files, left: &mut Leftovers) -> bool {
         if let Some(count) = &p.uncounted {
             let signal = p.passes[0].kernel_signal;
             if self.hsa.signal_load(signal) >= 1 {
@@ -854,9 +870,6 @@ impl Completion {
                 }
                 if i == 0 {
                     p.first_ts = raw_timestamps(pass.kernel_signal);
-                    if p.replay.is_none() {
-                        self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
-                    }
                 }
                 left.signals.push(pass.kernel_signal);
                 pass.kernel_done = true;
@@ -893,10 +906,15 @@ impl Completion {
                 arch: p.named.arch,
                 kernel: p.named.kernel,
             };
-            // A dispatch run once is written at once; replayed passes wait for their stats.
+            // A dispatch run once is written at once, then the application sees it complete;
+            // replayed passes wait for their stats.
             match p.replay {
                 Some(_) => p.finished.push(named),
-                None => out.push(named),
+                None => {
+                    files.write(&named);
+                    left.keep_values(named.record.counters);
+                    self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
+                }
             }
             p.current += 1;
             if let Some(replay) = &mut p.replay {
@@ -908,7 +926,24 @@ impl Completion {
                 } else {
                     replay.restore(false);
                     replay.release();
-                    self.complete_app(p.app_signal, p.first_ts);
+                    let stats = ReplayStats {
+                        passes: p.passes.len() as u32,
+                        saved: replay.bytes.saved,
+                        restored: replay.bytes.restored,
+                        declined: None,
+                    };
+                    for named in p.finished.drain(..) {
+                        let named = Named {
+                            record: Record {
+                                replay: Some(stats.clone()),
+                                ..named.record
+                            },
+                            ..named
+                        };
+                        files.write(&named);
+                        left.keep_values(named.record.counters);
+                    }
+                    self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
                 }
                 replay.open_next(&self.hsa);
             }
@@ -927,19 +962,9 @@ impl Completion {
             for gate in &replay.gates {
                 self.signals.give(*gate);
             }
-            let stats = ReplayStats {
-                passes: p.passes.len() as u32,
-                saved: replay.bytes.saved,
-                restored: replay.bytes.restored,
-                declined: None,
-            };
-            for named in &mut p.finished {
-                named.record.replay = Some(stats.clone());
-            }
             // Every signal is back in the pool: nothing is left to open when it is dropped.
             replay.opened = replay.gates.len();
         }
-        out.append(&mut p.finished);
         true
     }
 }

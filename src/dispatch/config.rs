@@ -31,6 +31,8 @@ pub const TRUNCATE_KERNELS_ENV: &str = "RTL_PMC_TRUNCATE_KERNELS";
 
 /// `1`: name dispatches after their innermost roctx range (`--kernel-rename`).
 pub const KERNEL_RENAME_ENV: &str = "RTL_PMC_KERNEL_RENAME";
+/// `1` (`--disable-signal-handlers`): install no fatal-signal handlers.
+pub const DISABLE_SIGNAL_HANDLERS_ENV: &str = "RTL_PMC_DISABLE_SIGNAL_HANDLERS";
 
 /// Seconds a replayed dispatch may wait for one step before it is reported.
 pub const REPLAY_STALL_ENV: &str = "RTL_PMC_REPLAY_STALL";
@@ -74,6 +76,8 @@ pub struct Config {
     pub names: NameOptions,
     /// Name each dispatch inside a roctx push/pop range after the innermost one.
     pub kernel_rename: bool,
+    /// Install no fatal-signal handlers ([`super::signals`]).
+    pub disable_signal_handlers: bool,
     /// Force one aqlprofile API.
     pub api: Option<ApiKind>,
     /// Environment-variable mode: write finished results at unload.
@@ -172,6 +176,7 @@ impl Config {
                 truncate: flag(get, TRUNCATE_KERNELS_ENV),
             },
             kernel_rename: flag(get, KERNEL_RENAME_ENV),
+            disable_signal_handlers: flag(get, DISABLE_SIGNAL_HANDLERS_ENV),
             serialize: get("RTL_PMC_SERIALIZE").is_none_or(|v| v.trim() != "0"),
             replay_stall: replay_stall(get)?,
             group_interval: 1,

@@ -240,6 +240,9 @@ impl Interposer {
                 &outputs,
                 self.roctx.clone(),
             );
+            if !self.config.disable_signal_handlers {
+                super::signals::install(&completion.tallies());
+            }
             let (aqlprofile, counters) = self.gpu_counters(&agents);
             let mut chains: FastMap<u64, Mutex<Chain>> = agents
                 .gpus

@@ -41,6 +41,7 @@ pub mod rewrite;
 pub mod roctx;
 pub mod runtime;
 pub mod selection;
+pub mod signals;
 pub mod tracking;
 
 use std::collections::HashSet;

@@ -3,11 +3,18 @@
 //! The file is binary, little-endian, and only ever appended to:
 //!
 //! ```text
-//! file    = magic version frame*
+//! file    = magic version tally frame* zero*
 //! magic   = "rtl-pmc raw\0"                       12 bytes
 //! version = u32                                    [`VERSION`]
+//! tally   = expected:u64 pid:u32 ended:u32         [`Tally`], updated in place
 //! frame   = length:u32 kind:u8 body                length counts kind and body
+//! zero    = 0:u8                                   room not yet written (no frame is empty)
 //! ```
+//!
+//! The tally says how many dispatch records the process `pid` meant to write (one per dispatch
+//! it handed over for completion, per pass with kernel replay) and how it ended: `ended` is 0
+//! while it runs and when it ended without finishing, 1 when the file was closed, 256 plus the
+//! number of a fatal signal that arrived.
 //!
 //! Frame kinds:
 //!
@@ -38,13 +45,14 @@
 //! `depth:i32`, `timestamp:u64`, `utf8:u8`, `object:u64`, `name length:u32` (`NONE` for none)
 //! and its UTF-8 bytes.
 //!
-//! Version 3 packs the values; version 2 wrote each as a `u64`. Each frame stands alone (no
+//! Version 4 added the tally; version 3 packs the values; version 2 wrote each as a `u64`. Each frame stands alone (no
 //! value is a delta to an earlier frame's), so any reader can skip frames it does not need.
 //!
 //! Strings (architectures, kernel names, reasons) are written once per file, in a string frame
-//! before the first frame that names them. Each record goes into the buffer whole and the
-//! buffer is written in one piece, so a process killed mid-write leaves at most one incomplete
-//! last frame, which [`read`] skips: everything flushed before stays readable. The counter
+//! before the first frame that names them. The file is written through a shared mapping
+//! ([`RecordFile`]): a flushed record is in the page cache at once and outlives the process
+//! however it ends. A flush lands whole or not at all (its first length field is stored last),
+//! and [`read`] also skips an incomplete last frame: everything flushed before stays readable. The counter
 //! values are nearly all of a record's bytes with counters (thousands of samples per dispatch
 //! on a large GPU), and mostly zero or small: packed, a sample takes a bit when it is zero and
 //! one to three bytes for most others, instead of eight.
@@ -63,8 +71,9 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, Read, Write};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
@@ -73,7 +82,7 @@ use crate::fast_map::FastMap;
 /// The first bytes of a raw record file.
 pub const MAGIC: &[u8; 12] = b"rtl-pmc raw\0";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// The file name extension of raw record files.
 pub const EXTENSION: &str = "rtlraw";
 /// "None" for optional 32-bit fields and string ids.
@@ -348,14 +357,117 @@ impl Strings {
     }
 }
 
-/// An append-only raw record file being written; records are buffered until [`RecordFile::flush`].
+/// How the process that wrote a raw record file ended, as its header says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The file was closed: the interposer finished (process exit or unload).
+    Closed,
+    /// A fatal signal arrived (its number); the process's own handler ran after.
+    Signal(i32),
+    /// Not closed: the process still runs, or ended without finishing (`_exit`, `exec`,
+    /// SIGKILL, a signal handled by nobody).
+    Unfinished,
+}
+
+/// What a raw record file's header says about its process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tallied {
+    /// The process that wrote it.
+    pub pid: u32,
+    /// The dispatch records the process meant to write into this file: one per dispatch (or
+    /// kernel replay pass) handed over for completion.
+    pub expected: u64,
+    /// How it ended.
+    pub ending: Ending,
+}
+
+/// `ended` field values of the header.
+const UNFINISHED: u32 = 0;
+const CLOSED: u32 = 1;
+/// A fatal signal: this plus its number.
+const SIGNALLED: u32 = 0x100;
+/// Header offsets: `expected:u64` then `pid:u32` then `ended:u32`.
+const EXPECTED_AT: usize = 16;
+const PID_AT: usize = 24;
+const ENDED_AT: usize = 28;
+/// Bytes of the header: magic, version and the tally.
+pub const HEADER: usize = 32;
+
+/// The tally in a raw record file's header, through a shared mapping of the file's first page
+/// of its own: it never moves while the records' mapping grows, so the dispatch path and a
+/// signal handler update it with single atomic stores, and the page cache keeps each one
+/// whatever way the process ends. Never unmapped (one page per file of the process).
+#[derive(Debug)]
+pub struct Tally {
+    page: *mut u8,
+}
+
+// SAFETY: the page is only accessed through atomics.
+unsafe impl Send for Tally {}
+// SAFETY: see `Send`.
+unsafe impl Sync for Tally {}
+
+impl Tally {
+    fn expected(&self) -> &AtomicU64 {
+        // SAFETY: `page` maps at least the header; offset 16 of a page is 8-byte aligned.
+        unsafe { &*(self.page.add(EXPECTED_AT) as *const AtomicU64) }
+    }
+
+    fn ended(&self) -> &AtomicU32 {
+        // SAFETY: as in `expected`, 4-byte aligned.
+        unsafe { &*(self.page.add(ENDED_AT) as *const AtomicU32) }
+    }
+
+    /// Counts `n` more records this file is to hold.
+    pub fn expect(&self, n: u64) {
+        self.expected().fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Notes that fatal signal `signal` arrived in the process that writes the file, unless
+    /// it is another process (a forked child) or the file was closed. Async-signal-safe.
+    pub fn signalled(&self, signal: i32) {
+        // SAFETY: `page` maps the header; 4-byte aligned.
+        let pid = unsafe { &*(self.page.add(PID_AT) as *const AtomicU32) };
+        // SAFETY: getpid is async-signal-safe.
+        if pid.load(Ordering::Relaxed) != unsafe { libc::getpid() } as u32 {
+            return;
+        }
+        let _ = self.ended().compare_exchange(
+            UNFINISHED,
+            SIGNALLED + signal as u32,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+    }
+}
+
+/// The first mapping's size and the most a file grows by at once.
+const FIRST_CAPACITY: usize = 64 << 10;
+const MOST_GROWTH: usize = 16 << 20;
+
+/// An append-only raw record file being written, through a shared mapping of the file: records
+/// are buffered until [`RecordFile::flush`], which copies them into the mapping, where they are
+/// in the page cache at once: they outlive the process however it ends (`_exit`, a fatal
+/// signal, `exec`, SIGKILL), with no write at exit.
+///
+/// The file is longer than its records while it is written (its tail zeros, reserved on disk
+/// so that a full disk is an error of [`RecordFile::flush`], never a fault), and truncated to
+/// them when closed. Each flush copies the new frames with their first length field last: a
+/// reader stops at the first zero length, so it sees every flush whole or not at all.
 #[derive(Debug)]
 pub struct RecordFile {
     path: PathBuf,
     file: File,
+    map: *mut u8,
+    capacity: usize,
+    len: usize,
     buffer: Vec<u8>,
     strings: Strings,
+    tally: &'static Tally,
 }
+
+// SAFETY: the mapping is owned by the file and only touched through `&mut self`.
+unsafe impl Send for RecordFile {}
 
 impl RecordFile {
     /// Creates (truncates) the file at `path` and writes the header.
@@ -364,21 +476,42 @@ impl RecordFile {
             path: path.to_path_buf(),
             source,
         };
-        File::create(path).map_err(io)?;
         let file = std::fs::OpenOptions::new()
-            .append(true)
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
             .open(path)
             .map_err(io)?;
-        let mut out = RecordFile {
+        reserve(&file, 0, FIRST_CAPACITY).map_err(io)?;
+        let records = map(&file, FIRST_CAPACITY).map_err(io)?;
+        let page = map(&file, HEADER).map_err(io)?;
+        let mut header = [0u8; HEADER];
+        header[..12].copy_from_slice(MAGIC);
+        header[12..16].copy_from_slice(&VERSION.to_le_bytes());
+        header[PID_AT..PID_AT + 4].copy_from_slice(&std::process::id().to_le_bytes());
+        // SAFETY: the mapping is FIRST_CAPACITY bytes, more than the header.
+        unsafe { std::ptr::copy_nonoverlapping(header.as_ptr(), records, HEADER) };
+        Ok(RecordFile {
             path: path.to_path_buf(),
             file,
+            map: records,
+            capacity: FIRST_CAPACITY,
+            len: HEADER,
             buffer: Vec::with_capacity(1 << 16),
             strings: Strings::default(),
-        };
-        out.buffer.extend_from_slice(MAGIC);
-        put_u32(&mut out.buffer, VERSION);
-        out.flush()?;
-        Ok(out)
+            tally: Box::leak(Box::new(Tally { page })),
+        })
+    }
+
+    /// The file's header tally, for the dispatch path and signal handlers.
+    pub fn tally(&self) -> &'static Tally {
+        self.tally
+    }
+
+    /// Whether no record or roctx event was written.
+    pub fn is_empty(&self) -> bool {
+        self.len == HEADER && self.buffer.is_empty()
     }
 
     /// The file's path.
@@ -499,18 +632,138 @@ impl RecordFile {
         self.buffer.len()
     }
 
-    /// Writes the buffered records to the file.
+    /// Copies the buffered records into the file's mapping, growing the file when they do not
+    /// fit; on an error (the disk is full) they are dropped.
     pub fn flush(&mut self) -> Result<(), RecordError> {
         if self.buffer.is_empty() {
             return Ok(());
         }
-        let result = self.file.write_all(&self.buffer);
+        let need = self.len + self.buffer.len();
+        if need > self.capacity {
+            if let Err(source) = self.grow(need) {
+                self.buffer.clear();
+                return Err(RecordError::Io {
+                    path: self.path.clone(),
+                    source,
+                });
+            }
+        }
+        let n = self.buffer.len();
+        // SAFETY: `len + n <= capacity` bytes are mapped. The bytes after the first length
+        // field go first; the length, one 4-byte store after a fence, makes them visible to a
+        // reader, which stops at a zero length.
+        unsafe {
+            let at = self.map.add(self.len);
+            std::ptr::copy_nonoverlapping(self.buffer.as_ptr().add(4), at.add(4), n - 4);
+            std::sync::atomic::fence(Ordering::Release);
+            let first = [
+                self.buffer[0],
+                self.buffer[1],
+                self.buffer[2],
+                self.buffer[3],
+            ];
+            std::ptr::write_volatile(at as *mut [u8; 4], first);
+        }
+        self.len = need;
         self.buffer.clear();
-        result.map_err(|source| RecordError::Io {
-            path: self.path.clone(),
-            source,
-        })
+        Ok(())
     }
+
+    /// Makes the file and its mapping hold at least `need` bytes.
+    fn grow(&mut self, need: usize) -> std::io::Result<()> {
+        let step = self.capacity.clamp(FIRST_CAPACITY, MOST_GROWTH);
+        let capacity = need.div_ceil(step) * step;
+        reserve(&self.file, self.capacity, capacity - self.capacity)?;
+        // SAFETY: remapping our own mapping of `capacity` bytes to the grown file; nothing
+        // keeps a pointer into it across this call.
+        let moved = unsafe {
+            libc::mremap(
+                self.map as *mut libc::c_void,
+                self.capacity,
+                capacity,
+                libc::MREMAP_MAYMOVE,
+            )
+        };
+        if moved == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        self.map = moved as *mut u8;
+        self.capacity = capacity;
+        Ok(())
+    }
+}
+
+impl Drop for RecordFile {
+    /// Writes what is buffered, cuts the file to its records and marks it closed.
+    fn drop(&mut self) {
+        let _ = self.flush();
+        let _ = self.file.set_len(self.len as u64);
+        let _ = self.tally.ended().compare_exchange(
+            UNFINISHED,
+            CLOSED,
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        // SAFETY: our mapping, unused from here on.
+        unsafe { libc::munmap(self.map as *mut libc::c_void, self.capacity) };
+    }
+}
+
+/// Reserves `len` bytes of `file` from `offset` on disk (so that writing them through a mapping
+/// never faults on a full disk), extending the file.
+fn reserve(file: &File, offset: usize, len: usize) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: plain system call on an open descriptor.
+    let e = unsafe { libc::posix_fallocate(file.as_raw_fd(), offset as i64, len as i64) };
+    match e {
+        0 => Ok(()),
+        e => {
+            let _ = file.set_len(offset as u64);
+            Err(std::io::Error::from_raw_os_error(e))
+        }
+    }
+}
+
+/// A shared read-write mapping of the first `len` bytes of `file`.
+fn map(file: &File, len: usize) -> std::io::Result<*mut u8> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a new mapping of an open descriptor; the kernel chooses the address.
+    let at = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    match at {
+        libc::MAP_FAILED => Err(std::io::Error::last_os_error()),
+        at => Ok(at as *mut u8),
+    }
+}
+
+/// The tally of the raw record file at `path`.
+pub fn read_tally(path: &Path) -> Result<Tallied, RecordError> {
+    let mut reader = Reader::open(path, false);
+    if let Some(e) = reader.failed.take() {
+        return Err(e);
+    }
+    let h = &reader.header;
+    let u32_at = |at: usize| u32::from_le_bytes([h[at], h[at + 1], h[at + 2], h[at + 3]]);
+    let mut expected = [0u8; 8];
+    expected.copy_from_slice(&h[EXPECTED_AT..EXPECTED_AT + 8]);
+    let ending = match u32_at(ENDED_AT) {
+        CLOSED => Ending::Closed,
+        n if n > SIGNALLED => Ending::Signal((n - SIGNALLED) as i32),
+        _ => Ending::Unfinished,
+    };
+    Ok(Tallied {
+        pid: u32_at(PID_AT),
+        expected: u64::from_le_bytes(expected),
+        ending,
+    })
 }
 
 /// Bytes of a dispatch frame's fixed fields, up to its group.
@@ -665,6 +918,8 @@ struct Reader {
     strings: Vec<String>,
     frame: Vec<u8>,
     failed: Option<RecordError>,
+    /// The file's header, once checked.
+    header: [u8; HEADER],
 }
 
 /// What [`Reader::open`] finds at the start of a file written by the JSON-lines version 1.
@@ -680,6 +935,7 @@ impl Reader {
             strings: Vec::new(),
             frame: Vec::new(),
             failed: None,
+            header: [0; HEADER],
         };
         match File::open(path) {
             Ok(file) => {
@@ -719,7 +975,7 @@ impl Reader {
     }
 
     fn check_header(&mut self) -> Result<(), RecordError> {
-        let whole = self.fill(16)?;
+        let whole = self.fill(HEADER as u64)?;
         let not_records = || RecordError::NotRecords {
             path: self.path.clone(),
         };
@@ -729,7 +985,7 @@ impl Reader {
                 found: 1,
             });
         }
-        if !whole || &self.frame[..12] != MAGIC {
+        if self.frame.len() < 16 || &self.frame[..12] != MAGIC {
             return Err(not_records());
         }
         let found = u32::from_le_bytes([
@@ -744,7 +1000,11 @@ impl Reader {
                 found,
             });
         }
-        self.offset = 16;
+        if !whole {
+            return Err(not_records());
+        }
+        self.header.copy_from_slice(&self.frame);
+        self.offset = HEADER as u64;
         Ok(())
     }
 
@@ -758,6 +1018,11 @@ impl Reader {
         }
         let length =
             u32::from_le_bytes([self.frame[0], self.frame[1], self.frame[2], self.frame[3]]);
+        if length == 0 {
+            // The zeros after the last record of a file still being written, or of a process
+            // that ended before closing it: no frame is empty (each has its kind).
+            return None;
+        }
         match self.fill(u64::from(length)) {
             Ok(true) => {}
             Ok(false) => return None,
@@ -1167,10 +1432,12 @@ mod tests {
         file.push(&timing_only);
         file.flush().unwrap();
         assert!(!file.has_pending());
+        let strings = std::mem::take(&mut file.strings);
+        drop(file);
         let whole = std::fs::read(&path).unwrap();
         // A record cut short by a kill, at every length short of whole.
         let mut next = RecordFile::create(&temp("torn-next")).unwrap();
-        next.strings = std::mem::take(&mut file.strings);
+        next.strings = strings;
         next.buffer.clear();
         next.push(&sample(3));
         let frame = next.buffer.clone();
@@ -1187,6 +1454,82 @@ mod tests {
         }
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_file(temp("torn-next")).unwrap();
+    }
+
+    #[test]
+    fn flushed_records_are_in_the_file_before_it_is_closed_and_the_tally_says_how_it_ended() {
+        let path = temp("mapped");
+        let mut file = RecordFile::create(&path).unwrap();
+        let tally = file.tally();
+        let untallied = read_tally(&path).unwrap();
+        let me = std::process::id();
+        assert_eq!(
+            untallied,
+            Tallied {
+                pid: me,
+                expected: 0,
+                ending: Ending::Unfinished
+            }
+        );
+        // Several growths of the mapping: records of ~12 KiB each, past 1 MiB.
+        let big = |n| Record {
+            counters: vec![(1..=1500).collect()],
+            ..sample(n)
+        };
+        let mut written = Vec::new();
+        for n in 0..100 {
+            tally.expect(1);
+            file.push(&big(n));
+            file.flush().unwrap();
+            written.push(big(n));
+            if n % 37 == 0 {
+                let open: Vec<Record> = read(&path).map(Result::unwrap).collect();
+                assert_eq!(open, written, "read while open after {n}");
+            }
+        }
+        let length = std::fs::metadata(&path).unwrap().len();
+        assert!(length > file.len as u64, "room reserved past the records");
+        tally.signalled(libc::SIGSEGV);
+        assert_eq!(
+            read_tally(&path).unwrap().ending,
+            Ending::Signal(libc::SIGSEGV)
+        );
+        let records_end = file.len as u64;
+        drop(file);
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), records_end);
+        let closed = read_tally(&path).unwrap();
+        assert_eq!(closed.expected, 100);
+        assert_eq!(closed.ending, Ending::Signal(libc::SIGSEGV), "kept");
+        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(read_back, written);
+
+        let mut file = RecordFile::create(&path).unwrap();
+        file.push(&sample(1));
+        drop(file);
+        assert_eq!(read_tally(&path).unwrap().ending, Ending::Closed);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
+    fn the_fuzzing_seeds_are_files_of_this_version() {
+        let seeds = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus/raw_records");
+        for (name, dispatches) in [
+            ("header-only", 0),
+            ("roctx", 0),
+            ("timing", 4),
+            ("counters2", 4),
+        ] {
+            let path = seeds.join(name);
+            let records: Vec<Record> = read(&path).map(Result::unwrap).collect();
+            assert_eq!(records.len(), dispatches, "{name}");
+            let tallied = read_tally(&path).unwrap();
+            assert_eq!(tallied.expected, dispatches as u64, "{name}");
+            assert_eq!(tallied.ending, Ending::Closed, "{name}");
+        }
+        let regions = read_regions(&seeds.join("roctx"))
+            .map(Result::unwrap)
+            .count();
+        assert!(regions > 0);
     }
 
     #[test]
@@ -1208,22 +1551,20 @@ mod tests {
         assert_eq!(
             errors,
             vec![format!(
-                "{}: raw record format version 1, this build reads version 3",
+                "{}: raw record format version 1, this build reads version 4",
                 path.display()
             )]
         );
 
         let mut file = RecordFile::create(&path).unwrap();
         file.push(&sample(1));
-        file.flush().unwrap();
-        let damaged_at = std::fs::metadata(&path).unwrap().len();
-        let mut raw = std::fs::OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap();
-        raw.write_all(&[2, 0, 0, 0, 9, 9]).unwrap();
-        file.push(&sample(2));
-        file.flush().unwrap();
+        let frames = file.buffer.clone();
+        drop(file);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let damaged_at = bytes.len();
+        bytes.extend_from_slice(&[2, 0, 0, 0, 9, 9]);
+        bytes.extend_from_slice(&frames);
+        std::fs::write(&path, &bytes).unwrap();
         let items: Vec<Result<Record, RecordError>> = read(&path).collect();
         assert_eq!(items.len(), 2, "iteration stops at the damage");
         assert_eq!(items[0].as_ref().unwrap(), &sample(1));

@@ -15,6 +15,8 @@ use rtl_pmc::passes::plan_file::{
 #[path = "../sim_support/mod.rs"]
 mod sim_support;
 pub use sim_support::artifact;
+#[allow(unused_imports)]
+pub use sim_support::build_c_program;
 // Each test binary uses a different part of this module.
 #[allow(unused_imports)]
 pub use sim_support::Profile;
@@ -305,4 +307,13 @@ pub fn signal_app() -> PathBuf {
             )
         })
         .clone()
+}
+
+/// The process ids of `pid`'s children.
+pub fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }

@@ -7,6 +7,7 @@
 
 mod gpu;
 // The ABI layer is shared with the runtime and the interposer; the demo uses a small part.
+mod ending;
 #[allow(dead_code, unused_imports)]
 #[path = "../../../src/hsa/mod.rs"]
 mod hsa;
@@ -54,6 +55,23 @@ struct Args {
     /// Raise SIGSEGV after the first iteration's dispatches.
     #[arg(long)]
     crash: bool,
+    /// Once every thread's dispatches completed and were verified, end the process from worker
+    /// thread 0 this way (after printing how many were verified): `exit-thread` (`_exit(0)`),
+    /// `segv` (a store to an unmapped address), `abort`, `bus`, `fpe`, `ill` (raised), `exec` (`/bin/sh
+    /// -c 'exit 0'`) or `hang` (sleep until killed).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(ending::ENDINGS))]
+    end: Option<String>,
+    /// With --end and a signal: install a handler of the application's own for it before HSA
+    /// starts, which says so and ends the process with the signal.
+    #[arg(long)]
+    own_handler: bool,
+    /// With --end: end so only in the Nth run that counts itself in --runs-file (earlier and
+    /// later runs end normally), e.g. only in a profile's second pass.
+    #[arg(long, requires = "runs_file")]
+    end_in_run: Option<u32>,
+    /// The file each run adds a line to (created if missing), for --end-in-run.
+    #[arg(long)]
+    runs_file: Option<std::path::PathBuf>,
     /// Fork a child process (before initialising HSA) that runs the same work.
     #[arg(long)]
     fork: bool,
@@ -146,11 +164,21 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         },
     };
     roctx::mark("begin");
+    let finished = std::sync::Barrier::new(args.threads as usize);
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..args.threads)
             .map(|thread| {
-                let (system, plan) = (&system, &plan);
-                scope.spawn(move || workload::work(system, plan, thread).map_err(|e| e.to_string()))
+                let (system, plan, finished) = (&system, &plan, &finished);
+                scope.spawn(move || {
+                    let result = workload::work(system, plan, thread).map_err(|e| e.to_string());
+                    if let Some(how) = &args.end {
+                        finished.wait();
+                        if thread == 0 {
+                            ending::end(how, VERIFIED.load(Ordering::Relaxed));
+                        }
+                    }
+                    result
+                })
             })
             .collect();
         workers
@@ -183,7 +211,16 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let mut args = Args::parse();
+    if let Some(path) = &args.runs_file {
+        let run = ending::count_run(path);
+        if args.end_in_run.is_some_and(|n| n != run) {
+            args.end = None;
+        }
+    }
+    if let Some(how) = &args.end {
+        ending::prepare(how, args.own_handler);
+    }
     let child = if args.fork {
         // SAFETY: no threads exist yet and HSA is not initialised, so the child starts clean.
         match unsafe { libc::fork() } {
