@@ -618,8 +618,11 @@ impl Completion {
         for p in pending.iter() {
             *shared.outstanding.entry(p.queue).or_insert(0) += 1;
             awaited |= p.awaited_by_others();
-            for pass in p.passes.iter() {
-                self.expect(pass.counted.as_ref().map(|c| c.set.group as u32));
+            // A dispatch left out of counting is only forwarded: it leaves no record.
+            if p.uncounted.is_none() {
+                for pass in p.passes.iter() {
+                    self.expect(pass.counted.as_ref().map(|c| c.set.group as u32));
+                }
             }
         }
         shared.lazy += pending.len();

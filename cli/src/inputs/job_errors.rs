@@ -47,6 +47,7 @@ const ACCEPTED: &[(&str, &str)] = &[
     ("list_avail", "true or false"),
     ("kernel_trace", "true or false"),
     ("spatial_multiplexing", "true or false"),
+    ("disable_signal_handlers", "true or false"),
 ];
 
 /// What `key` accepts.
