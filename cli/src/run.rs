@@ -246,6 +246,7 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
             gpu_index: index as u32,
             name: gpu.arch.clone(),
             product_name: product,
+            model_name: gpus::node_name(&dir, gpu.node),
             properties: topology
                 .as_ref()
                 .map(|t| {
@@ -282,6 +283,7 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
                 gpu_index: 0,
                 name: model.clone(),
                 product_name: model.clone(),
+                model_name: gpus::node_name(&dir, cpu.node),
                 properties,
             }
         })

@@ -203,6 +203,10 @@ mod tests {
         let read = |p: &str| std::fs::read_to_string(dir.join(p)).expect(p);
         assert_eq!(read("nodes/1/name"), "gfx942\n");
         assert_eq!(read("nodes/2/name"), "gfx942\n");
+        // KFD's gpu_id: 0 on the CPU node, the runtime's driver UID on each GPU.
+        assert_eq!(read("nodes/0/gpu_id"), "0\n");
+        assert_eq!(read("nodes/1/gpu_id"), "4096\n");
+        assert_eq!(read("nodes/2/gpu_id"), "4097\n");
         let props = read("nodes/2/properties");
         for line in [
             "simd_count 1216",

@@ -55,6 +55,12 @@ pub struct GpuConfig {
     pub unique_id: u64,
 }
 
+/// KFD's `gpu_id` of the GPU at `index` of a configuration (ROCr's
+/// `HSA_AMD_AGENT_INFO_DRIVER_UID`); a CPU node's is 0.
+pub fn kfd_gpu_id(index: usize) -> u32 {
+    0x1000 + index as u32
+}
+
 impl GpuConfig {
     /// Compute units.
     pub fn cu_count(&self) -> u32 {
@@ -69,6 +75,20 @@ impl GpuConfig {
     /// Maximum waves per CU.
     pub fn max_waves_per_cu(&self) -> u32 {
         self.max_waves_per_simd * self.simd_per_cu
+    }
+
+    /// The amdgpu driver's family id of the GPU (libdrm's `amdgpu_gpu_info.family_id`, the
+    /// `AMDGPU_FAMILY_*` of the kernel's `amdgpu_drm.h`) for the dGPU of each gfx generation the
+    /// simulator knows: gfx9 (MI200/MI300/MI350) `AI`, gfx10 `NV`, gfx11 `GC_11_0_0`, gfx12
+    /// `GC_12_0_0`; 0 (`UNKNOWN`) otherwise.
+    pub fn family_id(&self) -> u32 {
+        match self.gfx_target_version / 10000 {
+            9 => 141,
+            10 => 143,
+            11 => 145,
+            12 => 152,
+            _ => 0,
+        }
     }
 
     /// `HSA_AMD_AGENT_INFO_UUID` string.
@@ -221,8 +241,8 @@ impl DeviceConfig {
         }
     }
 
-    /// Writes a KFD-shaped topology (`nodes/<n>/{name,properties}`, CPU node 0 then the GPUs)
-    /// under `dir`, replacing what was there.
+    /// Writes a KFD-shaped topology (`nodes/<n>/{name,properties,gpu_id}`, CPU node 0 then the
+    /// GPUs) under `dir`, replacing what was there.
     pub fn write_kfd_topology(&self, dir: &Path) -> std::io::Result<()> {
         let nodes = dir.join("nodes");
         if nodes.exists() {
@@ -231,16 +251,18 @@ impl DeviceConfig {
         let cpu = nodes.join("0");
         std::fs::create_dir_all(&cpu)?;
         std::fs::write(cpu.join("name"), "\n")?;
+        std::fs::write(cpu.join("gpu_id"), "0\n")?;
         let cpu_props = "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count 1\n\
                          cpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\nlds_size_in_kb 0\n\
                          wave_front_size 0\narray_count 0\nsimd_arrays_per_engine 0\ncu_per_simd_array 0\n\
                          simd_per_cu 0\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\n\
                          domain 0\ndrm_render_minor 0\nmax_engine_clk_fcompute 0\nnum_xcc 0\n";
         std::fs::write(cpu.join("properties"), cpu_props)?;
-        for gpu in &self.gpus {
+        for (index, gpu) in self.gpus.iter().enumerate() {
             let node = nodes.join(gpu.node_id.to_string());
             std::fs::create_dir_all(&node)?;
             std::fs::write(node.join("name"), format!("{}\n", gpu.name))?;
+            std::fs::write(node.join("gpu_id"), format!("{}\n", kfd_gpu_id(index)))?;
             std::fs::write(node.join("properties"), gpu.kfd_properties())?;
         }
         std::fs::write(

@@ -420,7 +420,7 @@ fn gpu_info(
         HSA_AMD_AGENT_INFO_NUM_SDMA_ENG => put(value, 2u32),
         HSA_AMD_AGENT_INFO_NUM_SDMA_XGMI_ENG | HSA_AMD_AGENT_INFO_IOMMU_SUPPORT => put(value, 0u32),
         HSA_AMD_AGENT_INFO_NUM_XCC => put(value, g.num_xcc),
-        HSA_AMD_AGENT_INFO_DRIVER_UID => put(value, 0x1000 + device as u32),
+        HSA_AMD_AGENT_INFO_DRIVER_UID => put(value, crate::config::kfd_gpu_id(device)),
         HSA_AMD_AGENT_INFO_NEAREST_CPU => put(value, agent_handle(0)),
         HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES | HSA_AMD_AGENT_INFO_AQL_EXTENSIONS => {
             put(value, [0u8; 8])
