@@ -277,3 +277,155 @@ fn without_rocprofiler_register_or_with_rocm_5_tables_nothing_registers() {
         ]
     );
 }
+
+// ---- libdrm ----
+
+/// A program that asks libdrm what rocprofiler-sdk asks for each render-node minor it is given.
+const DRM_CLIENT: &str = r#"
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct amdgpu_gpu_info {
+    uint32_t asic_id, chip_rev, chip_external_rev, family_id;
+    uint64_t ids_flags, max_engine_clk, max_memory_clk;
+    uint32_t num_shader_engines, num_shader_arrays_per_engine;
+    uint32_t rest_before_cus[69];
+    uint32_t cu_active_number;
+    uint32_t rest[22];
+};
+int drmOpenRender(int minor);
+int drmClose(int fd);
+int amdgpu_device_initialize(int fd, uint32_t *major, uint32_t *minor, void **dev);
+int amdgpu_device_deinitialize(void *dev);
+const char *amdgpu_get_marketing_name(void *dev);
+int amdgpu_query_gpu_info(void *dev, struct amdgpu_gpu_info *info);
+
+int main(int argc, char **argv) {
+    if (sizeof(struct amdgpu_gpu_info) != 416) return 3;
+    for (int i = 1; i < argc; i++) {
+        int minor = atoi(argv[i]);
+        int fd = drmOpenRender(minor);
+        if (fd < 0) { printf("render %d: %d\n", minor, fd); continue; }
+        uint32_t major_v = 0, minor_v = 0;
+        void *dev = NULL, *again = NULL;
+        if (amdgpu_device_initialize(fd, &major_v, &minor_v, &dev) != 0) return 4;
+        int fd2 = drmOpenRender(minor);
+        if (amdgpu_device_initialize(fd2, &major_v, &minor_v, &again) != 0) return 5;
+        struct amdgpu_gpu_info info = {0};
+        if (amdgpu_query_gpu_info(dev, &info) != 0) return 6;
+        printf("render %d: amdgpu %u.%u, %s, asic 0x%x, family %u, %u CUs, %u SEs x %u SAs, "
+               "%llu kHz, one handle %d\n",
+               minor, major_v, minor_v, amdgpu_get_marketing_name(dev), info.asic_id,
+               info.family_id, info.cu_active_number, info.num_shader_engines,
+               info.num_shader_arrays_per_engine, (unsigned long long)info.max_engine_clk,
+               dev == again);
+        if (amdgpu_device_deinitialize(again) || amdgpu_device_deinitialize(dev)) return 7;
+        if (drmClose(fd2) || drmClose(fd)) return 8;
+    }
+    return 0;
+}
+"#;
+
+/// `DRM_CLIENT` linked as rocprofiler-sdk is (`DT_NEEDED` `libdrm.so.2` and
+/// `libdrm_amdgpu.so.1`), against link-only libraries of those names that are never loaded.
+fn drm_client() -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("drm-client");
+    std::fs::create_dir_all(&dir).unwrap();
+    let link_only = [
+        ("libdrm.so.2", "libdrm.so", "int drmOpenRender(int m) { (void)m; return -1; }\nint drmClose(int f) { (void)f; return -1; }\n"),
+        (
+            "libdrm_amdgpu.so.1",
+            "libdrm_amdgpu.so",
+            "#include <stdint.h>\n\
+             int amdgpu_device_initialize(int f, uint32_t *a, uint32_t *b, void **d) { (void)f; (void)a; (void)b; (void)d; return -1; }\n\
+             int amdgpu_device_deinitialize(void *d) { (void)d; return -1; }\n\
+             const char *amdgpu_get_marketing_name(void *d) { (void)d; return 0; }\n\
+             int amdgpu_query_gpu_info(void *d, void *i) { (void)d; (void)i; return -1; }\n",
+        ),
+    ];
+    for (soname, file, source) in link_only {
+        let c = dir.join(format!("{file}.c"));
+        std::fs::write(&c, source).unwrap();
+        let status = Command::new("cc")
+            .args(["-shared", "-fPIC", "-o"])
+            .arg(dir.join(file))
+            .arg(&c)
+            .arg(format!("-Wl,-soname,{soname}"))
+            .status()
+            .expect("cc runs");
+        assert!(status.success(), "building the link-only {soname} failed");
+    }
+    let source = dir.join("client.c");
+    std::fs::write(&source, DRM_CLIENT).unwrap();
+    let out = dir.join("drm-client");
+    let status = Command::new("cc")
+        .args(["-Wall", "-Werror", "-o"])
+        .arg(&out)
+        .arg(&source)
+        .arg("-L")
+        .arg(&dir)
+        .args(["-ldrm", "-ldrm_amdgpu"])
+        .status()
+        .expect("cc runs");
+    assert!(status.success(), "building the libdrm client failed");
+    out
+}
+
+#[test]
+fn libdrm_answers_for_each_simulated_gpu() {
+    let client = drm_client();
+    let needed = Command::new("readelf")
+        .arg("-dW")
+        .arg(&client)
+        .output()
+        .unwrap();
+    let needed = String::from_utf8_lossy(&needed.stdout);
+    assert!(needed.contains("Shared library: [libdrm.so.2]"), "{needed}");
+    assert!(
+        needed.contains("Shared library: [libdrm_amdgpu.so.1]"),
+        "{needed}"
+    );
+    for (config, minors, expected) in [
+        (
+            "gfx942",
+            &["128", "129"][..],
+            "render 128: amdgpu 3.57, AMD Instinct MI300X, asic 0x74a1, family 141, 304 CUs, \
+             32 SEs x 1 SAs, 2100000 kHz, one handle 1\nrender 129: -19\n",
+        ),
+        (
+            "gfx90a",
+            &["128"][..],
+            "render 128: amdgpu 3.57, AMD Instinct MI210, asic 0x740f, family 141, 104 CUs, \
+             8 SEs x 1 SAs, 1700000 kHz, one handle 1\n",
+        ),
+        (
+            "gfx950",
+            &["128"][..],
+            "render 128: amdgpu 3.57, AMD Instinct MI355X, asic 0x75a3, family 141, 256 CUs, \
+             32 SEs x 1 SAs, 2400000 kHz, one handle 1\n",
+        ),
+        (
+            "gfx942x2",
+            &["136", "128"][..],
+            "render 136: amdgpu 3.57, AMD Instinct MI300X, asic 0x74a1, family 141, 304 CUs, \
+             32 SEs x 1 SAs, 2100000 kHz, one handle 1\nrender 128: amdgpu 3.57, AMD Instinct \
+             MI300X, asic 0x74a1, family 141, 304 CUs, 32 SEs x 1 SAs, 2100000 kHz, one handle 1\n",
+        ),
+        (
+            "gfx1100",
+            &["128"][..],
+            "render 128: amdgpu 3.57, AMD Radeon RX 7900 XTX, asic 0x744c, family 145, 96 CUs, \
+             6 SEs x 2 SAs, 2526000 kHz, one handle 1\n",
+        ),
+    ] {
+        let out = Command::new(&client)
+            .args(minors)
+            .envs(sim_env(config))
+            .output()
+            .expect("the libdrm client starts");
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{config}");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected, "{config}");
+        assert_eq!(out.status.code(), Some(0), "{config}");
+    }
+}

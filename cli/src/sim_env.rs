@@ -4,7 +4,8 @@
 //! `gfx942x2`, or a path to a JSON file of the simulator's schema) it prepares, under
 //! `<directory of this executable>/rtl-sim/<config>/` (or the temp directory if that is not
 //! writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
-//! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable,
+//! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable
+//! (and `libdrm.so.2` and `libdrm_amdgpu.so.1` to its libdrm stand-in),
 //! a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration, and an
 //! `amdgpu.ids` table (libdrm's format) with the marketing names of its GPUs.
 
@@ -16,10 +17,12 @@ use sim_config::{DeviceConfig, BUILT_IN};
 use std::path::{Path, PathBuf};
 
 /// Library files cargo builds for the simulator, and the names programs look for.
-const LINKS: [(&str, &str); 3] = [
+const LINKS: [(&str, &str); 5] = [
     ("libhsa_runtime64.so", "libhsa-runtime64.so.1"),
     ("libhsa_runtime64.so", "libhsa-runtime64.so"),
     ("libhsa_amd_aqlprofile64.so", "libhsa-amd-aqlprofile64.so"),
+    ("librtl_sim_drm.so", "libdrm.so.2"),
+    ("librtl_sim_drm.so", "libdrm_amdgpu.so.1"),
 ];
 
 /// The `NAME=value` pairs that make any program run on the simulated GPU described by `spec`
