@@ -429,3 +429,193 @@ fn libdrm_answers_for_each_simulated_gpu() {
         assert_eq!(out.status.code(), Some(0), "{config}");
     }
 }
+
+// ---- --exec: the simulated topology at /sys/class/kfd ----
+
+fn rtl_pmc() -> Command {
+    Command::new(artifact("rtl-pmc"))
+}
+
+/// Whether this host gives a process a private mount namespace (as root, or in a user
+/// namespace); `None` with the reason when it does not.
+fn namespaces_refused() -> Option<String> {
+    for args in [&["-m", "true"][..], &["-U", "-m", "true"][..]] {
+        match Command::new("unshare").args(args).output() {
+            Ok(out) if out.status.success() => return None,
+            Ok(out) => {
+                let why = String::from_utf8_lossy(&out.stderr).trim().to_string();
+                if args.len() == 3 {
+                    return Some(format!("unshare {}: {why}", args.join(" ")));
+                }
+            }
+            Err(e) => return Some(format!("unshare cannot run: {e}")),
+        }
+    }
+    None
+}
+
+/// What a shell run by `--exec` on `config` prints of the topology, sysfs and its environment.
+const SHOW: &str = "cd /sys/class/kfd/kfd/topology/nodes && for n in *; do \
+                    echo \"node $n: $(cat $n/name) gpu_id $(cat $n/gpu_id) $(grep -c . $n/properties) properties\"; \
+                    done; echo \"lo mtu $(cat /sys/class/net/lo/mtu)\"; echo \"devices $RTL_SIM_DEVICES\"; exit 3";
+
+fn expected_show(kfd: &Path) -> String {
+    let mut text = String::new();
+    let mut nodes: Vec<String> = std::fs::read_dir(kfd.join("nodes"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    nodes.sort();
+    for n in nodes {
+        let read = |f: &str| std::fs::read_to_string(kfd.join("nodes").join(&n).join(f)).unwrap();
+        text += &format!(
+            "node {n}: {} gpu_id {} {} properties\n",
+            read("name").trim(),
+            read("gpu_id").trim(),
+            read("properties").lines().count()
+        );
+    }
+    let mtu = std::fs::read_to_string("/sys/class/net/lo/mtu").unwrap();
+    text + &format!("lo mtu {}devices gfx942x2\n", mtu)
+}
+
+#[test]
+fn exec_shows_the_simulated_topology_at_sys_class_kfd() {
+    if let Some(why) = namespaces_refused() {
+        eprintln!("skipped: this host refuses private mount namespaces ({why})");
+        return;
+    }
+    let env = sim_env("gfx942x2");
+    let kfd = PathBuf::from(
+        &env.iter()
+            .find(|(k, _)| k == "RTL_PMC_KFD_TOPOLOGY")
+            .unwrap()
+            .1,
+    );
+    let expected = expected_show(&kfd);
+    assert!(
+        expected.starts_with(
+            "node 0:  gpu_id 0 22 properties\nnode 1: gfx942 gpu_id 4096 30 properties\n\
+         node 2: gfx942 gpu_id 4097 30 properties\n"
+        ),
+        "{expected}"
+    );
+    let sys_class = || -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir("/sys/class")
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        names.sort();
+        names
+    };
+    let before = sys_class();
+    let out = rtl_pmc()
+        .args(["--sim", "gfx942x2", "--exec", "--", "sh", "-c", SHOW])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+    // The command's exit status is rtl-pmc's.
+    assert_eq!(out.status.code(), Some(3));
+    // The host's /sys/class is untouched.
+    assert_eq!(sys_class(), before);
+    // An unprivileged user gets the same, inside a user namespace.
+    let root = Command::new("id").arg("-u").output().unwrap();
+    if String::from_utf8_lossy(&root.stdout).trim() == "0" && Path::new("/usr/bin/setpriv").exists()
+    {
+        let out = Command::new("setpriv")
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(artifact("rtl-pmc"))
+            .args(["--sim", "gfx942x2", "--exec", "--", "sh", "-c", SHOW])
+            .env("USER", "rtl-sim-nobody")
+            .current_dir("/")
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+        assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+        assert_eq!(out.status.code(), Some(3));
+    }
+}
+
+#[test]
+fn exec_runs_applications_on_the_simulator() {
+    if let Some(why) = namespaces_refused() {
+        eprintln!("skipped: this host refuses private mount namespaces ({why})");
+        return;
+    }
+    let out = rtl_pmc()
+        .args(["--sim", "gfx942", "--exec", "--"])
+        .arg(artifact("rtl-demo-app"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "rtl-demo-app: 4 dispatches verified (vadd,saxpy,fill,increment) on 1 GPU(s) [gfx942], \
+         1 thread(s) x 1 queue(s) x 1 iteration(s)\n"
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let out = rtl_pmc()
+        .args(["--sim", "gfx942", "--exec", "--", "rtl-no-such-program"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtl-pmc: --exec: cannot run rtl-no-such-program: No such file or directory (os error 2)\n"
+    );
+    assert_eq!(out.status.code(), Some(127));
+}
+
+#[test]
+fn exec_says_once_where_the_host_refuses_a_mount_namespace() {
+    if let Some(why) = namespaces_refused() {
+        eprintln!(
+            "skipped: this host refuses the user namespace the test refuses mounts in ({why})"
+        );
+        return;
+    }
+    // A user namespace allowed no mount namespace of its own.
+    let out = Command::new("unshare")
+        .args(["-U", "-r", "sh", "-c"])
+        .arg("echo 0 > /proc/sys/user/max_mnt_namespaces && exec \"$0\" --sim gfx942 --exec -- echo ran")
+        .arg(artifact("rtl-pmc"))
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "");
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtl-pmc: --exec: cannot show the simulated topology at /sys/class/kfd/kfd/topology in a \
+         private mount namespace (unshare(CLONE_NEWNS): ENOSPC: No space left on device); `eval \
+         \"$(rtl-pmc --sim gfx942 --print-env)\"` gives the rest of the simulator's environment, \
+         in which programs reading /sys/class/kfd/kfd/topology see no simulated GPU\n"
+    );
+    assert_eq!(out.status.code(), Some(1));
+}
+
+#[test]
+fn exec_needs_a_command_and_collects_nothing() {
+    let out = rtl_pmc()
+        .args(["--sim", "gfx942", "--exec"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "rtl-pmc: --exec: no command given: put it after --, e.g. rtl-pmc --sim gfx942 --exec -- ./app\n"
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let out = rtl_pmc()
+        .args([
+            "--sim", "gfx942", "--exec", "--pmc", "SQ_WAVES", "--", "true",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("the argument '--exec' cannot be used with '--pmc <COUNTER>...'"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = rtl_pmc().args(["--exec", "--", "true"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}

@@ -143,6 +143,13 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         write_stdout(&text);
         return Ok(0);
     }
+    if args.exec {
+        return Err(sim_env::exec(
+            args.sim.as_deref().unwrap_or_default(),
+            &sim,
+            &args.app,
+        ));
+    }
     if args.list_avail {
         list_avail(args, &sim)?;
         if args.app.is_empty() {

@@ -13,6 +13,7 @@
 #[path = "../../sim/runtime/src/config.rs"]
 mod sim_config;
 
+use crate::error::CliError;
 use sim_config::{DeviceConfig, BUILT_IN};
 use std::path::{Path, PathBuf};
 
@@ -181,6 +182,131 @@ fn amdgpu_ids(config: &DeviceConfig) -> String {
         }
     }
     text
+}
+
+/// Where the kernel driver publishes the topology, read at this fixed path by ROCm libraries.
+const SYSTEM_TOPOLOGY: &str = "/sys/class/kfd/kfd/topology";
+
+/// Runs `command` on the simulated GPU: with `exports` (of [`exports`]) in its environment, in a
+/// private mount namespace (inside a user namespace when not root) where
+/// `/sys/class/kfd/kfd/topology` is the simulated topology. Where `/sys/class/kfd` does not
+/// exist, a tmpfs over `/sys/class` holds it beside every other `/sys/class` entry, bound back
+/// from sysfs. Returns only when that fails or the command cannot start.
+pub fn exec(spec: &str, exports: &[(String, String)], command: &[String]) -> CliError {
+    let Some((program, args)) = command.split_first() else {
+        return CliError::input(
+            "--exec: no command given: put it after --, e.g. rtl-pmc --sim gfx942 --exec -- ./app",
+        );
+    };
+    let topology = exports
+        .iter()
+        .find(|(name, _)| name == "RTL_PMC_KFD_TOPOLOGY")
+        .map(|(_, dir)| PathBuf::from(dir))
+        .unwrap_or_default();
+    if let Err(why) = private_namespace().and_then(|()| show_topology(&topology)) {
+        return CliError {
+            message: format!(
+                "--exec: cannot show the simulated topology at {SYSTEM_TOPOLOGY} in a private \
+                 mount namespace ({why}); `eval \"$(rtl-pmc --sim {spec} --print-env)\"` gives \
+                 the rest of the simulator's environment, in which programs reading \
+                 {SYSTEM_TOPOLOGY} see no simulated GPU"
+            ),
+            exit_code: 1,
+        };
+    }
+    let error = std::os::unix::process::CommandExt::exec(
+        std::process::Command::new(program)
+            .args(args)
+            .envs(exports.iter().map(|(k, v)| (k, v))),
+    );
+    CliError {
+        message: format!("--exec: cannot run {program}: {error}"),
+        exit_code: if error.kind() == std::io::ErrorKind::NotFound {
+            127
+        } else {
+            126
+        },
+    }
+}
+
+/// Moves this process into a mount namespace of its own whose mounts do not propagate back;
+/// when not root, inside a user namespace where it is root.
+fn private_namespace() -> Result<(), String> {
+    use nix::sched::{unshare, CloneFlags};
+    let uid = nix::unistd::geteuid();
+    let gid = nix::unistd::getegid();
+    if uid.is_root() {
+        unshare(CloneFlags::CLONE_NEWNS).map_err(|e| format!("unshare(CLONE_NEWNS): {e}"))?;
+    } else {
+        unshare(CloneFlags::CLONE_NEWUSER | CloneFlags::CLONE_NEWNS)
+            .map_err(|e| format!("unshare(CLONE_NEWUSER | CLONE_NEWNS): {e}"))?;
+        for (file, text) in [
+            ("/proc/self/setgroups", "deny".to_string()),
+            ("/proc/self/uid_map", format!("0 {uid} 1")),
+            ("/proc/self/gid_map", format!("0 {gid} 1")),
+        ] {
+            std::fs::write(file, text).map_err(|e| format!("{file}: {e}"))?;
+        }
+    }
+    mount_at(
+        None,
+        Path::new("/"),
+        None,
+        MsFlags::MS_REC | MsFlags::MS_PRIVATE,
+        None,
+    )
+}
+
+use nix::mount::MsFlags;
+
+/// `mount(2)`, its failure naming the target.
+fn mount_at(
+    source: Option<&Path>,
+    target: &Path,
+    fstype: Option<&str>,
+    flags: MsFlags,
+    data: Option<&str>,
+) -> Result<(), String> {
+    nix::mount::mount(source, target, fstype, flags, data)
+        .map_err(|e| format!("mount on {}: {e}", target.display()))
+}
+
+/// Binds `topology` over the system's topology path, making that path first where the host has
+/// no `/sys/class/kfd`.
+fn show_topology(topology: &Path) -> Result<(), String> {
+    let target = Path::new(SYSTEM_TOPOLOGY);
+    if !target.is_dir() {
+        let class = Path::new("/sys/class");
+        // The real entries, reachable for a moment under the temporary directory.
+        let aside = std::env::temp_dir();
+        let bind = MsFlags::MS_BIND | MsFlags::MS_REC;
+        mount_at(Some(class), &aside, None, bind, None)?;
+        let covered = mount_at(
+            Some(Path::new("rtl-sim-sysclass")),
+            class,
+            Some("tmpfs"),
+            MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC,
+            Some("mode=755"),
+        )
+        .and_then(|()| {
+            let entries =
+                std::fs::read_dir(&aside).map_err(|e| format!("{}: {e}", aside.display()))?;
+            for entry in entries.flatten() {
+                let from = entry.path();
+                if !from.is_dir() {
+                    continue;
+                }
+                let to = class.join(entry.file_name());
+                std::fs::create_dir(&to).map_err(|e| format!("{}: {e}", to.display()))?;
+                mount_at(Some(&from), &to, None, bind, None)?;
+            }
+            std::fs::create_dir_all(target).map_err(|e| format!("{}: {e}", target.display()))
+        });
+        nix::mount::umount2(&aside, nix::mount::MntFlags::MNT_DETACH)
+            .map_err(|e| format!("umount {}: {e}", aside.display()))?;
+        covered?;
+    }
+    mount_at(Some(topology), target, None, MsFlags::MS_BIND, None)
 }
 
 #[cfg(test)]
