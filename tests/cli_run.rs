@@ -196,8 +196,8 @@ fn one_pmc_group_is_one_pass_with_ground_truth_values() {
     assert_eq!(lines[0].split(',').count(), 53, "{agents}");
     assert!(lines[1].starts_with("0,0,\"CPU\",64,"), "{agents}");
     // The values rocprofv3 gives on the same simulated topology: the CPU node's KFD `num_xcc`
-    // (0), the GPU's 32 shader engines, rocprofiler-sdk's grid limits, KFD's gpu_id and the
-    // node's name as its model.
+    // (0), the GPU's 32 shader engines, rocprofiler-sdk's grid limits, KFD's gpu_id, the amdgpu
+    // family libdrm reports (AI, 141) and the node's name as its model.
     let agent_field = |row: &str, name: &str| -> String {
         let header: Vec<&str> = lines[0].split(',').collect();
         let at = header
@@ -217,6 +217,7 @@ fn one_pmc_group_is_one_pass_with_ground_truth_values() {
         ("Grid_Max_Dim_Y", "65535"),
         ("Grid_Max_Dim_Z", "65535"),
         ("Gpu_Id", "4096"),
+        ("Family_Id", "141"),
     ] {
         assert_eq!(agent_field(lines[2], name), value, "{name} in {agents}");
     }

@@ -262,6 +262,12 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
                     if let Some(id) = gpus::gpu_id(&dir, gpu.node) {
                         properties.push(("gpu_id".into(), id));
                     }
+                    // rocprofiler-sdk asks libdrm, whose answer is the driver's family of the
+                    // gfx target.
+                    if let Some(version) = t.property("gfx_target_version") {
+                        let family = crate::sim_env::amdgpu_family(version as u32);
+                        properties.push(("family_id".into(), u64::from(family)));
+                    }
                     properties
                 })
                 .unwrap_or_default(),

@@ -14,6 +14,7 @@
 mod sim_config;
 
 use crate::error::CliError;
+pub use sim_config::amdgpu_family;
 use sim_config::{DeviceConfig, BUILT_IN};
 use std::path::{Path, PathBuf};
 
@@ -322,6 +323,25 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn amdgpu_families_follow_the_kernel_drivers() {
+        for (version, family) in [
+            (90402, 141),
+            (90010, 141),
+            (90500, 141),
+            (90012, 142),
+            (100300, 143),
+            (100103, 0),
+            (110000, 145),
+            (110003, 148),
+            (110501, 150),
+            (120001, 152),
+            (0, 0),
+        ] {
+            assert_eq!(amdgpu_family(version), family, "{version}");
+        }
     }
 
     #[test]

@@ -55,6 +55,30 @@ pub struct GpuConfig {
     pub unique_id: u64,
 }
 
+/// The amdgpu kernel driver's family (`AMDGPU_FAMILY_*` of its `amdgpu_drm.h`, what libdrm's
+/// `amdgpu_query_gpu_info` reports and rocprofiler-sdk writes as `Family_Id`) of the gfx target
+/// with KFD `gfx_target_version` (major × 10000 + minor × 100 + stepping): `AI` 141 for the
+/// gfx9 dGPUs (gfx900 to gfx90a, gfx940 to gfx942, gfx950), `RV` 142 for the gfx9 APUs, `NV`
+/// 143, `VGH` 144, `YC` 146, `GC_10_3_6` 149 and `GC_10_3_7` 151 for gfx10.x, `GC_11_0_0` 145,
+/// `GC_11_0_1` 148 and `GC_11_5_0` 150 for gfx11.x, `GC_12_0_0` 152 for gfx12; 0 (`UNKNOWN`)
+/// for any other target.
+pub fn amdgpu_family(gfx_target_version: u32) -> u32 {
+    match gfx_target_version {
+        90000 | 90004 | 90006 | 90008 | 90010 | 90400 | 90401 | 90402 | 90500 => 141,
+        90002 | 90009 | 90012 => 142,
+        100100 | 100101 | 100102 | 100300 | 100301 | 100302 | 100304 => 143,
+        100303 => 144,
+        100305 => 146,
+        100306 => 149,
+        100307 => 151,
+        110000..=110002 => 145,
+        110003 => 148,
+        110500..=110502 => 150,
+        120000 | 120001 => 152,
+        _ => 0,
+    }
+}
+
 /// KFD's `gpu_id` of the GPU at `index` of a configuration (ROCr's
 /// `HSA_AMD_AGENT_INFO_DRIVER_UID`); a CPU node's is 0.
 pub fn kfd_gpu_id(index: usize) -> u32 {
@@ -77,18 +101,9 @@ impl GpuConfig {
         self.max_waves_per_simd * self.simd_per_cu
     }
 
-    /// The amdgpu driver's family id of the GPU (libdrm's `amdgpu_gpu_info.family_id`, the
-    /// `AMDGPU_FAMILY_*` of the kernel's `amdgpu_drm.h`) for the dGPU of each gfx generation the
-    /// simulator knows: gfx9 (MI200/MI300/MI350) `AI`, gfx10 `NV`, gfx11 `GC_11_0_0`, gfx12
-    /// `GC_12_0_0`; 0 (`UNKNOWN`) otherwise.
+    /// The amdgpu driver's family of the GPU ([`amdgpu_family`] of its gfx target).
     pub fn family_id(&self) -> u32 {
-        match self.gfx_target_version / 10000 {
-            9 => 141,
-            10 => 143,
-            11 => 145,
-            12 => 152,
-            _ => 0,
-        }
+        amdgpu_family(self.gfx_target_version)
     }
 
     /// `HSA_AMD_AGENT_INFO_UUID` string.
