@@ -11,8 +11,8 @@
 //!   interface version 3.57; `-ENODEV` for a descriptor this library did not open.
 //! - `amdgpu_get_marketing_name(dev)` is the configuration's product name.
 //! - `amdgpu_query_gpu_info(dev, &info)` fills libdrm's `struct amdgpu_gpu_info` with what the
-//!   configuration knows: the PCI device id as `asic_id`, the amdgpu family of the gfx generation
-//!   (`family_id`), the engine clock in kHz, shader engines, arrays per engine and active CUs;
+//!   configuration knows: the PCI device id as `asic_id`, the amdgpu driver's family of the gfx
+//!   target (`family_id`), the engine clock in kHz, shader engines, arrays per engine and active CUs;
 //!   every other field is 0.
 //!
 //! Nothing else of libdrm is provided: a program that needs more than these six functions from
