@@ -495,8 +495,8 @@ fn exec_shows_the_simulated_topology_at_sys_class_kfd() {
     let expected = expected_show(&kfd);
     assert!(
         expected.starts_with(
-            "node 0:  gpu_id 0 22 properties\nnode 1: gfx942 gpu_id 4096 30 properties\n\
-         node 2: gfx942 gpu_id 4097 30 properties\n"
+            "node 0:  gpu_id 0 32 properties\nnode 1: gfx942 gpu_id 4096 39 properties\n\
+         node 2: gfx942 gpu_id 4097 39 properties\n"
         ),
         "{expected}"
     );

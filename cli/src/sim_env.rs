@@ -379,6 +379,78 @@ mod tests {
         assert!(read("nodes/0/properties")
             .lines()
             .any(|l| l == "simd_count 0"));
+        // Every property rocprofiler-sdk reads of a node, as KFD writes them, and the memory
+        // banks and links the counts announce.
+        let names = |node: &str| -> Vec<String> {
+            read(&format!("nodes/{node}/properties"))
+                .lines()
+                .filter_map(|l| l.split_whitespace().next().map(String::from))
+                .collect()
+        };
+        let common = [
+            "cpu_cores_count",
+            "simd_count",
+            "mem_banks_count",
+            "caches_count",
+            "io_links_count",
+            "cpu_core_id_base",
+            "simd_id_base",
+            "max_waves_per_simd",
+            "lds_size_in_kb",
+            "gds_size_in_kb",
+            "num_gws",
+            "wave_front_size",
+            "array_count",
+            "simd_arrays_per_engine",
+            "cu_per_simd_array",
+            "simd_per_cu",
+            "max_slots_scratch_cu",
+            "gfx_target_version",
+            "vendor_id",
+            "device_id",
+            "location_id",
+            "domain",
+            "drm_render_minor",
+            "hive_id",
+            "num_sdma_engines",
+            "num_sdma_xgmi_engines",
+            "num_sdma_queues_per_engine",
+            "num_cp_queues",
+            "max_engine_clk_ccompute",
+        ];
+        let gpu_only = [
+            "unique_id",
+            "max_engine_clk_fcompute",
+            "local_mem_size",
+            "fw_version",
+            "capability",
+            "sdma_fw_version",
+        ];
+        for name in common {
+            assert!(names("0").iter().any(|n| n == name), "CPU lacks {name}");
+        }
+        for name in common.iter().chain(&gpu_only) {
+            assert!(names("2").iter().any(|n| n == name), "GPU lacks {name}");
+        }
+        assert!(props.lines().any(|l| l == "max_engine_clk_ccompute 3000"));
+        assert!(read("nodes/0/properties")
+            .lines()
+            .any(|l| l == "io_links_count 2"));
+        assert_eq!(
+            read("nodes/0/io_links/1/properties"),
+            "type 2\nversion_major 0\nversion_minor 0\nnode_from 0\nnode_to 2\nweight 0\n\
+             min_latency 0\nmax_latency 0\nmin_bandwidth 0\nmax_bandwidth 0\n\
+             recommended_transfer_size 0\nflags 0\n"
+        );
+        assert!(read("nodes/2/io_links/0/properties").contains("node_from 2\nnode_to 0\n"));
+        assert_eq!(
+            read("nodes/2/mem_banks/0/properties"),
+            "heap_type 1\nsize_in_bytes 206158430208\nflags 0\nwidth 0\nmem_clk_max 0\n"
+        );
+        assert_eq!(
+            read("nodes/0/mem_banks/0/properties"),
+            "heap_type 0\nsize_in_bytes 0\nflags 0\nwidth 0\nmem_clk_max 0\n"
+        );
         assert_eq!(
             amdgpu_ids(&config),
             "# Marketing names of the simulated GPUs\n1.0.0\n74A1,\t00,\tAMD Instinct MI300X\n"

@@ -79,6 +79,53 @@ pub fn amdgpu_family(gfx_target_version: u32) -> u32 {
     }
 }
 
+/// The CPU's clock in MHz (`HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY` of the CPU agent, KFD's
+/// `max_engine_clk_ccompute` on every node).
+pub const CPU_CLOCK_MHZ: u32 = 3000;
+
+/// A KFD `mem_banks/N` or `io_links/N` directory: its `properties`, with the fields KFD writes
+/// and the simulator does not model as 0.
+fn write_subnode(dir: &Path, known: &[(&str, u64)]) -> std::io::Result<()> {
+    const MEM_BANK: [&str; 5] = [
+        "heap_type",
+        "size_in_bytes",
+        "flags",
+        "width",
+        "mem_clk_max",
+    ];
+    const IO_LINK: [&str; 12] = [
+        "type",
+        "version_major",
+        "version_minor",
+        "node_from",
+        "node_to",
+        "weight",
+        "min_latency",
+        "max_latency",
+        "min_bandwidth",
+        "max_bandwidth",
+        "recommended_transfer_size",
+        "flags",
+    ];
+    let names: &[&str] = if known.iter().any(|(n, _)| *n == "heap_type") {
+        &MEM_BANK
+    } else {
+        &IO_LINK
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut text = String::new();
+    for name in names {
+        let value = known.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+        let _ = writeln!(text, "{name} {value}");
+    }
+    std::fs::write(dir.join("properties"), text)
+}
+
+/// A PCIe link (KFD link type 2) from node `from` to node `to`.
+fn io_link(from: u64, to: u64) -> [(&'static str, u64); 3] {
+    [("type", 2), ("node_from", from), ("node_to", to)]
+}
+
 /// KFD's `gpu_id` of the GPU at `index` of a configuration (ROCr's
 /// `HSA_AMD_AGENT_INFO_DRIVER_UID`); a CPU node's is 0.
 pub fn kfd_gpu_id(index: usize) -> u32 {
@@ -114,7 +161,7 @@ impl GpuConfig {
     /// The KFD `properties` file of this node.
     pub fn kfd_properties(&self) -> String {
         let cu = self.cu_count();
-        let props: [(&str, u64); 28] = [
+        let props: [(&str, u64); 37] = [
             ("cpu_cores_count", 0),
             ("simd_count", self.simd_count.into()),
             ("mem_banks_count", 1),
@@ -140,12 +187,21 @@ impl GpuConfig {
             ("drm_render_minor", self.drm_render_minor.into()),
             ("hive_id", 0),
             ("num_sdma_engines", 2),
+            ("num_sdma_xgmi_engines", 0),
+            ("num_sdma_queues_per_engine", 0),
+            ("num_cp_queues", 0),
             (
                 "max_engine_clk_fcompute",
                 self.max_engine_clk_fcompute.into(),
             ),
+            ("fw_version", 1),
+            ("capability", 0),
+            ("debug_prop", 0),
+            ("sdma_fw_version", 1),
             ("num_xcc", self.num_xcc.into()),
             ("unique_id", self.unique_id),
+            ("max_engine_clk_ccompute", CPU_CLOCK_MHZ.into()),
+            ("p2p_links_count", 0),
         ];
         let mut out = String::new();
         for (name, value) in props {
@@ -267,11 +323,28 @@ impl DeviceConfig {
         std::fs::create_dir_all(&cpu)?;
         std::fs::write(cpu.join("name"), "\n")?;
         std::fs::write(cpu.join("gpu_id"), "0\n")?;
-        let cpu_props = "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count 1\n\
-                         cpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\nlds_size_in_kb 0\n\
-                         wave_front_size 0\narray_count 0\nsimd_arrays_per_engine 0\ncu_per_simd_array 0\n\
-                         simd_per_cu 0\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\n\
-                         domain 0\ndrm_render_minor 0\nmax_engine_clk_fcompute 0\nnum_xcc 0\n";
+        let cpu_props = format!(
+            "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count {}\n\
+             p2p_links_count 0\ncpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\n\
+             lds_size_in_kb 0\ngds_size_in_kb 0\nnum_gws 0\nwave_front_size 0\narray_count 0\n\
+             simd_arrays_per_engine 0\ncu_per_simd_array 0\nsimd_per_cu 0\nmax_slots_scratch_cu 0\n\
+             gfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\ndomain 0\n\
+             drm_render_minor 0\nhive_id 0\nnum_sdma_engines 0\nnum_sdma_xgmi_engines 0\n\
+             num_sdma_queues_per_engine 0\nnum_cp_queues 0\nmax_engine_clk_fcompute 0\n\
+             num_xcc 0\nmax_engine_clk_ccompute {CPU_CLOCK_MHZ}\n",
+            self.gpus.len()
+        );
+        // Host memory, and a PCIe link to each GPU.
+        write_subnode(
+            &cpu.join("mem_banks/0"),
+            &[("heap_type", 0), ("size_in_bytes", 0)],
+        )?;
+        for (index, gpu) in self.gpus.iter().enumerate() {
+            write_subnode(
+                &cpu.join(format!("io_links/{index}")),
+                &io_link(0, gpu.node_id.into()),
+            )?;
+        }
         std::fs::write(cpu.join("properties"), cpu_props)?;
         for (index, gpu) in self.gpus.iter().enumerate() {
             let node = nodes.join(gpu.node_id.to_string());
@@ -279,6 +352,12 @@ impl DeviceConfig {
             std::fs::write(node.join("name"), format!("{}\n", gpu.name))?;
             std::fs::write(node.join("gpu_id"), format!("{}\n", kfd_gpu_id(index)))?;
             std::fs::write(node.join("properties"), gpu.kfd_properties())?;
+            // Its device memory (public frame buffer), and its PCIe link to the CPU.
+            write_subnode(
+                &node.join("mem_banks/0"),
+                &[("heap_type", 1), ("size_in_bytes", gpu.local_mem_gib << 30)],
+            )?;
+            write_subnode(&node.join("io_links/0"), &io_link(gpu.node_id.into(), 0))?;
         }
         std::fs::write(
             dir.join("system_properties"),
