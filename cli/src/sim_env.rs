@@ -387,50 +387,23 @@ mod tests {
                 .filter_map(|l| l.split_whitespace().next().map(String::from))
                 .collect()
         };
-        let common = [
-            "cpu_cores_count",
-            "simd_count",
-            "mem_banks_count",
-            "caches_count",
-            "io_links_count",
-            "cpu_core_id_base",
-            "simd_id_base",
-            "max_waves_per_simd",
-            "lds_size_in_kb",
-            "gds_size_in_kb",
-            "num_gws",
-            "wave_front_size",
-            "array_count",
-            "simd_arrays_per_engine",
-            "cu_per_simd_array",
-            "simd_per_cu",
-            "max_slots_scratch_cu",
-            "gfx_target_version",
-            "vendor_id",
-            "device_id",
-            "location_id",
-            "domain",
-            "drm_render_minor",
-            "hive_id",
-            "num_sdma_engines",
-            "num_sdma_xgmi_engines",
-            "num_sdma_queues_per_engine",
-            "num_cp_queues",
-            "max_engine_clk_ccompute",
-        ];
+        // KFD writes these on GPU nodes only (family_id is no KFD property).
         let gpu_only = [
-            "unique_id",
-            "max_engine_clk_fcompute",
             "local_mem_size",
             "fw_version",
             "capability",
+            "debug_prop",
             "sdma_fw_version",
+            "unique_id",
         ];
-        for name in common {
-            assert!(names("0").iter().any(|n| n == name), "CPU lacks {name}");
-        }
-        for name in common.iter().chain(&gpu_only) {
+        for name in rtl_pmc_counters::PROPERTY_NAMES {
+            if *name == "family_id" {
+                continue;
+            }
             assert!(names("2").iter().any(|n| n == name), "GPU lacks {name}");
+            if !gpu_only.contains(name) {
+                assert!(names("0").iter().any(|n| n == name), "CPU lacks {name}");
+            }
         }
         assert!(props.lines().any(|l| l == "max_engine_clk_ccompute 3000"));
         assert!(read("nodes/0/properties")
