@@ -195,8 +195,34 @@ fn one_pmc_group_is_one_pass_with_ground_truth_values() {
     assert_eq!(lines.len(), 3, "{agents}");
     assert_eq!(lines[0].split(',').count(), 53, "{agents}");
     assert!(lines[1].starts_with("0,0,\"CPU\",64,"), "{agents}");
+    // The values rocprofv3 gives on the same simulated topology: the CPU node's KFD `num_xcc`
+    // (0), the GPU's 32 shader engines, rocprofiler-sdk's grid limits, KFD's gpu_id, the amdgpu
+    // family libdrm reports (AI, 141) and the node's name as its model.
+    let agent_field = |row: &str, name: &str| -> String {
+        let header: Vec<&str> = lines[0].split(',').collect();
+        let at = header
+            .iter()
+            .position(|h| *h == format!("\"{name}\""))
+            .unwrap_or_else(|| panic!("no {name} in {agents}"));
+        row.split(',').nth(at).unwrap().to_string()
+    };
+    assert_eq!(agent_field(lines[1], "Num_Xcc"), "0", "{agents}");
+    assert_eq!(agent_field(lines[1], "Model_Name"), "\"\"", "{agents}");
+    for (name, value) in [
+        ("Num_Xcc", "8"),
+        ("Num_Shader_Banks", "32"),
+        ("Cu_Per_Engine", "9"),
+        ("Grid_Max_Size", "4294967295"),
+        ("Grid_Max_Dim_X", "2147483647"),
+        ("Grid_Max_Dim_Y", "65535"),
+        ("Grid_Max_Dim_Z", "65535"),
+        ("Gpu_Id", "4096"),
+        ("Family_Id", "141"),
+    ] {
+        assert_eq!(agent_field(lines[2], name), value, "{name} in {agents}");
+    }
     assert!(
-        lines[2].ends_with("\"gfx942\",\"AMD\",\"AMD Instinct MI300X\",\"\""),
+        lines[2].ends_with("\"gfx942\",\"AMD\",\"AMD Instinct MI300X\",\"gfx942\""),
         "{agents}"
     );
     assert!(

@@ -27,6 +27,7 @@ Examples:
   rtl-pmc -d 'prof/%hostname%-%rank%' --pmc SQ_WAVES -- ./app
   rtl-pmc merge -d all prof/0 prof/1
   eval \"$(rtl-pmc --sim gfx942 --print-env)\"
+  rtl-pmc --sim gfx942 --exec -- rocprofv3 --pmc SQ_WAVES -- ./app  # any tool on the simulated GPU
 
 rocprofv3's tracing, PC sampling and thread trace options are refused, each saying why.";
 
@@ -186,6 +187,11 @@ pub struct Args {
     /// With --sim: print the environment that runs any program on the simulated GPU.
     #[arg(long, requires = "sim")]
     pub print_env: bool,
+
+    /// With --sim: run the command after -- on the simulated GPU, unprofiled, with that
+    /// environment and the simulated topology at /sys/class/kfd (a private mount namespace).
+    #[arg(long, requires = "sim", conflicts_with_all = ["print_env", "pmc_values", "input", "kernel_trace", "plan"])]
+    pub exec: bool,
 
     /// How dispatches of different passes are matched: `queue` (process, GPU, queue, kernel and
     /// its occurrence on the queue, grid and workgroup sizes), `gpu` (any queue of the GPU) or

@@ -172,6 +172,16 @@ pub fn gpu_id(dir: &Path, node: u32) -> Option<u64> {
         .ok()
 }
 
+/// The KFD `name` of node `node` under `dir`: its lines joined by spaces, as rocprofiler-sdk
+/// reads it (empty when the node has none).
+pub fn node_name(dir: &Path, node: u32) -> String {
+    std::fs::read_to_string(dir.join("nodes").join(node.to_string()).join("name"))
+        .unwrap_or_default()
+        .lines()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The GPU nodes (those with `simd_count > 0`) of the topology under `dir`, by node number. A
 /// missing directory means no GPU.
 pub fn detect(dir: &Path) -> Result<Vec<Gpu>, CliError> {

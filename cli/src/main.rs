@@ -193,6 +193,13 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         write_stdout(&text);
         return Ok(0);
     }
+    if args.exec {
+        return Err(sim_env::exec(
+            args.sim.as_deref().unwrap_or_default(),
+            &sim,
+            &args.app,
+        ));
+    }
     if args.list_avail && finishing.is_none() {
         list_avail(args, &sim)?;
         if args.app.is_empty() {

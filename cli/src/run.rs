@@ -252,6 +252,7 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
             gpu_index: index as u32,
             name: gpu.arch.clone(),
             product_name: product,
+            model_name: gpus::node_name(&dir, gpu.node),
             properties: topology
                 .as_ref()
                 .map(|t| {
@@ -266,6 +267,12 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
                     }
                     if let Some(id) = gpus::gpu_id(&dir, gpu.node) {
                         properties.push(("gpu_id".into(), id));
+                    }
+                    // rocprofiler-sdk asks libdrm, whose answer is the driver's family of the
+                    // gfx target.
+                    if let Some(version) = t.property("gfx_target_version") {
+                        let family = crate::sim_env::amdgpu_family(version as u32);
+                        properties.push(("family_id".into(), u64::from(family)));
                     }
                     properties
                 })
@@ -288,6 +295,7 @@ fn known_agents(sim: &[(String, String)]) -> KnownAgents {
                 gpu_index: 0,
                 name: model.clone(),
                 product_name: model.clone(),
+                model_name: gpus::node_name(&dir, cpu.node),
                 properties,
             }
         })

@@ -77,7 +77,7 @@ pub const AGENT_INFO_COLUMNS: [(&str, &str); 53] = [
     ("Num_Xcc", "num_xcc"),
     ("Cu_Count", "cu_count"),
     ("Array_Count", "array_count"),
-    ("Num_Shader_Banks", "num_shader_banks"),
+    ("Num_Shader_Banks", ""),
     ("Simd_Arrays_Per_Engine", "simd_arrays_per_engine"),
     ("Cu_Per_Simd_Array", "cu_per_simd_array"),
     ("Simd_Per_Cu", "simd_per_cu"),
@@ -119,37 +119,42 @@ pub const AGENT_INFO_COLUMNS: [(&str, &str); 53] = [
 
 /// The largest work-group of an AMD GPU, in work-items, also per dimension.
 const WORKGROUP_MAX: u64 = 1024;
-/// The largest grid of an AMD GPU, in work-items, also per dimension.
+/// The largest grid of an AMD GPU, in work-items, and per dimension (x, y, z): the limits
+/// rocprofiler-sdk reports for every GPU agent.
 const GRID_MAX: u64 = u32::MAX as u64;
+const GRID_MAX_DIM: [u64; 3] = [i32::MAX as u64, u16::MAX as u64, u16::MAX as u64];
 
-/// The value of `column` (with KFD `property`) for `agent`, a CPU when `cpu`.
+/// The value of `column` (with KFD `property`) for `agent`, a CPU when `cpu`, as
+/// rocprofiler-sdk derives it from the KFD topology.
 fn agent_info_value(column: &str, property: &str, agent: &Agent, cpu: bool) -> String {
     let p = |name: &str| agent.property(name);
     let gpu_only = |value: u64| if cpu { 0 } else { value };
+    // Shader engines: arrays over arrays per engine (0 when the node gives none).
+    let engines = p("array_count")
+        .checked_div(p("simd_arrays_per_engine"))
+        .unwrap_or(0);
     match column {
         "Node_Id" | "Logical_Node_Id" => agent.node_id.to_string(),
         "Agent_Type" => if cpu { "CPU" } else { "GPU" }.to_string(),
-        // A CPU counts its cores as compute units, in one "XCC".
+        // A CPU counts its cores as compute units.
         "Cu_Count" if cpu => p("cpu_cores_count").to_string(),
-        "Num_Xcc" if cpu => p("num_xcc").max(1).to_string(),
-        "Cu_Per_Engine" => {
-            let engines = p("array_count")
-                .checked_div(p("simd_arrays_per_engine"))
-                .unwrap_or(0);
-            p("cu_count").checked_div(engines).unwrap_or(0).to_string()
-        }
+        // The node's own `num_xcc` (0 on a CPU node), 1 when KFD does not give one.
+        "Num_Xcc" => agent.find_property("num_xcc").unwrap_or(1).to_string(),
+        "Num_Shader_Banks" => engines.to_string(),
+        "Cu_Per_Engine" => p("cu_count").checked_div(engines).unwrap_or(0).to_string(),
         "Max_Waves_Per_Cu" => (p("simd_per_cu") * p("max_waves_per_simd")).to_string(),
         "Workgroup_Max_Size"
         | "Workgroup_Max_Dim_X"
         | "Workgroup_Max_Dim_Y"
         | "Workgroup_Max_Dim_Z" => gpu_only(WORKGROUP_MAX).to_string(),
-        "Grid_Max_Size" | "Grid_Max_Dim_X" | "Grid_Max_Dim_Y" | "Grid_Max_Dim_Z" => {
-            gpu_only(GRID_MAX).to_string()
-        }
+        "Grid_Max_Size" => gpu_only(GRID_MAX).to_string(),
+        "Grid_Max_Dim_X" => gpu_only(GRID_MAX_DIM[0]).to_string(),
+        "Grid_Max_Dim_Y" => gpu_only(GRID_MAX_DIM[1]).to_string(),
+        "Grid_Max_Dim_Z" => gpu_only(GRID_MAX_DIM[2]).to_string(),
         "Name" => agent.name.clone(),
         "Vendor_Name" => if cpu { "CPU" } else { "AMD" }.to_string(),
         "Product_Name" => agent.product_name.clone(),
-        "Model_Name" => String::new(),
+        "Model_Name" => agent.model_name.clone(),
         _ => p(property).to_string(),
     }
 }

@@ -3,7 +3,7 @@
 //!
 //! Tables (see the README's "Outputs" section for every column):
 //! - `rtl_string(id, string)`: kernel names;
-//! - `rtl_agent(id, node_id, gpu_index, name, product_name, properties)`;
+//! - `rtl_agent(id, node_id, gpu_index, name, product_name, properties, cpu, model_name)`;
 //! - `rtl_counter(id, name, dimensions)`: the counters, in first-seen order;
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
@@ -77,7 +77,7 @@ CREATE TABLE rtl_string(id INTEGER PRIMARY KEY, string TEXT NOT NULL UNIQUE);
 CREATE TABLE rtl_agent(
   id INTEGER PRIMARY KEY, node_id INTEGER NOT NULL UNIQUE, gpu_index INTEGER NOT NULL,
   name TEXT NOT NULL, product_name TEXT NOT NULL, properties TEXT NOT NULL,
-  cpu INTEGER NOT NULL DEFAULT 0);
+  cpu INTEGER NOT NULL DEFAULT 0, model_name TEXT NOT NULL DEFAULT '');
 CREATE TABLE rtl_counter(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, dimensions TEXT NOT NULL,
   unit TEXT NOT NULL DEFAULT '', description TEXT NOT NULL DEFAULT '', block TEXT,
   expression TEXT, derived INTEGER NOT NULL DEFAULT 0);
@@ -1246,16 +1246,17 @@ impl Database {
         )
         .to_string();
         let r = self.conn.execute(
-            "INSERT INTO rtl_agent(node_id, gpu_index, name, product_name, properties, cpu)
-             VALUES (?1,?2,?3,?4,?5,?6) ON CONFLICT(node_id) DO UPDATE SET gpu_index=?2, name=?3,
-             product_name=?4, properties=?5, cpu=?6",
+            "INSERT INTO rtl_agent(node_id, gpu_index, name, product_name, properties, cpu,
+             model_name) VALUES (?1,?2,?3,?4,?5,?6,?7) ON CONFLICT(node_id) DO UPDATE SET
+             gpu_index=?2, name=?3, product_name=?4, properties=?5, cpu=?6, model_name=?7",
             params![
                 agent.node_id,
                 agent.gpu_index,
                 agent.name,
                 agent.product_name,
                 properties,
-                cpu
+                cpu,
+                agent.model_name
             ],
         );
         self.err(r).map(drop)
@@ -1278,7 +1279,7 @@ impl Database {
 
     fn nodes(&self, cpu: bool) -> Result<Vec<Agent>, DatabaseError> {
         let mut stmt = self.err(self.conn.prepare(
-            "SELECT node_id, gpu_index, name, product_name, properties FROM rtl_agent
+            "SELECT node_id, gpu_index, name, product_name, properties, model_name FROM rtl_agent
              WHERE cpu = ?1 ORDER BY node_id",
         ))?;
         let rows = stmt.query_map([cpu], |r| {
@@ -1290,6 +1291,7 @@ impl Database {
                 gpu_index: r.get(1)?,
                 name: r.get(2)?,
                 product_name: r.get(3)?,
+                model_name: r.get(5)?,
                 properties: properties
                     .into_iter()
                     .map(|(k, v)| (k, v.as_u64().unwrap_or(0)))

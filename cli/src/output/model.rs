@@ -13,6 +13,8 @@ pub struct Agent {
     pub name: String,
     /// Marketing name when known, else empty.
     pub product_name: String,
+    /// The KFD node's `name` file (its lines joined by spaces; empty for a CPU node).
+    pub model_name: String,
     /// KFD topology properties (`simd_count`, `cu_count`, ...), by name.
     pub properties: Vec<(String, u64)>,
 }
@@ -20,10 +22,15 @@ pub struct Agent {
 impl Agent {
     /// The KFD property `name`, 0 when absent.
     pub fn property(&self, name: &str) -> u64 {
+        self.find_property(name).unwrap_or(0)
+    }
+
+    /// The KFD property `name`, `None` when absent.
+    pub fn find_property(&self, name: &str) -> Option<u64> {
         self.properties
             .iter()
             .find(|(n, _)| n == name)
-            .map_or(0, |(_, v)| *v)
+            .map(|(_, v)| *v)
     }
 }
 

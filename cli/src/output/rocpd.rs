@@ -615,7 +615,7 @@ INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index, 
                              name, model_name, vendor_name, product_name, user_name)
   SELECT node_id, :nid, :pid0, CASE cpu WHEN 1 THEN 'CPU' ELSE 'GPU' END, node_id, node_id,
          row_number() OVER (PARTITION BY cpu ORDER BY node_id) - 1,
-         json_extract(properties, '$.device_id'), name, name,
+         json_extract(properties, '$.device_id'), name, model_name,
          CASE cpu WHEN 1 THEN 'CPU' ELSE 'AMD' END, product_name, product_name
   FROM rtl_agent ORDER BY node_id;
 INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index)

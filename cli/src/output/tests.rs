@@ -44,6 +44,7 @@ fn gpu() -> Agent {
         gpu_index: 0,
         name: "gfx942".into(),
         product_name: "MI300X".into(),
+        model_name: "gfx942".into(),
         properties: vec![
             ("simd_count".into(), 1216),
             ("cu_count".into(), 304),
@@ -152,8 +153,10 @@ fn pass_files_are_rocprofv3_shaped() {
         gpu_index: 0,
         name: "AMD EPYC".into(),
         product_name: "AMD EPYC".into(),
+        model_name: String::new(),
         properties: vec![
             ("cpu_cores_count".into(), 64),
+            ("num_xcc".into(), 0),
             ("max_engine_clk_ccompute".into(), 3700),
             ("family_id".into(), 25),
         ],
@@ -170,10 +173,11 @@ fn pass_files_are_rocprofv3_shaped() {
         std::fs::read_to_string(dir.join("counter_collection.csv")).unwrap(),
         expected
     );
-    // rocprofv3's 53 columns; the CPU first (node 0), its cores as CUs in one XCC.
+    // rocprofv3's 53 columns; the CPU first (node 0), its cores as CUs, its KFD `num_xcc` (0);
+    // the GPU's shader engines from its arrays, rocprofiler-sdk's grid limits, its node name.
     assert_eq!(
         std::fs::read_to_string(dir.join("agent_info.csv")).unwrap(),
-        "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Cpu_Cores_Count\",\"Simd_Count\",\"Cpu_Core_Id_Base\",\"Simd_Id_Base\",\"Max_Waves_Per_Simd\",\"Lds_Size_In_Kb\",\"Gds_Size_In_Kb\",\"Num_Gws\",\"Wave_Front_Size\",\"Num_Xcc\",\"Cu_Count\",\"Array_Count\",\"Num_Shader_Banks\",\"Simd_Arrays_Per_Engine\",\"Cu_Per_Simd_Array\",\"Simd_Per_Cu\",\"Max_Slots_Scratch_Cu\",\"Gfx_Target_Version\",\"Vendor_Id\",\"Device_Id\",\"Location_Id\",\"Domain\",\"Drm_Render_Minor\",\"Num_Sdma_Engines\",\"Num_Sdma_Xgmi_Engines\",\"Num_Sdma_Queues_Per_Engine\",\"Num_Cp_Queues\",\"Max_Engine_Clk_Ccompute\",\"Max_Engine_Clk_Fcompute\",\"Sdma_Fw_Version\",\"Fw_Version\",\"Capability\",\"Cu_Per_Engine\",\"Max_Waves_Per_Cu\",\"Family_Id\",\"Workgroup_Max_Size\",\"Grid_Max_Size\",\"Local_Mem_Size\",\"Hive_Id\",\"Gpu_Id\",\"Workgroup_Max_Dim_X\",\"Workgroup_Max_Dim_Y\",\"Workgroup_Max_Dim_Z\",\"Grid_Max_Dim_X\",\"Grid_Max_Dim_Y\",\"Grid_Max_Dim_Z\",\"Name\",\"Vendor_Name\",\"Product_Name\",\"Model_Name\"\n0,0,\"CPU\",64,0,0,0,0,0,0,0,0,1,64,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,3700,0,0,0,0,0,0,25,0,0,0,0,0,0,0,0,0,0,0,\"AMD EPYC\",\"CPU\",\"AMD EPYC\",\"\"\n2,2,\"GPU\",0,1216,0,0,8,0,0,0,64,8,304,32,0,1,0,4,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,9,32,0,1024,4294967295,0,0,4242,1024,1024,1024,4294967295,4294967295,4294967295,\"gfx942\",\"AMD\",\"MI300X\",\"\"\n"
+        "\"Node_Id\",\"Logical_Node_Id\",\"Agent_Type\",\"Cpu_Cores_Count\",\"Simd_Count\",\"Cpu_Core_Id_Base\",\"Simd_Id_Base\",\"Max_Waves_Per_Simd\",\"Lds_Size_In_Kb\",\"Gds_Size_In_Kb\",\"Num_Gws\",\"Wave_Front_Size\",\"Num_Xcc\",\"Cu_Count\",\"Array_Count\",\"Num_Shader_Banks\",\"Simd_Arrays_Per_Engine\",\"Cu_Per_Simd_Array\",\"Simd_Per_Cu\",\"Max_Slots_Scratch_Cu\",\"Gfx_Target_Version\",\"Vendor_Id\",\"Device_Id\",\"Location_Id\",\"Domain\",\"Drm_Render_Minor\",\"Num_Sdma_Engines\",\"Num_Sdma_Xgmi_Engines\",\"Num_Sdma_Queues_Per_Engine\",\"Num_Cp_Queues\",\"Max_Engine_Clk_Ccompute\",\"Max_Engine_Clk_Fcompute\",\"Sdma_Fw_Version\",\"Fw_Version\",\"Capability\",\"Cu_Per_Engine\",\"Max_Waves_Per_Cu\",\"Family_Id\",\"Workgroup_Max_Size\",\"Grid_Max_Size\",\"Local_Mem_Size\",\"Hive_Id\",\"Gpu_Id\",\"Workgroup_Max_Dim_X\",\"Workgroup_Max_Dim_Y\",\"Workgroup_Max_Dim_Z\",\"Grid_Max_Dim_X\",\"Grid_Max_Dim_Y\",\"Grid_Max_Dim_Z\",\"Name\",\"Vendor_Name\",\"Product_Name\",\"Model_Name\"\n0,0,\"CPU\",64,0,0,0,0,0,0,0,0,0,64,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,3700,0,0,0,0,0,0,25,0,0,0,0,0,0,0,0,0,0,0,\"AMD EPYC\",\"CPU\",\"AMD EPYC\",\"\"\n2,2,\"GPU\",0,1216,0,0,8,0,0,0,64,8,304,32,32,1,0,4,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,9,32,0,1024,4294967295,0,0,4242,1024,1024,1024,2147483647,65535,65535,\"gfx942\",\"AMD\",\"MI300X\",\"gfx942\"\n"
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }

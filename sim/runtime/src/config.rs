@@ -55,6 +55,83 @@ pub struct GpuConfig {
     pub unique_id: u64,
 }
 
+/// The amdgpu kernel driver's family (`AMDGPU_FAMILY_*` of its `amdgpu_drm.h`, what libdrm's
+/// `amdgpu_query_gpu_info` reports and rocprofiler-sdk writes as `Family_Id`) of the gfx target
+/// with KFD `gfx_target_version` (major × 10000 + minor × 100 + stepping): `AI` 141 for the
+/// gfx9 dGPUs (gfx900 to gfx90a, gfx940 to gfx942, gfx950), `RV` 142 for the gfx9 APUs, `NV`
+/// 143, `VGH` 144, `YC` 146, `GC_10_3_6` 149 and `GC_10_3_7` 151 for gfx10.x, `GC_11_0_0` 145,
+/// `GC_11_0_1` 148 and `GC_11_5_0` 150 for gfx11.x, `GC_12_0_0` 152 for gfx12; 0 (`UNKNOWN`)
+/// for any other target.
+pub fn amdgpu_family(gfx_target_version: u32) -> u32 {
+    match gfx_target_version {
+        90000 | 90004 | 90006 | 90008 | 90010 | 90400 | 90401 | 90402 | 90500 => 141,
+        90002 | 90009 | 90012 => 142,
+        100100 | 100101 | 100102 | 100300 | 100301 | 100302 | 100304 => 143,
+        100303 => 144,
+        100305 => 146,
+        100306 => 149,
+        100307 => 151,
+        110000..=110002 => 145,
+        110003 => 148,
+        110500..=110502 => 150,
+        120000 | 120001 => 152,
+        _ => 0,
+    }
+}
+
+/// The CPU's clock in MHz (`HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY` of the CPU agent, KFD's
+/// `max_engine_clk_ccompute` on every node).
+pub const CPU_CLOCK_MHZ: u32 = 3000;
+
+/// A KFD `mem_banks/N` or `io_links/N` directory: its `properties`, with the fields KFD writes
+/// and the simulator does not model as 0.
+fn write_subnode(dir: &Path, known: &[(&str, u64)]) -> std::io::Result<()> {
+    const MEM_BANK: [&str; 5] = [
+        "heap_type",
+        "size_in_bytes",
+        "flags",
+        "width",
+        "mem_clk_max",
+    ];
+    const IO_LINK: [&str; 12] = [
+        "type",
+        "version_major",
+        "version_minor",
+        "node_from",
+        "node_to",
+        "weight",
+        "min_latency",
+        "max_latency",
+        "min_bandwidth",
+        "max_bandwidth",
+        "recommended_transfer_size",
+        "flags",
+    ];
+    let names: &[&str] = if known.iter().any(|(n, _)| *n == "heap_type") {
+        &MEM_BANK
+    } else {
+        &IO_LINK
+    };
+    std::fs::create_dir_all(dir)?;
+    let mut text = String::new();
+    for name in names {
+        let value = known.iter().find(|(n, _)| n == name).map_or(0, |(_, v)| *v);
+        let _ = writeln!(text, "{name} {value}");
+    }
+    std::fs::write(dir.join("properties"), text)
+}
+
+/// A PCIe link (KFD link type 2) from node `from` to node `to`.
+fn io_link(from: u64, to: u64) -> [(&'static str, u64); 3] {
+    [("type", 2), ("node_from", from), ("node_to", to)]
+}
+
+/// KFD's `gpu_id` of the GPU at `index` of a configuration (ROCr's
+/// `HSA_AMD_AGENT_INFO_DRIVER_UID`); a CPU node's is 0.
+pub fn kfd_gpu_id(index: usize) -> u32 {
+    0x1000 + index as u32
+}
+
 impl GpuConfig {
     /// Compute units.
     pub fn cu_count(&self) -> u32 {
@@ -71,6 +148,11 @@ impl GpuConfig {
         self.max_waves_per_simd * self.simd_per_cu
     }
 
+    /// The amdgpu driver's family of the GPU ([`amdgpu_family`] of its gfx target).
+    pub fn family_id(&self) -> u32 {
+        amdgpu_family(self.gfx_target_version)
+    }
+
     /// `HSA_AMD_AGENT_INFO_UUID` string.
     pub fn uuid(&self) -> String {
         format!("GPU-{:016x}", self.unique_id)
@@ -79,7 +161,7 @@ impl GpuConfig {
     /// The KFD `properties` file of this node.
     pub fn kfd_properties(&self) -> String {
         let cu = self.cu_count();
-        let props: [(&str, u64); 28] = [
+        let props: [(&str, u64); 37] = [
             ("cpu_cores_count", 0),
             ("simd_count", self.simd_count.into()),
             ("mem_banks_count", 1),
@@ -105,12 +187,21 @@ impl GpuConfig {
             ("drm_render_minor", self.drm_render_minor.into()),
             ("hive_id", 0),
             ("num_sdma_engines", 2),
+            ("num_sdma_xgmi_engines", 0),
+            ("num_sdma_queues_per_engine", 0),
+            ("num_cp_queues", 0),
             (
                 "max_engine_clk_fcompute",
                 self.max_engine_clk_fcompute.into(),
             ),
+            ("fw_version", 1),
+            ("capability", 0),
+            ("debug_prop", 0),
+            ("sdma_fw_version", 1),
             ("num_xcc", self.num_xcc.into()),
             ("unique_id", self.unique_id),
+            ("max_engine_clk_ccompute", CPU_CLOCK_MHZ.into()),
+            ("p2p_links_count", 0),
         ];
         let mut out = String::new();
         for (name, value) in props {
@@ -221,8 +312,8 @@ impl DeviceConfig {
         }
     }
 
-    /// Writes a KFD-shaped topology (`nodes/<n>/{name,properties}`, CPU node 0 then the GPUs)
-    /// under `dir`, replacing what was there.
+    /// Writes a KFD-shaped topology (`nodes/<n>/{name,properties,gpu_id}`, CPU node 0 then the
+    /// GPUs) under `dir`, replacing what was there.
     pub fn write_kfd_topology(&self, dir: &Path) -> std::io::Result<()> {
         let nodes = dir.join("nodes");
         if nodes.exists() {
@@ -231,17 +322,42 @@ impl DeviceConfig {
         let cpu = nodes.join("0");
         std::fs::create_dir_all(&cpu)?;
         std::fs::write(cpu.join("name"), "\n")?;
-        let cpu_props = "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count 1\n\
-                         cpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\nlds_size_in_kb 0\n\
-                         wave_front_size 0\narray_count 0\nsimd_arrays_per_engine 0\ncu_per_simd_array 0\n\
-                         simd_per_cu 0\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\n\
-                         domain 0\ndrm_render_minor 0\nmax_engine_clk_fcompute 0\nnum_xcc 0\n";
+        std::fs::write(cpu.join("gpu_id"), "0\n")?;
+        let cpu_props = format!(
+            "cpu_cores_count 64\nsimd_count 0\nmem_banks_count 1\ncaches_count 0\nio_links_count {}\n\
+             p2p_links_count 0\ncpu_core_id_base 0\nsimd_id_base 0\nmax_waves_per_simd 0\n\
+             lds_size_in_kb 0\ngds_size_in_kb 0\nnum_gws 0\nwave_front_size 0\narray_count 0\n\
+             simd_arrays_per_engine 0\ncu_per_simd_array 0\nsimd_per_cu 0\nmax_slots_scratch_cu 0\n\
+             gfx_target_version 0\nvendor_id 0\ndevice_id 0\nlocation_id 0\ndomain 0\n\
+             drm_render_minor 0\nhive_id 0\nnum_sdma_engines 0\nnum_sdma_xgmi_engines 0\n\
+             num_sdma_queues_per_engine 0\nnum_cp_queues 0\nmax_engine_clk_fcompute 0\n\
+             num_xcc 0\nmax_engine_clk_ccompute {CPU_CLOCK_MHZ}\n",
+            self.gpus.len()
+        );
+        // Host memory, and a PCIe link to each GPU.
+        write_subnode(
+            &cpu.join("mem_banks/0"),
+            &[("heap_type", 0), ("size_in_bytes", 0)],
+        )?;
+        for (index, gpu) in self.gpus.iter().enumerate() {
+            write_subnode(
+                &cpu.join(format!("io_links/{index}")),
+                &io_link(0, gpu.node_id.into()),
+            )?;
+        }
         std::fs::write(cpu.join("properties"), cpu_props)?;
-        for gpu in &self.gpus {
+        for (index, gpu) in self.gpus.iter().enumerate() {
             let node = nodes.join(gpu.node_id.to_string());
             std::fs::create_dir_all(&node)?;
             std::fs::write(node.join("name"), format!("{}\n", gpu.name))?;
+            std::fs::write(node.join("gpu_id"), format!("{}\n", kfd_gpu_id(index)))?;
             std::fs::write(node.join("properties"), gpu.kfd_properties())?;
+            // Its device memory (public frame buffer), and its PCIe link to the CPU.
+            write_subnode(
+                &node.join("mem_banks/0"),
+                &[("heap_type", 1), ("size_in_bytes", gpu.local_mem_gib << 30)],
+            )?;
+            write_subnode(&node.join("io_links/0"), &io_link(gpu.node_id.into(), 0))?;
         }
         std::fs::write(
             dir.join("system_properties"),

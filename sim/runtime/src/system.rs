@@ -340,7 +340,7 @@ fn cpu_info(attribute: hsa_agent_info_t, value: *mut c_void) -> hsa_status_t {
         }
         HSA_AMD_AGENT_INFO_CACHELINE_SIZE => put(value, 64u32),
         HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT => put(value, CPU_CORES),
-        HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => put(value, 3000u32),
+        HSA_AMD_AGENT_INFO_MAX_CLOCK_FREQUENCY => put(value, crate::config::CPU_CLOCK_MHZ),
         HSA_AMD_AGENT_INFO_PRODUCT_NAME => put_str::<64>(value, CPU_NAME),
         HSA_AMD_AGENT_INFO_UUID => put_str::<21>(value, "CPU-XX"),
         HSA_AMD_AGENT_INFO_NUM_XCC => put(value, 0u32),
@@ -420,7 +420,7 @@ fn gpu_info(
         HSA_AMD_AGENT_INFO_NUM_SDMA_ENG => put(value, 2u32),
         HSA_AMD_AGENT_INFO_NUM_SDMA_XGMI_ENG | HSA_AMD_AGENT_INFO_IOMMU_SUPPORT => put(value, 0u32),
         HSA_AMD_AGENT_INFO_NUM_XCC => put(value, g.num_xcc),
-        HSA_AMD_AGENT_INFO_DRIVER_UID => put(value, 0x1000 + device as u32),
+        HSA_AMD_AGENT_INFO_DRIVER_UID => put(value, crate::config::kfd_gpu_id(device)),
         HSA_AMD_AGENT_INFO_NEAREST_CPU => put(value, agent_handle(0)),
         HSA_AMD_AGENT_INFO_MEMORY_PROPERTIES | HSA_AMD_AGENT_INFO_AQL_EXTENSIONS => {
             put(value, [0u8; 8])

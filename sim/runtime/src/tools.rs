@@ -7,6 +7,20 @@
 //! in reverse order at the last `hsa_shut_down`, or at exit if the application never shuts down.
 //! Libraries already in the process that export `uint32_t HSA_AMD_TOOL_PRIORITY` are loaded too,
 //! after the `HSA_TOOLS_LIB` ones, ordered by that priority.
+//!
+//! Before those, as ROCr built with rocprofiler-register does, the runtime hands its API table
+//! to `rocprofiler_register_library_api_table("hsa", import, version, &table, 1, &id)`, which is
+//! how rocprofiler-sdk tools (rocprofv3) receive it. ROCr links `librocprofiler-register.so.0`;
+//! the simulated runtime, which must start where no ROCm is installed, takes the function from
+//! the process when the application or a preloaded library brought it, else from
+//! `librocprofiler-register.so.0` when the loader finds one (on `LD_LIBRARY_PATH`, as an
+//! installed ROCm's is), else registers nothing. ROCr's switches apply:
+//! `HSA_TOOLS_DISABLE_REGISTER=1` skips the registration, `HSA_TOOLS_REPORT_REGISTER_FAILURE=1`
+//! prints a status other than success, and a successful registration means the tools of
+//! `HSA_TOOLS_LIB` and the preloaded ones are not loaded unless `HSA_TOOLS_ROCPROFILER_V1_TOOLS`
+//! is set to anything but `0`, `off`, `false`, `no`, `n` or `f` (any case). The runtime registers
+//! as ROCr 1.18.0, the release whose tables it presents by default, and not at all with the
+//! tables of ROCm 5 (`RTL_SIM_ROCM=5.x`), which had no rocprofiler-register.
 
 use crate::api;
 use std::ffi::{c_char, c_void, CStr, CString};
@@ -171,9 +185,134 @@ fn tool_order(env: Vec<String>, loaded: Vec<(String, u32)>) -> Vec<String> {
         .collect()
 }
 
-/// Loads the tools of `HSA_TOOLS_LIB` and the already-loaded tools (first `hsa_init`, after
-/// agents exist).
+/// ROCr's version as rocprofiler-register encodes it: 10000 × major + 100 × minor + patch.
+const ROCR_VERSION: u32 = 10000 + 18 * 100;
+
+/// rocprofiler-register's import function for "hsa": identifies the registering library and
+/// returns its version (local to the library, as ROCr's is).
+#[no_mangle]
+extern "C" fn rocprofiler_register_import_hsa() -> u32 {
+    ROCR_VERSION
+}
+
+/// `rocprofiler_register_library_api_table`.
+type RegisterFn = unsafe extern "C" fn(
+    *const c_char,
+    extern "C" fn() -> u32,
+    u32,
+    *mut *mut c_void,
+    u64,
+    *mut u64,
+) -> libc::c_int;
+/// `rocprofiler_register_error_string`.
+type ErrorStringFn = unsafe extern "C" fn(libc::c_int) -> *const c_char;
+
+/// rocprofiler-register's success status.
+const ROCP_REG_SUCCESS: libc::c_int = 0;
+
+/// rocprofiler-register's function `name`: from the process, else from
+/// `librocprofiler-register.so.0` if the loader finds it (kept loaded, as a linked library is).
+fn register_symbol(name: &CStr) -> *mut c_void {
+    // SAFETY: dlsym with RTLD_DEFAULT and a NUL-terminated name.
+    let found = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !found.is_null() {
+        return found;
+    }
+    // SAFETY: dlopen of a NUL-terminated soname; the handle is never closed.
+    let handle = unsafe { libc::dlopen(c"librocprofiler-register.so.0".as_ptr(), libc::RTLD_LAZY) };
+    if handle.is_null() {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: dlsym on a live handle.
+    unsafe { libc::dlsym(handle, name.as_ptr()) }
+}
+
+fn env_is(name: &str, value: &str) -> bool {
+    std::env::var(name).is_ok_and(|v| v == value)
+}
+
+/// Whether `HSA_TOOLS_ROCPROFILER_V1_TOOLS` asks for `HSA_TOOLS_LIB` tools beside
+/// rocprofiler-register: set (even empty) means yes, except a number equal to 0 or one of
+/// `off`, `false`, `no`, `n`, `f` in any case.
+fn v1_tools_allowed(value: Option<&str>) -> bool {
+    match value {
+        None => false,
+        Some(v) if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+            v.bytes().any(|b| b != b'0')
+        }
+        Some(v) => !["off", "false", "no", "n", "f"]
+            .iter()
+            .any(|no| v.eq_ignore_ascii_case(no)),
+    }
+}
+
+/// Hands the API table to rocprofiler-register when it is there; true when the tools of
+/// `HSA_TOOLS_LIB` are to be loaded too.
+fn register_with_rocprofiler() -> bool {
+    if env_is("HSA_TOOLS_DISABLE_REGISTER", "1") {
+        return true;
+    }
+    let root = api::root_table();
+    // SAFETY: the root table is live for the life of the runtime.
+    if unsafe { (*root).version.major_id } < 2 {
+        return true;
+    }
+    let register = register_symbol(c"rocprofiler_register_library_api_table");
+    if register.is_null() {
+        return true;
+    }
+    // SAFETY: the symbol has rocprofiler-register's signature (its public header).
+    let register = unsafe { std::mem::transmute::<*mut c_void, RegisterFn>(register) };
+    let mut tables = [root as *mut c_void];
+    let mut id = 0u64;
+    // SAFETY: every pointer is valid for the call; rocprofiler-register copies the table pointers.
+    let status = unsafe {
+        register(
+            c"hsa".as_ptr(),
+            rocprofiler_register_import_hsa,
+            ROCR_VERSION,
+            tables.as_mut_ptr(),
+            1,
+            &mut id,
+        )
+    };
+    if status != ROCP_REG_SUCCESS && env_is("HSA_TOOLS_REPORT_REGISTER_FAILURE", "1") {
+        let describe = register_symbol(c"rocprofiler_register_error_string");
+        let text = if describe.is_null() {
+            String::new()
+        } else {
+            // SAFETY: the symbol has rocprofiler-register's signature; it returns a static
+            // string or null.
+            let text =
+                unsafe { std::mem::transmute::<*mut c_void, ErrorStringFn>(describe)(status) };
+            if text.is_null() {
+                String::new()
+            } else {
+                // SAFETY: a NUL-terminated string from rocprofiler-register.
+                unsafe { CStr::from_ptr(text) }
+                    .to_string_lossy()
+                    .into_owned()
+            }
+        };
+        eprintln!(
+            "rtl-sim[{}]: rocprofiler-register returned status {status}: {text}",
+            std::process::id()
+        );
+    }
+    status != ROCP_REG_SUCCESS
+        || v1_tools_allowed(
+            std::env::var("HSA_TOOLS_ROCPROFILER_V1_TOOLS")
+                .ok()
+                .as_deref(),
+        )
+}
+
+/// Registers with rocprofiler-register, then loads the tools of `HSA_TOOLS_LIB` and the
+/// already-loaded tools unless the registration succeeded (first `hsa_init`, after agents exist).
 pub fn load() {
+    if !register_with_rocprofiler() {
+        return;
+    }
     let env = std::env::var("HSA_TOOLS_LIB")
         .map(|list| split_tool_list(&list))
         .unwrap_or_default();
@@ -246,7 +385,28 @@ pub fn unload(close: bool) {
 
 #[cfg(test)]
 mod tests {
-    use super::{split_tool_list, tool_order};
+    use super::{split_tool_list, tool_order, v1_tools_allowed};
+
+    #[test]
+    fn v1_tools_follow_rocr_spellings() {
+        for (value, allowed) in [
+            (None, false),
+            (Some(""), true),
+            (Some("1"), true),
+            (Some("10"), true),
+            (Some("0"), false),
+            (Some("00"), false),
+            (Some("OFF"), false),
+            (Some("False"), false),
+            (Some("no"), false),
+            (Some("N"), false),
+            (Some("f"), false),
+            (Some("yes"), true),
+            (Some("-1"), true),
+        ] {
+            assert_eq!(v1_tools_allowed(value), allowed, "{value:?}");
+        }
+    }
 
     #[test]
     fn tool_lists_split_like_rocr() {
