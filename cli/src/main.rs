@@ -221,6 +221,8 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         pass_match: args.pass_match,
         summary_top: args.summary_top,
         log_level,
+        agent_index: args.agent_index,
+        layout: run::destination::PassLayout::of_input(args.input.as_deref()),
     };
     let destinations = profiles
         .iter()
