@@ -236,7 +236,7 @@ fn run_cli(args: &Args) -> Result<i32, CliError> {
         summary_top: args.summary_top,
         log_level,
         agent_index: args.agent_index,
-        layout: run::destination::PassLayout::of_input(args.input.as_deref()),
+        layout: run::destination::PassLayout::of_input(args.input.as_deref(), !args.pmc.is_empty()),
     };
     let destinations = profiles
         .iter()

@@ -85,16 +85,16 @@ pub enum PassLayout {
     #[default]
     Pass,
     /// `pmc_N/<hostname>/<pid>_<table>.csv`, with each process's `<pid>_results.json` and
-    /// `<pid>_results.db`: a rocprof `.txt` input. rtl-pmc's own files of the pass (plan, raw
-    /// records) stay in `pmc_N/`, out of the per-process directory.
+    /// `<pid>_results.db`: a rocprof `.txt` input alone. rtl-pmc's own files of the pass (plan,
+    /// raw records) stay in `pmc_N/`, out of the per-process directory.
     Pmc,
 }
 
 impl PassLayout {
-    /// The layout for input file `input`, if any.
-    pub fn of_input(input: Option<&Path>) -> PassLayout {
+    /// The layout for input file `input`, if any, with `--pmc` groups or not.
+    pub fn of_input(input: Option<&Path>, pmc_groups: bool) -> PassLayout {
         match input.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
-            Some("txt") => PassLayout::Pmc,
+            Some("txt") if !pmc_groups => PassLayout::Pmc,
             _ => PassLayout::Pass,
         }
     }
