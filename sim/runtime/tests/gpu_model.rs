@@ -266,3 +266,54 @@ fn devices_described_by_kfd_properties_match_the_reference_chips() {
     // min(16, ceil(110 / 8) + 1) = 15 TA instances per shader engine, 8 shader engines.
     assert_eq!(ta.len(), 15 * 8);
 }
+
+#[test]
+fn a_window_accumulating_a_level_counter_reads_its_accumulated_ground_truth() {
+    let event = tables()
+        .counter("gfx942", "SQ_IFETCH_LEVEL")
+        .expect("SQ_IFETCH_LEVEL")
+        .event;
+    for (accum, name) in [
+        (1, "SQ_IFETCH_LEVEL:LOW_RES"),
+        (2, "SQ_IFETCH_LEVEL:HIGH_RES"),
+    ] {
+        // A device of its own for each window.
+        let device = 106 + accum;
+        let k = run(device, "gfx942", "saxpy", 1 << 18, 2_000_000, 2_500_000);
+        let truth = |name: &str| gpu::ground_truth(&k, &[name]).expect(name).remove(0).1;
+        let select = Select {
+            slot: Slot {
+                block: SQ,
+                instance: 0,
+                register: 0,
+            },
+            event,
+            accum,
+        };
+        let entries: Vec<ReadEntry> = (0..8)
+            .map(|xcc| ReadEntry {
+                slot: select.slot,
+                xcc,
+                samples: 4,
+            })
+            .collect();
+        let mut out = vec![0u64; 8 * 4];
+        gpu::execute(device, &[Command::PmcStart(vec![select])], 2_000_000);
+        gpu::kernel_started(&k);
+        gpu::execute(
+            device,
+            &[Command::PmcRead {
+                setup: setup(),
+                dst: out.as_mut_ptr() as u64,
+                entries,
+            }],
+            2_500_000,
+        );
+        assert_eq!(out, truth(name), "{name}");
+        assert_ne!(
+            out,
+            truth("SQ_IFETCH_LEVEL"),
+            "{name} is not the level itself"
+        );
+    }
+}
