@@ -324,7 +324,7 @@ fn rocprof_forms_name_counters_of_the_catalog() {
         "TCC_HIT[]",
         "TCC_HIT[x]",
     ] {
-        assert_eq!(catalog.add_rocprof_form(name).unwrap(), false, "{name}");
+        assert!(!catalog.add_rocprof_form(name).unwrap(), "{name}");
     }
     assert!(catalog.add_rocprof_form("TCC_HIT[15]").unwrap());
     assert!(catalog.add_rocprof_form("SQ_IFETCH_LEVEL_ACCUM").unwrap());
