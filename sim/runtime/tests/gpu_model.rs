@@ -181,13 +181,26 @@ fn window(device: u32, kernels: &[&KernelRun], start: u64, read: u64) -> Vec<u64
             accum: 0,
         },
     ];
-    let mut out = vec![0u64; 8 * (4 + 1 + 1)];
+    read_window(device, kernels, start, read, &slots)
+}
+
+/// Programs `slots` at `start` and reads them on every XCC of the gfx942 `setup` at `read`
+/// (4 samples per SQ slot, 1 per other), XCC by XCC.
+fn read_window(
+    device: u32,
+    kernels: &[&KernelRun],
+    start: u64,
+    read: u64,
+    slots: &[Select],
+) -> Vec<u64> {
+    let samples = |s: &Select| if s.slot.block == SQ { 4 } else { 1 };
+    let mut out = vec![0u64; 8 * slots.iter().map(samples).sum::<usize>()];
     let entries: Vec<ReadEntry> = (0..8)
         .flat_map(|xcc| {
             slots.iter().map(move |s| ReadEntry {
                 slot: s.slot,
                 xcc,
-                samples: if s.slot.block == SQ { 4 } else { 1 },
+                samples: samples(s) as u32,
             })
         })
         .collect();
@@ -290,25 +303,7 @@ fn a_window_accumulating_a_level_counter_reads_its_accumulated_ground_truth() {
             event,
             accum,
         };
-        let entries: Vec<ReadEntry> = (0..8)
-            .map(|xcc| ReadEntry {
-                slot: select.slot,
-                xcc,
-                samples: 4,
-            })
-            .collect();
-        let mut out = vec![0u64; 8 * 4];
-        gpu::execute(device, &[Command::PmcStart(vec![select])], 2_000_000);
-        gpu::kernel_started(&k);
-        gpu::execute(
-            device,
-            &[Command::PmcRead {
-                setup: setup(),
-                dst: out.as_mut_ptr() as u64,
-                entries,
-            }],
-            2_500_000,
-        );
+        let out = read_window(device, &[&k], 2_000_000, 2_500_000, &[select]);
         assert_eq!(out, truth(name), "{name}");
         assert_ne!(
             out,
