@@ -1048,3 +1048,58 @@ fn rocprof_compute_filters_apply_once_and_its_timing_file_times_every_dispatch()
     expected.sort();
     assert_eq!(files, expected);
 }
+
+#[test]
+fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
+    let dir = scratch("agent-index");
+    for (index, label) in [
+        ("absolute", ["Agent 1", "Agent 2"]),
+        ("relative", ["Agent 1", "Agent 2"]),
+        ("type-relative", ["GPU 0", "GPU 1"]),
+    ] {
+        let out = dir.join(index);
+        let truth_file = dir.join(format!("{index}.jsonl"));
+        let output = Command::new(artifact("rtl-pmc"))
+            .args(["-A", index, "--kernel-trace", "--pmc", "SQ_WAVES", "-d"])
+            .arg(&out)
+            .arg("--")
+            .arg(artifact("rtl-demo-app"))
+            .args(["--threads", "2", "--iterations", "1"])
+            .envs(sim_env("gfx942x2"))
+            .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+            .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+            .output()
+            .expect("rtl-pmc starts");
+        assert_eq!(output.status.code(), Some(0), "{index}");
+        let truth = sim_support::read_ground_truth(&truth_file);
+        // The GPUs are KFD nodes 1 and 2 (node 0 is the CPU).
+        let expected = |start: &str, end: &str| -> &str {
+            let t = truth
+                .iter()
+                .find(|t| t["start"].to_string() == start && t["end"].to_string() == end)
+                .unwrap_or_else(|| panic!("{index}: no dispatch at {start}"));
+            label[t["agent"].as_u64().unwrap() as usize - 1]
+        };
+        let mut seen = BTreeMap::new();
+        for (table, times) in [
+            ("counter_collection", ["Start_Timestamp", "End_Timestamp"]),
+            ("kernel_trace", ["Start_Timestamp", "End_Timestamp"]),
+        ] {
+            let path = sim_support::process_file(&out, &format!("pass_1/{table}.csv"));
+            for row in sim_support::read_table(&path) {
+                let agent = &row["Agent_Id"];
+                assert_eq!(
+                    agent,
+                    expected(&row[times[0]], &row[times[1]]),
+                    "{index} {table}"
+                );
+                *seen.entry(agent.clone()).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(
+            seen.keys().collect::<Vec<_>>(),
+            label.iter().collect::<Vec<_>>(),
+            "{index}"
+        );
+    }
+}
