@@ -1076,7 +1076,10 @@ fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
         let expected = |start: &str, end: &str| -> &str {
             let t = truth
                 .iter()
-                .find(|t| t["start"].to_string() == start && t["end"].to_string() == end)
+                .find(|t| {
+                    let time = |key: &str| t[key].as_u64().map(|v| v.to_string());
+                    time("start").as_deref() == Some(start) && time("end").as_deref() == Some(end)
+                })
                 .unwrap_or_else(|| panic!("{index}: no dispatch at {start}"));
             label[t["agent"].as_u64().unwrap() as usize - 1]
         };
