@@ -692,3 +692,574 @@ GROUP BY s.string;"
         ]]
     );
 }
+
+/// A dispatch as a reader of rocprofv3's per-process files sees it: kernel, start, end, and
+/// each counter's value summed over its records.
+type Row = (String, u64, u64, BTreeMap<String, f64>);
+
+/// The files of `out/pmc_1/*/` whose names end with `suffix`: what rocprof-compute's globs
+/// find after one run.
+fn process_files(out: &Path, suffix: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for dir in std::fs::read_dir(out.join("pmc_1")).expect("pmc_1 is there") {
+        let dir = dir.unwrap().path();
+        if !dir.is_dir() {
+            continue;
+        }
+        for file in std::fs::read_dir(&dir).unwrap() {
+            let file = file.unwrap().path();
+            if file
+                .file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .ends_with(suffix)
+            {
+                found.push(file);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// The one file rocprof-compute's glob `out/pmc_1/*/*SUFFIX` finds.
+fn only_process_file(out: &Path, suffix: &str) -> PathBuf {
+    let found = process_files(out, suffix);
+    assert_eq!(found.len(), 1, "out/pmc_1/*/*{suffix}: {:?}", tree(out));
+    found.into_iter().next().unwrap()
+}
+
+/// The rows of `counter_collection.csv` as rocprof-compute pivots them, with `Agent_Id` named
+/// as `-A absolute` names agents: by the KFD node of a GPU of the sibling `agent_info.csv`.
+fn csv_rows(out: &Path) -> Vec<Row> {
+    let counters = only_process_file(out, "_counter_collection.csv");
+    let name = counters.file_name().unwrap().to_str().unwrap();
+    let info = counters.with_file_name(name.replace("_counter_collection", "_agent_info"));
+    let gpus: Vec<String> = sim_support::read_table(&info)
+        .iter()
+        .filter(|r| r["Agent_Type"] == "GPU")
+        .map(|r| format!("Agent {}", r["Node_Id"]))
+        .collect();
+    let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
+    for r in sim_support::read_table(&counters) {
+        assert!(
+            gpus.contains(&r["Agent_Id"]),
+            "{:?} not in {gpus:?}",
+            r["Agent_Id"]
+        );
+        let row = rows
+            .entry(r["Dispatch_Id"].parse().unwrap())
+            .or_insert_with(|| {
+                (
+                    r["Kernel_Name"].clone(),
+                    r["Start_Timestamp"].parse().unwrap(),
+                    r["End_Timestamp"].parse().unwrap(),
+                    BTreeMap::new(),
+                )
+            });
+        *row.3.entry(r["Counter_Name"].clone()).or_default() +=
+            r["Counter_Value"].parse::<f64>().unwrap();
+    }
+    rows.into_values().collect()
+}
+
+/// The rows of a process's JSON file, read the way rocprof-compute reads it: counters by
+/// (agent, id), kernels by their index in `kernel_symbols`, times from the
+/// `buffer_records.kernel_dispatch` record of the same correlation id, and the kernel's
+/// resources on each counter record.
+fn json_rows(out: &Path) -> Vec<Row> {
+    let file = only_process_file(out, ".json");
+    assert_eq!(process_files(out, ".csv"), Vec::<PathBuf>::new());
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let tool = &doc["rocprofiler-sdk-tool"][0];
+    let pid = tool["metadata"]["pid"].as_u64().unwrap();
+    assert!(file.ends_with(format!("{pid}_results.json")), "{file:?}");
+    let mut names = BTreeMap::new();
+    for c in tool["counters"].as_array().unwrap() {
+        names.insert(
+            (c["agent_id"]["handle"].as_u64(), c["id"]["handle"].as_u64()),
+            c["name"].as_str().unwrap().to_string(),
+        );
+    }
+    let mut times = BTreeMap::new();
+    for d in tool["buffer_records"]["kernel_dispatch"]
+        .as_array()
+        .unwrap()
+    {
+        times.insert(
+            d["correlation_id"]["internal"].as_u64().unwrap(),
+            (
+                d["start_timestamp"].as_u64().unwrap(),
+                d["end_timestamp"].as_u64().unwrap(),
+            ),
+        );
+    }
+    let agents: Vec<u64> = tool["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|a| a["type"] == 2 && a["wave_front_size"].as_u64() == Some(64))
+        .map(|a| a["id"]["handle"].as_u64().unwrap())
+        .collect();
+    tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            let info = &d["dispatch_data"]["dispatch_info"];
+            let agent = info["agent_id"]["handle"].as_u64();
+            assert!(agents.contains(&agent.unwrap()));
+            let symbol = &tool["kernel_symbols"][info["kernel_id"].as_u64().unwrap() as usize];
+            assert!(symbol["private_segment_size"].is_u64());
+            for resource in ["lds_block_size_v", "arch_vgpr_count", "sgpr_count"] {
+                assert!(d[resource].is_u64(), "{resource} in {d}");
+            }
+            let correlation = d["dispatch_data"]["correlation_id"]["internal"]
+                .as_u64()
+                .unwrap();
+            let (start, end) = times[&correlation];
+            let mut values = BTreeMap::new();
+            for r in d["records"].as_array().unwrap() {
+                let name = names[&(agent, r["counter_id"]["handle"].as_u64())].clone();
+                *values.entry(name).or_default() += r["value"].as_f64().unwrap();
+            }
+            let kernel = symbol["formatted_kernel_name"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            (kernel, start, end, values)
+        })
+        .collect()
+}
+
+/// The rows of a process's rocpd database, through the `counters_collection` view's columns
+/// rocprof-compute reads.
+fn rocpd_rows(out: &Path) -> Vec<Row> {
+    let file = only_process_file(out, ".db");
+    let conn = rusqlite::Connection::open(file).unwrap();
+    let mut rows: BTreeMap<u64, Row> = BTreeMap::new();
+    let sql = "SELECT agent_id, dispatch_id, grid_size, workgroup_size, lds_block_size, \
+               scratch_size, vgpr_count, accum_vgpr_count, sgpr_count, kernel_name, start, end, \
+               kernel_id, counter_name, value FROM counters_collection";
+    for r in query(&conn, sql) {
+        let row = rows.entry(r[1].parse().unwrap()).or_insert_with(|| {
+            (
+                r[9].clone(),
+                r[10].parse().unwrap(),
+                r[11].parse().unwrap(),
+                BTreeMap::new(),
+            )
+        });
+        *row.3.entry(r[13].clone()).or_default() += r[14].parse::<f64>().unwrap();
+    }
+    rows.into_values().collect()
+}
+
+/// The simulated GPUs' XCCs per architecture.
+fn xccs(arch: &str) -> usize {
+    match arch {
+        "gfx90a" => 1,
+        _ => 8,
+    }
+}
+
+/// A counter's value in one ground-truth dispatch: basic counters and their `_sum` summed over
+/// samples, `NAME_ACCUM` from the accumulated truth, `NAME[i]` of the definitions file (XCC 1,
+/// channel 1 on gfx942 and gfx950; channel 5 on gfx90a) and rocprof v1's `NAME[i]` (channel i
+/// on every XCC).
+fn truth_value(arch: &str, t: &serde_json::Value, counter: &str) -> f64 {
+    let samples = |name: &str| -> Vec<u64> {
+        t["counters"][name]
+            .as_array()
+            .unwrap_or_else(|| panic!("no truth for {name}"))
+            .iter()
+            .map(|v| v.as_u64().unwrap())
+            .collect()
+    };
+    let sum = |name: &str| samples(name).iter().sum::<u64>() as f64;
+    if let Some(base) = counter.strip_suffix("_ACCUM") {
+        return sum(&format!("{base}:HIGH_RES"));
+    }
+    if let Some((base, index)) = counter.strip_suffix(']').and_then(|c| c.split_once('[')) {
+        let values = samples(base);
+        let per_xcc = values.len() / xccs(arch);
+        let index: usize = index.parse().unwrap();
+        return match (base, index) {
+            ("TCC_HIT", 17) => values[per_xcc + 1] as f64,
+            ("TCC_HIT", 5) => values[5] as f64,
+            _ => values.iter().skip(index).step_by(per_xcc).sum::<u64>() as f64,
+        };
+    }
+    sum(counter.strip_suffix("_sum").unwrap_or(counter))
+}
+
+/// What rocprof-compute asks for, in files shaped like its own: its counter definitions (with
+/// per-channel `NAME[i]` and `<LEVEL>_ACCUM` ones), a `pmc:` file of each generation and the
+/// timing-only file.
+struct Workload {
+    dir: PathBuf,
+}
+
+impl Workload {
+    fn new(name: &str) -> Workload {
+        let dir = scratch(name);
+        std::fs::create_dir_all(dir.join("defs")).unwrap();
+        let definition = |name: &str, archs: &[&str], expression: &str| {
+            let archs: String = archs.iter().map(|a| format!("      - {a}\n")).collect();
+            format!(
+                "  - name: {name}\n    description: {name} as the workload defines it\n    \
+                 properties: []\n    definitions:\n    - architectures:\n{archs}      \
+                 expression: {expression}\n"
+            )
+        };
+        let defs = [
+            "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n".to_string(),
+            definition(
+                "TCC_HIT[17]",
+                &["gfx942", "gfx950"],
+                "select(TCC_HIT,[DIMENSION_XCC=[1], DIMENSION_INSTANCE=[1]])",
+            ),
+            definition(
+                "TCC_HIT[5]",
+                &["gfx90a"],
+                "select(TCC_HIT,[DIMENSION_INSTANCE=[5]])",
+            ),
+            definition(
+                "SQ_INST_LEVEL_LDS_ACCUM",
+                &["gfx90a", "gfx942", "gfx950"],
+                "accumulate(SQ_INST_LEVEL_LDS, HIGH_RES)",
+            ),
+        ]
+        .concat();
+        std::fs::write(dir.join("defs/counter_defs.yaml"), defs).unwrap();
+        std::os::unix::fs::symlink(artifact("rtl-pmc"), dir.join("rocprofv3")).unwrap();
+        Workload { dir }
+    }
+
+    /// Runs rocprof-compute's command line for `file` (a `pmc:` line, then its empty `gpu:`,
+    /// `range:` and `kernel:` lines, or `lines` there) on the simulated `arch` in output
+    /// `format`, with `filters` on the command line; returns `out/` and the ground truth.
+    fn profile(
+        &self,
+        arch: &str,
+        file: &str,
+        pmc: &str,
+        lines: &str,
+        format: &str,
+        filters: &[&str],
+    ) -> (PathBuf, Vec<serde_json::Value>) {
+        let out = self.dir.join("out");
+        let _ = std::fs::remove_dir_all(&out);
+        let input = self.dir.join(file);
+        std::fs::write(&input, format!("pmc: {pmc}\n\n{lines}")).unwrap();
+        let truth = self.dir.join("truth.jsonl");
+        let _ = std::fs::remove_file(&truth);
+        let mut counters: Vec<String> = [
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "SQ_INST_LEVEL_LDS",
+            "SQ_INST_LEVEL_LDS:HIGH_RES",
+            "SQ_IFETCH_LEVEL",
+            "SQ_IFETCH_LEVEL:HIGH_RES",
+            "TCC_HIT",
+            "TCC_MISS",
+        ]
+        .map(String::from)
+        .to_vec();
+        counters.dedup();
+        let output = Command::new(self.dir.join("rocprofv3"))
+            .current_dir(&self.dir)
+            .args(["-A", "absolute", "-i"])
+            .arg(&input)
+            .arg("-d")
+            .arg(&out)
+            .args(["--kernel-trace", "--output-format", format])
+            .args(filters)
+            .arg("--")
+            .arg(artifact("rtl-demo-app"))
+            .args(["--iterations", "3"])
+            .envs(sim_env(arch))
+            .env("ROCPROFILER_METRICS_PATH", self.dir.join("defs"))
+            .env("ROCPROFILER_INDIVIDUAL_XCC_MODE", "1")
+            .env("RTL_SIM_GROUND_TRUTH", &truth)
+            .env("RTL_SIM_GROUND_TRUTH_COUNTERS", counters.join(","))
+            .output()
+            .expect("rocprofv3 starts");
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        (out, sim_support::read_ground_truth(&truth))
+    }
+}
+
+/// Asserts that `rows` are the ground-truth dispatches `truth` (kernel and times), each with
+/// `counters` equal to the truth.
+fn assert_rows_are_truth(
+    arch: &str,
+    rows: &[Row],
+    truth: &[&serde_json::Value],
+    counters: &[&str],
+) {
+    assert_eq!(rows.len(), truth.len(), "{arch}: {rows:?}");
+    for t in truth {
+        let kernel = t["kernel"].as_str().unwrap();
+        let (start, end) = (t["start"].as_u64().unwrap(), t["end"].as_u64().unwrap());
+        let row = rows
+            .iter()
+            .find(|r| (r.0.as_str(), r.1, r.2) == (kernel, start, end))
+            .unwrap_or_else(|| panic!("{arch}: no row for {t}"));
+        let expected: BTreeMap<String, f64> = counters
+            .iter()
+            .map(|c| (c.to_string(), truth_value(arch, t, c)))
+            .collect();
+        assert_eq!(row.3, expected, "{arch}: {kernel} at {start}");
+    }
+}
+
+#[test]
+fn rocprof_compute_command_lines_read_every_counter_of_the_ground_truth() {
+    let workload = Workload::new("rocprof-compute");
+    let empty = "gpu:\nrange:\nkernel:\n";
+    for arch in ["gfx942", "gfx90a", "gfx950"] {
+        let channel = match arch {
+            "gfx90a" => "TCC_HIT[5]",
+            _ => "TCC_HIT[17]",
+        };
+        // rocprof-compute 3's files: its own definitions for per-channel and accumulated
+        // counters, read from ROCPROFILER_METRICS_PATH.
+        let counters = [
+            "SQ_WAVES",
+            "GRBM_COUNT",
+            "SQ_INST_LEVEL_LDS",
+            "SQ_INST_LEVEL_LDS_ACCUM",
+            channel,
+            "TCC_HIT_sum",
+        ];
+        let pmc = counters.join(" ");
+        for (format, read) in [
+            ("csv", csv_rows as fn(&Path) -> Vec<Row>),
+            ("json", json_rows),
+            ("rocpd", rocpd_rows),
+        ] {
+            let (out, truth) = workload.profile(arch, "pmc_perf_0.txt", &pmc, empty, format, &[]);
+            assert_eq!(truth.len(), 12, "{arch} {format}");
+            let all: Vec<&serde_json::Value> = truth.iter().collect();
+            assert_rows_are_truth(arch, &read(&out), &all, &counters);
+        }
+        // rocprof v1's files: a counter on one channel, and the accumulator after a level
+        // counter.
+        let (out, truth) = workload.profile(
+            arch,
+            "SQ_IFETCH_LEVEL.txt",
+            "GRBM_COUNT SQ_WAVES SQ_IFETCH_LEVEL SQ_ACCUM_PREV_HIRES TCC_MISS[2]",
+            empty,
+            "csv",
+            &[],
+        );
+        let all: Vec<&serde_json::Value> = truth.iter().collect();
+        assert_rows_are_truth(
+            arch,
+            &csv_rows(&out),
+            &all,
+            &[
+                "GRBM_COUNT",
+                "SQ_WAVES",
+                "SQ_IFETCH_LEVEL",
+                "SQ_IFETCH_LEVEL_ACCUM",
+                "TCC_MISS[2]",
+            ],
+        );
+    }
+}
+
+#[test]
+fn rocprof_compute_filters_apply_once_and_its_timing_file_times_every_dispatch() {
+    let workload = Workload::new("rocprof-compute-filters");
+    // `-k vadd saxpy -d 0:2`: rocprof-compute writes the filters into the file and passes them
+    // on the command line; the command line's apply, once.
+    let (out, truth) = workload.profile(
+        "gfx942",
+        "pmc_perf_1.txt",
+        "SQ_WAVES TCC_HIT[17]",
+        "gpu:\nrange: 0:2\nkernel: vadd,saxpy\n",
+        "csv",
+        &[
+            "--kernel-include-regex",
+            "vadd|saxpy",
+            "--kernel-iteration-range",
+            "[1-2]",
+        ],
+    );
+    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+    let selected: Vec<&serde_json::Value> = truth
+        .iter()
+        .filter(|t| {
+            let kernel = t["kernel"].as_str().unwrap();
+            let n = seen.entry(kernel).or_default();
+            *n += 1;
+            matches!(kernel, "vadd" | "saxpy") && *n <= 2
+        })
+        .collect();
+    assert_eq!(selected.len(), 4);
+    assert_rows_are_truth(
+        "gfx942",
+        &csv_rows(&out),
+        &selected,
+        &["SQ_WAVES", "TCC_HIT[17]"],
+    );
+
+    // The timing-only file: each process's kernel trace, no counter collection; in JSON the
+    // kernel dispatches and no counter record.
+    let (out, truth) = workload.profile(
+        "gfx942",
+        "timestamps.txt",
+        "",
+        "gpu:\nrange:\nkernel:\n",
+        "csv",
+        &[],
+    );
+    assert_eq!(
+        process_files(&out, "_counter_collection.csv"),
+        Vec::<PathBuf>::new()
+    );
+    let trace = sim_support::read_table(&only_process_file(&out, "_kernel_trace.csv"));
+    let mut times: Vec<(String, u64, u64)> = trace
+        .iter()
+        .map(|r| {
+            (
+                r["Kernel_Name"].clone(),
+                r["Start_Timestamp"].parse().unwrap(),
+                r["End_Timestamp"].parse().unwrap(),
+            )
+        })
+        .collect();
+    let mut expected: Vec<(String, u64, u64)> = truth
+        .iter()
+        .map(|t| {
+            (
+                t["kernel"].as_str().unwrap().to_string(),
+                t["start"].as_u64().unwrap(),
+                t["end"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    times.sort();
+    expected.sort();
+    assert_eq!((times.len(), &times), (12, &expected));
+    let (out, truth) = workload.profile(
+        "gfx942",
+        "timestamps.txt",
+        "",
+        "gpu:\nrange:\nkernel:\n",
+        "json",
+        &[],
+    );
+    let doc: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(only_process_file(&out, ".json")).unwrap())
+            .unwrap();
+    let tool = &doc["rocprofiler-sdk-tool"][0];
+    assert_eq!(
+        tool["callback_records"]["counter_collection"],
+        serde_json::json!([])
+    );
+    assert_eq!(
+        tool["buffer_records"]["kernel_dispatch"]
+            .as_array()
+            .unwrap()
+            .len(),
+        truth.len()
+    );
+
+    // rtl-pmc's own files lie where none of rocprof-compute's globs look: the plan and raw
+    // records in pmc_1/, the merged results in out/.
+    let (out, _) = workload.profile("gfx942", "pmc_perf_0.txt", "SQ_WAVES", "", "json", &[]);
+    let files = tree(&out);
+    let pid = only_process_file(&out, ".json");
+    let pid = pid
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .trim_end_matches("_results.json");
+    let host = only_process_file(&out, ".json");
+    let host = host
+        .parent()
+        .unwrap()
+        .file_name()
+        .unwrap()
+        .to_str()
+        .unwrap();
+    let mut expected = [
+        "pmc_1".to_string(),
+        format!("pmc_1/{pid}.rtlraw"),
+        "pmc_1/plan.json".to_string(),
+        format!("pmc_1/{host}"),
+        format!("pmc_1/{host}/{pid}_results.json"),
+        "results.json".to_string(),
+    ];
+    expected.sort();
+    assert_eq!(files, expected);
+}
+
+#[test]
+fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
+    let dir = scratch("agent-index");
+    for (index, label) in [
+        ("absolute", ["Agent 1", "Agent 2"]),
+        ("relative", ["Agent 1", "Agent 2"]),
+        ("type-relative", ["GPU 0", "GPU 1"]),
+    ] {
+        let out = dir.join(index);
+        let truth_file = dir.join(format!("{index}.jsonl"));
+        let output = Command::new(artifact("rtl-pmc"))
+            .args(["-A", index, "--kernel-trace", "--pmc", "SQ_WAVES", "-d"])
+            .arg(&out)
+            .arg("--")
+            .arg(artifact("rtl-demo-app"))
+            .args(["--threads", "2", "--iterations", "1"])
+            .envs(sim_env("gfx942x2"))
+            .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+            .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES")
+            .output()
+            .expect("rtl-pmc starts");
+        assert_eq!(output.status.code(), Some(0), "{index}");
+        let truth = sim_support::read_ground_truth(&truth_file);
+        // The GPUs are KFD nodes 1 and 2 (node 0 is the CPU).
+        let expected = |start: &str, end: &str| -> &str {
+            let t = truth
+                .iter()
+                .find(|t| {
+                    let time = |key: &str| t[key].as_u64().map(|v| v.to_string());
+                    time("start").as_deref() == Some(start) && time("end").as_deref() == Some(end)
+                })
+                .unwrap_or_else(|| panic!("{index}: no dispatch at {start}"));
+            label[t["agent"].as_u64().unwrap() as usize - 1]
+        };
+        let mut seen = BTreeMap::new();
+        for (table, times) in [
+            ("counter_collection", ["Start_Timestamp", "End_Timestamp"]),
+            ("kernel_trace", ["Start_Timestamp", "End_Timestamp"]),
+        ] {
+            let path = sim_support::process_file(&out, &format!("pass_1/{table}.csv"));
+            for row in sim_support::read_table(&path) {
+                let agent = &row["Agent_Id"];
+                assert_eq!(
+                    agent,
+                    expected(&row[times[0]], &row[times[1]]),
+                    "{index} {table}"
+                );
+                *seen.entry(agent.clone()).or_insert(0) += 1;
+            }
+        }
+        assert_eq!(
+            seen.keys().collect::<Vec<_>>(),
+            label.iter().collect::<Vec<_>>(),
+            "{index}"
+        );
+    }
+}

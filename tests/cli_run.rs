@@ -244,19 +244,25 @@ fn input_txt_with_two_pmc_lines_runs_two_passes_and_merges_them() {
         &["SQ_WAVES", "TCC_HIT"],
     );
     p.assert_code(0);
-    for pass in ["pass_1", "pass_2"] {
+    // Where rocprofv3 puts a .txt input's passes: pmc_N/<hostname>/.
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let (pass1, pass2) = (
+        format!("pmc_1/{}", host.trim()),
+        format!("pmc_2/{}", host.trim()),
+    );
+    for pass in [&pass1, &pass2] {
         for kind in ["counter_collection", "agent_info"] {
             assert!(sim_support::process_file(&p.out, &format!("{pass}/{kind}.csv")).is_file());
         }
     }
     assert!(p
-        .file("pass_1/counter_collection.csv")
+        .file(&format!("{pass1}/counter_collection.csv"))
         .contains("\"SQ_WAVES\""));
     assert!(!p
-        .file("pass_1/counter_collection.csv")
+        .file(&format!("{pass1}/counter_collection.csv"))
         .contains("\"TCC_HIT\""));
     assert!(p
-        .file("pass_2/counter_collection.csv")
+        .file(&format!("{pass2}/counter_collection.csv"))
         .contains("\"TCC_HIT\""));
     let (header, rows) = p.results();
     assert_eq!(

@@ -20,7 +20,7 @@ mod summary;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use output::csv::Table;
+use output::csv::{AgentLabels, Table};
 use output::database::Database;
 use output::estimates::Estimates;
 use output::files::{write_merged_files_with, Formats};
@@ -154,6 +154,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             label: &format!("pass {pass}"),
             csv: Some(&|_, _| csv.clone()),
             tables: &[Table::CounterCollection],
+            labels: &AgentLabels::Node,
             processes: &[(0, pids.clone())],
             exit_status: Some(0),
         };

@@ -109,6 +109,12 @@ pub struct Args {
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
     pub truncate_kernels: bool,
 
+    /// How the Agent_Id column of the CSV files names GPUs, as rocprofv3's: absolute or
+    /// relative ("Agent <KFD node id>", the default) or type-relative ("GPU <n>", counted from
+    /// 0 in node order).
+    #[arg(short = 'A', long, value_name = "INDEX", default_value = "relative")]
+    pub agent_index: AgentIndex,
+
     /// Keep kernel names mangled.
     #[arg(short = 'M', long, value_name = "BOOL", num_args = 0..=1, default_value = "false",
           default_missing_value = "true", value_parser = BoolishValueParser::new())]
@@ -265,6 +271,18 @@ impl OutputFormat {
     pub fn from_name(name: &str) -> Option<OutputFormat> {
         OutputFormat::from_str(name, true).ok()
     }
+}
+
+/// rocprofv3's agent numbering (`-A/--agent-index`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum AgentIndex {
+    /// The KFD node id, CPUs included.
+    Absolute,
+    /// The logical node id, which is the KFD node id for rtl-pmc.
+    #[default]
+    Relative,
+    /// The index among agents of the same type.
+    TypeRelative,
 }
 
 /// How much rtl-pmc tells on stderr (`--log-level`, `log_level`).

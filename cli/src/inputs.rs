@@ -351,13 +351,16 @@ fn dedup(names: Vec<CounterName>) -> Vec<CounterName> {
     out
 }
 
-/// Parses a rocprof v1 input.txt: `#` comments; `pmc:` lines, one group each; `range:`,
-/// `kernel:` and `gpu:` lines, the last of each applying to every group of the file.
+/// Parses a rocprof v1 input.txt: `#` comments; `pmc:` lines, one group each (an empty one
+/// only times dispatches; `SQ_ACCUM_PREV_HIRES` and `SQ_ACCUM_PREV` accumulate the counter
+/// before them, as `NAME_ACCUM` and `NAME_ACCUM_LOW_RES`); `range:`, `kernel:`/`kernels:` and
+/// `gpu:` lines, the last of each applying to every group of the file unless it is empty or a
+/// command-line filter of its kind (--kernel-iteration-range, --kernel-include-regex) is given.
 fn parse_text(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliError> {
     let shown = path.display();
     let mut groups: Vec<(usize, Vec<CounterName>)> = Vec::new();
     let mut settings = cli.clone();
-    let mut kernels: Option<(String, Vec<String>)> = None;
+    let mut kernels: Option<Vec<String>> = None;
     for (index, raw) in text.lines().enumerate() {
         let line_no = index + 1;
         let line = raw.split('#').next().unwrap_or("");
@@ -368,7 +371,7 @@ fn parse_text(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliEr
         let key_start = line.len() - line.trim_start().len();
         let Some(colon) = line.find(':') else {
             return Err(CliError::input(format!(
-                "{}: expected 'pmc:', 'range:', 'kernel:' or 'gpu:'",
+                "{}: expected 'pmc:', 'range:', 'kernel:', 'kernels:' or 'gpu:'",
                 at(key_start)
             )));
         };
@@ -377,30 +380,55 @@ fn parse_text(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliEr
         let value = &line[value_offset..];
         match key {
             "pmc" => {
-                let names: Vec<CounterName> = split_names(value)
-                    .map(|(offset, name)| CounterName {
-                        name: name.to_string(),
-                        at: at(value_offset + offset),
-                    })
-                    .collect();
-                if names.is_empty() {
-                    return Err(CliError::input(format!(
-                        "{}: pmc line names no counters",
-                        at(key_start)
-                    )));
+                let mut names: Vec<CounterName> = Vec::new();
+                for (offset, name) in split_names(value) {
+                    let at = at(value_offset + offset);
+                    // rocprof v1: the accumulator slot accumulates the counter before it.
+                    let suffix = match name {
+                        "SQ_ACCUM_PREV_HIRES" => Some("_ACCUM"),
+                        "SQ_ACCUM_PREV" => Some("_ACCUM_LOW_RES"),
+                        _ => None,
+                    };
+                    let name = match (suffix, names.last()) {
+                        (None, _) => name.to_string(),
+                        (Some(suffix), Some(previous)) => format!("{}{suffix}", previous.name),
+                        (Some(_), None) => {
+                            return Err(CliError::input(format!(
+                                "{at}: {name} accumulates the counter written just before it on its line, and none is; put it after the counter to accumulate (e.g. pmc: SQ_INSTS_LEVEL_VMEM {name})"
+                            )))
+                        }
+                    };
+                    names.push(CounterName { name, at });
                 }
+                // An empty line is a pass that only times dispatches, as in rocprofv3.
                 groups.push((line_no, dedup(names)));
             }
+            // rocprofv3 reads only `pmc:` lines; rocprof's other lines keep their meaning where
+            // they are not empty and no command-line filter of their kind is given.
+            "range" if value.trim().is_empty() || !cli.filters.iterations.is_empty() => {}
             "range" => {
-                let compact: String = value.split_whitespace().collect();
+                let compact = value
+                    .trim()
+                    .split(':')
+                    .map(str::trim)
+                    .collect::<Vec<_>>()
+                    .join(":");
+                if compact.split_whitespace().count() > 1 {
+                    return Err(CliError::input(format!(
+                        "{}: '{}' names several dispatch ranges; a range line takes one (A:B, A or A:), or give --kernel-iteration-range",
+                        at(value_offset + leading(value)),
+                        value.trim()
+                    )));
+                }
                 let range = parse_dispatch_range(&compact).map_err(|e| {
                     CliError::input(format!("{}: {e}", at(value_offset + leading(value))))
                 })?;
                 settings.filters.dispatches = Some(range);
             }
-            "kernel" => {
+            "kernel" | "kernels" if cli.filters.include_regex.is_some() => {}
+            "kernel" | "kernels" => {
                 let names: Vec<String> = split_names(value).map(|(_, n)| n.to_string()).collect();
-                kernels = Some((at(key_start), names));
+                kernels = Some(names);
             }
             "gpu" => {
                 let gpus = split_names(value)
@@ -417,18 +445,13 @@ fn parse_text(path: &Path, text: &str, cli: &Settings) -> Result<Vec<Job>, CliEr
             }
             _ => {
                 return Err(CliError::input(format!(
-                    "{}: unknown key '{key}' (expected pmc, range, kernel or gpu)",
+                    "{}: unknown key '{key}' (expected pmc, range, kernel, kernels or gpu)",
                     at(key_start)
                 )))
             }
         }
     }
-    if let Some((at, names)) = kernels.filter(|(_, names)| !names.is_empty()) {
-        if cli.filters.include_regex.is_some() {
-            return Err(CliError::input(format!(
-                "{at}: the kernel line conflicts with --kernel-include-regex"
-            )));
-        }
+    if let Some(names) = kernels.filter(|names| !names.is_empty()) {
         let alternatives: Vec<String> = names.iter().map(|n| regex::escape(n)).collect();
         settings.filters.include_regex = Some(alternatives.join("|"));
     }

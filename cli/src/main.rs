@@ -54,6 +54,16 @@ fn sim_exports(args: &Args) -> Result<Vec<(String, String)>, CliError> {
     }
 }
 
+/// The extra counter files: `ROCPROFILER_METRICS_PATH`'s `counter_defs.yaml` first, as
+/// rocprofv3 reads it, then the `-E` files.
+fn extra_files(args: &Args) -> Result<Vec<std::path::PathBuf>, CliError> {
+    let metrics = planning::metrics_file(&|name| std::env::var(name).ok())?;
+    Ok(metrics
+        .into_iter()
+        .chain(args.extra_counters.iter().cloned())
+        .collect())
+}
+
 /// The GPUs to plan for: from the simulated topology with `--sim`, else from
 /// `RTL_PMC_KFD_TOPOLOGY` or the system's KFD topology.
 fn detect_gpus(sim: &[(String, String)]) -> Result<(String, Vec<Gpu>), CliError> {
@@ -219,10 +229,14 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         .iter()
         .find_map(|j| j.settings.log_level)
         .unwrap_or_default();
-    let catalogs = architectures(args, &sim)?
+    let extra = extra_files(args)?;
+    let mut catalogs = architectures(args, &sim)?
         .iter()
-        .map(|arch| ArchCatalog::load(arch, &args.extra_counters))
+        .map(|arch| ArchCatalog::load(arch, &extra))
         .collect::<Result<Vec<_>, _>>()?;
+    for catalog in &mut catalogs {
+        catalog.add_rocprof_forms(&jobs)?;
+    }
     let options = PlanOptions {
         strict: args.strict_passes,
         ..PlanOptions::default()
@@ -282,6 +296,8 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         log_level,
         profile: 0,
         finishing: finishing.as_ref().map(|f| &f.saved),
+        agent_index: args.agent_index,
+        layout: run::destination::PassLayout::of_input(args.input.as_deref(), !args.pmc.is_empty()),
     };
     let mut destinations = profiles
         .iter()
@@ -348,7 +364,7 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
 
 fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<(), CliError> {
     let text = if let Some(arch) = &args.arch {
-        let catalog = ArchCatalog::load(arch, &args.extra_counters)?;
+        let catalog = ArchCatalog::load(arch, &extra_files(args)?)?;
         avail::render(&[avail::Target {
             index: 0,
             catalog: &catalog,
@@ -361,9 +377,10 @@ fn list_avail(args: &Args, sim: &[(String, String)]) -> Result<(), CliError> {
                 "no AMD GPU found in {dir}; give --sim gfxNNN to list a simulated GPU's counters, or --arch gfxNNN to list an architecture's"
             )));
         }
+        let extra = extra_files(args)?;
         let catalogs = found
             .iter()
-            .map(|gpu| ArchCatalog::load(&gpu.arch, &args.extra_counters))
+            .map(|gpu| ArchCatalog::load(&gpu.arch, &extra))
             .collect::<Result<Vec<_>, _>>()?;
         let targets: Vec<avail::Target<'_>> = found
             .iter()

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::output::csv::{write_agent_info, Table};
+use crate::output::csv::{write_agent_info, AgentLabels, Table};
 use rtl_pmc_cli::args::PassMatch;
 
 use crate::output::database::{Database, Unmatched};
@@ -107,6 +107,7 @@ pub fn merge_directories(
             label: &format!("pass {pass}"),
             csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
             tables,
+            labels: &AgentLabels::Node,
             processes: &processes,
             exit_status: None,
         };

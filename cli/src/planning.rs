@@ -2,7 +2,7 @@
 //! for passes, and lays the passes of every architecture out as application runs.
 
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use rtl_pmc::dispatch::config::{
     DISABLE_SIGNAL_HANDLERS_ENV, KERNEL_RENAME_ENV, MANGLED_KERNELS_ENV, TRUNCATE_KERNELS_ENV,
@@ -23,7 +23,43 @@ pub struct ArchCatalog {
     limits: Limits,
 }
 
+/// The variable naming the directory whose `counter_defs.yaml` holds rocprofv3's counter
+/// definitions (rocprof-compute gives its own this way).
+pub const METRICS_PATH_ENV: &str = "ROCPROFILER_METRICS_PATH";
+
+/// The counter definitions file `ROCPROFILER_METRICS_PATH` names (read through `lookup`):
+/// `counter_defs.yaml` in that directory, which must exist, as rocprofv3 requires.
+pub fn metrics_file(lookup: &dyn Fn(&str) -> Option<String>) -> Result<Option<PathBuf>, CliError> {
+    let Some(dir) = lookup(METRICS_PATH_ENV).filter(|d| !d.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let file = Path::new(&dir).join("counter_defs.yaml");
+    match file.is_file() {
+        true => Ok(Some(file)),
+        false => Err(CliError::input(format!(
+            "{METRICS_PATH_ENV}={dir}: no counter_defs.yaml there; point it at the directory holding that file, or unset it"
+        ))),
+    }
+}
+
 impl ArchCatalog {
+    /// Defines the counters of `jobs` written in rocprof's forms (`NAME[i]`, `NAME_ACCUM`; see
+    /// [`Catalog::add_rocprof_form`]); an error names where the counter was written.
+    pub fn add_rocprof_forms(&mut self, jobs: &[Job]) -> Result<(), CliError> {
+        for job in jobs {
+            let names: Vec<&CounterName> = match &job.collection {
+                Collection::Passes(names) => names.iter().collect(),
+                Collection::Rotating { groups, .. } => groups.iter().flatten().collect(),
+            };
+            for name in names {
+                self.catalog
+                    .add_rocprof_form(&name.name)
+                    .map_err(|e| CliError::input(format!("{}: {e}", name.at)))?;
+            }
+        }
+        Ok(())
+    }
+
     /// The built-in catalog of `arch` plus the `-E` files, in order.
     pub fn load(arch: &str, extra_files: &[impl AsRef<Path>]) -> Result<ArchCatalog, CliError> {
         let mut catalog = Catalog::builtin(arch).map_err(|e| CliError::input(e.to_string()))?;

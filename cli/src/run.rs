@@ -28,12 +28,13 @@ use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
 use crate::merge::{unmatched_warning, unmatched_warning_for, Formats, OutputError};
-use crate::output::csv::{write_agent_info, write_kernel_stats, Table};
+use crate::output::csv::{write_agent_info, write_kernel_stats, AgentLabels, Table};
 use crate::output::database::{CounterInfo, Database};
 use crate::output::estimates::Estimates;
 use crate::output::files::write_merged_files_with;
 use crate::output::model::Agent;
 use crate::output::pass::{write_pass, CsvPaths, PassSpec};
+use crate::output::process_files::write_process_files;
 use crate::output::regions;
 use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
@@ -86,6 +87,10 @@ pub struct RunOptions<'a> {
     /// `rtl-pmc finish`: the interrupted profile's saved start; its pass directories' records
     /// are read and the application is not run.
     pub finishing: Option<&'a unfinished::Saved>,
+    /// How the CSV files' `Agent_Id` column names GPUs.
+    pub agent_index: rtl_pmc_cli::args::AgentIndex,
+    /// How pass directories and per-process files are named.
+    pub layout: destination::PassLayout,
 }
 
 impl RunOptions<'_> {
@@ -440,6 +445,15 @@ pub fn run(
     };
     db.set_run(&run_info).map_err(output_error)?;
     let catalogs: Vec<&Catalog> = options.catalogs.iter().map(|c| &c.catalog).collect();
+    let labels = match options.agent_index {
+        rtl_pmc_cli::args::AgentIndex::TypeRelative => {
+            let mut nodes: Vec<u32> = known.iter().map(|a| a.node_id).collect();
+            nodes.sort_unstable();
+            AgentLabels::TypeRelative(nodes)
+        }
+        _ => AgentLabels::Node,
+    };
+    let layout = options.layout;
     child::install_interrupt_handler();
 
     let tools_lib = match std::env::var(TOOLS_LIB_ENV) {
@@ -453,7 +467,7 @@ pub fn run(
             let dirs: Vec<PathBuf> = plan
                 .runs
                 .iter()
-                .map(|r| directory.join(format!("pass_{}", r.number)))
+                .map(|r| layout.directory(&directory, r.number as u32))
                 .collect();
             for dir in dirs.iter().filter(|_| finishing.is_none()) {
                 std::fs::create_dir(dir).map_err(|e| io_error(dir, e))?;
@@ -482,7 +496,7 @@ pub fn run(
             break;
         }
         let pass = run.number as u32;
-        let pass_dir = directory.join(format!("pass_{pass}"));
+        let pass_dir = layout.directory(&directory, pass);
         if finishing.is_some() && !pass_dir.is_dir() {
             break;
         }
@@ -603,11 +617,19 @@ pub fn run(
             marker.pass_ran(pass, code);
         }
 
-        let output_file = run.settings.output_file.as_deref();
-        let file_of = |pid: u32, kind: &str| {
-            destination::process_file(&pass_dir, output_file, options.app, pid, kind)
+        let name = run
+            .settings
+            .output_file
+            .as_deref()
+            .unwrap_or(layout.process_name());
+        let path_of = |pid: u32, kind: &str, extension: &str| {
+            destination::process_path(&pass_dir, name, options.app, pid, kind, extension)
         };
+        let file_of = |pid: u32, kind: &str| path_of(pid, kind, "csv");
         let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
+        if let Some(parent) = file_of(0, "").parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+        }
         let tables: &[Table] = match (counters.is_empty(), run.settings.kernel_trace) {
             (true, _) => &[Table::KernelTrace],
             (false, true) => &[Table::CounterCollection, Table::KernelTrace],
@@ -620,7 +642,7 @@ pub fn run(
             // What pass 1 collected and this pass did not (a declined dispatch, a GPU with
             // fewer passes, timing only) is in this pass too, without counters, so that the
             // dispatches of every pass are the same and join exactly.
-            files.extend(record_files(&directory.join("pass_1")));
+            files.extend(record_files(&layout.directory(&directory, 1)));
         }
         let mut records = StartMerged::open(&files);
         let processes = {
@@ -634,6 +656,7 @@ pub fn run(
             label: &label,
             csv: formats.csv.then_some(&csv_of as &CsvPaths<'_>),
             tables,
+            labels: &labels,
             processes: &[(0, processes.clone())],
             exit_status: match finishing {
                 Some(_) => finished_passes.last().and_then(|(_, ran)| *ran),
@@ -708,8 +731,18 @@ pub fn run(
             .map(|&pid| file_of(pid, "agent_info"))
             .collect();
         agent_info.dedup();
-        for path in agent_info {
-            written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
+        // rocprofv3 writes agent_info.csv with the CSV files only; rocprof-compute reads every
+        // CSV file of a pass's process directory as results in JSON mode.
+        if formats.csv || layout == destination::PassLayout::Pass {
+            for path in agent_info {
+                written.push(write_agent_info(&path, &cpus, &agents).map_err(output_error)?);
+            }
+        }
+        if layout == destination::PassLayout::Pmc {
+            let own = |pid: u32, extension: &str| path_of(pid, "results", extension);
+            written.extend(
+                write_process_files(&db, pass, &processes, formats, &own).map_err(output_error)?,
+            );
         }
         if finishing.is_some() {
             let how = match finished_passes.last().and_then(|(_, ran)| *ran) {

@@ -43,7 +43,7 @@ const REFUSED: &[Refused] = &[
     (&["-D", "--summary-per-domain"], "summary_per_domain", SUMMARY_SHAPE),
     (&["--summary-groups"], "summary_groups", SUMMARY_SHAPE),
     (&["-u", "--summary-units"], "summary_units", SUMMARY_SHAPE),
-    (&["-A", "--agent-index"], "agent_index", "chooses how rocprofv3 numbers agents; rtl-pmc numbers GPUs from 0 in KFD node order (the Agent_Id column and gpu: lines use it); drop it"),
+    (&[], "agent_index", "chooses how the Agent_Id column names GPUs for the whole profile; give -A/--agent-index on the command line instead"),
     (&["--collection-period"], "collection_period", "samples counters over time, which rtl-pmc does not do (it counts per dispatch); choose dispatches with --kernel-iteration-range or a range: line instead"),
 ];
 

@@ -693,6 +693,156 @@ fn job_file_errors_name_the_key_and_what_it_accepts() {
     }
 }
 
+/// rocprof-compute's input files: a `pmc:` line, then `gpu:`, `range:` and `kernel:` lines that
+/// are empty unless the user filters, in which case the same filter is also on the command line.
+#[test]
+fn rocprof_compute_files_are_read_as_rocprofv3_reads_them() {
+    let s = Scratch::new("rocprof-compute");
+    let plan = |args: &[&str]| {
+        let mut all = vec!["--plan", "--arch", "gfx942", "-A", "absolute"];
+        all.extend_from_slice(args);
+        rtl_pmc(&all)
+    };
+    let empty = s.file(
+        "pmc_perf_0.txt",
+        "pmc: SQ_WAVES GRBM_COUNT\n\ngpu:\nrange:\nkernel:\n",
+    );
+    assert_plan(
+        &plan(&["-i", &empty]),
+        "pass 1: SQ_WAVES GRBM_COUNT\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    // The timing-only file.
+    let timestamps = s.file("timestamps.txt", "pmc:\n\ngpu:\nrange:\nkernel:\n");
+    assert_plan(
+        &plan(&["-i", &timestamps]),
+        "pass 1: (kernel trace: no counters)\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    // Filters written into the file and given on the command line apply once: the command
+    // line's (several dispatch ranges on a range line would be refused if it were read).
+    let filtered = s.file(
+        "filtered.txt",
+        "pmc: SQ_WAVES\n\ngpu:\nrange: 4:7 12\nkernel: vadd,saxpy\n",
+    );
+    assert_plan(
+        &plan(&[
+            "-i",
+            &filtered,
+            "--kernel-include-regex",
+            "vadd|saxpy",
+            "--kernel-iteration-range",
+            "[5-7,13]",
+        ]),
+        "pass 1: SQ_WAVES\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    assert_error(
+        &plan(&["-i", &filtered]),
+        &format!(
+            "{filtered}:4:8: '4:7 12' names several dispatch ranges; a range line takes one (A:B, A or A:), or give --kernel-iteration-range"
+        ),
+    );
+    let invalid = s.file(
+        "invalid.txt",
+        "pmc: SQ_WAVES\n\ngpu:\nrange: invalid\nkernel:\n",
+    );
+    assert_error(
+        &plan(&["-i", &invalid]),
+        &format!(
+            "{invalid}:4:8: bad dispatch range 'invalid': expected A:B, A or A: with dispatch numbers"
+        ),
+    );
+    // rocprof v1's forms: a counter on one instance, and the accumulator after a level counter.
+    let v1 = s.file(
+        "SQ_IFETCH_LEVEL.txt",
+        "pmc: GRBM_COUNT SQ_WAVES SQ_IFETCH_LEVEL SQ_ACCUM_PREV_HIRES TCC_HIT[3]\n\ngpu:\nrange:\nkernel:\n",
+    );
+    assert_plan(
+        &plan(&["-i", &v1]),
+        "pass 1: GRBM_COUNT SQ_WAVES SQ_IFETCH_LEVEL SQ_IFETCH_LEVEL_ACCUM TCC_HIT[3]\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    let low = s.file("low.txt", "pmc: SQ_INST_LEVEL_LDS SQ_ACCUM_PREV\n");
+    assert_plan(
+        &plan(&["-i", &low]),
+        "pass 1: SQ_INST_LEVEL_LDS SQ_INST_LEVEL_LDS_ACCUM_LOW_RES\npasses: 1 (lower bound: 1)\n",
+        "",
+    );
+    let alone = s.file("alone.txt", "pmc: SQ_ACCUM_PREV_HIRES SQ_WAVES\n");
+    assert_error(
+        &plan(&["-i", &alone]),
+        &format!(
+            "{alone}:1:6: SQ_ACCUM_PREV_HIRES accumulates the counter written just before it on its line, and none is; put it after the counter to accumulate (e.g. pmc: SQ_INSTS_LEVEL_VMEM SQ_ACCUM_PREV_HIRES)"
+        ),
+    );
+    let beyond = s.file("beyond.txt", "pmc: TCC_HIT[16]\n");
+    assert_error(
+        &plan(&["-i", &beyond]),
+        &format!("{beyond}:1:6: counter 'TCC_HIT[16]': TCC_HIT has instances 0-15 on gfx942"),
+    );
+    // Its counter definitions come through ROCPROFILER_METRICS_PATH, a directory holding
+    // counter_defs.yaml.
+    let defs = s.0.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(
+        defs.join("counter_defs.yaml"),
+        "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: TCC_HIT[17]\n    description: TCC_HIT of channel 1 on XCC 1\n    properties: []\n    definitions:\n    - architectures:\n      - gfx942\n      expression: select(TCC_HIT,[DIMENSION_XCC=[1], DIMENSION_INSTANCE=[1]])\n",
+    )
+    .unwrap();
+    let channel = s.file("channel.txt", "pmc: TCC_HIT[17]\n\ngpu:\nrange:\nkernel:\n");
+    let with_path = |dir: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_rtl-pmc"))
+            .args(["--plan", "--arch", "gfx942", "-i", &channel])
+            .env("ROCPROFILER_METRICS_PATH", dir)
+            .output()
+            .unwrap()
+    };
+    let out = with_path(&defs);
+    assert_eq!(
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).as_ref()
+        ),
+        (Some(0), "pass 1: TCC_HIT[17]\npasses: 1 (lower bound: 1)\n")
+    );
+    let out = with_path(&s.0);
+    assert_eq!(
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned()),
+        (
+            Some(2),
+            format!(
+                "rtl-pmc: ROCPROFILER_METRICS_PATH={}: no counter_defs.yaml there; point it at the directory holding that file, or unset it\n",
+                s.0.display()
+            )
+        )
+    );
+    assert_error(
+        &plan(&["-i", &channel]),
+        &format!("{channel}:1:6: counter 'TCC_HIT[17]': TCC_HIT has instances 0-15 on gfx942"),
+    );
+    // The other agent numberings are taken; a wrong one names the three.
+    for index in ["relative", "type-relative"] {
+        assert_plan(
+            &rtl_pmc(&["--plan", "--arch", "gfx942", "-A", index, "-i", &empty]),
+            "pass 1: SQ_WAVES GRBM_COUNT\npasses: 1 (lower bound: 1)\n",
+            "",
+        );
+    }
+    let wrong = rtl_pmc(&["--plan", "--arch", "gfx942", "-A", "first", "-i", &empty]);
+    assert_eq!(wrong.code, 2);
+    assert!(
+        wrong
+            .stderr
+            .contains("invalid value 'first' for '--agent-index <INDEX>'"),
+        "{}",
+        wrong.stderr
+    );
+    assert!(wrong
+        .stderr
+        .contains("[possible values: absolute, relative, type-relative]"));
+}
+
 #[test]
 fn malformed_files() {
     let s = Scratch::new("files");
@@ -718,12 +868,12 @@ fn malformed_files() {
     let txt = s.file("bad.txt", "pmc: SQ_WAVES\n  hip: on\n");
     assert_error(
         &run(&txt),
-        &format!("{txt}:2:3: unknown key 'hip' (expected pmc, range, kernel or gpu)"),
+        &format!("{txt}:2:3: unknown key 'hip' (expected pmc, range, kernel, kernels or gpu)"),
     );
     let txt = s.file("nokey.txt", "SQ_WAVES\n");
     assert_error(
         &run(&txt),
-        &format!("{txt}:1:1: expected 'pmc:', 'range:', 'kernel:' or 'gpu:'"),
+        &format!("{txt}:1:1: expected 'pmc:', 'range:', 'kernel:', 'kernels:' or 'gpu:'"),
     );
     let other = s.file("input.xml", "<metric/>");
     assert_error(
@@ -932,6 +1082,10 @@ fn rocprofv3_options_rtl_pmc_does_not_take_are_refused_before_the_application() 
         "trace.yaml",
         "jobs:\n  - pmc: [SQ_WAVES]\n    hip_trace: true\n",
     );
+    let agents = s.file(
+        "agents.yaml",
+        "jobs:\n  - pmc: [SQ_WAVES]\n    agent_index: absolute\n",
+    );
     let tracing = "is rocprofv3 API and activity tracing, which rtl-pmc does not do (it collects hardware counters per dispatch, each with its start and end time); trace with rocprofv3";
     let cases = vec![
         (vec!["--hip-trace"], format!("--hip-trace {tracing}")),
@@ -955,6 +1109,10 @@ fn rocprofv3_options_rtl_pmc_does_not_take_are_refused_before_the_application() 
         (
             vec!["-i", yaml.as_str()],
             format!("{yaml}:3:5: hip_trace {tracing}"),
+        ),
+        (
+            vec!["-i", agents.as_str()],
+            format!("{agents}:3:5: agent_index chooses how the Agent_Id column names GPUs for the whole profile; give -A/--agent-index on the command line instead"),
         ),
     ];
     assert_refused_before_running(&s, cases);
@@ -1109,6 +1267,8 @@ fn help_lists_every_flag_and_the_merge_command() {
         "--continue-on-error",
         "--replay-mode",
         "--replay-memory-budget",
+        "--agent-index",
+        "-A,",
         "-L,",
         "-T,",
         "-M,",

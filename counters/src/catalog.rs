@@ -168,6 +168,9 @@ pub enum Origin {
         /// The line of the counter's definition.
         line: u64,
     },
+    /// rocprof's spelling of a counter of the catalog: `NAME[i]`, `NAME_ACCUM` or
+    /// `NAME_ACCUM_LOW_RES` (see [`Catalog::add_rocprof_form`]).
+    RocprofForm,
 }
 
 /// One counter of an architecture.
@@ -335,6 +338,81 @@ impl Catalog {
     /// One block by name.
     pub fn block(&self, name: &str) -> Option<&Block> {
         self.block_index.get(name).map(|&i| &self.blocks[i])
+    }
+
+    /// Defines `name` when it is rocprof's spelling of a counter of the catalog and not a counter
+    /// itself: `NAME[i]` is `NAME` on instance `i` (rocprof v1's per-channel form, summed over
+    /// the other dimensions), `NAME_ACCUM` and `NAME_ACCUM_LOW_RES` accumulate `NAME` (high and
+    /// low resolution; rocprof-compute's `<LEVEL>_ACCUM`). Returns whether it added `name`;
+    /// an instance beyond the counter's block is [`Error::Expression`].
+    pub fn add_rocprof_form(&mut self, name: &str) -> Result<bool, Error> {
+        if self.counter(name).is_some() {
+            return Ok(false);
+        }
+        let (expression, description) = if let Some((base, index)) = name
+            .strip_suffix(']')
+            .and_then(|n| n.split_once('['))
+            .filter(|(_, i)| !i.is_empty() && i.bytes().all(|b| b.is_ascii_digit()))
+        {
+            let Some(def) = self.counter(base) else {
+                return Ok(false);
+            };
+            let instances = self
+                .hardware_events(base)?
+                .iter()
+                .filter_map(|e| self.block(&e.block))
+                .map(|b| b.instances_per_xcc)
+                .max()
+                .unwrap_or(1);
+            let index: u64 = index.parse().unwrap_or(u64::MAX);
+            if index >= u64::from(instances) {
+                return Err(Error::Expression {
+                    counter: name.to_string(),
+                    message: format!(
+                        "{base} has instances 0-{} on {}",
+                        instances.saturating_sub(1),
+                        self.arch
+                    ),
+                });
+            }
+            (
+                format!("select({base},[DIMENSION_INSTANCE=[{index}]])"),
+                format!("{base} on instance {index}: {}", def.description),
+            )
+        } else {
+            let (base, resolution) = match name.strip_suffix("_ACCUM_LOW_RES") {
+                Some(base) => (base, "LOW_RES"),
+                None => match name.strip_suffix("_ACCUM") {
+                    Some(base) => (base, "HIGH_RES"),
+                    None => return Ok(false),
+                },
+            };
+            if self.counter(base).is_none() {
+                return Ok(false);
+            }
+            (
+                format!("accumulate({base},{resolution})"),
+                format!("{base} accumulated over the kernel's cycles ({resolution})"),
+            )
+        };
+        let kind = CounterKind::Derived { expression };
+        let def = CounterDef::new(
+            name.to_string(),
+            description,
+            None,
+            kind,
+            Origin::RocprofForm,
+        );
+        let before = self.len();
+        self.push(def).map_err(|message| Error::Expression {
+            counter: name.to_string(),
+            message,
+        })?;
+        if let Err(e) = self.hardware_events(name) {
+            self.truncate(before);
+            return Err(e);
+        }
+        Ok(true)
     }
 
     /// Every block, by aqlprofile block id.

@@ -209,6 +209,9 @@ impl Catalog {
                 }
                 let where_ = match &existing.origin {
                     Origin::Builtin => format!("a built-in counter of {}", self.arch()),
+                    Origin::RocprofForm => {
+                        format!("rocprof's form of a counter of {}", self.arch())
+                    }
                     Origin::Extra { path, line } => {
                         format!("already defined at {}:{line}", path.display())
                     }

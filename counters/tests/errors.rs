@@ -311,3 +311,59 @@ fn extra_counters_apply_by_exact_architecture() {
         "again.yaml:4: counter 'W': redefines already defined at w.yaml:11 differently"
     );
 }
+
+#[test]
+fn rocprof_forms_name_counters_of_the_catalog() {
+    let mut catalog = Catalog::builtin("gfx942").unwrap();
+    let builtins = catalog.len();
+    // Names that are no form of a known counter, and known counters, are left alone.
+    for name in [
+        "SQ_WAVES",
+        "NOPE[3]",
+        "NOPE_ACCUM",
+        "TCC_HIT[]",
+        "TCC_HIT[x]",
+    ] {
+        assert!(!catalog.add_rocprof_form(name).unwrap(), "{name}");
+    }
+    assert!(catalog.add_rocprof_form("TCC_HIT[15]").unwrap());
+    assert!(catalog.add_rocprof_form("SQ_IFETCH_LEVEL_ACCUM").unwrap());
+    assert!(catalog
+        .add_rocprof_form("SQ_IFETCH_LEVEL_ACCUM_LOW_RES")
+        .unwrap());
+    assert_eq!(catalog.len(), builtins + 3);
+    let expression = |name: &str| match &catalog.counter(name).unwrap().kind {
+        rtl_pmc_counters::CounterKind::Derived { expression } => expression.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        expression("TCC_HIT[15]"),
+        "select(TCC_HIT,[DIMENSION_INSTANCE=[15]])"
+    );
+    assert_eq!(
+        expression("SQ_IFETCH_LEVEL_ACCUM"),
+        "accumulate(SQ_IFETCH_LEVEL,HIGH_RES)"
+    );
+    assert_eq!(
+        expression("SQ_IFETCH_LEVEL_ACCUM_LOW_RES"),
+        "accumulate(SQ_IFETCH_LEVEL,LOW_RES)"
+    );
+    assert_eq!(
+        catalog.counter("TCC_HIT[15]").unwrap().origin,
+        Origin::RocprofForm
+    );
+    assert_eq!(
+        catalog
+            .add_rocprof_form("TCC_HIT[16]")
+            .unwrap_err()
+            .to_string(),
+        "counter 'TCC_HIT[16]': TCC_HIT has instances 0-15 on gfx942"
+    );
+    // A form whose expression is refused adds nothing.
+    let before = catalog.len();
+    assert_eq!(
+        catalog.add_rocprof_form("TCC_HIT_ACCUM").unwrap_err().to_string(),
+        "counter 'TCC_HIT_ACCUM': accumulate() with LOW_RES or HIGH_RES needs an SQ counter, but 'TCC_HIT' belongs to TCC"
+    );
+    assert_eq!(catalog.len(), before);
+}

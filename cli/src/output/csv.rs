@@ -210,6 +210,40 @@ pub struct CounterCollectionWriter {
     line: String,
     prefix: String,
     table: Table,
+    labels: AgentLabels,
+}
+
+/// How the `Agent_Id` column names an agent, as rocprofv3's `--agent-index` chooses.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum AgentLabels {
+    /// `Agent <KFD node id>`: rocprofv3's absolute and relative indices alike, since rtl-pmc's
+    /// logical node ids are the KFD node ids.
+    #[default]
+    Node,
+    /// `GPU <n>`, the GPU's index among the GPUs in node order (rocprofv3's type-relative);
+    /// holds the GPUs' node ids in that order.
+    TypeRelative(Vec<u32>),
+}
+
+impl AgentLabels {
+    /// Appends the quoted label of the agent of KFD node `node` to `line`.
+    fn push(&self, line: &mut String, node: u32) {
+        let index = match self {
+            AgentLabels::TypeRelative(gpus) => gpus.iter().position(|&g| g == node),
+            AgentLabels::Node => None,
+        };
+        match index {
+            Some(i) => {
+                line.push_str("\"GPU ");
+                push_unsigned(line, i as u64);
+            }
+            None => {
+                line.push_str("\"Agent ");
+                push_unsigned(line, u64::from(node));
+            }
+        }
+        line.push('"');
+    }
 }
 
 /// Which per-process table a [`CounterCollectionWriter`] writes.
@@ -268,7 +302,11 @@ fn push_quoted(line: &mut String, text: &str) {
 
 impl CounterCollectionWriter {
     /// Starts `path`, a `table`, and writes the header.
-    pub fn of(table: Table, path: &Path) -> io::Result<CounterCollectionWriter> {
+    pub fn of(
+        table: Table,
+        path: &Path,
+        labels: &AgentLabels,
+    ) -> io::Result<CounterCollectionWriter> {
         let mut out = AtomicFile::create(path)?;
         let header: Vec<String> = table.columns().iter().map(|c| format!("\"{c}\"")).collect();
         writeln!(out, "{}", header.join(","))?;
@@ -278,6 +316,7 @@ impl CounterCollectionWriter {
             line: String::new(),
             prefix: String::new(),
             table,
+            labels: labels.clone(),
         })
     }
 
@@ -294,9 +333,8 @@ impl CounterCollectionWriter {
         prefix.clear();
         push_unsigned(prefix, d.correlation_id);
         push_fields(prefix, &[d.dispatch_id]);
-        prefix.push_str(",\"Agent ");
-        push_unsigned(prefix, u64::from(d.agent));
-        prefix.push('"');
+        prefix.push(',');
+        self.labels.push(prefix, d.agent);
         push_fields(
             prefix,
             &[
@@ -339,9 +377,8 @@ impl CounterCollectionWriter {
         let kernel_id = self.kernel_ids.id(&d.kernel);
         let line = &mut self.line;
         line.clear();
-        line.push_str("\"KERNEL_DISPATCH\",\"Agent ");
-        push_unsigned(line, u64::from(d.agent));
-        line.push('"');
+        line.push_str("\"KERNEL_DISPATCH\",");
+        self.labels.push(line, d.agent);
         push_fields(
             line,
             &[d.queue_id, 0, u64::from(d.tid), d.dispatch_id, kernel_id],

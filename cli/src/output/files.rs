@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 
-use super::csv::{ResultsWriter, Table};
+use super::csv::{AgentLabels, ResultsWriter, Table};
 use super::database::{Database, DatabaseError};
 use super::estimates::Estimates;
 use super::json::JsonWriter;
@@ -59,8 +59,9 @@ pub fn write_counter_collection(
     pass: u32,
     paths: &CsvPaths<'_>,
     tables: &[Table],
+    labels: &AgentLabels,
 ) -> Result<Vec<PathBuf>, OutputError> {
-    let mut out = CounterCollectionFiles::new(paths, tables);
+    let mut out = CounterCollectionFiles::new(paths, tables, labels);
     db.for_each_pass_dispatch(pass, false, |d| out.write(d).map_err(OutputError::from))?;
     Ok(out.commit()?)
 }

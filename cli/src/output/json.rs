@@ -74,12 +74,15 @@ fn dimensions_json(listing: &str, ids: &mut Vec<String>) -> Vec<Value> {
         .collect()
 }
 
-/// Streams `results.json`.
+/// Streams `results.json`, or one process's `<pid>_results.json`.
 pub struct JsonWriter {
     out: AtomicFile,
     first: bool,
     counter_ids: FastMap<String, i64>,
     kernel_ids: FastMap<String, i64>,
+    /// In a process's own file, the kernel symbols, completed from the dispatches and written
+    /// last, after `buffer_records`.
+    symbols: Option<Vec<Value>>,
 }
 
 impl JsonWriter {
@@ -90,6 +93,29 @@ impl JsonWriter {
         cpus: &[Agent],
         facts: &ProfileFacts,
         estimates: Value,
+    ) -> io::Result<JsonWriter> {
+        JsonWriter::start(path, gpus, cpus, facts, estimates, false)
+    }
+
+    /// Starts one process's file as rocprofv3 writes it: its counter records, then (after
+    /// [`JsonWriter::kernel_dispatches`]) `buffer_records.kernel_dispatch`, then the kernel
+    /// symbols with the sizes their dispatches had; `facts` holds that process alone.
+    pub fn create_for_process(
+        path: &Path,
+        gpus: &[Agent],
+        cpus: &[Agent],
+        facts: &ProfileFacts,
+    ) -> io::Result<JsonWriter> {
+        JsonWriter::start(path, gpus, cpus, facts, Value::Null, true)
+    }
+
+    fn start(
+        path: &Path,
+        gpus: &[Agent],
+        cpus: &[Agent],
+        facts: &ProfileFacts,
+        estimates: Value,
+        per_process: bool,
     ) -> io::Result<JsonWriter> {
         let mut out = AtomicFile::create(path)?;
         let node = Node::here();
@@ -185,16 +211,24 @@ impl JsonWriter {
         if let (Some(extras), Value::Object(estimates)) = (extras.as_object_mut(), estimates) {
             extras.extend(estimates);
         }
+        let (symbols, inline) = match per_process {
+            true => (Some(kernel_symbols), String::new()),
+            false => (
+                None,
+                format!(
+                    "\"kernel_symbols\":{},\"buffer_records\":{{}},",
+                    Value::from(kernel_symbols)
+                ),
+            ),
+        };
         write!(
             out,
             "{{\"rocprofiler-sdk-tool\":[{{\"metadata\":{metadata},\"agents\":{},\
              \"counters\":{},\"strings\":{strings},\"code_objects\":[],\
-             \"kernel_symbols\":{},\"host_functions\":[],\"summary\":[],\
-             \"buffer_records\":{{}},\"rtl-pmc\":{extras},\
+             \"host_functions\":[],\"summary\":[],{inline}\"rtl-pmc\":{extras},\
              \"callback_records\":{{\"counter_collection\":[",
             Value::from(agents),
             Value::from(counters),
-            Value::from(kernel_symbols),
         )?;
         Ok(JsonWriter {
             out,
@@ -209,6 +243,23 @@ impl JsonWriter {
                 .iter()
                 .map(|(id, name)| (name.clone(), *id))
                 .collect(),
+            symbols,
+        })
+    }
+
+    /// `d`'s `dispatch_info`.
+    fn dispatch_info(&self, d: &Dispatch) -> Value {
+        let [gx, gy, gz] = d.grid;
+        let [wx, wy, wz] = d.workgroup;
+        json!({
+            "agent_id": {"handle": d.agent},
+            "queue_id": {"handle": d.queue_id},
+            "kernel_id": self.kernel_ids.get(&d.kernel).copied().unwrap_or(0),
+            "dispatch_id": d.dispatch_id,
+            "private_segment_size": d.scratch,
+            "group_segment_size": d.lds,
+            "workgroup_size": {"x": wx, "y": wy, "z": wz},
+            "grid_size": {"x": gx, "y": gy, "z": gz},
         })
     }
 
@@ -227,27 +278,21 @@ impl JsonWriter {
             }
             totals.insert(c.name.clone(), json!(c.total));
         }
-        let [gx, gy, gz] = d.grid;
-        let [wx, wy, wz] = d.workgroup;
         json!({
             "thread_id": d.tid,
             "dispatch_data": {
                 "correlation_id": {"internal": d.correlation_id, "external": 0, "ancestor": 0},
                 "start_timestamp": d.start_ns,
                 "end_timestamp": d.end_ns,
-                "dispatch_info": {
-                    "agent_id": {"handle": d.agent},
-                    "queue_id": {"handle": d.queue_id},
-                    "kernel_id": self.kernel_ids.get(&d.kernel).copied().unwrap_or(0),
-                    "dispatch_id": d.dispatch_id,
-                    "private_segment_size": d.scratch,
-                    "group_segment_size": d.lds,
-                    "workgroup_size": {"x": wx, "y": wy, "z": wz},
-                    "grid_size": {"x": gx, "y": gy, "z": gz},
-                },
+                "dispatch_info": self.dispatch_info(d),
             },
             "records": records,
             "stream_id": {"handle": 0},
+            // Where rocprofv3's schema puts the kernel's resources, which rocprof-compute reads.
+            "lds_block_size_v": d.lds_block_size(),
+            "arch_vgpr_count": d.arch_vgpr,
+            "accum_vgpr_count": d.accum_vgpr,
+            "sgpr_count": d.sgpr,
             "rtl-pmc": {
                 "pid": d.pid,
                 "kernel": d.kernel,
@@ -268,6 +313,45 @@ impl JsonWriter {
         }
         self.first = false;
         let record = self.record(d);
+        if let Some(symbols) = self.symbols.as_mut() {
+            let id = self.kernel_ids.get(&d.kernel).copied().unwrap_or(0) as usize;
+            if let Some(Value::Object(symbol)) = symbols.get_mut(id) {
+                for (key, value) in [
+                    ("private_segment_size", d.scratch),
+                    ("group_segment_size", d.lds),
+                    ("arch_vgpr_count", d.arch_vgpr),
+                    ("accum_vgpr_count", d.accum_vgpr),
+                    ("sgpr_count", d.sgpr),
+                ] {
+                    symbol.insert(key.into(), json!(value));
+                }
+            }
+        }
+        serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
+    }
+
+    /// In a process's own file, ends the counter records and starts
+    /// `buffer_records.kernel_dispatch`.
+    pub fn kernel_dispatches(&mut self) -> io::Result<()> {
+        self.first = true;
+        self.out
+            .write_all(b"\n]},\"buffer_records\":{\"kernel_dispatch\":[")
+    }
+
+    /// Appends `d` as rocprofv3's kernel dispatch trace record.
+    pub fn write_kernel_dispatch(&mut self, d: &Dispatch) -> io::Result<()> {
+        match self.first {
+            true => self.out.write_all(b"\n")?,
+            false => self.out.write_all(b",\n")?,
+        }
+        self.first = false;
+        let record = json!({
+            "thread_id": d.tid,
+            "correlation_id": {"internal": d.correlation_id, "external": 0, "ancestor": 0},
+            "start_timestamp": d.start_ns,
+            "end_timestamp": d.end_ns,
+            "dispatch_info": self.dispatch_info(d),
+        });
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
     }
 
@@ -275,6 +359,9 @@ impl JsonWriter {
     /// the file its name.
     pub fn commit(mut self, extra: Option<(&str, &Value)>) -> io::Result<PathBuf> {
         self.out.write_all(b"\n]}")?;
+        if let Some(symbols) = self.symbols.take() {
+            write!(self.out, ",\"kernel_symbols\":{}", Value::from(symbols))?;
+        }
         if let Some((key, value)) = extra {
             write!(self.out, ",{}:{value}", Value::from(key))?;
         }

@@ -11,6 +11,7 @@ pub mod json;
 pub mod model;
 pub mod pass;
 pub mod perfetto;
+pub mod process_files;
 pub mod regions;
 pub mod rocpd;
 pub mod totals;

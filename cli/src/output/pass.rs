@@ -10,7 +10,7 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use super::csv::{CounterCollectionWriter, Table};
+use super::csv::{AgentLabels, CounterCollectionWriter, Table};
 use super::database::{Database, DatabaseError, Extdata};
 use super::fast_map::FastMap;
 use super::files::{write_counter_collection, OutputError};
@@ -129,6 +129,8 @@ pub struct PassSpec<'a> {
     pub csv: Option<&'a CsvPaths<'a>>,
     /// The per-process tables written: `counter_collection`, `kernel_trace` or both.
     pub tables: &'a [Table],
+    /// How their `Agent_Id` column names agents.
+    pub labels: &'a AgentLabels,
     /// Per input (0 for a single run), the processes with dispatches in the pass (see
     /// [`Database::declare_processes`]).
     pub processes: &'a [(u32, Vec<u32>)],
@@ -153,16 +155,22 @@ pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
 pub struct CounterCollectionFiles<'a> {
     paths: &'a CsvPaths<'a>,
     tables: &'a [Table],
+    labels: &'a AgentLabels,
     by_pid: FastMap<u32, Vec<usize>>,
     files: Vec<(PathBuf, CounterCollectionWriter)>,
 }
 
 impl<'a> CounterCollectionFiles<'a> {
     /// No file yet; each is created with the first dispatch of a process it holds.
-    pub fn new(paths: &'a CsvPaths<'a>, tables: &'a [Table]) -> CounterCollectionFiles<'a> {
+    pub fn new(
+        paths: &'a CsvPaths<'a>,
+        tables: &'a [Table],
+        labels: &'a AgentLabels,
+    ) -> CounterCollectionFiles<'a> {
         CounterCollectionFiles {
             paths,
             tables,
+            labels,
             by_pid: FastMap::default(),
             files: Vec::new(),
         }
@@ -179,7 +187,7 @@ impl<'a> CounterCollectionFiles<'a> {
             let i = match self.files.iter().position(|(p, _)| *p == path) {
                 Some(i) => i,
                 None => {
-                    let out = CounterCollectionWriter::of(table, &path)?;
+                    let out = CounterCollectionWriter::of(table, &path, self.labels)?;
                     self.files.push((path, out));
                     self.files.len() - 1
                 }
@@ -325,7 +333,7 @@ pub fn write_pass<E: From<OutputError>>(
 ) -> Result<PassWritten, E> {
     let out = spec
         .csv
-        .map(|paths| CounterCollectionFiles::new(paths, spec.tables));
+        .map(|paths| CounterCollectionFiles::new(paths, spec.tables, spec.labels));
     db.begin_pass(spec.pass, spec.label)
         .map_err(OutputError::from)?;
     for (source, pids) in spec.processes {
@@ -372,7 +380,7 @@ pub fn write_pass<E: From<OutputError>>(
             // The files as written so far go (and their temporaries with them) before they
             // are written again from the database.
             drop(out);
-            write_counter_collection(db, spec.pass, paths, spec.tables)?
+            write_counter_collection(db, spec.pass, paths, spec.tables, spec.labels)?
         }
         (_, None) => Vec::new(),
     };

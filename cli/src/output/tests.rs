@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::csv::{write_agent_info, Table};
+use super::csv::{write_agent_info, AgentLabels, Table};
 use super::database::{AgentBusy, Database, KernelTime};
 use super::files::write_counter_collection;
 use super::model::{Agent, Counter, Dispatch};
@@ -135,8 +135,14 @@ fn pass_files_are_rocprofv3_shaped() {
     let db = two_passes(&dir);
     let path = dir.join("counter_collection.csv");
     assert_eq!(
-        write_counter_collection(&db, 1, &|_, _| path.clone(), &[Table::CounterCollection])
-            .unwrap(),
+        write_counter_collection(
+            &db,
+            1,
+            &|_, _| path.clone(),
+            &[Table::CounterCollection],
+            &AgentLabels::Node
+        )
+        .unwrap(),
         std::slice::from_ref(&path)
     );
     let path = dir.join("agent_info.csv");
@@ -553,8 +559,14 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     for pass in [1, 2] {
         let path = dir.join(format!("pass_{pass}.csv"));
         if !path.exists() {
-            write_counter_collection(&db, pass, &|_, _| path.clone(), &[Table::CounterCollection])
-                .unwrap();
+            write_counter_collection(
+                &db,
+                pass,
+                &|_, _| path.clone(),
+                &[Table::CounterCollection],
+                &AgentLabels::Node,
+            )
+            .unwrap();
         }
         contents.push(std::fs::read_to_string(path).unwrap());
     }
@@ -700,6 +712,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             label: "",
             csv: Some(&|_, _| csv.clone()),
             tables: &[Table::CounterCollection],
+            labels: &AgentLabels::Node,
             processes: &[(0, vec![300, 200, 100])],
             exit_status: Some(0),
         };
@@ -734,6 +747,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
             label: "",
             csv: Some(&|_, _| csv.clone()),
             tables: &[Table::CounterCollection],
+            labels: &AgentLabels::Node,
             processes: &[(0, declared)],
             exit_status: Some(0),
         };
@@ -764,6 +778,7 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         label: "",
         csv: Some(&|_, _| csv.clone()),
         tables: &[Table::CounterCollection],
+        labels: &AgentLabels::Node,
         processes: &[(0, vec![100])],
         exit_status: Some(0),
     };
@@ -786,6 +801,7 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         1,
         &|_, _| csv_again.clone(),
         &[Table::CounterCollection],
+        &AgentLabels::Node,
     )
     .unwrap();
     assert_eq!(

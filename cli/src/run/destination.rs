@@ -60,12 +60,64 @@ pub fn process_file(
     pid: u32,
     kind: &str,
 ) -> PathBuf {
-    let name = paths::expand_for_process(output_file.unwrap_or("%pid%"), app, pid);
-    dir.join(format!("{name}_{kind}.csv"))
+    process_path(dir, output_file.unwrap_or("%pid%"), app, pid, kind, "csv")
 }
 
-/// What in `directory` shows an earlier profile: `pass_N` entries and merged files of any of
-/// `bases`, by name, sorted.
+/// The file `<name>_<kind>.<extension>` of application process `pid` in `dir`, `name` the
+/// template `template` expanded for that process.
+pub fn process_path(
+    dir: &Path,
+    template: &str,
+    app: &[String],
+    pid: u32,
+    kind: &str,
+    extension: &str,
+) -> PathBuf {
+    let name = paths::expand_for_process(template, app, pid);
+    dir.join(format!("{name}_{kind}.{extension}"))
+}
+
+/// How a profile's pass directories and per-process files are named: as rocprofv3 names them
+/// for the input kind, where rocprof-compute looks for them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum PassLayout {
+    /// `pass_N/<pid>_<table>.csv`: `--pmc` groups and YAML/JSON jobs.
+    #[default]
+    Pass,
+    /// `pmc_N/<hostname>/<pid>_<table>.csv`, with each process's `<pid>_results.json` and
+    /// `<pid>_results.db`: a rocprof `.txt` input alone. rtl-pmc's own files of the pass (plan,
+    /// raw records) stay in `pmc_N/`, out of the per-process directory.
+    Pmc,
+}
+
+impl PassLayout {
+    /// The layout for input file `input`, if any, with `--pmc` groups or not.
+    pub fn of_input(input: Option<&Path>, pmc_groups: bool) -> PassLayout {
+        match input.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+            Some("txt") if !pmc_groups => PassLayout::Pmc,
+            _ => PassLayout::Pass,
+        }
+    }
+
+    /// The directory of pass `pass` in output directory `directory`.
+    pub fn directory(self, directory: &Path, pass: u32) -> PathBuf {
+        match self {
+            PassLayout::Pass => directory.join(format!("pass_{pass}")),
+            PassLayout::Pmc => directory.join(format!("pmc_{pass}")),
+        }
+    }
+
+    /// The per-process file name template without `-o`.
+    pub fn process_name(self) -> &'static str {
+        match self {
+            PassLayout::Pass => "%pid%",
+            PassLayout::Pmc => "%hostname%/%pid%",
+        }
+    }
+}
+
+/// What in `directory` shows an earlier profile: `pass_N` and `pmc_N` entries and merged files
+/// of any of `bases`, by name, sorted.
 fn earlier_profile(directory: &Path, bases: &[&str]) -> Vec<String> {
     let Ok(entries) = std::fs::read_dir(directory) else {
         return Vec::new();
@@ -74,9 +126,10 @@ fn earlier_profile(directory: &Path, bases: &[&str]) -> Vec<String> {
         .filter_map(Result::ok)
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|name| {
-            let pass = name
-                .strip_prefix("pass_")
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+            let pass = ["pass_", "pmc_"].iter().any(|prefix| {
+                name.strip_prefix(prefix)
+                    .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+            });
             let merged = name.rsplit_once('.').is_some_and(|(stem, extension)| {
                 bases.contains(&stem) && MERGED_EXTENSIONS.contains(&extension)
             });
@@ -87,7 +140,7 @@ fn earlier_profile(directory: &Path, bases: &[&str]) -> Vec<String> {
     found
 }
 
-/// Refuses destinations that hold an earlier profile (a `pass_N` entry, or a merged file of a
+/// Refuses destinations that hold an earlier profile (a `pass_N` or `pmc_N` entry, or a merged file of a
 /// profile about to be written there) or that are not directories; checked for every profile
 /// before the application first runs.
 pub fn check_unused(destinations: &[Destination]) -> Result<(), CliError> {

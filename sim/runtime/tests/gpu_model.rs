@@ -181,13 +181,26 @@ fn window(device: u32, kernels: &[&KernelRun], start: u64, read: u64) -> Vec<u64
             accum: 0,
         },
     ];
-    let mut out = vec![0u64; 8 * (4 + 1 + 1)];
+    read_window(device, kernels, start, read, &slots)
+}
+
+/// Programs `slots` at `start` and reads them on every XCC of the gfx942 `setup` at `read`
+/// (4 samples per SQ slot, 1 per other), XCC by XCC.
+fn read_window(
+    device: u32,
+    kernels: &[&KernelRun],
+    start: u64,
+    read: u64,
+    slots: &[Select],
+) -> Vec<u64> {
+    let samples = |s: &Select| if s.slot.block == SQ { 4 } else { 1 };
+    let mut out = vec![0u64; 8 * slots.iter().map(samples).sum::<usize>()];
     let entries: Vec<ReadEntry> = (0..8)
         .flat_map(|xcc| {
             slots.iter().map(move |s| ReadEntry {
                 slot: s.slot,
                 xcc,
-                samples: if s.slot.block == SQ { 4 } else { 1 },
+                samples: samples(s) as u32,
             })
         })
         .collect();
@@ -265,4 +278,37 @@ fn devices_described_by_kfd_properties_match_the_reference_chips() {
         .1;
     // min(16, ceil(110 / 8) + 1) = 15 TA instances per shader engine, 8 shader engines.
     assert_eq!(ta.len(), 15 * 8);
+}
+
+#[test]
+fn a_window_accumulating_a_level_counter_reads_its_accumulated_ground_truth() {
+    let event = tables()
+        .counter("gfx942", "SQ_IFETCH_LEVEL")
+        .expect("SQ_IFETCH_LEVEL")
+        .event;
+    for (accum, name) in [
+        (1, "SQ_IFETCH_LEVEL:LOW_RES"),
+        (2, "SQ_IFETCH_LEVEL:HIGH_RES"),
+    ] {
+        // A device of its own for each window.
+        let device = 106 + accum;
+        let k = run(device, "gfx942", "saxpy", 1 << 18, 2_000_000, 2_500_000);
+        let truth = |name: &str| gpu::ground_truth(&k, &[name]).expect(name).remove(0).1;
+        let select = Select {
+            slot: Slot {
+                block: SQ,
+                instance: 0,
+                register: 0,
+            },
+            event,
+            accum,
+        };
+        let out = read_window(device, &[&k], 2_000_000, 2_500_000, &[select]);
+        assert_eq!(out, truth(name), "{name}");
+        assert_ne!(
+            out,
+            truth("SQ_IFETCH_LEVEL"),
+            "{name} is not the level itself"
+        );
+    }
 }

@@ -30,10 +30,20 @@ pub enum GroundTruthError {
     },
 }
 
-/// The values dispatch `run` contributes to each named basic counter, per sample in aqlprofile
-/// order (v2 sample id: XCC, then instance, then SE/SA/WGP), on the topology the model uses for
-/// its device. Reading a counting window that covers exactly this dispatch, and nothing else,
-/// gives these numbers.
+/// A ground-truth counter name: a basic counter, or `NAME:LOW_RES` / `NAME:HIGH_RES` for an SQ
+/// counter accumulated at that resolution; the counter and the accumulation mode (0 none).
+fn accumulation(name: &str) -> (&str, u32) {
+    match name.rsplit_once(':') {
+        Some((counter, "LOW_RES")) => (counter, 1),
+        Some((counter, "HIGH_RES")) => (counter, 2),
+        _ => (name, 0),
+    }
+}
+
+/// The values dispatch `run` contributes to each named basic counter (or accumulated SQ counter,
+/// `NAME:LOW_RES` or `NAME:HIGH_RES`), per sample in aqlprofile order (v2 sample id: XCC, then
+/// instance, then SE/SA/WGP), on the topology the model uses for its device. Reading a counting
+/// window that covers exactly this dispatch, and nothing else, gives these numbers.
 pub fn ground_truth(
     run: &KernelRun,
     counters: &[&str],
@@ -42,7 +52,8 @@ pub fn ground_truth(
     let dispatch = run.dispatch(&info);
     counters
         .iter()
-        .map(|&name| {
+        .map(|&asked| {
+            let (name, accum) = accumulation(asked);
             let t = tables();
             let counter =
                 t.counter(run.arch, name)
@@ -63,19 +74,19 @@ pub fn ground_truth(
                 .counter_name(run.arch, &counter.block, counter.event)
                 .unwrap_or(name);
             let values = match class_of(Some(hardware)) {
-                Class::Window => {
+                Class::Window if accum == 0 => {
                     vec![dispatch.cycles; block.layout(&info.geometry).positions()]
                 }
-                Class::Busy | Class::Kernel => event_values(
+                _ => event_values(
                     &dispatch,
                     &info.geometry,
                     block,
                     Some(hardware),
                     counter.event,
-                    0,
+                    accum,
                 ),
             };
-            Ok((name.to_string(), values))
+            Ok((asked.to_string(), values))
         })
         .collect()
 }
@@ -107,7 +118,7 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
     let known: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|n| tables().counter(run.arch, n).is_some())
+        .filter(|n| tables().counter(run.arch, accumulation(n).0).is_some())
         .collect();
     let values = ground_truth(run, &known).unwrap_or_default();
     let counters: Vec<String> = values
