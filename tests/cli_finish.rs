@@ -200,7 +200,7 @@ fn a_profile_whose_rtl_pmc_was_killed_is_finished_from_its_raw_records() {
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
-    assert_eq!(names, ["pass_1", "pass_2", "results.csv", "results.db"]);
+    assert_eq!(names, ["pmc_1", "pmc_2", "results.csv", "results.db"]);
 
     // Finished: nothing is left to finish, and the directory is a profile like any other.
     let again = rtl_pmc(&["finish", "out"]);

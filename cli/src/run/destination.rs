@@ -99,6 +99,18 @@ impl PassLayout {
         }
     }
 
+    /// Whether `name` is the name of a pass directory of either layout.
+    pub fn is_pass_directory(name: &str) -> bool {
+        [PassLayout::Pass, PassLayout::Pmc].iter().any(|layout| {
+            let prefix = match layout {
+                PassLayout::Pass => "pass_",
+                PassLayout::Pmc => "pmc_",
+            };
+            name.strip_prefix(prefix)
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        })
+    }
+
     /// The directory of pass `pass` in output directory `directory`.
     pub fn directory(self, directory: &Path, pass: u32) -> PathBuf {
         match self {

@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::destination::PassLayout;
 use crate::error::CliError;
 
 /// The file, in the output directory, of a profile still running or interrupted.
@@ -97,7 +98,9 @@ pub fn read(directory: &Path) -> Result<Saved, CliError> {
             let finished = directory.is_dir()
                 && std::fs::read_dir(directory).is_ok_and(|mut entries| {
                     entries.any(|e| {
-                        e.is_ok_and(|e| e.file_name().to_string_lossy().starts_with("pass_"))
+                        e.is_ok_and(|e| {
+                            PassLayout::is_pass_directory(&e.file_name().to_string_lossy())
+                        })
                     })
                 });
             let why = match (directory.is_dir(), finished) {
@@ -149,17 +152,25 @@ fn running(pid: u32) -> bool {
 pub fn clean(directory: &Path, base: &str) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let mut dirs = vec![directory.to_path_buf()];
-    if let Ok(entries) = std::fs::read_dir(directory) {
-        dirs.extend(
-            entries
-                .filter_map(Result::ok)
-                .map(|e| e.path())
-                .filter(|p| {
-                    p.is_dir()
-                        && p.file_name()
-                            .is_some_and(|n| n.to_string_lossy().starts_with("pass_"))
-                }),
-        );
+    // Pass directories, and with rocprofv3's layout for text inputs (`pmc_N/<hostname>/`) the
+    // directories in them.
+    let subdirectories = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.is_dir())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for pass in subdirectories(directory).into_iter().filter(|p| {
+        p.file_name()
+            .is_some_and(|n| PassLayout::is_pass_directory(&n.to_string_lossy()))
+    }) {
+        dirs.extend(subdirectories(&pass));
+        dirs.push(pass);
     }
     for dir in dirs {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -250,6 +261,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rtl-pmc-unfinished-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("pass_1")).unwrap();
+        std::fs::create_dir_all(dir.join("pmc_2/host")).unwrap();
         let mut marker = Marker::create(&dir, 2).unwrap();
         marker.pass_ran(1, 0);
         let saved: Saved =
@@ -268,6 +280,8 @@ mod tests {
             "other.csv",
             "pass_1/7_counter_collection.csv.partial-7",
             "pass_1/7.rtlraw",
+            "pmc_2/8.rtlraw",
+            "pmc_2/host/8_counter_collection.csv.partial-8",
         ] {
             std::fs::write(dir.join(name), "").unwrap();
         }
@@ -275,11 +289,13 @@ mod tests {
             clean(&dir, "results"),
             [
                 dir.join("pass_1/7_counter_collection.csv.partial-7"),
+                dir.join("pmc_2/host/8_counter_collection.csv.partial-8"),
                 dir.join("results.csv"),
                 dir.join("results.db.partial-7"),
             ]
         );
         assert!(dir.join("other.csv").exists() && dir.join("pass_1/7.rtlraw").exists());
+        assert!(dir.join("pmc_2/8.rtlraw").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
