@@ -21,24 +21,8 @@
 #include <hsa.h>
 #include <hsa_ext_amd.h>
 
-#define CHECK(call)                                                            \
-  do {                                                                         \
-    hsa_status_t status_ = (call);                                             \
-    if (status_ != HSA_STATUS_SUCCESS && status_ != HSA_STATUS_INFO_BREAK) {   \
-      fprintf(stderr, "end-app: %s failed with status 0x%x\n", #call, status_); \
-      exit(1);                                                                 \
-    }                                                                          \
-  } while (0)
-
-static hsa_status_t first_gpu(hsa_agent_t agent, void *data) {
-  hsa_device_type_t type;
-  CHECK(hsa_agent_get_info(agent, HSA_AGENT_INFO_DEVICE, &type));
-  if (type == HSA_DEVICE_TYPE_GPU) {
-    *(hsa_agent_t *)data = agent;
-    return HSA_STATUS_INFO_BREAK;
-  }
-  return HSA_STATUS_SUCCESS;
-}
+#define APP_NAME "end-app"
+#include "hsa_app.h"
 
 static void own_handler(int signal_number) {
   char message[64];
