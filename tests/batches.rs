@@ -11,7 +11,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 use std::process::{Command, Output};
 
-use common::{artifact, assert_matches_truth, plan, run_demo, scratch, sim_env, Run};
+use common::{
+    artifact, assert_matches_truth, assert_success, plan, run_demo, scratch, sim_env, text, Run,
+};
 use rtl_pmc::passes::plan_file::KernelFilters;
 
 const GROUP: &[&str] = &["SQ_WAVES", "TCC_HIT"];
@@ -227,20 +229,6 @@ fn profile(dir: &Path, args: &[&str], app: &[&str]) -> (Output, Vec<serde_json::
         .output()
         .expect("rtl-pmc starts");
     (output, common::ground_truth(&truth))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 fn total(t: &serde_json::Value, counter: &str) -> u64 {

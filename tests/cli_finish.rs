@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{artifact, children, read_table, sim_env};
+use common::{artifact, children, read_table, sim_env, text};
 
 /// One counter per pass.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
@@ -35,10 +35,6 @@ fn command(dir: &Path, rtl_pmc_args: &[&str], app_args: &[&str]) -> Command {
         .env("RTL_SIM_GROUND_TRUTH", dir.join("truth.jsonl"))
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","));
     command
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// The sum over its samples of `counter` in ground-truth line `t`.

@@ -317,3 +317,19 @@ pub fn children(pid: u32) -> Vec<u32> {
         .filter_map(|p| p.parse().ok())
         .collect()
 }
+
+/// A process's output as text, invalid UTF-8 replaced.
+pub fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts that a process succeeded, showing its status and both outputs when it did not.
+pub fn assert_success(output: &Output) {
+    assert!(
+        output.status.success(),
+        "status {:?}\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        text(&output.stdout),
+        text(&output.stderr)
+    );
+}
