@@ -121,8 +121,8 @@ fn install_sh_installs_a_prefix_that_profiles_the_demo_with_exact_values() {
             .iter()
             .find(|r| {
                 r["KernelName"] == t["kernel"].as_str().unwrap()
-                    && r["BeginNs"] == t["start"].to_string()
-                    && r["EndNs"] == t["end"].to_string()
+                    && r["BeginNs"].parse::<u64>().ok() == t["start"].as_u64()
+                    && r["EndNs"].parse::<u64>().ok() == t["end"].as_u64()
             })
             .unwrap_or_else(|| panic!("no row of results.csv for {t}"));
         for counter in ["SQ_WAVES", "GRBM_COUNT"] {

@@ -23,7 +23,7 @@ pub fn find(exe: &Path, name: &str) -> Option<PathBuf> {
         .find(|path| path.is_file())
 }
 
-/// How the search for `name` went, for a message: `next to EXE or in DIR`.
+/// What a search for `name` that found nothing looked through: `NAME not found in DIR or DIR`.
 pub fn searched(exe: &Path, name: &str) -> String {
     let dirs = directories(exe);
     let shown: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();

@@ -2,12 +2,12 @@
 //!
 //! For a device configuration (a gfx architecture or built-in name such as `gfx942` or
 //! `gfx942x2`, or a path to a JSON file of the simulator's schema) it prepares, under
-//! `<directory of the simulator libraries>/rtl-sim/<config>/` (or the temp directory if that is not
-//! writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
-//! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable (or installed in its
-//! `../lib/rtl-pmc/`),
-//! a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration, and an
-//! `amdgpu.ids` table (libdrm's format) with the marketing names of its GPUs.
+//! `<directory of the simulator libraries>/rtl-sim/<config>/` (or the temp directory if that is
+//! not writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
+//! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable
+//! (or installed in its `../lib/rtl-pmc/`), a `kfd/` directory shaped like
+//! `/sys/class/kfd/kfd/topology` for that configuration, and an `amdgpu.ids` table (libdrm's
+//! format) with the marketing names of its GPUs.
 
 #[allow(dead_code)]
 #[path = "../../sim/runtime/src/config.rs"]
