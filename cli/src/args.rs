@@ -24,8 +24,8 @@ Examples:
   rtl-pmc --plan --arch gfx942 --pmc FETCH_SIZE WRITE_SIZE TCC_HIT TCC_MISS
   rtl-pmc --list-avail --arch gfx90a
   rtl-pmc --sim gfx942 --pmc SQ_WAVES -- ./app            # on the simulated GPU
-  rtl-pmc -d 'prof/%hostname%-%rank%' --pmc SQ_WAVES -- ./app
-  rtl-pmc merge -d all prof/0 prof/1
+  rtl-pmc -d 'prof/%rank%' --pmc SQ_WAVES -- ./app       # one directory per rank
+  rtl-pmc merge -d all prof/*
   eval \"$(rtl-pmc --sim gfx942 --print-env)\"
   rtl-pmc --sim gfx942 --exec -- rocprofv3 --pmc SQ_WAVES -- ./app  # any tool on the simulated GPU
 

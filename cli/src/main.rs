@@ -8,6 +8,7 @@
 mod avail;
 mod costs;
 mod gpus;
+mod layout;
 mod merge;
 mod output;
 mod planning;

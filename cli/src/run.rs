@@ -129,25 +129,21 @@ pub fn formats(asked: &[OutputFormat]) -> Formats {
     }
 }
 
-/// The path of `librtl_pmc.so`: `RTL_PMC_LIBRARY`, else next to this executable.
+/// The path of `librtl_pmc.so`: `RTL_PMC_LIBRARY`, else next to this executable, else in the
+/// installed library directory (`../lib/rtl-pmc/`).
 pub fn library_path() -> Result<PathBuf, CliError> {
     if let Some(path) = std::env::var_os(LIBRARY_ENV).filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(path));
     }
     let exe = std::env::current_exe()
         .map_err(|e| output_error(format!("cannot find the rtl-pmc executable: {e}")))?;
-    let path = exe.with_file_name(LIBRARY_NAME);
-    if !path.is_file() {
-        return Err(CliError {
-            message: format!(
-                "{} not found next to {}; set {LIBRARY_ENV} to its path",
-                LIBRARY_NAME,
-                exe.display()
-            ),
-            exit_code: 1,
-        });
-    }
-    Ok(path)
+    crate::layout::find(&exe, LIBRARY_NAME).ok_or_else(|| CliError {
+        message: format!(
+            "{}; set {LIBRARY_ENV} to its path",
+            crate::layout::searched(&exe, LIBRARY_NAME)
+        ),
+        exit_code: 1,
+    })
 }
 
 /// A directory holding rtl-pmc's roctx library under [`ROCTX_SONAMES`], for the application's

@@ -2,12 +2,12 @@
 //!
 //! For a device configuration (a gfx architecture or built-in name such as `gfx942` or
 //! `gfx942x2`, or a path to a JSON file of the simulator's schema) it prepares, under
-//! `<directory of this executable>/rtl-sim/<config>/` (or the temp directory if that is not
-//! writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
+//! `<directory of the simulator libraries>/rtl-sim/<config>/` (or the temp directory if that is
+//! not writable), a `lib/` directory whose `libhsa-runtime64.so.1`, `libhsa-runtime64.so` and
 //! `libhsa-amd-aqlprofile64.so` link to the simulator libraries built next to this executable
-//! (and `libdrm.so.2` and `libdrm_amdgpu.so.1` to its libdrm stand-in),
-//! a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that configuration, and an
-//! `amdgpu.ids` table (libdrm's format) with the marketing names of its GPUs.
+//! (or installed in its `../lib/rtl-pmc/`), and `libdrm.so.2` and `libdrm_amdgpu.so.1` to its
+//! libdrm stand-in, a `kfd/` directory shaped like `/sys/class/kfd/kfd/topology` for that
+//! configuration, and an `amdgpu.ids` table (libdrm's format) with the marketing names of its GPUs.
 
 #[allow(dead_code)]
 #[path = "../../sim/runtime/src/config.rs"]
@@ -34,9 +34,13 @@ pub fn exports(spec: &str) -> Result<Vec<(String, String)>, String> {
     let config = DeviceConfig::load(spec)?;
     let exe = std::env::current_exe()
         .map_err(|e| format!("cannot locate the rtl-pmc executable: {e}"))?;
-    let exe_dir = exe
-        .parent()
-        .ok_or("the rtl-pmc executable has no directory")?;
+    // The simulator's libraries: next to the executable, or in the installed library directory.
+    let found = crate::layout::find(&exe, LINKS[0].0);
+    let exe_dir = match &found {
+        Some(library) => library.parent(),
+        None => exe.parent(),
+    }
+    .ok_or("the rtl-pmc executable has no directory")?;
     let built_in = BUILT_IN.iter().any(|(name, _)| *name == spec.trim());
     let devices = if built_in {
         spec.trim().to_string()

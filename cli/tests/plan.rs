@@ -1285,13 +1285,14 @@ fn help_lists_every_flag_and_the_merge_command() {
     ] {
         assert!(long.stdout.contains(flag), "{flag} missing from --help");
     }
-    // Every example of the README's usage block, as written there.
-    let readme = include_str!("../../README.md");
-    let usage = readme
-        .split("## Usage\n\n```\n")
+    // Every example of the guide's usage block, as written there.
+    let guide = include_str!("../../docs/README.md");
+    let usage = guide
+        .split("## Usage\n")
         .nth(1)
+        .and_then(|rest| rest.split("```sh-real\n").nth(1))
         .and_then(|rest| rest.split("```").next())
-        .expect("README has a usage block");
+        .expect("docs/README.md has a usage block");
     assert!(usage.lines().count() >= 10);
     for line in usage.lines() {
         assert!(

@@ -1,7 +1,7 @@
 //! `results.db`: an SQLite database in the spirit of rocprofv3's rocpd format, and the on-disk
 //! store every other output is streamed from, so memory stays flat in the number of dispatches.
 //!
-//! Tables (see the README's "Outputs" section for every column):
+//! Tables (see `docs/outputs.md` for every column):
 //! - `rtl_string(id, string)`: kernel names;
 //! - `rtl_agent(id, node_id, gpu_index, name, product_name, properties, cpu, model_name)`;
 //! - `rtl_counter(id, name, dimensions)`: the counters, in first-seen order;
