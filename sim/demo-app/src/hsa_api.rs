@@ -106,4 +106,44 @@ extern "C" {
         attribute: u32,
         value: *mut c_void,
     ) -> hsa_status_t;
+    pub fn hsa_amd_memory_async_copy(
+        dst: *mut c_void,
+        dst_agent: hsa_agent_t,
+        src: *const c_void,
+        src_agent: hsa_agent_t,
+        size: usize,
+        num_dep_signals: u32,
+        dep_signals: *const hsa_signal_t,
+        completion_signal: hsa_signal_t,
+    ) -> hsa_status_t;
+    pub fn hsa_amd_memory_async_copy_rect(
+        dst: *const hsa_pitched_ptr_t,
+        dst_offset: *const hsa_dim3_t,
+        src: *const hsa_pitched_ptr_t,
+        src_offset: *const hsa_dim3_t,
+        range: *const hsa_dim3_t,
+        copy_agent: hsa_agent_t,
+        dir: u32,
+        num_dep_signals: u32,
+        dep_signals: *const hsa_signal_t,
+        completion_signal: hsa_signal_t,
+    ) -> hsa_status_t;
 }
+
+/// `hsa_pitched_ptr_t`: a buffer of rows and slices, for rect copies.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct hsa_pitched_ptr_t {
+    /// Byte (0, 0, 0).
+    pub base: *mut c_void,
+    /// Bytes from one row to the next.
+    pub pitch: usize,
+    /// Bytes from one slice to the next.
+    pub slice: usize,
+}
+
+/// `hsa_amd_copy_direction_t`: host to device.
+pub const HSA_HOST_TO_DEVICE: u32 = 1;
+/// `hsa_amd_copy_direction_t`: device to host.
+pub const HSA_DEVICE_TO_HOST: u32 = 2;

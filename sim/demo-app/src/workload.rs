@@ -106,7 +106,7 @@ pub struct Plan {
 }
 
 /// A queue with its completion signal, kernarg segment and three buffers.
-struct Lane<'a> {
+pub(crate) struct Lane<'a> {
     gpu: &'a Gpu,
     queue: *mut hsa_queue_t,
     signal: hsa_signal_t,
@@ -121,7 +121,7 @@ struct Lane<'a> {
 pub static VERIFIED: AtomicU32 = AtomicU32::new(0);
 
 impl<'a> Lane<'a> {
-    fn new(
+    pub(crate) fn new(
         system: &System,
         gpu: &'a Gpu,
         size: usize,
@@ -243,7 +243,7 @@ impl<'a> Lane<'a> {
     }
 
     /// Runs `name` once with inputs derived from `seed` and checks every element.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         name: &'static str,
         kernel: &Kernel,
