@@ -14,6 +14,24 @@ use crate::hsa_api::*;
 use crate::workload::{symbol_of, Lane, WorkError};
 use crate::HsaError;
 
+/// `hsa_pitched_ptr_t`: a buffer of rows and slices, for rect copies.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+#[allow(non_camel_case_types)]
+pub struct hsa_pitched_ptr_t {
+    /// Byte (0, 0, 0).
+    pub base: *mut c_void,
+    /// Bytes from one row to the next.
+    pub pitch: usize,
+    /// Bytes from one slice to the next.
+    pub slice: usize,
+}
+
+/// `hsa_amd_copy_direction_t`: host to device.
+pub const HSA_HOST_TO_DEVICE: u32 = 1;
+/// `hsa_amd_copy_direction_t`: device to host.
+pub const HSA_DEVICE_TO_HOST: u32 = 2;
+
 /// Bytes each copy moves: 64 rows of 256 bytes.
 const ROW: usize = 256;
 const ROWS: usize = 64;
@@ -122,9 +140,9 @@ fn copy_rounds(system: &System, rounds: u32, kernels_done: &AtomicBool) -> Resul
                     pitched(back, ROW),
                 );
                 let first = hsa_amd_memory_async_copy_rect(
-                    &d,
+                    (&raw const d).cast(),
                     &origin,
-                    &s,
+                    (&raw const s).cast(),
                     &origin,
                     &range,
                     gpu.agent,
@@ -137,9 +155,9 @@ fn copy_rounds(system: &System, rounds: u32, kernels_done: &AtomicBool) -> Resul
                     check(
                         what,
                         hsa_amd_memory_async_copy_rect(
-                            &b,
+                            (&raw const b).cast(),
                             &origin,
-                            &d,
+                            (&raw const d).cast(),
                             &origin,
                             &range,
                             gpu.agent,
