@@ -114,8 +114,12 @@ impl CopyOrder {
         if state.thread == Some(pid) {
             return !state.stopping;
         }
-        // Never started, or started in a parent process: nothing of that is ours.
-        *state = State::default();
+        // Started in a parent process: nothing of that is ours. Never started: the state is
+        // this process's already, and a window may be open (it opened before the first copy),
+        // so it is kept; forgetting it would let this copy run inside the window.
+        if state.thread.is_some() {
+            *state = State::default();
+        }
         for slot in [&self.wake, &self.busy] {
             let signal = self.hsa.signal_create(0);
             *lock(slot) = signal;
