@@ -90,6 +90,16 @@ fn profile_streams(
     exe: &std::path::Path,
     args: &[&str],
 ) -> (std::process::Output, String, String, Vec<serde_json::Value>) {
+    profile_program(dir, exe, args, &[])
+}
+
+/// [`profile_streams`] of a program given [`STATUS`] and then `program_args`.
+fn profile_program(
+    dir: &std::path::Path,
+    exe: &std::path::Path,
+    args: &[&str],
+    program_args: &[&str],
+) -> (std::process::Output, String, String, Vec<serde_json::Value>) {
     let (out, truth_file) = (dir.join("out"), dir.join("truth.jsonl"));
     let mut command = Command::new(artifact("rtl-pmc"));
     command
@@ -104,6 +114,7 @@ fn profile_streams(
         .arg("--")
         .arg(exe)
         .arg(STATUS.to_string())
+        .args(program_args)
         .envs(sim_env("gfx90a"))
         .env("RTL_PMC_REPLAY_COSTS", dir.join("costs.json"))
         .env("RTL_SIM_GROUND_TRUTH", &truth_file)
@@ -253,14 +264,32 @@ fn a_hip_program_runs_once_under_kernel_replay_with_its_memsets_and_copies_right
     pids.dedup();
     assert_eq!(pids.len(), 1, "the application ran once");
     assert_eq!(truth.len(), DISPATCHES.len() * PASSES.len());
+    assert_every_execution_recorded(&out, &truth, DISPATCHES.len());
+    assert!(
+        stderr.contains(&format!(
+            "  replayed: {} dispatches, each run 2 times;",
+            DISPATCHES.len()
+        )),
+        "{stderr}"
+    );
+}
+
+/// Under kernel replay: each pass's `counter_collection.csv` has a row per counter of each of
+/// the `dispatches` dispatches, each equal to the ground truth of the execution it names, and
+/// every execution of the ground truth is recorded.
+fn assert_every_execution_recorded(
+    out: &std::path::Path,
+    truth: &[serde_json::Value],
+    dispatches: usize,
+) {
     let all: Vec<&serde_json::Value> = truth.iter().collect();
     let mut executions = Vec::new();
     for (pass, counters) in PASSES.iter().enumerate() {
         let rows = read_table(&sim_support::process_file(
-            &out,
+            out,
             &format!("pass_{}/counter_collection.csv", pass + 1),
         ));
-        assert_eq!(rows.len(), DISPATCHES.len() * counters.len());
+        assert_eq!(rows.len(), dispatches * counters.len());
         for row in &rows {
             let t = truth_at(&all, &row["Start_Timestamp"], &row["End_Timestamp"]);
             let value = format!("{}.000000", total(t, &row["Counter_Name"]));
@@ -271,10 +300,46 @@ fn a_hip_program_runs_once_under_kernel_replay_with_its_memsets_and_copies_right
     executions.sort_unstable();
     executions.dedup();
     assert_eq!(executions.len(), truth.len(), "every execution recorded");
+}
+
+#[test]
+fn copies_beside_kernels_keep_their_data_under_kernel_replay() {
+    // Stream 0 queues two memsets (HIP's fill kernels) per round on one buffer; stream 1 copies
+    // 16 KiB of pinned host memory to the device and back beside them (hipMemcpyAsync, and
+    // hipMemcpy2DAsync every other round: HIP's SDMA copies), from and to pinned buffers of that
+    // round's own, which the host wrote before the first round; the program checks every byte
+    // once hipStreamSynchronize returns, then the last memsets' result.
+    let Some((dir, exe)) = build("hip-replay-copies", "replay_copies") else {
+        return;
+    };
+    let rounds = 150;
+    let (_, stdout, stderr, truth) = profile_program(
+        &dir,
+        &exe,
+        &["--replay-mode", "kernel"],
+        &[&rounds.to_string()],
+    );
+    assert_eq!(
+        stdout,
+        format!(
+            "{rounds} copy round trips and {} memsets checked\n",
+            2 * rounds
+        ),
+        "stderr:\n{stderr}"
+    );
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let mut pids: Vec<&serde_json::Value> = truth.iter().map(|t| &t["pid"]).collect();
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "the application ran once");
+    assert_eq!(truth.len(), 2 * rounds * PASSES.len());
+    assert!(truth
+        .iter()
+        .all(|t| t["kernel"] == "__amd_rocclr_fillBufferAligned" && t["computed"] == true));
+    assert_every_execution_recorded(&dir.join("out"), &truth, 2 * rounds);
     assert!(
         stderr.contains(&format!(
             "  replayed: {} dispatches, each run 2 times;",
-            DISPATCHES.len()
+            2 * rounds
         )),
         "{stderr}"
     );

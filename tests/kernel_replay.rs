@@ -634,3 +634,44 @@ fn a_bad_replay_stall_limit_stops_before_the_application_starts() {
         assert!(!dir.join("out").exists());
     }
 }
+
+#[test]
+fn dma_copies_beside_replayed_kernels_keep_their_data() {
+    // One thread dispatches increment 200 times on a queue while another copies 16 KiB of host
+    // data to device memory and back (hsa_amd_memory_async_copy, then the same through
+    // hsa_amd_memory_async_copy_rect), the copy back depending on the copy there, and checks
+    // every byte the moment the copy back completes: nothing orders the copies against the
+    // kernels, so they fall into the windows in which the kernels' memory is saved and restored.
+    let dir = scratch("kernel-replay-copies");
+    let app = artifact("rtl-demo-app");
+    let (output, truth) = profile(
+        &dir,
+        "gfx942",
+        &COUNTERS,
+        &[],
+        &[
+            app.to_str().unwrap(),
+            "--kernel",
+            "increment",
+            "--iterations",
+            "200",
+            "--copies-beside",
+        ],
+        &[],
+    );
+    assert_success(&output);
+    let stdout = text(&output.stdout);
+    let trips: u32 = stdout
+        .strip_prefix("rtl-demo-app: 200 dispatches (increment) and ")
+        .and_then(|rest| rest.strip_suffix(" copy round trips verified beside each other\n"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(trips >= 400, "{stdout}");
+    assert_eq!(truth.len(), 3 * 200, "each dispatch executed in 3 passes");
+    let by_pass = assert_passes_exact(&dir, &truth, 3);
+    for r in by_pass.iter().flatten() {
+        let stats = r.replay.as_ref().expect("replayed");
+        assert_eq!((stats.passes, &stats.declined), (3, &None), "{r:?}");
+    }
+    assert_results_exact(&dir, &by_pass, &truth);
+}

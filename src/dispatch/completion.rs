@@ -307,7 +307,7 @@ impl Pending {
     fn awaited(&self) -> hsa_signal_t {
         if let Some(replay) = &self.replay {
             if !replay.saved {
-                return replay.ready;
+                return replay.awaited_before_save();
             }
             if self.current >= self.passes.len() {
                 return self.link.as_ref().map_or(replay.ready, |l| l.signal);
@@ -850,6 +850,11 @@ impl Completion {
                         p.named.kernel,
                         "the packets before it on its queue and the previous counted dispatch",
                     );
+                    return false;
+                }
+                if !replay.open_window() {
+                    let what = "the DMA copies running to complete";
+                    replay.check_stall(p.named.record.dispatch, p.named.kernel, what);
                     return false;
                 }
                 replay.save();

@@ -156,7 +156,7 @@ pub fn uninstall() {
         me.tables.restore_core(field);
     }
     if me.config.replay.is_some() {
-        super::tracking::uninstall(&me.tables);
+        super::tracking::uninstall(&me.tables, DRAIN_TIMEOUT);
     }
     finish();
 }

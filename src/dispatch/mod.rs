@@ -28,6 +28,7 @@ pub mod agents;
 pub mod api;
 pub mod completion;
 pub mod config;
+pub mod copies;
 pub mod counters;
 pub mod descriptor;
 pub mod env_mode;

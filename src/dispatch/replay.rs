@@ -25,6 +25,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::copies::CopyOrder;
 use super::memory::{changed_ranges, MemoryMap, PoolAccess, Reach, Span};
 use super::runtime::Hsa;
 use crate::hsa::*;
@@ -41,6 +42,8 @@ pub struct Memory {
     spare: Mutex<Vec<HostBuffer>>,
     /// The host pool snapshots are allocated from (set when the session starts).
     host_pool: Mutex<Option<hsa_amd_memory_pool_t>>,
+    /// DMA copies, kept out of replay windows.
+    copies: Arc<CopyOrder>,
 }
 
 /// Host memory from the runtime holding one snapshot.
@@ -65,12 +68,18 @@ impl Memory {
     /// Empty bookkeeping.
     pub fn new(hsa: Arc<Hsa>) -> Memory {
         Memory {
+            copies: Arc::new(CopyOrder::new(Arc::clone(&hsa))),
             hsa,
             map: Mutex::new(MemoryMap::default()),
             access: Mutex::new(PoolAccess::default()),
             spare: Mutex::new(Vec::new()),
             host_pool: Mutex::new(None),
         }
+    }
+
+    /// The DMA copies in flight, ordered around replay windows.
+    pub fn copies(&self) -> &Arc<CopyOrder> {
+        &self.copies
     }
 
     /// Sets the host pool snapshots come from.
@@ -207,6 +216,18 @@ pub struct Bytes {
     pub restored: u64,
 }
 
+/// Where a replayed dispatch's window (from its snapshot to the last write-back) stands against
+/// DMA copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Window {
+    NotAsked,
+    /// Waiting for the copies running to complete; new ones are held.
+    Waiting,
+    /// Open: copies are held until it closes.
+    Open,
+    Closed,
+}
+
 /// The host-side state of one replayed dispatch.
 pub struct Replay {
     /// Completed when the queue reached the dispatch.
@@ -233,6 +254,7 @@ pub struct Replay {
     progress: (std::time::Instant, bool),
     /// How long it may wait for one step before that is reported.
     stall: std::time::Duration,
+    window: Window,
 }
 
 impl Replay {
@@ -261,6 +283,7 @@ impl Replay {
             problems: Vec::new(),
             progress: (std::time::Instant::now(), false),
             stall,
+            window: Window::NotAsked,
         }
     }
 
@@ -277,6 +300,41 @@ impl Replay {
         }
     }
 
+    /// Opens the dispatch's window against DMA copies: whether it is open (no copy runs, and
+    /// none starts until it closes). When not, new copies are held and it asks again once
+    /// [`Replay::awaited_before_save`] falls below 1.
+    pub fn open_window(&mut self) -> bool {
+        match self.window {
+            Window::NotAsked | Window::Waiting => {
+                let asked = self.window == Window::Waiting;
+                let open = self.memory.copies.request_window(asked);
+                self.window = if open { Window::Open } else { Window::Waiting };
+                open
+            }
+            Window::Open | Window::Closed => true,
+        }
+    }
+
+    /// Closes the window (after the last write-back, or when the dispatch is given up): held
+    /// copies go on.
+    pub fn close_window(&mut self) {
+        match self.window {
+            Window::Waiting => self.memory.copies.close_window(false),
+            Window::Open => self.memory.copies.close_window(true),
+            Window::NotAsked | Window::Closed => {}
+        }
+        self.window = Window::Closed;
+    }
+
+    /// The signal that moves the dispatch on before its memory is saved: `ready`, or while the
+    /// window waits for copies, the count of running copies.
+    pub fn awaited_before_save(&self) -> hsa_signal_t {
+        match self.window {
+            Window::Waiting => self.memory.copies.busy().unwrap_or(self.ready),
+            _ => self.ready,
+        }
+    }
+
     /// Opens the next gate.
     pub fn open_next(&mut self, hsa: &Hsa) {
         self.progress = (std::time::Instant::now(), false);
@@ -288,6 +346,7 @@ impl Replay {
 
     /// Opens every gate not open yet (a dispatch given up).
     pub fn open_all(&mut self) {
+        self.close_window();
         let hsa = Arc::clone(&self.memory.hsa);
         while self.opened < self.gates.len() {
             self.open_next(&hsa);
@@ -391,8 +450,9 @@ impl Replay {
         }
     }
 
-    /// Returns the snapshot buffers for reuse.
+    /// Closes the window and returns the snapshot buffers for reuse.
     pub fn release(&mut self) {
+        self.close_window();
         for buffer in [self.before.take(), self.after.take()]
             .into_iter()
             .flatten()

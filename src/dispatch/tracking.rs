@@ -1,7 +1,8 @@
 //! Wrappers of the runtime's allocation entries that keep [`super::memory`]'s bookkeeping, for
 //! kernel replay. Each calls the original entry with the application's arguments and records
 //! what it returned; a free is forgotten before the memory goes, so a snapshot never reads it.
-//! Installed only when the plan asks for kernel replay.
+//! And wrappers of the asynchronous copy entries, which order each copy around replay windows
+//! ([`super::copies`]). Installed only when the plan asks for kernel replay.
 
 use std::ffi::{c_int, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -12,8 +13,17 @@ use super::memory::Reach;
 use crate::hsa::*;
 
 /// The AMD extension entries replaced, with their wrappers.
-fn amd_wrappers() -> [(&'static str, *const c_void); 10] {
+fn amd_wrappers() -> [(&'static str, *const c_void); 13] {
     [
+        ("hsa_amd_memory_async_copy_fn", async_copy as *const c_void),
+        (
+            "hsa_amd_memory_async_copy_on_engine_fn",
+            async_copy_on_engine as *const c_void,
+        ),
+        (
+            "hsa_amd_memory_async_copy_rect_fn",
+            async_copy_rect as *const c_void,
+        ),
         (
             "hsa_amd_memory_pool_allocate_fn",
             pool_allocate as *const c_void,
@@ -59,13 +69,19 @@ pub unsafe fn install(tables: &Tables) {
     }
 }
 
-/// Puts the original allocation entries back.
-pub fn uninstall(tables: &Tables) {
+/// Puts the original entries back, and waits (up to `timeout`) for the copies in flight.
+pub fn uninstall(tables: &Tables, timeout: std::time::Duration) {
     for (field, _) in core_wrappers() {
         tables.restore_core(field);
     }
     for (field, _) in amd_wrappers() {
         tables.restore_amd(field);
+    }
+    let stopped = catch_unwind(AssertUnwindSafe(|| {
+        memory().is_none_or(|(_, m)| m.copies().stop(timeout))
+    }));
+    if !matches!(stopped, Ok(true)) {
+        super::keep_loaded();
     }
 }
 
@@ -284,4 +300,139 @@ unsafe extern "C" fn memory_unlock(host_ptr: *mut c_void) -> hsa_status_t {
     forget(host_ptr);
     // SAFETY: the original entry with the application's pointer.
     unsafe { f(host_ptr) }
+}
+
+/// The dependency signals of a copy, or `None` when they are not readable (the runtime then
+/// refuses the call itself).
+///
+/// # Safety
+/// `signals` must be NULL or point at `count` signals.
+unsafe fn dependencies<'a>(count: u32, signals: *const hsa_signal_t) -> Option<&'a [hsa_signal_t]> {
+    match count {
+        0 => Some(&[]),
+        _ if signals.is_null() => None,
+        // SAFETY: see the function's contract.
+        _ => Some(unsafe { std::slice::from_raw_parts(signals, count as usize) }),
+    }
+}
+
+/// Submits a copy through [`super::copies::CopyOrder`], or calls `call` with the application's
+/// own signals when its dependencies cannot be read; never panics across the C boundary.
+///
+/// # Safety
+/// `dep_signals` must be NULL or point at `count` signals.
+unsafe fn ordered(
+    count: u32,
+    dep_signals: *const hsa_signal_t,
+    completion: hsa_signal_t,
+    call: impl Fn(u32, *const hsa_signal_t, hsa_signal_t) -> hsa_status_t,
+) -> hsa_status_t {
+    // SAFETY: see the function's contract.
+    let deps = unsafe { dependencies(count, dep_signals) };
+    let (Some(deps), Some((_, m))) = (deps, memory()) else {
+        return call(count, dep_signals, completion);
+    };
+    let submitted = catch_unwind(AssertUnwindSafe(|| {
+        m.copies().submit(deps, completion, |deps, done| {
+            call(deps.len() as u32, deps.as_ptr(), done)
+        })
+    }));
+    submitted.unwrap_or(HSA_STATUS_ERROR)
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn async_copy(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+) -> hsa_status_t {
+    let Some(f) = memory().and_then(|(h, _)| h.amd().hsa_amd_memory_async_copy_fn) else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: the application's arguments; the original entry with them, the dependencies
+    // possibly one longer and the completion signal ours.
+    unsafe {
+        ordered(
+            num_dep_signals,
+            dep_signals,
+            completion_signal,
+            |n, deps, done| f(dst, dst_agent, src, src_agent, size, n, deps, done),
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn async_copy_on_engine(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+    engine_id: u32,
+    force_copy_on_sdma: bool,
+) -> hsa_status_t {
+    let Some(f) = memory().and_then(|(h, _)| h.amd().hsa_amd_memory_async_copy_on_engine_fn) else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: as for `async_copy`.
+    unsafe {
+        ordered(
+            num_dep_signals,
+            dep_signals,
+            completion_signal,
+            |n, deps, done| {
+                f(
+                    dst,
+                    dst_agent,
+                    src,
+                    src_agent,
+                    size,
+                    n,
+                    deps,
+                    done,
+                    engine_id,
+                    force_copy_on_sdma,
+                )
+            },
+        )
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn async_copy_rect(
+    dst: *const c_void,
+    dst_offset: *const hsa_dim3_t,
+    src: *const c_void,
+    src_offset: *const hsa_dim3_t,
+    range: *const hsa_dim3_t,
+    copy_agent: hsa_agent_t,
+    dir: u32,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+) -> hsa_status_t {
+    let Some(f) = memory().and_then(|(h, _)| h.amd().hsa_amd_memory_async_copy_rect_fn) else {
+        return HSA_STATUS_ERROR;
+    };
+    // SAFETY: as for `async_copy`.
+    unsafe {
+        ordered(
+            num_dep_signals,
+            dep_signals,
+            completion_signal,
+            |n, deps, done| {
+                f(
+                    dst, dst_offset, src, src_offset, range, copy_agent, dir, n, deps, done,
+                )
+            },
+        )
+    }
 }

@@ -151,6 +151,12 @@ impl System {
         })
     }
 
+    /// The device memory pool of `gpu` (its first coarse-grained global pool).
+    pub fn device_pool(&self, gpu: &Gpu) -> Result<hsa_amd_memory_pool_t, String> {
+        global_pool(gpu.agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)?
+            .ok_or_else(|| format!("no device memory pool on GPU {}", gpu.name))
+    }
+
     /// Allocates `size` bytes from `pool`, accessible to every GPU.
     pub fn allocate(&self, pool: hsa_amd_memory_pool_t, size: usize) -> Result<*mut u8, HsaError> {
         let mut ptr: *mut c_void = std::ptr::null_mut();

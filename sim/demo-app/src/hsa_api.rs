@@ -106,4 +106,29 @@ extern "C" {
         attribute: u32,
         value: *mut c_void,
     ) -> hsa_status_t;
+    // The copies are the demo's own (the dispatch benchmark shares this list).
+    #[allow(dead_code)]
+    pub fn hsa_amd_memory_async_copy(
+        dst: *mut c_void,
+        dst_agent: hsa_agent_t,
+        src: *const c_void,
+        src_agent: hsa_agent_t,
+        size: usize,
+        num_dep_signals: u32,
+        dep_signals: *const hsa_signal_t,
+        completion_signal: hsa_signal_t,
+    ) -> hsa_status_t;
+    #[allow(dead_code)]
+    pub fn hsa_amd_memory_async_copy_rect(
+        dst: *const c_void,
+        dst_offset: *const hsa_dim3_t,
+        src: *const c_void,
+        src_offset: *const hsa_dim3_t,
+        range: *const hsa_dim3_t,
+        copy_agent: hsa_agent_t,
+        dir: u32,
+        num_dep_signals: u32,
+        dep_signals: *const hsa_signal_t,
+        completion_signal: hsa_signal_t,
+    ) -> hsa_status_t;
 }

@@ -12,6 +12,7 @@ mod ending;
 #[path = "../../../src/hsa/mod.rs"]
 mod hsa;
 mod hsa_api;
+mod overlap;
 mod roctx;
 mod workload;
 
@@ -103,6 +104,12 @@ struct Args {
     /// kernel at a time.
     #[arg(long, requires = "graph")]
     graph_threads: Option<u32>,
+    /// Dispatch the (first) kernel `--iterations` times on the first GPU while another thread
+    /// copies data to device memory and back with hsa_amd_memory_async_copy and
+    /// hsa_amd_memory_async_copy_rect, unordered against the kernels, checking every byte as
+    /// soon as each round trip's last signal completes.
+    #[arg(long)]
+    copies_beside: bool,
 }
 
 /// A failed HSA call.
@@ -163,6 +170,17 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             false => 0,
         },
     };
+    if args.copies_beside {
+        let counts = overlap::run(&system, plan.kernels[0], args.iterations, plan.size)?;
+        drop(system);
+        // SAFETY: every HSA object was released above.
+        unsafe { hsa_api::hsa_shut_down() };
+        println!(
+            "rtl-demo-app: {} dispatches ({}) and {} copy round trips verified beside each other",
+            counts.dispatches, plan.kernels[0], counts.round_trips
+        );
+        return Ok(());
+    }
     roctx::mark("begin");
     let finished = std::sync::Barrier::new(args.threads as usize);
     let results: Vec<Result<(), String>> = std::thread::scope(|scope| {

@@ -112,7 +112,7 @@ pub struct Plan {
 }
 
 /// A queue with the nodes of its dispatches: one, or one per kernel when it submits graphs.
-struct Lane<'a> {
+pub(crate) struct Lane<'a> {
     gpu: &'a Gpu,
     queue: *mut hsa_queue_t,
     nodes: Vec<Node>,
@@ -156,7 +156,7 @@ fn wait_done(signal: hsa_signal_t) {
 pub static VERIFIED: AtomicU32 = AtomicU32::new(0);
 
 impl<'a> Lane<'a> {
-    fn new(
+    pub(crate) fn new(
         system: &System,
         gpu: &'a Gpu,
         graph: Option<usize>,
@@ -566,7 +566,7 @@ impl Node {
 
 impl Lane<'_> {
     /// Runs `name` once with inputs derived from `seed` and checks every element.
-    fn run(
+    pub(crate) fn run(
         &mut self,
         name: &'static str,
         kernel: &Kernel,
