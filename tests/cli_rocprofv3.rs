@@ -1263,3 +1263,79 @@ fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
         );
     }
 }
+
+/// `Kernel_Id` as rocprofv3 gives it on the same runs: each kernel symbol of each executable
+/// gets the next id of the process when the executable is frozen, in the loader's order of
+/// code objects and symbols, so the demo's four kernels (of the 12 in its code object) are 4,
+/// 5, 10 and 3, and the second GPU's executable numbers its symbols from 13. Every row of
+/// `counter_collection.csv` and `kernel_trace.csv`, one and two GPUs, one and two queues per
+/// thread, each dispatch found by its GPU and ground-truth start.
+#[test]
+fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
+    let first_gpu = [("vadd", 4), ("saxpy", 5), ("fill", 10), ("increment", 3)];
+    let second_gpu = [("vadd", 16), ("saxpy", 17), ("fill", 22), ("increment", 15)];
+    for (config, app_args) in [
+        ("gfx942", &[][..]),
+        ("gfx942x2", &["--threads", "2", "--queues", "2"][..]),
+    ] {
+        let dir = scratch(&format!("kernel-ids-{config}"));
+        let truth_file = dir.join("truth.jsonl");
+        let out = Command::new(artifact("rtl-pmc"))
+            .current_dir(&dir)
+            .args([
+                "-d",
+                "out",
+                "--pmc",
+                "SQ_WAVES",
+                "GRBM_COUNT",
+                "--kernel-trace",
+            ])
+            .arg("--")
+            .arg(artifact("rtl-demo-app"))
+            .args(app_args)
+            .envs(sim_env(config))
+            .env("RTL_SIM_GROUND_TRUTH", &truth_file)
+            .output()
+            .expect("rtl-pmc starts");
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let truth = sim_support::read_ground_truth(&truth_file);
+        assert_eq!(truth.len(), if config == "gfx942" { 4 } else { 32 });
+        let expected_id = |agent: u64, kernel: &str| -> String {
+            let ids = if agent == 1 { first_gpu } else { second_gpu };
+            let (_, id) = ids.iter().find(|(name, _)| *name == kernel).unwrap();
+            id.to_string()
+        };
+        type ByDispatch = BTreeMap<(String, String), Vec<String>>;
+        let by_dispatch = |rows: Vec<std::collections::HashMap<String, String>>| -> ByDispatch {
+            let mut ids = ByDispatch::new();
+            for row in rows {
+                let key = (row["Agent_Id"].clone(), row["Start_Timestamp"].clone());
+                ids.entry(key).or_default().push(row["Kernel_Id"].clone());
+            }
+            ids
+        };
+        let out = dir.join("out");
+        for (file, rows_per_dispatch) in [("counter_collection.csv", 2), ("kernel_trace.csv", 1)] {
+            let rows = sim_support::read_table(&sim_support::process_file(
+                &out,
+                &format!("pass_1/{file}"),
+            ));
+            let found = by_dispatch(rows);
+            let expected: ByDispatch = truth
+                .iter()
+                .map(|t| {
+                    let agent = t["agent"].as_u64().unwrap();
+                    let id = expected_id(agent, t["kernel"].as_str().unwrap());
+                    let key = (format!("Agent {agent}"), t["start"].to_string());
+                    (key, vec![id; rows_per_dispatch])
+                })
+                .collect();
+            assert_eq!(found, expected, "{config} {file}");
+        }
+    }
+}
