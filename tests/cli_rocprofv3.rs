@@ -1268,7 +1268,7 @@ fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
 /// gets the next id of the process when the executable is frozen, in the loader's order of
 /// code objects and symbols, so the demo's four kernels (of the 12 in its code object) are 4,
 /// 5, 10 and 3, and the second GPU's executable numbers its symbols from 13. Every row of
-/// `counter_collection.csv` and `kernel_trace.csv`, one and two GPUs, one and two queues per
+/// `counter_collection.csv` and `kernel_trace.csv` and of `rocpd_kernel_dispatch`, one and two GPUs, one and two queues per
 /// thread, each dispatch found by its GPU and ground-truth start.
 #[test]
 fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
@@ -1337,5 +1337,24 @@ fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
                 .collect();
             assert_eq!(found, expected, "{config} {file}");
         }
+        // The rocpd database's dispatches name the same symbols.
+        let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+        let rows = query(
+            &conn,
+            "SELECT 'Agent ' || agent_id, start, kernel_id FROM rocpd_kernel_dispatch",
+        );
+        let found: ByDispatch = rows
+            .into_iter()
+            .map(|r| ((r[0].clone(), r[1].clone()), vec![r[2].clone()]))
+            .collect();
+        let expected: ByDispatch = truth
+            .iter()
+            .map(|t| {
+                let agent = t["agent"].as_u64().unwrap();
+                let id = expected_id(agent, t["kernel"].as_str().unwrap());
+                ((format!("Agent {agent}"), t["start"].to_string()), vec![id])
+            })
+            .collect();
+        assert_eq!(found, expected, "{config} rocpd_kernel_dispatch");
     }
 }
