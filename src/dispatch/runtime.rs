@@ -282,26 +282,15 @@ impl Hsa {
     /// Calls `hsa_executable_iterate_symbols` and collects `(kernel_object, symbol name,
     /// agent)` for every kernel symbol.
     pub fn kernel_symbols(&self, executable: hsa_executable_t) -> Vec<(u64, String, hsa_agent_t)> {
-        struct Walk<'a> {
-            hsa: &'a Hsa,
-            out: Vec<(u64, String, hsa_agent_t)>,
-        }
         unsafe extern "C" fn visit(
             _exec: hsa_executable_t,
             symbol: hsa_executable_symbol_t,
             data: *mut c_void,
         ) -> hsa_status_t {
-            let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `data` is the Walk passed below, alive for the iteration.
-                let walk = unsafe { &mut *(data as *mut Walk) };
-                walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
-            }));
-            if visited.is_err() {
-                return HSA_STATUS_INFO_BREAK;
-            }
-            HSA_STATUS_SUCCESS
+            // SAFETY: `data` is the SymbolWalk passed below, alive for the iteration.
+            unsafe { visit_symbol(symbol, data) }
         }
-        let mut walk = Walk {
+        let mut walk = SymbolWalk {
             hsa: self,
             out: Vec::new(),
         };
@@ -309,7 +298,7 @@ impl Hsa {
             self.core.hsa_executable_iterate_symbols_fn,
             executable,
             Some(visit),
-            &mut walk as *mut Walk as *mut c_void
+            &mut walk as *mut SymbolWalk as *mut c_void
         );
         walk.out
     }
@@ -352,27 +341,16 @@ impl Hsa {
         if status != HSA_STATUS_SUCCESS {
             return None;
         }
-        struct Walk<'a> {
-            hsa: &'a Hsa,
-            out: Vec<(u64, String, hsa_agent_t)>,
-        }
         unsafe extern "C" fn visit(
             _exec: hsa_executable_t,
             _agent: hsa_agent_t,
             symbol: hsa_executable_symbol_t,
             data: *mut c_void,
         ) -> hsa_status_t {
-            let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `data` is the Walk passed below, alive for the iteration.
-                let walk = unsafe { &mut *(data as *mut Walk) };
-                walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
-            }));
-            if visited.is_err() {
-                return HSA_STATUS_INFO_BREAK;
-            }
-            HSA_STATUS_SUCCESS
+            // SAFETY: `data` is the SymbolWalk passed below, alive for the iteration.
+            unsafe { visit_symbol(symbol, data) }
         }
-        let mut walk = Walk {
+        let mut walk = SymbolWalk {
             hsa: self,
             out: Vec::new(),
         };
@@ -400,7 +378,7 @@ impl Hsa {
                 executable,
                 agent,
                 Some(visit),
-                &mut walk as *mut Walk as *mut c_void
+                &mut walk as *mut SymbolWalk as *mut c_void
             );
         }
         Some(walk.out)
@@ -453,4 +431,26 @@ impl Hsa {
             .unwrap_or_default();
         out.push((object, String::from_utf8_lossy(&name).into_owned(), agent));
     }
+}
+
+/// The kernel symbols found so far by a symbol iteration.
+struct SymbolWalk<'a> {
+    hsa: &'a Hsa,
+    out: Vec<(u64, String, hsa_agent_t)>,
+}
+
+/// Adds `symbol` to the [`SymbolWalk`] at `data` when it is a kernel; a panic stops the walk.
+///
+/// # Safety
+/// `data` must point to a live `SymbolWalk` no one else uses during the call.
+unsafe fn visit_symbol(symbol: hsa_executable_symbol_t, data: *mut c_void) -> hsa_status_t {
+    let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the caller's promise.
+        let walk = unsafe { &mut *(data as *mut SymbolWalk) };
+        walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
+    }));
+    if visited.is_err() {
+        return HSA_STATUS_INFO_BREAK;
+    }
+    HSA_STATUS_SUCCESS
 }
