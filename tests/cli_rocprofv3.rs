@@ -240,19 +240,35 @@ fn log_level_error_hides_warnings() {
 /// Runs `rtl-pmc ARGS -d out -- rtl-demo-app --iterations 2` in `dir` on the simulated gfx942
 /// with ground truth for `truth`; returns the output directory and the ground-truth lines.
 fn profile_demo(dir: &Path, args: &[&str], truth: &[&str]) -> (PathBuf, Vec<serde_json::Value>) {
+    let args = [&["--arch", "gfx942"][..], args].concat();
+    profile(dir, "gfx942", &args, &["--iterations", "2"], truth)
+}
+
+/// Runs `rtl-pmc ARGS -d out -- rtl-demo-app APP_ARGS` in `dir` on the simulated `config` with
+/// ground truth for `truth` (every counter when empty); returns the output directory and the
+/// ground-truth lines.
+fn profile(
+    dir: &Path,
+    config: &str,
+    args: &[&str],
+    app_args: &[&str],
+    truth: &[&str],
+) -> (PathBuf, Vec<serde_json::Value>) {
     let truth_file = dir.join("truth.jsonl");
-    let out = Command::new(artifact("rtl-pmc"))
+    let mut command = Command::new(artifact("rtl-pmc"));
+    command
         .current_dir(dir)
-        .args(["--arch", "gfx942", "-d", "out"])
+        .args(["-d", "out"])
         .args(args)
         .arg("--")
         .arg(artifact("rtl-demo-app"))
-        .args(["--iterations", "2"])
-        .envs(sim_env("gfx942"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth.join(","))
-        .output()
-        .expect("rtl-pmc starts");
+        .args(app_args)
+        .envs(sim_env(config))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file);
+    if !truth.is_empty() {
+        command.env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth.join(","));
+    }
+    let out = command.output().expect("rtl-pmc starts");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -1279,31 +1295,8 @@ fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
         ("gfx942x2", &["--threads", "2", "--queues", "2"][..]),
     ] {
         let dir = scratch(&format!("kernel-ids-{config}"));
-        let truth_file = dir.join("truth.jsonl");
-        let out = Command::new(artifact("rtl-pmc"))
-            .current_dir(&dir)
-            .args([
-                "-d",
-                "out",
-                "--pmc",
-                "SQ_WAVES",
-                "GRBM_COUNT",
-                "--kernel-trace",
-            ])
-            .arg("--")
-            .arg(artifact("rtl-demo-app"))
-            .args(app_args)
-            .envs(sim_env(config))
-            .env("RTL_SIM_GROUND_TRUTH", &truth_file)
-            .output()
-            .expect("rtl-pmc starts");
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let truth = sim_support::read_ground_truth(&truth_file);
+        let args = ["--pmc", "SQ_WAVES", "GRBM_COUNT", "--kernel-trace"];
+        let (out, truth) = profile(&dir, config, &args, app_args, &[]);
         assert_eq!(truth.len(), if config == "gfx942" { 4 } else { 32 });
         let expected_id = |agent: u64, kernel: &str| -> String {
             let ids = if agent == 1 { first_gpu } else { second_gpu };
@@ -1319,7 +1312,6 @@ fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
             }
             ids
         };
-        let out = dir.join("out");
         for (file, rows_per_dispatch) in [("counter_collection.csv", 2), ("kernel_trace.csv", 1)] {
             let rows = sim_support::read_table(&sim_support::process_file(
                 &out,
