@@ -240,19 +240,35 @@ fn log_level_error_hides_warnings() {
 /// Runs `rtl-pmc ARGS -d out -- rtl-demo-app --iterations 2` in `dir` on the simulated gfx942
 /// with ground truth for `truth`; returns the output directory and the ground-truth lines.
 fn profile_demo(dir: &Path, args: &[&str], truth: &[&str]) -> (PathBuf, Vec<serde_json::Value>) {
+    let args = [&["--arch", "gfx942"][..], args].concat();
+    profile(dir, "gfx942", &args, &["--iterations", "2"], truth)
+}
+
+/// Runs `rtl-pmc ARGS -d out -- rtl-demo-app APP_ARGS` in `dir` on the simulated `config` with
+/// ground truth for `truth` (every counter when empty); returns the output directory and the
+/// ground-truth lines.
+fn profile(
+    dir: &Path,
+    config: &str,
+    args: &[&str],
+    app_args: &[&str],
+    truth: &[&str],
+) -> (PathBuf, Vec<serde_json::Value>) {
     let truth_file = dir.join("truth.jsonl");
-    let out = Command::new(artifact("rtl-pmc"))
+    let mut command = Command::new(artifact("rtl-pmc"));
+    command
         .current_dir(dir)
-        .args(["--arch", "gfx942", "-d", "out"])
+        .args(["-d", "out"])
         .args(args)
         .arg("--")
         .arg(artifact("rtl-demo-app"))
-        .args(["--iterations", "2"])
-        .envs(sim_env("gfx942"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth_file)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth.join(","))
-        .output()
-        .expect("rtl-pmc starts");
+        .args(app_args)
+        .envs(sim_env(config))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_file);
+    if !truth.is_empty() {
+        command.env("RTL_SIM_GROUND_TRUTH_COUNTERS", truth.join(","));
+    }
+    let out = command.output().expect("rtl-pmc starts");
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -1261,5 +1277,76 @@ fn agent_index_names_gpus_by_kfd_node_or_by_their_index_among_gpus() {
             label.iter().collect::<Vec<_>>(),
             "{index}"
         );
+    }
+}
+
+/// `Kernel_Id` as rocprofv3 gives it on the same runs: each kernel symbol of each executable
+/// gets the next id of the process when the executable is frozen, in the loader's order of
+/// code objects and symbols, so the demo's four kernels (of the 12 in its code object) are 4,
+/// 5, 10 and 3, and the second GPU's executable numbers its symbols from 13. Every row of
+/// `counter_collection.csv` and `kernel_trace.csv` and of `rocpd_kernel_dispatch`, one and two GPUs, one and two queues per
+/// thread, each dispatch found by its GPU and ground-truth start.
+#[test]
+fn kernel_ids_number_loaded_kernel_symbols_as_rocprofv3_does() {
+    let first_gpu = [("vadd", 4), ("saxpy", 5), ("fill", 10), ("increment", 3)];
+    let second_gpu = [("vadd", 16), ("saxpy", 17), ("fill", 22), ("increment", 15)];
+    for (config, app_args) in [
+        ("gfx942", &[][..]),
+        ("gfx942x2", &["--threads", "2", "--queues", "2"][..]),
+    ] {
+        let dir = scratch(&format!("kernel-ids-{config}"));
+        let args = ["--pmc", "SQ_WAVES", "GRBM_COUNT", "--kernel-trace"];
+        let (out, truth) = profile(&dir, config, &args, app_args, &[]);
+        assert_eq!(truth.len(), if config == "gfx942" { 4 } else { 32 });
+        let expected_id = |agent: u64, kernel: &str| -> String {
+            let ids = if agent == 1 { first_gpu } else { second_gpu };
+            let (_, id) = ids.iter().find(|(name, _)| *name == kernel).unwrap();
+            id.to_string()
+        };
+        type ByDispatch = BTreeMap<(String, String), Vec<String>>;
+        let by_dispatch = |rows: Vec<std::collections::HashMap<String, String>>| -> ByDispatch {
+            let mut ids = ByDispatch::new();
+            for row in rows {
+                let key = (row["Agent_Id"].clone(), row["Start_Timestamp"].clone());
+                ids.entry(key).or_default().push(row["Kernel_Id"].clone());
+            }
+            ids
+        };
+        for (file, rows_per_dispatch) in [("counter_collection.csv", 2), ("kernel_trace.csv", 1)] {
+            let rows = sim_support::read_table(&sim_support::process_file(
+                &out,
+                &format!("pass_1/{file}"),
+            ));
+            let found = by_dispatch(rows);
+            let expected: ByDispatch = truth
+                .iter()
+                .map(|t| {
+                    let agent = t["agent"].as_u64().unwrap();
+                    let id = expected_id(agent, t["kernel"].as_str().unwrap());
+                    let key = (format!("Agent {agent}"), t["start"].to_string());
+                    (key, vec![id; rows_per_dispatch])
+                })
+                .collect();
+            assert_eq!(found, expected, "{config} {file}");
+        }
+        // The rocpd database's dispatches name the same symbols.
+        let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+        let rows = query(
+            &conn,
+            "SELECT 'Agent ' || agent_id, start, kernel_id FROM rocpd_kernel_dispatch",
+        );
+        let found: ByDispatch = rows
+            .into_iter()
+            .map(|r| ((r[0].clone(), r[1].clone()), vec![r[2].clone()]))
+            .collect();
+        let expected: ByDispatch = truth
+            .iter()
+            .map(|t| {
+                let agent = t["agent"].as_u64().unwrap();
+                let id = expected_id(agent, t["kernel"].as_str().unwrap());
+                ((format!("Agent {agent}"), t["start"].to_string()), vec![id])
+            })
+            .collect();
+        assert_eq!(found, expected, "{config} rocpd_kernel_dispatch");
     }
 }

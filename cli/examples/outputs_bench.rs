@@ -93,6 +93,7 @@ fn dispatch(n: u64, process: u32, processes: u32, pass: u32) -> Dispatch {
         correlation_id: n + 1,
         kernel: kernels[(n % 4) as usize].into(),
         kernel_object: 0x7f00_0000_0000 + (n % 4) * 0x40,
+        kernel_id: n % 4 + 1,
         grid: [1 << 20, 1, 1],
         workgroup: [256, 1, 1],
         lds: 4096,

@@ -642,6 +642,7 @@ impl Interposer {
             dispatch,
             correlation: dispatch,
             kernel_object: kernel.kernel_object,
+            kernel_id: info.id,
             signal: kernel.completion_signal.handle,
             grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
             workgroup: [
@@ -1163,9 +1164,11 @@ unsafe extern "C" fn executable_freeze(
     if status == HSA_STATUS_SUCCESS {
         let _ = catch_unwind(AssertUnwindSafe(|| {
             let mut arch_of: HashMap<u64, String> = HashMap::new();
-            let kernels: Vec<(u64, String, KernelResources)> = me
-                .hsa
-                .kernel_symbols(executable)
+            let symbols = me
+                .loader()
+                .and_then(|l| me.hsa.kernel_symbols_by_code_object(executable, &l))
+                .unwrap_or_else(|| me.hsa.kernel_symbols(executable));
+            let kernels: Vec<(u64, String, KernelResources)> = symbols
                 .into_iter()
                 .map(|(object, symbol, agent)| {
                     let arch = arch_of.entry(agent.handle).or_insert_with(|| {

@@ -3,6 +3,9 @@
 //! The runtime identifies a dispatched kernel only by `kernel_object`, the address of its
 //! descriptor. Executables are watched as they are frozen: each kernel symbol's descriptor
 //! address is mapped to its display name, and dropped again when the executable is destroyed.
+//! Each kernel symbol found also gets an id as rocprofiler-sdk gives one (`Kernel_Id`): the
+//! next of a process-wide count from 1, in the order the executables are frozen and their
+//! kernel symbols iterated, so that a kernel loaded again or on another GPU gets a new id.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
@@ -100,6 +103,8 @@ pub struct KernelInfo {
     pub symbol: String,
     /// Registers and wave size from the descriptor (zeros when it could not be read).
     pub resources: KernelResources,
+    /// The symbol's id from 1 in the order symbols were found; 0 for an unknown kernel.
+    pub id: u64,
 }
 
 /// `name`, stored once for the life of the process: the records of every dispatch and every
@@ -125,6 +130,8 @@ pub fn intern(name: &str) -> &'static str {
 #[derive(Debug, Default)]
 pub struct KernelNames {
     by_object: RwLock<FastMap<u64, Arc<KernelInfo>>>,
+    /// The last kernel id given.
+    last_id: Mutex<u64>,
     by_executable: RwLock<HashMap<u64, Vec<u64>>>,
 }
 
@@ -137,12 +144,15 @@ impl KernelNames {
         options: NameOptions,
     ) {
         let kernels: Vec<(u64, String, KernelResources)> = kernels.into_iter().collect();
+        let mut last_id = self.last_id.lock().unwrap_or_else(|p| p.into_inner());
         if let Ok(mut names) = self.by_object.write() {
             for (object, symbol, resources) in &kernels {
+                *last_id += 1;
                 let info = KernelInfo {
                     name: intern(&display_name(symbol, options)),
                     symbol: symbol.strip_suffix(".kd").unwrap_or(symbol).to_string(),
                     resources: *resources,
+                    id: *last_id,
                 };
                 names.insert(*object, Arc::new(info));
             }
@@ -181,6 +191,7 @@ impl KernelNames {
                     name: intern(&name),
                     symbol: name,
                     resources: KernelResources::default(),
+                    id: 0,
                 })
             })
     }
@@ -297,10 +308,19 @@ mod tests {
         assert_eq!(names.get(0x1000).resources.wave_size, 32);
         assert_eq!(names.get(0x2000).name, "fill(float*, int)");
         assert_eq!(names.get(0x2000).symbol, "_Z4fillPfi");
+        assert_eq!((names.get(0x1000).id, names.get(0x2000).id), (1, 2));
         names.remove_executable(1);
         assert_eq!(names.get(0x1000).name, "kernel_0x1000");
+        assert_eq!(names.get(0x1000).id, 0);
         assert_eq!(names.get(0x1000).symbol, "kernel_0x1000");
         assert_eq!(names.get(0x1000).resources, KernelResources::default());
         assert_eq!(names.get(0x2000).name, "fill(float*, int)");
+        // Loaded again, a kernel is a new symbol with the next id, as rocprofiler-sdk counts.
+        let again = [
+            (0x3000, "vadd.kd".to_string(), wave32),
+            (0x3040, "saxpy.kd".to_string(), wave32),
+        ];
+        names.add_executable(3, again, DEMANGLED);
+        assert_eq!((names.get(0x3000).id, names.get(0x3040).id), (3, 4));
     }
 }

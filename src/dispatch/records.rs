@@ -26,7 +26,7 @@
 //!
 //! A dispatch: `pid tid agent gpu_index:u32`, `arch:u32` (a string id), `queue:u64`,
 //! `queue_order:u32`, `queue_index dispatch correlation:u64`, `kernel:u32` (a string id),
-//! `kernel_object signal:u64`, `grid[3] workgroup[3] lds scratch arch_vgpr accum_vgpr sgpr
+//! `kernel_object kernel_id signal:u64`, `grid[3] workgroup[3] lds scratch arch_vgpr accum_vgpr sgpr
 //! wave_size:u32`, `start end:u64`, `group:u32` (`NONE` = `0xffffffff` for none), then
 //! `replay:u8` (0 or 1) and, when 1, `passes:u32 saved:u64 restored:u64 declined:u32` (a string
 //! id or `NONE`), then `ranges:u32` and that many `u64`, then `events:u32` and per event
@@ -82,7 +82,7 @@ use crate::fast_map::FastMap;
 /// The first bytes of a raw record file.
 pub const MAGIC: &[u8; 12] = b"rtl-pmc raw\0";
 /// The format version this build writes and reads.
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 /// The file name extension of raw record files.
 pub const EXTENSION: &str = "rtlraw";
 /// "None" for optional 32-bit fields and string ids.
@@ -122,6 +122,10 @@ pub struct Record {
     pub kernel: String,
     /// Kernel descriptor address (`kernel_object`).
     pub kernel_object: u64,
+    /// The kernel symbol's id as rocprofiler-sdk numbers them: from 1, in the order kernel
+    /// symbols were found in the executables the process froze; 0 when unknown.
+    #[serde(default)]
+    pub kernel_id: u64,
     /// The application's completion signal handle, 0 for none (rocprof's `sig`).
     pub signal: u64,
     /// Grid size in work-items, x/y/z.
@@ -559,6 +563,7 @@ impl RecordFile {
         }
         head.u32(kernel);
         head.u64(r.kernel_object);
+        head.u64(r.kernel_id);
         head.u64(r.signal);
         for v in r.grid.iter().chain(&r.workgroup) {
             head.u32(*v);
@@ -767,7 +772,7 @@ pub fn read_tally(path: &Path) -> Result<Tallied, RecordError> {
 }
 
 /// Bytes of a dispatch frame's fixed fields, up to its group.
-const HEAD: usize = 5 * 4 + 8 + 4 + 3 * 8 + 4 + 2 * 8 + 12 * 4 + 2 * 8 + 4;
+const HEAD: usize = 5 * 4 + 8 + 4 + 3 * 8 + 4 + 3 * 8 + 12 * 4 + 2 * 8 + 4;
 
 /// A dispatch frame's fixed fields, put together on the stack and appended in one piece.
 struct Head {
@@ -1089,6 +1094,7 @@ impl Reader {
             correlation: f.u64()?,
             kernel: self.string(f.u32()?)?,
             kernel_object: f.u64()?,
+            kernel_id: f.u64()?,
             signal: f.u64()?,
             grid: [f.u32()?, f.u32()?, f.u32()?],
             workgroup: [f.u32()?, f.u32()?, f.u32()?],
@@ -1285,6 +1291,7 @@ mod tests {
             correlation: n,
             kernel: "vadd(float*, float const*)".into(),
             kernel_object: 0x7f00_0000_1000,
+            kernel_id: 7,
             signal: 0x7f00_0000_2000,
             grid: [1024, 1, 1],
             workgroup: [256, 1, 1],
@@ -1551,7 +1558,7 @@ mod tests {
         assert_eq!(
             errors,
             vec![format!(
-                "{}: raw record format version 1, this build reads version 4",
+                "{}: raw record format version 1, this build reads version 5",
                 path.display()
             )]
         );

@@ -282,26 +282,15 @@ impl Hsa {
     /// Calls `hsa_executable_iterate_symbols` and collects `(kernel_object, symbol name,
     /// agent)` for every kernel symbol.
     pub fn kernel_symbols(&self, executable: hsa_executable_t) -> Vec<(u64, String, hsa_agent_t)> {
-        struct Walk<'a> {
-            hsa: &'a Hsa,
-            out: Vec<(u64, String, hsa_agent_t)>,
-        }
         unsafe extern "C" fn visit(
             _exec: hsa_executable_t,
             symbol: hsa_executable_symbol_t,
             data: *mut c_void,
         ) -> hsa_status_t {
-            let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                // SAFETY: `data` is the Walk passed below, alive for the iteration.
-                let walk = unsafe { &mut *(data as *mut Walk) };
-                walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
-            }));
-            if visited.is_err() {
-                return HSA_STATUS_INFO_BREAK;
-            }
-            HSA_STATUS_SUCCESS
+            // SAFETY: `data` is the SymbolWalk passed below, alive for the iteration.
+            unsafe { visit_symbol(symbol, data) }
         }
-        let mut walk = Walk {
+        let mut walk = SymbolWalk {
             hsa: self,
             out: Vec::new(),
         };
@@ -309,9 +298,90 @@ impl Hsa {
             self.core.hsa_executable_iterate_symbols_fn,
             executable,
             Some(visit),
-            &mut walk as *mut Walk as *mut c_void
+            &mut walk as *mut SymbolWalk as *mut c_void
         );
         walk.out
+    }
+
+    /// The kernel symbols of `executable` as rocprofiler-sdk walks them when it is frozen: each
+    /// loaded code object in the loader's order (those without storage left out), then the
+    /// kernel symbols of that code object's agent, `(kernel_object, symbol name, agent)` in
+    /// `hsa_executable_iterate_agent_symbols`' order. `None` when the loader cannot list the
+    /// code objects.
+    pub fn kernel_symbols_by_code_object(
+        &self,
+        executable: hsa_executable_t,
+        loader: &hsa_ven_amd_loader_1_03_pfn_t,
+    ) -> Option<Vec<(u64, String, hsa_agent_t)>> {
+        let (Some(iterate), Some(info)) = (
+            loader.hsa_ven_amd_loader_executable_iterate_loaded_code_objects,
+            loader.hsa_ven_amd_loader_loaded_code_object_get_info,
+        ) else {
+            return None;
+        };
+        unsafe extern "C" fn each_code_object(
+            _exec: hsa_executable_t,
+            code_object: hsa_loaded_code_object_t,
+            data: *mut c_void,
+        ) -> hsa_status_t {
+            // SAFETY: `data` is the Vec passed below, alive for the iteration.
+            let found = unsafe { &mut *(data as *mut Vec<hsa_loaded_code_object_t>) };
+            found.push(code_object);
+            HSA_STATUS_SUCCESS
+        }
+        let mut code_objects: Vec<hsa_loaded_code_object_t> = Vec::new();
+        // SAFETY: the loader's entry with a callback that only appends to `code_objects`.
+        let status = unsafe {
+            iterate(
+                executable,
+                Some(each_code_object),
+                &mut code_objects as *mut Vec<hsa_loaded_code_object_t> as *mut c_void,
+            )
+        };
+        if status != HSA_STATUS_SUCCESS {
+            return None;
+        }
+        unsafe extern "C" fn visit(
+            _exec: hsa_executable_t,
+            _agent: hsa_agent_t,
+            symbol: hsa_executable_symbol_t,
+            data: *mut c_void,
+        ) -> hsa_status_t {
+            // SAFETY: `data` is the SymbolWalk passed below, alive for the iteration.
+            unsafe { visit_symbol(symbol, data) }
+        }
+        let mut walk = SymbolWalk {
+            hsa: self,
+            out: Vec::new(),
+        };
+        for code_object in code_objects {
+            let mut storage: u32 = 0;
+            let mut agent = hsa_agent_t::default();
+            // SAFETY: the loader's entry; each attribute's value is the type given.
+            let known = unsafe {
+                info(
+                    code_object,
+                    HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_CODE_OBJECT_STORAGE_TYPE,
+                    &mut storage as *mut u32 as *mut c_void,
+                ) == HSA_STATUS_SUCCESS
+                    && info(
+                        code_object,
+                        HSA_VEN_AMD_LOADER_LOADED_CODE_OBJECT_INFO_AGENT,
+                        &mut agent as *mut hsa_agent_t as *mut c_void,
+                    ) == HSA_STATUS_SUCCESS
+            };
+            if !known || storage == 0 {
+                continue;
+            }
+            status_call!(
+                self.core.hsa_executable_iterate_agent_symbols_fn,
+                executable,
+                agent,
+                Some(visit),
+                &mut walk as *mut SymbolWalk as *mut c_void
+            );
+        }
+        Some(walk.out)
     }
 
     fn symbol_info<T: Copy + Default>(
@@ -361,4 +431,26 @@ impl Hsa {
             .unwrap_or_default();
         out.push((object, String::from_utf8_lossy(&name).into_owned(), agent));
     }
+}
+
+/// The kernel symbols found so far by a symbol iteration.
+struct SymbolWalk<'a> {
+    hsa: &'a Hsa,
+    out: Vec<(u64, String, hsa_agent_t)>,
+}
+
+/// Adds `symbol` to the [`SymbolWalk`] at `data` when it is a kernel; a panic stops the walk.
+///
+/// # Safety
+/// `data` must point to a live `SymbolWalk` no one else uses during the call.
+unsafe fn visit_symbol(symbol: hsa_executable_symbol_t, data: *mut c_void) -> hsa_status_t {
+    let visited = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the caller's promise.
+        let walk = unsafe { &mut *(data as *mut SymbolWalk) };
+        walk.hsa.add_kernel_symbol(symbol, &mut walk.out);
+    }));
+    if visited.is_err() {
+        return HSA_STATUS_INFO_BREAK;
+    }
+    HSA_STATUS_SUCCESS
 }

@@ -206,7 +206,6 @@ fn commit(writer: csv::Writer<AtomicFile>) -> io::Result<PathBuf> {
 /// Streams `counter_collection.csv`: one row per dispatch and counter.
 pub struct CounterCollectionWriter {
     out: AtomicFile,
-    kernel_ids: KernelIds,
     line: String,
     prefix: String,
     table: Table,
@@ -272,24 +271,6 @@ impl Table {
     }
 }
 
-/// Small integer ids for kernel names, in first-seen order from 1 (`Kernel_Id`).
-#[derive(Debug, Default)]
-pub struct KernelIds {
-    ids: std::collections::HashMap<String, u64>,
-}
-
-impl KernelIds {
-    /// The id of `kernel`, assigning the next one when it is new.
-    pub fn id(&mut self, kernel: &str) -> u64 {
-        if let Some(&id) = self.ids.get(kernel) {
-            return id;
-        }
-        let id = self.ids.len() as u64 + 1;
-        self.ids.insert(kernel.to_string(), id);
-        id
-    }
-}
-
 /// `text` as a CSV field in double quotes (inner quotes doubled).
 fn push_quoted(line: &mut String, text: &str) {
     line.push('"');
@@ -312,7 +293,6 @@ impl CounterCollectionWriter {
         writeln!(out, "{}", header.join(","))?;
         Ok(CounterCollectionWriter {
             out,
-            kernel_ids: KernelIds::default(),
             line: String::new(),
             prefix: String::new(),
             table,
@@ -328,7 +308,7 @@ impl CounterCollectionWriter {
         if d.counters.is_empty() {
             return Ok(());
         }
-        let kernel_id = self.kernel_ids.id(&d.kernel);
+        let kernel_id = d.kernel_id;
         let prefix = &mut self.prefix;
         prefix.clear();
         push_unsigned(prefix, d.correlation_id);
@@ -374,7 +354,7 @@ impl CounterCollectionWriter {
 
     /// Writes `d`'s row of `kernel_trace.csv`.
     fn write_trace(&mut self, d: &Dispatch) -> io::Result<()> {
-        let kernel_id = self.kernel_ids.id(&d.kernel);
+        let kernel_id = d.kernel_id;
         let line = &mut self.line;
         line.clear();
         line.push_str("\"KERNEL_DISPATCH\",");

@@ -96,7 +96,8 @@ CREATE TABLE rtl_dispatch(
   lds INTEGER NOT NULL, scratch INTEGER NOT NULL, arch_vgpr INTEGER NOT NULL,
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-  process_order INTEGER, occurrence INTEGER, merged_id INTEGER);
+  process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
+  symbol_id INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -152,10 +153,11 @@ CREATE VIEW rtl_pmc_dimension AS
 const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order) VALUES";
+  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order,
+  symbol_id) VALUES";
 
 /// The values of a row of [`INSERT_DISPATCH`].
-const DISPATCH_FIELDS: usize = 31;
+const DISPATCH_FIELDS: usize = 32;
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each.
@@ -342,7 +344,7 @@ impl Extdata {
 const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index, k.dispatch_id,
   k.correlation_id, k.kernel_id, k.kernel_object, k.grid_x, k.grid_y, k.grid_z, k.workgroup_x,
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
-  k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order";
+  k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order, k.symbol_id";
 
 /// One kernel's line of the `rtl_top` view.
 #[derive(Debug, Clone, PartialEq)]
@@ -1038,6 +1040,7 @@ fn row_dispatch(
     d.start_ns = u64_at(23)?;
     d.end_ns = u64_at(24)?;
     d.queue_order = row.get(25)?;
+    d.kernel_id = u64_at(26)?;
     Ok(())
 }
 
@@ -1624,6 +1627,7 @@ impl Database {
                     &r.key.map(|k| k.occurrence),
                     &r.merged,
                     &d.queue_order,
+                    &(d.kernel_id as i64),
                 ];
                 bind_row(stmt, from, &fields)
             },

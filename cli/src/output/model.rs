@@ -71,6 +71,8 @@ pub struct Dispatch {
     pub kernel: String,
     /// Kernel descriptor address.
     pub kernel_object: u64,
+    /// The kernel symbol's id as rocprofiler-sdk gives it (`Kernel_Id`), 0 when unknown.
+    pub kernel_id: u64,
     /// Grid size, x/y/z work-items.
     pub grid: [u32; 3],
     /// Workgroup size, x/y/z work-items.

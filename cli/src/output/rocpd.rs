@@ -568,7 +568,7 @@ CREATE VIEW rocpd_op AS
 const FIRST: &str = "AS
   SELECT m.id AS event, k.id, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.dispatch_id,
          k.correlation_id, k.start_ns, k.end_ns, k.scratch, k.lds, k.workgroup_x, k.workgroup_y,
-         k.workgroup_z, k.grid_x, k.grid_y, k.grid_z
+         k.workgroup_z, k.grid_x, k.grid_y, k.grid_z, k.symbol_id
   FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
 
 /// The threads, queues, code objects and kernel symbols of the merged dispatches, grouped in SQL from the table [`FIRST`] (when they were not gathered as the dispatches were
@@ -584,14 +584,18 @@ CREATE TEMP TABLE rocpd_code_object AS
   GROUP BY pid, agent;
 CREATE TEMP TABLE rocpd_symbol AS
   SELECT row_number() OVER (ORDER BY g.first) AS id, g.pid, g.agent, g.kernel_id,
-         c.id AS code_object, g.first
-  FROM (SELECT pid, agent, kernel_id, min(event) AS first FROM rocpd_first
-        GROUP BY pid, agent, kernel_id) g
+         c.id AS code_object, g.first, g.symbol
+  FROM (SELECT pid, agent, kernel_id, min(event) AS first, max(symbol_id) AS symbol
+        FROM rocpd_first GROUP BY pid, agent, kernel_id) g
   JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
 ";
 
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
+/// Kernel symbols keep the ids the interposer gave them (rocprofiler-sdk's `kernel_id`) when
+/// each has its own, as within one process; else they are numbered by first merged dispatch.
 const FILL: &str = "
+UPDATE rocpd_symbol SET id = symbol
+  WHERE (SELECT count(*) = count(DISTINCT symbol) AND min(symbol) > 0 FROM rocpd_symbol);
 CREATE TEMP TABLE rocpd_roctx AS
   SELECT r.*, coalesce((SELECT max(id) FROM rtl_merged_dispatch), 0)
               + row_number() OVER (ORDER BY r.start_ns, r.id) AS event
@@ -887,8 +891,8 @@ pub struct FirstRows {
     threads: FastMap<u32, (u32, i64, i64)>,
     /// Per process and queue handle: its first merged dispatch.
     queues: FastMap<(u32, i64), i64>,
-    /// Per process, GPU and kernel: its first merged dispatch.
-    symbols: FastMap<(u32, u32, i64), i64>,
+    /// Per process, GPU and kernel: its first merged dispatch and its symbol's id.
+    symbols: FastMap<(u32, u32, i64), (i64, u64)>,
 }
 
 impl FirstRows {
@@ -907,8 +911,8 @@ impl FirstRows {
         let y = self
             .symbols
             .entry((d.pid, d.agent, kernel_id))
-            .or_insert(event);
-        *y = (*y).min(event);
+            .or_insert((event, d.kernel_id));
+        *y = (y.0.min(event), y.1.max(d.kernel_id));
     }
 
     /// Inserts the process rows with `insert` (the head of an insert into rocpd's process
@@ -946,7 +950,7 @@ impl FirstRows {
             "CREATE TEMP TABLE rocpd_queue(id INTEGER, pid INTEGER, handle INTEGER);
              CREATE TEMP TABLE rocpd_code_object(id INTEGER, pid INTEGER, agent INTEGER);
              CREATE TEMP TABLE rocpd_symbol(id INTEGER, pid INTEGER, agent INTEGER,
-               kernel_id INTEGER, code_object INTEGER, first INTEGER);",
+               kernel_id INTEGER, code_object INTEGER, first INTEGER, symbol INTEGER);",
         )?;
         let mut queues: Vec<_> = self
             .queues
@@ -960,7 +964,7 @@ impl FirstRows {
         }
         // A code object's first merged dispatch is the first of its kernels'.
         let mut objects: FastMap<(u32, u32), i64> = FastMap::default();
-        for (&(pid, agent, _), &first) in &self.symbols {
+        for (&(pid, agent, _), &(first, _)) in &self.symbols {
             let o = objects.entry((pid, agent)).or_insert(first);
             *o = (*o).min(first);
         }
@@ -975,10 +979,19 @@ impl FirstRows {
         let mut symbols: Vec<_> = self.symbols.iter().map(|(&k, &e)| (e, k)).collect();
         symbols.sort_unstable();
         let mut stmt =
-            conn.prepare("INSERT INTO temp.rocpd_symbol VALUES (?1, ?2, ?3, ?4, ?5, ?6)")?;
-        for (id, (first, (pid, agent, kernel))) in symbols.into_iter().enumerate() {
+            conn.prepare("INSERT INTO temp.rocpd_symbol VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+        for (id, ((first, symbol), (pid, agent, kernel))) in symbols.into_iter().enumerate() {
             let object = object_ids.get(&(pid, agent)).copied().unwrap_or_default();
-            stmt.execute(params![id as i64 + 1, pid, agent, kernel, object, first])?;
+            let symbol = symbol as i64;
+            stmt.execute(params![
+                id as i64 + 1,
+                pid,
+                agent,
+                kernel,
+                object,
+                first,
+                symbol
+            ])?;
         }
         Ok(())
     }

@@ -80,6 +80,7 @@ fn dispatch(pid: u32, n: u64, kernel: &str, start: u64, counters: Vec<Counter>) 
         correlation_id: n,
         kernel: kernel.into(),
         kernel_object: 0x7f00_0000_1000 + 0x40 * u64::from(kernel == "vmul"),
+        kernel_id: if kernel == "vmul" { 12 } else { 7 },
         grid: [1024, 2, 1],
         workgroup: [256, 1, 1],
         lds: 100,
@@ -170,10 +171,10 @@ fn pass_files_are_rocprofv3_shaped() {
     assert_eq!(write_agent_info(&path, &[cpu], &gpus).unwrap(), path);
     let expected = "\
 \"Correlation_Id\",\"Dispatch_Id\",\"Agent_Id\",\"Queue_Id\",\"Process_Id\",\"Thread_Id\",\"Grid_Size\",\"Kernel_Id\",\"Kernel_Name\",\"Workgroup_Size\",\"LDS_Block_Size\",\"Scratch_Size\",\"VGPR_Count\",\"Accum_VGPR_Count\",\"SGPR_Count\",\"Counter_Name\",\"Counter_Value\",\"Start_Timestamp\",\"End_Timestamp\"
-1,1,\"Agent 2\",1,100,101,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",16.000000,1000,1300
-2,2,\"Agent 2\",1,100,101,2048,2,\"vmul\",256,512,16,8,4,32,\"SQ_WAVES\",32.000000,2000,3000
-1,1,\"Agent 2\",1,101,102,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",3.000000,3500,3800
-3,3,\"Agent 2\",1,100,101,2048,1,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",17.000000,4000,4300
+1,1,\"Agent 2\",1,100,101,2048,7,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",16.000000,1000,1300
+2,2,\"Agent 2\",1,100,101,2048,12,\"vmul\",256,512,16,8,4,32,\"SQ_WAVES\",32.000000,2000,3000
+1,1,\"Agent 2\",1,101,102,2048,7,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",3.000000,3500,3800
+3,3,\"Agent 2\",1,100,101,2048,7,\"vadd\",256,512,16,8,4,32,\"SQ_WAVES\",17.000000,4000,4300
 ";
     assert_eq!(
         std::fs::read_to_string(dir.join("counter_collection.csv")).unwrap(),

@@ -265,6 +265,7 @@ impl<'a> Converter<'a> {
             correlation_id: record.correlation,
             kernel: record.kernel.clone(),
             kernel_object: record.kernel_object,
+            kernel_id: record.kernel_id,
             grid: record.grid,
             workgroup: record.workgroup,
             lds: record.lds,
