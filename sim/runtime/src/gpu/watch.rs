@@ -181,13 +181,17 @@ fn serve(fd: i32) {
             }
             continue;
         }
+        // Before the writer goes on: by the time its store (or a system call's write) lands and
+        // it can ask whether its buffer changed, the change is counted.
+        CHANGES.fetch_add(1, Ordering::AcqRel);
         if msg[0] == UFFD_EVENT_PAGEFAULT {
             let mut address = [0u8; 8];
             address.copy_from_slice(&msg[16..24]);
             let start = u64::from_ne_bytes(address) as usize & !(page - 1);
             write_protect(fd, &(start..start + page), false);
         }
-        // After the writer may go on: a buffer armed from now on is protected again first.
+        // And after: a buffer armed between the two, whose protection this may just have
+        // lifted, is compared in full again.
         CHANGES.fetch_add(1, Ordering::AcqRel);
     }
 }
