@@ -12,7 +12,8 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use common::{
-    artifact, assert_matches_truth, assert_success, plan, run_demo, scratch, sim_env, text, Run,
+    artifact, assert_matches_truth, assert_success, plan, run_demo, scratch, sim_env, text, total,
+    Run,
 };
 use rtl_pmc::passes::plan_file::KernelFilters;
 
@@ -229,15 +230,6 @@ fn profile(dir: &Path, args: &[&str], app: &[&str]) -> (Output, Vec<serde_json::
         .output()
         .expect("rtl-pmc starts");
     (output, common::ground_truth(&truth))
-}
-
-fn total(t: &serde_json::Value, counter: &str) -> u64 {
-    t["counters"][counter]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {counter} in {t}"))
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .sum()
 }
 
 /// `results.csv`'s rows by column name, each with the ground-truth line of the dispatch of the

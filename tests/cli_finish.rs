@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{artifact, children, read_table, sim_env, text};
+use common::{artifact, children, read_table, sim_env, text, total};
 
 /// One counter per pass.
 const COUNTERS: [&str; 2] = ["SQ_WAVES", "GRBM_GUI_ACTIVE"];
@@ -35,16 +35,6 @@ fn command(dir: &Path, rtl_pmc_args: &[&str], app_args: &[&str]) -> Command {
         .env("RTL_SIM_GROUND_TRUTH", dir.join("truth.jsonl"))
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", COUNTERS.join(","));
     command
-}
-
-/// The sum over its samples of `counter` in ground-truth line `t`.
-fn total(t: &serde_json::Value, counter: &str) -> u64 {
-    t["counters"][counter]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {counter} in {t}"))
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .sum()
 }
 
 /// Asserts that `results.csv` of a two-pass profile holds the ground truth: each row's first

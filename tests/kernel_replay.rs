@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{artifact, scratch, sim_env};
+use common::{artifact, assert_success, scratch, sim_env, text};
 use rtl_pmc::dispatch::records::{Record, ReplayStats};
 
 /// One counter per pass: three passes.
@@ -50,20 +50,6 @@ fn profile(
         .output()
         .expect("rtl-pmc starts");
     (output, common::ground_truth(&truth))
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
-
-fn assert_success(output: &Output) {
-    assert!(
-        output.status.success(),
-        "status {:?}\nstdout:\n{}\nstderr:\n{}",
-        output.status,
-        text(&output.stdout),
-        text(&output.stderr)
-    );
 }
 
 /// The raw records of `pass_N/`.

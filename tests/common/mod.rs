@@ -333,3 +333,13 @@ pub fn assert_success(output: &Output) {
         text(&output.stderr)
     );
 }
+
+/// The sum over its samples of `counter` in ground-truth line `t`.
+pub fn total(t: &serde_json::Value, counter: &str) -> u64 {
+    t["counters"][counter]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {counter} in {t}"))
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .sum()
+}
