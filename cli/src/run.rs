@@ -126,6 +126,7 @@ pub fn formats(asked: &[OutputFormat]) -> Formats {
         json: asked.contains(&OutputFormat::Json),
         rocpd: asked.contains(&OutputFormat::Rocpd),
         pftrace: asked.contains(&OutputFormat::Pftrace),
+        kernel_trace: false,
     }
 }
 
@@ -403,7 +404,10 @@ pub fn run(
         .iter()
         .flat_map(|r| r.settings.output_format.iter().copied())
         .collect();
-    let formats = formats(&asked);
+    let formats = Formats {
+        kernel_trace: plan.runs.iter().any(|r| r.settings.kernel_trace),
+        ..formats(&asked)
+    };
     let library = library_path()?;
     let Some((program, arguments)) = options.app.split_first() else {
         return Err(CliError::input("no application given"));

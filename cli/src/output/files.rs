@@ -38,6 +38,9 @@ pub struct Formats {
     pub rocpd: bool,
     /// `results.pftrace`.
     pub pftrace: bool,
+    /// `results.json` lists every dispatch in `buffer_records.kernel_dispatch`, as rocprofv3
+    /// does with `--kernel-trace`.
+    pub kernel_trace: bool,
 }
 
 impl Default for Formats {
@@ -48,6 +51,7 @@ impl Default for Formats {
             json: false,
             rocpd: true,
             pftrace: false,
+            kernel_trace: false,
         }
     }
 }
@@ -215,8 +219,14 @@ pub fn write_merged_files_with(
         (written, read)
     });
     // A writer that stopped says why; the reader's error otherwise.
-    let (csv, json, trace) = written?;
+    let (csv, mut json, trace) = written?;
     read?;
+    if let (Some(w), true) = (json.as_mut(), formats.kernel_trace) {
+        w.kernel_dispatches()?;
+        db.for_each_merged(false, |d: &Dispatch| -> Result<(), OutputError> {
+            Ok(w.write_kernel_dispatch(d)?)
+        })?;
+    }
     let regions = match json.is_some() || trace.is_some() {
         true => super::regions::first_pass(db)?,
         false => Vec::new(),

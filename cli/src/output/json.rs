@@ -32,6 +32,25 @@ use super::rocpd::Node;
 /// The version of rtl-pmc's additions under `"rtl-pmc"`.
 pub const JSON_VERSION: u32 = 2;
 
+/// rocprofv3's `buffer_records` after `kernel_dispatch`, in its order: the kinds of records
+/// rtl-pmc does not trace, each an empty list.
+const UNTRACED_BUFFER_RECORDS: &str = "\"hip_api\":[],\"hsa_api\":[],\"marker_api\":[],\
+    \"rccl_api\":[],\"memory_copy\":[],\"memory_allocation\":[],\"scratch_memory\":[],\
+    \"rocdecode_api\":[],\"rocjpeg_api\":[],\"pc_sample_host_trap\":[],\
+    \"pc_sample_stochastic\":[]";
+
+/// `sizeof` of rocprofiler-sdk's records as rocprofv3 writes them in each record's `size`:
+/// the kernel dispatch trace record, the counter collection's dispatch data and the dispatch
+/// information both hold.
+const KERNEL_DISPATCH_RECORD_SIZE: u64 = 184;
+const DISPATCH_DATA_SIZE: u64 = 168;
+const DISPATCH_INFO_SIZE: u64 = 72;
+
+/// rocprofiler-sdk's buffer tracing kind of a kernel dispatch record and its operation
+/// (the dispatch completed).
+const KERNEL_DISPATCH_KIND: u32 = 11;
+const KERNEL_DISPATCH_COMPLETE: u32 = 2;
+
 /// rocprofiler's agent types: 1 for a CPU, 2 for a GPU.
 fn agent_json(a: &Agent, cpu: bool, type_index: usize) -> Value {
     let mut fields = Map::new();
@@ -83,6 +102,8 @@ pub struct JsonWriter {
     /// In a process's own file, the kernel symbols, completed from the dispatches and written
     /// last, after `buffer_records`.
     symbols: Option<Vec<Value>>,
+    /// `buffer_records.kernel_dispatch` was started (after the counter records).
+    kernel_dispatch: bool,
 }
 
 impl JsonWriter {
@@ -215,10 +236,7 @@ impl JsonWriter {
             true => (Some(kernel_symbols), String::new()),
             false => (
                 None,
-                format!(
-                    "\"kernel_symbols\":{},\"buffer_records\":{{}},",
-                    Value::from(kernel_symbols)
-                ),
+                format!("\"kernel_symbols\":{},", Value::from(kernel_symbols)),
             ),
         };
         write!(
@@ -244,6 +262,7 @@ impl JsonWriter {
                 .map(|(id, name)| (name.clone(), *id))
                 .collect(),
             symbols,
+            kernel_dispatch: false,
         })
     }
 
@@ -252,6 +271,7 @@ impl JsonWriter {
         let [gx, gy, gz] = d.grid;
         let [wx, wy, wz] = d.workgroup;
         json!({
+            "size": DISPATCH_INFO_SIZE,
             "agent_id": {"handle": d.agent},
             "queue_id": {"handle": d.queue_id},
             "kernel_id": self.kernel_ids.get(&d.kernel).copied().unwrap_or(0),
@@ -281,7 +301,8 @@ impl JsonWriter {
         json!({
             "thread_id": d.tid,
             "dispatch_data": {
-                "correlation_id": {"internal": d.correlation_id, "external": 0, "ancestor": 0},
+                "size": DISPATCH_DATA_SIZE,
+                "correlation_id": {"internal": d.correlation_id, "external": 0},
                 "start_timestamp": d.start_ns,
                 "end_timestamp": d.end_ns,
                 "dispatch_info": self.dispatch_info(d),
@@ -330,10 +351,10 @@ impl JsonWriter {
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
     }
 
-    /// In a process's own file, ends the counter records and starts
-    /// `buffer_records.kernel_dispatch`.
+    /// Ends the counter records and starts `buffer_records.kernel_dispatch`.
     pub fn kernel_dispatches(&mut self) -> io::Result<()> {
         self.first = true;
+        self.kernel_dispatch = true;
         self.out
             .write_all(b"\n]},\"buffer_records\":{\"kernel_dispatch\":[")
     }
@@ -346,11 +367,15 @@ impl JsonWriter {
         }
         self.first = false;
         let record = json!({
+            "size": KERNEL_DISPATCH_RECORD_SIZE,
+            "kind": KERNEL_DISPATCH_KIND,
+            "operation": KERNEL_DISPATCH_COMPLETE,
             "thread_id": d.tid,
-            "correlation_id": {"internal": d.correlation_id, "external": 0, "ancestor": 0},
+            "correlation_id": {"internal": d.correlation_id, "external": 0},
             "start_timestamp": d.start_ns,
             "end_timestamp": d.end_ns,
             "dispatch_info": self.dispatch_info(d),
+            "stream_id": {"handle": 0},
         });
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
     }
@@ -358,7 +383,13 @@ impl JsonWriter {
     /// Closes the document, with `"key": value` after `callback_records` when given, and gives
     /// the file its name.
     pub fn commit(mut self, extra: Option<(&str, &Value)>) -> io::Result<PathBuf> {
-        self.out.write_all(b"\n]}")?;
+        match self.kernel_dispatch {
+            true => write!(self.out, "\n],{UNTRACED_BUFFER_RECORDS}}}")?,
+            false => write!(
+                self.out,
+                "\n]}},\"buffer_records\":{{\"kernel_dispatch\":[],{UNTRACED_BUFFER_RECORDS}}}"
+            )?,
+        }
         if let Some(symbols) = self.symbols.take() {
             write!(self.out, ",\"kernel_symbols\":{}", Value::from(symbols))?;
         }

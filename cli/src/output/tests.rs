@@ -198,6 +198,7 @@ fn passes_join_by_process_order_kernel_and_occurrence() {
         json: true,
         rocpd: true,
         pftrace: false,
+        kernel_trace: false,
     };
     let written = write_merged_files(&db, &dir, "results", formats).unwrap();
     assert_eq!(
@@ -468,6 +469,7 @@ fn perfetto_trace_decodes_with_perfettos_protos() {
         json: false,
         rocpd: false,
         pftrace: true,
+        kernel_trace: false,
     };
     let written = write_merged_files(&db, &dir, "results", formats).unwrap();
     let path = dir.join("results.pftrace");

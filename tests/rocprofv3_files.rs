@@ -1,0 +1,129 @@
+//! rtl-pmc's files against what AMD's rocprofv3 wrote for the same workload on the simulated
+//! GPU (`bench/compare-rocprofv3.py`): the keys and values the comparison showed equal, pinned
+//! here so that they stay equal without rocprofv3.
+
+#[path = "sim_support/mod.rs"]
+mod sim_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{json, Value};
+use sim_support::{artifact, sim_env};
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("rocprofv3-files-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// Runs `rtl-pmc --pmc SQ_WAVES GRBM_COUNT ARGS -d out -o run -- rtl-demo-app` on the simulated
+/// `config`; returns the output directory and the ground truth.
+fn profile(dir: &Path, config: &str, args: &[&str]) -> (PathBuf, Vec<Value>) {
+    let truth = dir.join("truth.jsonl");
+    let out = Command::new(artifact("rtl-pmc"))
+        .current_dir(dir)
+        .args(["--pmc", "SQ_WAVES", "GRBM_COUNT", "-d", "out", "-o", "run"])
+        .args(args)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .envs(sim_env(config))
+        .env("RTL_SIM_GROUND_TRUTH", &truth)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES,GRBM_COUNT")
+        .output()
+        .expect("rtl-pmc starts");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (dir.join("out"), sim_support::read_ground_truth(&truth))
+}
+
+/// The tool object of `out/run.json`.
+fn tool(out: &Path) -> Value {
+    let text = std::fs::read_to_string(out.join("run.json")).expect("run.json written");
+    let mut doc: Value = serde_json::from_str(&text).expect("run.json is JSON");
+    doc["rocprofiler-sdk-tool"][0].take()
+}
+
+/// rocprofv3's `buffer_records` kinds, in its order.
+const BUFFER_RECORDS: [&str; 12] = [
+    "kernel_dispatch",
+    "hip_api",
+    "hsa_api",
+    "marker_api",
+    "rccl_api",
+    "memory_copy",
+    "memory_allocation",
+    "scratch_memory",
+    "rocdecode_api",
+    "rocjpeg_api",
+    "pc_sample_host_trap",
+    "pc_sample_stochastic",
+];
+
+/// With `--kernel-trace`, the merged `results.json` lists every dispatch in
+/// `buffer_records.kernel_dispatch` as rocprofv3's kernel trace does (size 184, kind 11,
+/// operation 2, the dispatch's times and dispatch information), beside rocprofv3's other
+/// eleven kinds of buffer records, each empty; without it, `kernel_dispatch` is empty too.
+/// Counter records carry rocprofv3's `size` of their dispatch data (168) and dispatch
+/// information (72), and correlation ids only rocprofv3's two fields.
+#[test]
+fn merged_json_has_rocprofv3s_buffer_records_and_record_sizes() {
+    for kernel_trace in [true, false] {
+        let dir = scratch(&format!("buffer-records-{kernel_trace}"));
+        let mut args = vec!["--output-format", "json"];
+        if kernel_trace {
+            args.push("--kernel-trace");
+        }
+        let (out, truth) = profile(&dir, "gfx942", &args);
+        assert_eq!(truth.len(), 4);
+        let tool = tool(&out);
+        let buffer_records = tool["buffer_records"].as_object().unwrap();
+        let mut kinds: Vec<&str> = buffer_records.keys().map(String::as_str).collect();
+        kinds.sort_unstable();
+        let mut expected_kinds = BUFFER_RECORDS.to_vec();
+        expected_kinds.sort_unstable();
+        assert_eq!(kinds, expected_kinds);
+        for kind in &BUFFER_RECORDS[1..] {
+            assert_eq!(buffer_records[*kind], json!([]), "{kind}");
+        }
+        let counter_records = tool["callback_records"]["counter_collection"]
+            .as_array()
+            .unwrap();
+        assert_eq!(counter_records.len(), 4);
+        let mut expected_traces = Vec::new();
+        for (t, record) in truth.iter().zip(counter_records) {
+            let data = &record["dispatch_data"];
+            let dispatch_id = data["dispatch_info"]["dispatch_id"].as_u64().unwrap();
+            assert_eq!(dispatch_id, t["dispatch"].as_u64().unwrap() + 1);
+            assert_eq!(data["size"], 168);
+            assert_eq!(data["dispatch_info"]["size"], 72);
+            assert_eq!(
+                data["correlation_id"],
+                json!({"internal": dispatch_id, "external": 0})
+            );
+            assert_eq!(data["start_timestamp"], t["start"]);
+            assert_eq!(data["end_timestamp"], t["end"]);
+            expected_traces.push(json!({
+                "size": 184,
+                "kind": 11,
+                "operation": 2,
+                "thread_id": record["thread_id"],
+                "correlation_id": {"internal": dispatch_id, "external": 0},
+                "start_timestamp": t["start"],
+                "end_timestamp": t["end"],
+                "dispatch_info": data["dispatch_info"],
+                "stream_id": {"handle": 0},
+            }));
+        }
+        let traces = buffer_records["kernel_dispatch"].as_array().unwrap();
+        match kernel_trace {
+            true => assert_eq!(traces, &expected_traces),
+            false => assert_eq!(traces, &Vec::<Value>::new()),
+        }
+    }
+}
