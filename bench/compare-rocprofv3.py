@@ -10,9 +10,13 @@ and rocpd. rocprofv3 runs under `rtl-pmc --sim ARCH --exec`, so it sees the simu
 ROCm machine.
 
 Each run is a separate execution, so what differs from run to run by nature (timestamps, process
-and thread ids, GUIDs) is compared with each run's own simulator ground truth or left out; every
-other column must be equal. Rows are matched by dispatch id (and counter name). The script prints
-one line per file and column that differs, and exits 1 if any does.
+and thread ids, GUIDs, addresses of loaded code, each tool's own handles of agents) is compared
+with each run's own simulator ground truth or left out; every other column must be equal. CSV
+rows are matched by dispatch id (and counter name); rocpd tables are compared row by row, a
+column that refers to another table by what the row it refers to names; JSON values key by key,
+lists of agents, counters, dispatches and kernel symbols matched by node, name, dispatch id and
+kernel name, and counter, agent and kernel ids by what they name. The script prints one line
+per file and column (or key) that differs, and exits 1 if any does.
 """
 
 import argparse
@@ -154,6 +158,63 @@ def check_timestamps(report, tool, directory, truth):
         report.differ(f"{tool} kernel_trace.csv timestamps", f"{len(wrong)} of {len(rows)} rows not in ground truth")
 
 
+# Columns of rocpd tables that differ between two executions (row ids, the run's GUID, the
+# node's hash, processes, threads, times, addresses of a loaded code object, the environment).
+ROCPD_PER_RUN = {
+    "id", "guid", "nid", "pid", "ppid", "tid", "start", "end", "init", "fini", "hash",
+    "environment", "kernel_object", "load_base", "load_delta", "uri", "stack_id",
+    "parent_stack_id", "value",
+}
+
+# Columns that refer to another table's row, compared by what that row names:
+# column -> (table, column named).
+ROCPD_REFERENCES = {
+    "name_id": ("string", "string"),
+    "category_id": ("string", "string"),
+    "region_name_id": ("string", "string"),
+    "agent_id": ("info_agent", "absolute_index"),
+    "kernel_id": ("info_kernel_symbol", "kernel_name"),
+    "pmc_id": ("info_pmc", "name"),
+    "event_id": ("event", "stack_id"),
+    "code_object_id": ("info_code_object", "agent_id"),
+}
+
+
+def rocpd_tables(d):
+    """rocpd's tables of database `d` by their name without `rocpd_` and the GUID."""
+    rows = d.execute("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'rocpd_%'")
+    return {strip_guid(r[0])[len("rocpd_"):]: r[0] for r in rows}
+
+
+def rocpd_rows(d, tables, table, per_run):
+    """`table`'s rows as sorted tuples of (column, value), per-run columns left out and
+    references replaced by what they name."""
+    cursor = d.execute(f"SELECT * FROM {tables[table]}")
+    columns = [c[0] for c in cursor.description]
+    lookups = {}
+    for column in columns:
+        if column in ROCPD_REFERENCES and ROCPD_REFERENCES[column][0] in tables:
+            other, named = ROCPD_REFERENCES[column]
+            lookups[column] = dict(d.execute(f"SELECT id, {named} FROM {tables[other]}").fetchall())
+    out = []
+    for row in cursor.fetchall():
+        kept = []
+        for column, value in zip(columns, row):
+            if column in per_run:
+                continue
+            if column in lookups:
+                value = ("->", lookups[column].get(value, value))
+            if column == "extdata" and isinstance(value, str) and value.startswith("{"):
+                # Each tool's own handles of agents aside.
+                extdata = strip_per_run(json.loads(value))
+                for handle in ("id", "agent_id"):
+                    extdata.pop(handle, None)
+                value = json.dumps(extdata, sort_keys=True)
+            kept.append((column, value))
+        out.append(tuple(kept))
+    return sorted(out, key=repr)
+
+
 def compare_rocpd(report, theirs, ours):
     a, b = sorted(theirs.rglob("*.db")), [p for p in sorted(ours.rglob("*.db"))]
     if not a or not b:
@@ -168,7 +229,7 @@ def compare_rocpd(report, theirs, ours):
     for kind in ("table", "view"):
         # rtl-pmc's own tables and views (rtl_*) and SQLite's statistics are extra by design.
         ours_only = lambda n: n.startswith(("rtl_", "sqlite_")) or n == "rocpd_op"
-        in_a = {strip_guid(n) for n in names(da, kind)}
+        in_a = {strip_guid(n) for n in names(da, kind) if not n.startswith("sqlite_")}
         in_b = {strip_guid(n) for n in names(db, kind) if not ours_only(n)}
         if in_a != in_b:
             report.differ(f"rocpd {kind}s", f"only rocprofv3: {sorted(in_a - in_b)}, only rtl-pmc: {sorted(in_b - in_a)}")
@@ -183,6 +244,29 @@ def compare_rocpd(report, theirs, ours):
             continue
         if rows_a != rows_b:
             report.differ(f"rocpd {view}", f"{rows_a} rows against {rows_b}")
+    ta, tb = rocpd_tables(da), rocpd_tables(db)
+    for table in sorted(set(ta) & set(tb)):
+        # A pmc event's value is compared through counters_collection below, by dispatch.
+        per_run = ROCPD_PER_RUN - ({"value"} if table == "metadata" else set())
+        ra, rb = rocpd_rows(da, ta, table, per_run), rocpd_rows(db, tb, table, per_run)
+        if table == "metadata":
+            # The run's GUID, in two forms.
+            ra = [r for r in ra if dict(r)["tag"] not in ("uuid", "guid")]
+            rb = [r for r in rb if dict(r)["tag"] not in ("uuid", "guid")]
+        if ra == rb:
+            continue
+        only_a = [r for r in ra if r not in rb]
+        only_b = [r for r in rb if r not in ra]
+        detail = f"{len(ra)} rows against {len(rb)}; {len(only_a)} only rocprofv3's, {len(only_b)} only rtl-pmc's"
+        if only_a and only_b:
+            x, y = only_a[0], only_b[0]
+            cols = [c for (c, v) in x if (c, v) not in y]
+            detail += f"; first pair differs in {cols}: " + ", ".join(
+                f"{c}: {dict(x)[c]!r} against {dict(y).get(c)!r}" for c in cols[:4]
+            )
+        elif only_a:
+            detail += f"; first: {only_a[0]}"
+        report.differ(f"rocpd {table} rows", detail[:1200])
     query = (
         "SELECT dispatch_id, counter_name, value FROM counters_collection "
         "ORDER BY dispatch_id, counter_name"
@@ -217,6 +301,83 @@ def key_paths(value, prefix=""):
     return {prefix}
 
 
+# JSON keys whose values differ between two executions: processes, threads, times, addresses
+# of loaded code, where each tool was told to write, and the node's identifiers (rocprofv3
+# writes 0 for these).
+JSON_PER_RUN = {
+    "thread_id", "pid", "init_time", "fini_time", "start_timestamp", "end_timestamp",
+    "kernel_object", "kernel_address", "load_base", "load_delta", "memory_base", "uri",
+    "output_path", "raw_output_path", "tmp_directory", "raw_tmp_directory",
+}
+JSON_PER_RUN_PATHS = {".metadata.node.id", ".metadata.node.hash", ".agents[].id"}
+
+
+def strip_per_run(value):
+    if isinstance(value, dict):
+        return {k: strip_per_run(v) for k, v in value.items() if k not in JSON_PER_RUN}
+    if isinstance(value, list):
+        return [strip_per_run(v) for v in value]
+    return value
+
+
+class JsonIds:
+    """A document's own handles, for comparing what they name: agents by KFD node, counters
+    by name, kernels by name."""
+
+    def __init__(self, tool):
+        self.agents = {a["id"]["handle"]: a.get("node_id") for a in tool.get("agents", [])}
+        self.counters = {c["id"]["handle"]: c["name"] for c in tool.get("counters", [])}
+        self.kernels = {
+            k.get("kernel_id", i): k.get("formatted_kernel_name", "")
+            for i, k in enumerate(tool.get("kernel_symbols", []))
+        }
+
+    def named(self, key, value, parent):
+        """`value` of `key` as what it names."""
+        if parent == "agent_id" and key == "handle":
+            return ("agent", self.agents.get(value, value))
+        if parent in ("counter_id", "id") and key == "handle" and value in self.counters:
+            return ("counter", self.counters[value])
+        if key == "counter_id" and isinstance(value, int):
+            return ("counter", self.counters.get(value, value))
+        if key == "instance_id" and isinstance(value, int):
+            return ("counter", self.counters.get(value >> 48, value >> 48), value & ((1 << 48) - 1))
+        if key == "kernel_id":
+            return ("kernel", self.kernels.get(value, value))
+        return value
+
+
+def list_key(generic, item, index, ids):
+    """How items of the list at `generic` are matched between the two documents."""
+    if not isinstance(item, dict):
+        return index
+    if generic.endswith(".agents[]"):
+        return f"node={item.get('node_id')}"
+    if generic == ".counters[]":
+        return f"{item['name']}@{ids.agents.get(item['agent_id']['handle'])}"
+    if generic.endswith((".counter_collection[]", ".kernel_dispatch[]")):
+        info = item.get("dispatch_info") or item.get("dispatch_data", {}).get("dispatch_info", {})
+        return f"dispatch={info.get('dispatch_id')}"
+    if generic.endswith(".kernel_symbols[]"):
+        return f"kernel={item.get('formatted_kernel_name', '')}"
+    return index
+
+
+def flatten(value, ids, out, generic="", keyed="", key=None, parent=None):
+    """`out[keyed path] = (generic path, leaf value)` for every leaf of `value`."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k in JSON_PER_RUN or f"{generic}.{k}" in JSON_PER_RUN_PATHS:
+                continue
+            flatten(v, ids, out, f"{generic}.{k}", f"{keyed}.{k}", k, key)
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            label = list_key(generic + "[]", v, i, ids)
+            flatten(v, ids, out, generic + "[]", f"{keyed}[{label}]", key, parent)
+    else:
+        out[keyed] = (generic, ids.named(key, value, parent))
+
+
 def compare_json(report, theirs, ours):
     a, b = find(theirs, "results.json"), sorted(ours.glob("*.json"))
     b = [p for p in b if p.name != "plan.json"]
@@ -230,15 +391,28 @@ def compare_json(report, theirs, ours):
         report.differ("json keys only rocprofv3 writes", f"{len(only_a)}: {only_a[:8]}")
     if only_b:
         report.differ("json keys only rtl-pmc writes", f"{len(only_b)}: {only_b[:8]}")
-    for name in ("kernel_dispatch",):
-        ra = ja["rocprofiler-sdk-tool"][0]["buffer_records"].get(name, [])
-        rb = jb["rocprofiler-sdk-tool"][0]["buffer_records"].get(name, [])
-        if len(ra) != len(rb):
-            report.differ(f"json buffer_records.{name}", f"{len(ra)} records against {len(rb)}")
-    ca = ja["rocprofiler-sdk-tool"][0]["callback_records"].get("counter_collection", [])
-    cb = jb["rocprofiler-sdk-tool"][0]["callback_records"].get("counter_collection", [])
-    if len(ca) != len(cb):
-        report.differ("json callback_records.counter_collection", f"{len(ca)} records against {len(cb)}")
+    ta, tb = ja["rocprofiler-sdk-tool"][0], jb["rocprofiler-sdk-tool"][0]
+    fa, fb = {}, {}
+    flatten(ta, JsonIds(ta), fa)
+    flatten(tb, JsonIds(tb), fb)
+    differing = {}
+    for keyed, (generic, value) in fa.items():
+        if keyed not in fb:
+            continue
+        if fb[keyed][1] != value:
+            differing.setdefault(generic, []).append((keyed, value, fb[keyed][1]))
+    for generic, wrong in sorted(differing.items()):
+        keyed, x, y = wrong[0]
+        total = sum(1 for g, _ in fa.values() if g == generic)
+        report.differ(
+            f"json value {generic}",
+            f"{len(wrong)} of {total}, first at {keyed}: rocprofv3 {x!r}, rtl-pmc {y!r}"[:400],
+        )
+    missing = sorted({g for k, (g, _) in fa.items() if k not in fb and g in {h for h, _ in fb.values()}})
+    for generic in missing:
+        n = sum(1 for k, (g, _) in fa.items() if g == generic and k not in fb)
+        first = next(k for k, (g, _) in fa.items() if g == generic and k not in fb)
+        report.differ(f"json items only rocprofv3 has {generic}", f"{n}, first {first}"[:300])
 
 
 def main():
