@@ -127,3 +127,57 @@ fn merged_json_has_rocprofv3s_buffer_records_and_record_sizes() {
         }
     }
 }
+
+/// A dispatch's counters come in rocprofiler-sdk's order of its counter definitions, as
+/// rocprofv3 writes them, whatever order they were asked in: GRBM_COUNT's row before
+/// SQ_WAVES' in `counter_collection.csv`, and GRBM_COUNT's eight per-XCC values before
+/// SQ_WAVES' 32 per-XCC-and-engine values in the JSON record, each equal to the ground truth.
+#[test]
+fn counters_of_a_dispatch_come_in_rocprofiler_sdk_order() {
+    let dir = scratch("counter-order");
+    let (out, truth) = profile(&dir, "gfx942", &["--output-format", "csv", "json"]);
+    assert_eq!(truth.len(), 4);
+    let rows = sim_support::read_table(&out.join("pass_1/run_counter_collection.csv"));
+    let found: Vec<(String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r["Dispatch_Id"].clone(),
+                r["Counter_Name"].clone(),
+                r["Counter_Value"].clone(),
+            )
+        })
+        .collect();
+    let mut expected = Vec::new();
+    for t in &truth {
+        let dispatch = (t["dispatch"].as_u64().unwrap() + 1).to_string();
+        for counter in ["GRBM_COUNT", "SQ_WAVES"] {
+            let value = format!("{}.000000", sim_support::total(t, counter));
+            expected.push((dispatch.clone(), counter.to_string(), value));
+        }
+    }
+    assert_eq!(found, expected);
+
+    let tool = tool(&out);
+    let id_of = |name: &str| {
+        tool["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .map(|c| c["id"].clone())
+            .unwrap()
+    };
+    let records = tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap();
+    for (t, record) in truth.iter().zip(records) {
+        let mut expected = Vec::new();
+        for counter in ["GRBM_COUNT", "SQ_WAVES"] {
+            for value in t["counters"][counter].as_array().unwrap() {
+                expected.push(json!({"counter_id": id_of(counter), "value": value.as_f64()}));
+            }
+        }
+        assert_eq!(record["records"].as_array().unwrap(), &expected);
+    }
+}

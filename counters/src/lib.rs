@@ -37,6 +37,7 @@ mod expr;
 mod extra;
 mod list;
 mod resolve;
+mod sdk_order;
 mod suggest;
 mod topology;
 
@@ -46,4 +47,5 @@ pub use error::Error;
 pub use expr::{Accumulation, BinaryOp, Expr, ReduceOp};
 pub use list::{format_list_avail, list_avail, CounterListing, Definition};
 pub use resolve::{CounterSet, CounterValue, ResolvedEvent};
+pub use sdk_order::rocprofiler_sdk_position;
 pub use topology::{Topology, PROPERTY_NAMES};

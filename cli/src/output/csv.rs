@@ -341,7 +341,7 @@ impl CounterCollectionWriter {
         prefix.push(',');
         let line = &mut self.line;
         line.clear();
-        for c in &d.counters {
+        for c in d.counters_in_rocprofv3_order() {
             line.push_str(prefix);
             push_quoted(line, &c.name);
             line.push(',');

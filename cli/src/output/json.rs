@@ -287,7 +287,7 @@ impl JsonWriter {
     pub fn record(&self, d: &Dispatch) -> Value {
         let mut records = Vec::new();
         let mut totals = Map::new();
-        for c in &d.counters {
+        for c in d.counters_in_rocprofv3_order() {
             let id = self.counter_ids.get(&c.name).copied().unwrap_or(0);
             let values = match c.values.is_empty() {
                 true => std::slice::from_ref(&c.total),

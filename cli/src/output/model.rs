@@ -127,6 +127,17 @@ impl Dispatch {
         };
     }
 
+    /// The counters in rocprofv3's order: by their position in rocprofiler-sdk's counter
+    /// definitions (rocprofiler-sdk's counter ids follow it), then the counters those do not
+    /// define in [`Dispatch::counters`]' order.
+    pub fn counters_in_rocprofv3_order(&self) -> Vec<&Counter> {
+        let mut counters: Vec<&Counter> = self.counters.iter().collect();
+        counters.sort_by_key(|c| {
+            rtl_pmc_counters::rocprofiler_sdk_position(&c.name).unwrap_or(usize::MAX)
+        });
+        counters
+    }
+
     /// Work-items in the grid (x·y·z).
     pub fn grid_size(&self) -> u64 {
         self.grid.iter().map(|&v| u64::from(v)).product()

@@ -241,13 +241,14 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
         .as_array()
         .unwrap();
     assert_eq!(records.len(), 5);
-    // One value per dimension position, each named by its counter's id.
+    // One value per dimension position, each named by its counter's id, the counters in
+    // rocprofiler-sdk's order (GRBM_COUNT before SQ_WAVES).
     assert_eq!(
         records[0]["records"],
         json!([
-            {"counter_id": {"handle": 1}, "value": 8.0},
-            {"counter_id": {"handle": 1}, "value": 8.0},
             {"counter_id": {"handle": 2}, "value": 3000.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
         ])
     );
     let data = &records[0]["dispatch_data"];
@@ -923,7 +924,8 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             let names: Vec<&String> = totals.keys().collect();
             assert_eq!(names, ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"]);
             assert_eq!(totals["GRBM_COUNT"], grbm);
-            // Each counter's two positions once, from the pass that reports it.
+            // Each counter's two positions once, from the pass that reports it, the counters
+            // in rocprofiler-sdk's order (GRBM_COUNT, SQ_WAVES, TCC_HIT).
             let ids: Vec<&Value> = d["records"]
                 .as_array()
                 .unwrap()
@@ -933,10 +935,10 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             assert_eq!(
                 ids,
                 [
-                    &json!(1),
-                    &json!(1),
                     &json!(2),
                     &json!(2),
+                    &json!(1),
+                    &json!(1),
                     &json!(3),
                     &json!(3)
                 ]
