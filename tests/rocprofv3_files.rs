@@ -181,3 +181,79 @@ fn counters_of_a_dispatch_come_in_rocprofiler_sdk_order() {
         assert_eq!(record["records"].as_array().unwrap(), &expected);
     }
 }
+
+/// Counters' dimensions as rocprofv3 writes them on an MI300X (8 XCCs, 4 shader engines per
+/// XCC): rocprofiler-sdk's dimension numbers (XCC 1, shader engine 3, instance 7), each
+/// distinct dimension and size once under `strings`, and each counter's dimensions highest
+/// number first with one instance per value, in the values' order, whose id holds the counter
+/// id in its top 16 bits and each dimension's index at 6 bits per dimension number.
+#[test]
+fn counter_dimensions_and_instances_are_rocprofv3s() {
+    let dir = scratch("dimensions");
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json"]);
+    let tool = tool(&out);
+    assert_eq!(
+        tool["strings"]["counters"]["dimension_ids"],
+        json!([
+            {"id": 1, "instance_size": 8, "name": "DIMENSION_XCC"},
+            {"id": 3, "instance_size": 4, "name": "DIMENSION_SHADER_ENGINE"},
+            {"id": 7, "instance_size": 1, "name": "DIMENSION_INSTANCE"},
+        ])
+    );
+    let counter = |name: &str| {
+        tool["counters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let grbm = counter("GRBM_COUNT");
+    assert_eq!(
+        grbm["dimensions"],
+        json!([
+            {"id": 7, "instance_size": 1, "name": "DIMENSION_INSTANCE"},
+            {"id": 1, "instance_size": 8, "name": "DIMENSION_XCC"},
+        ])
+    );
+    let id = grbm["id"]["handle"].as_u64().unwrap();
+    let expected: Vec<Value> = (0..8u64)
+        .map(|xcc| {
+            json!({
+                "instance_id": (id << 48) | xcc,
+                "counter_id": id,
+                "dimensions": [
+                    {"dimension_name": "DIMENSION_INSTANCE", "index": 0},
+                    {"dimension_name": "DIMENSION_XCC", "index": xcc},
+                ],
+            })
+        })
+        .collect();
+    assert_eq!(grbm["instances"].as_array().unwrap(), &expected);
+    let waves = counter("SQ_WAVES");
+    assert_eq!(
+        waves["dimensions"],
+        json!([
+            {"id": 7, "instance_size": 1, "name": "DIMENSION_INSTANCE"},
+            {"id": 3, "instance_size": 4, "name": "DIMENSION_SHADER_ENGINE"},
+            {"id": 1, "instance_size": 8, "name": "DIMENSION_XCC"},
+        ])
+    );
+    let id = waves["id"]["handle"].as_u64().unwrap();
+    let mut expected = Vec::new();
+    for xcc in 0..8u64 {
+        for se in 0..4u64 {
+            expected.push(json!({
+                "instance_id": (id << 48) | (se << 12) | xcc,
+                "counter_id": id,
+                "dimensions": [
+                    {"dimension_name": "DIMENSION_INSTANCE", "index": 0},
+                    {"dimension_name": "DIMENSION_SHADER_ENGINE", "index": se},
+                    {"dimension_name": "DIMENSION_XCC", "index": xcc},
+                ],
+            }));
+        }
+    }
+    assert_eq!(waves["instances"].as_array().unwrap(), &expected);
+}

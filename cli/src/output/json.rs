@@ -23,6 +23,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
+use rtl_pmc_counters::Dimension;
+
 use super::atomic::AtomicFile;
 use super::database::ProfileFacts;
 use super::fast_map::FastMap;
@@ -72,25 +74,59 @@ fn agent_json(a: &Agent, cpu: bool, type_index: usize) -> Value {
     Value::Object(fields)
 }
 
-/// The dimensions of a counter listed as `DIMENSION_XCC[0:7] DIMENSION_SHADER_ENGINE[0:3]`,
-/// as rocprofv3's `{id, instance_size, name}` (ids by first appearance in `ids`).
-fn dimensions_json(listing: &str, ids: &mut Vec<String>) -> Vec<Value> {
+/// The dimensions of a counter listed as `DIMENSION_XCC[0:7] DIMENSION_SHADER_ENGINE[0:3]`:
+/// each with its first index and its size, in the listing's order (that of the values).
+fn listed_dimensions(listing: &str) -> Vec<(Dimension, u64, u64)> {
     listing
         .split_whitespace()
         .filter_map(|d| {
             let (name, range) = d.split_once('[')?;
             let (low, high) = range.trim_end_matches(']').split_once(':')?;
-            let size = high.parse::<u64>().ok()? + 1 - low.parse::<u64>().ok()?;
-            let id = match ids.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    ids.push(name.to_string());
-                    ids.len() - 1
-                }
-            };
-            Some(json!({"id": id, "instance_size": size, "name": name}))
+            let low = low.parse::<u64>().ok()?;
+            let size = high.parse::<u64>().ok()? + 1 - low;
+            Some((Dimension::from_name(name)?, low, size))
         })
         .collect()
+}
+
+/// rocprofiler-sdk's bits per dimension index in a counter instance id, below the counter id's
+/// 16 bits: 48 bits shared by its 8 dimension numbers.
+const DIMENSION_BITS: u32 = 6;
+
+/// A counter's `dimensions` and `instances` as rocprofv3 writes them: dimensions by
+/// rocprofiler-sdk's number, highest first; one instance per value position, in the values'
+/// order, its id the counter id over each dimension's index at that dimension's bits.
+fn dimensions_json(id: i64, dimensions: &[(Dimension, u64, u64)]) -> (Vec<Value>, Vec<Value>) {
+    let mut by_number: Vec<usize> = (0..dimensions.len()).collect();
+    by_number.sort_by_key(|&i| std::cmp::Reverse(dimensions[i].0.rocprofiler_sdk_id()));
+    let listed = by_number
+        .iter()
+        .map(|&i| {
+            let (d, _, size) = dimensions[i];
+            json!({"id": d.rocprofiler_sdk_id(), "instance_size": size, "name": d.name()})
+        })
+        .collect();
+    let count: u64 = dimensions.iter().map(|d| d.2).product();
+    let mut instances = Vec::with_capacity(count as usize);
+    for position in 0..count {
+        // Row-major, the last dimension fastest.
+        let mut index = vec![0; dimensions.len()];
+        let mut rest = position;
+        for (i, &(_, low, size)) in dimensions.iter().enumerate().rev() {
+            index[i] = low + rest % size;
+            rest /= size;
+        }
+        let mut instance_id = (id as u64) << 48;
+        for (i, &(d, _, _)) in dimensions.iter().enumerate() {
+            instance_id |= index[i] << ((d.rocprofiler_sdk_id() - 1) * DIMENSION_BITS);
+        }
+        let named: Vec<Value> = by_number
+            .iter()
+            .map(|&i| json!({"dimension_name": dimensions[i].0.name(), "index": index[i]}))
+            .collect();
+        instances.push(json!({"instance_id": instance_id, "counter_id": id, "dimensions": named}));
+    }
+    (listed, instances)
 }
 
 /// Streams `results.json`, or one process's `<pid>_results.json`.
@@ -173,11 +209,18 @@ impl JsonWriter {
                 agent_json(a, cpu, *index - 1)
             })
             .collect();
-        let mut dimension_ids = Vec::new();
+        // Every distinct (dimension, size), as rocprofv3 lists them under `strings`.
+        let mut dimension_ids = std::collections::BTreeSet::new();
         let mut counters = Vec::new();
         let mut extras = Vec::new();
         for (id, info, listing) in &facts.counters {
-            let dimensions = dimensions_json(listing, &mut dimension_ids);
+            let listed = listed_dimensions(listing);
+            dimension_ids.extend(
+                listed
+                    .iter()
+                    .map(|&(d, _, size)| (d.rocprofiler_sdk_id(), size, d)),
+            );
+            let (dimensions, instances) = dimensions_json(*id, &listed);
             for gpu in gpus {
                 counters.push(json!({
                     "agent_id": {"handle": gpu.node_id},
@@ -189,6 +232,7 @@ impl JsonWriter {
                     "block": info.block.as_deref().unwrap_or(""),
                     "expression": info.expression.as_deref().unwrap_or(""),
                     "dimensions": dimensions,
+                    "instances": instances,
                 }));
             }
             extras.push(json!({
@@ -200,8 +244,7 @@ impl JsonWriter {
         }
         let dimension_ids: Vec<Value> = dimension_ids
             .iter()
-            .enumerate()
-            .map(|(id, name)| json!({"id": id, "name": name}))
+            .map(|(id, size, d)| json!({"id": id, "instance_size": size, "name": d.name()}))
             .collect();
         let strings = json!({
             "callback_records": [],

@@ -232,7 +232,7 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     assert_eq!(tool["counters"][0]["id"], json!({"handle": 1}));
     assert_eq!(
         tool["counters"][0]["dimensions"],
-        json!([{"id": 0, "instance_size": 2, "name": "DIMENSION_XCC"}])
+        json!([{"id": 1, "instance_size": 2, "name": "DIMENSION_XCC"}])
     );
     assert_eq!(tool["agents"][0]["cu_count"], 304);
     assert_eq!(tool["agents"][0]["id"], json!({"handle": 2}));
