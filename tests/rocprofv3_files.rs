@@ -2,6 +2,8 @@
 //! GPU (`bench/compare-rocprofv3.py`): the keys and values the comparison showed equal, pinned
 //! here so that they stay equal without rocprofv3.
 
+#![recursion_limit = "256"]
+
 #[path = "sim_support/mod.rs"]
 mod sim_support;
 
@@ -256,4 +258,80 @@ fn counter_dimensions_and_instances_are_rocprofv3s() {
         }
     }
     assert_eq!(waves["instances"].as_array().unwrap(), &expected);
+}
+
+/// rocprofiler-sdk's fields of every agent (`rocprofiler_agent_t`) with rocprofv3's values on
+/// the simulated MI300X and its host: KFD's firmware versions and capability bits named, the
+/// limits `agent_info.csv` has, the node's unique id as the UUID's bytes, a CPU's cores as its
+/// compute units, an empty model name and GPU index -1 for the CPU; and no other field.
+#[test]
+fn agents_have_rocprofv3s_fields_and_values() {
+    let dir = scratch("agents");
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json"]);
+    let tool = tool(&out);
+    let agents = tool["agents"].as_array().unwrap();
+    assert_eq!(agents.len(), 2);
+    let capability = json!({"HotPluggable": 0, "HSAMMUPresent": 0, "SharedWithGraphics": 0,
+        "QueueSizePowerOfTwo": 0, "QueueSize32bit": 0, "QueueIdleEvent": 0, "VALimit": 0,
+        "WatchPointsSupported": 0, "WatchPointsTotalBits": 0, "DoorbellType": 0,
+        "AQLQueueDoubleMap": 0, "DebugTrapSupported": 0, "WaveLaunchTrapOverrideSupported": 0,
+        "WaveLaunchModeSupported": 0, "PreciseMemoryOperationsSupported": 0,
+        "DEPRECATED_SRAM_EDCSupport": 0, "Mem_EDCSupport": 0, "RASEventNotify": 0,
+        "ASICRevision": 0, "SRAM_EDCSupport": 0, "SVMAPISupported": 0, "CoherentHostAccess": 0,
+        "DebugSupportedFirmware": 0});
+    let uuid = |bytes: [u8; 8]| {
+        let mut fields = serde_json::Map::new();
+        for i in 0..16 {
+            fields.insert(
+                format!("value{i}"),
+                json!(bytes.get(i).copied().unwrap_or(0)),
+            );
+        }
+        json!({ "bytes": fields })
+    };
+    let gpu = json!({"size": 312, "id": {"handle": 1}, "type": 2, "cpu_cores_count": 0,
+        "simd_count": 1216, "mem_banks_count": 1, "caches_count": 0, "io_links_count": 1,
+        "cpu_core_id_base": 0, "simd_id_base": 2147487744u64, "max_waves_per_simd": 8,
+        "lds_size_in_kb": 64, "gds_size_in_kb": 0, "num_gws": 64, "wave_front_size": 64,
+        "num_xcc": 8, "cu_count": 304, "array_count": 32, "num_shader_banks": 32,
+        "simd_arrays_per_engine": 1, "cu_per_simd_array": 10, "simd_per_cu": 4,
+        "max_slots_scratch_cu": 32, "gfx_target_version": 90402, "vendor_id": 4098,
+        "device_id": 29857, "location_id": 3072, "domain": 0, "drm_render_minor": 128,
+        "num_sdma_engines": 2, "num_sdma_xgmi_engines": 0, "num_sdma_queues_per_engine": 0,
+        "num_cp_queues": 0, "max_engine_clk_ccompute": 3000, "max_engine_clk_fcompute": 2100,
+        "sdma_fw_version": {"uCodeSDMA": 1, "uCodeRes": 0},
+        "fw_version": {"uCode": 1, "Major": 0, "Minor": 0, "Stepping": 0},
+        "capability": capability, "cu_per_engine": 9, "max_waves_per_cu": 32,
+        "family_id": 141, "workgroup_max_size": 1024, "grid_max_size": 4294967295u64,
+        "local_mem_size": 206158430208u64, "hive_id": 0, "gpu_id": 4096,
+        "workgroup_max_dim": {"x": 1024, "y": 1024, "z": 1024},
+        "grid_max_dim": {"x": 2147483647, "y": 65535, "z": 65535}, "name": "gfx942",
+        "vendor_name": "AMD", "product_name": "AMD Instinct MI300X", "model_name": "gfx942",
+        "node_id": 1, "logical_node_id": 1, "logical_node_type_id": 0,
+        "uuid": uuid([1, 58, 43, 157, 15, 30, 90, 76]), "gpu_index": 0});
+    assert_eq!(agents[1], gpu);
+    // The host's name and cores are the machine's own.
+    let cpu = &agents[0];
+    let host = cpu["name"].clone();
+    let cores = cpu["cpu_cores_count"].clone();
+    assert_eq!(cpu["product_name"], host);
+    let zero_version = json!({"uCode": 0, "Major": 0, "Minor": 0, "Stepping": 0});
+    let expected = json!({"size": 312, "id": {"handle": 0}, "type": 1, "cpu_cores_count": cores,
+        "simd_count": 0, "mem_banks_count": 1, "caches_count": 0, "io_links_count": 1,
+        "cpu_core_id_base": 0, "simd_id_base": 0, "max_waves_per_simd": 0, "lds_size_in_kb": 0,
+        "gds_size_in_kb": 0, "num_gws": 0, "wave_front_size": 0, "num_xcc": 0,
+        "cu_count": cores, "array_count": 0, "num_shader_banks": 0, "simd_arrays_per_engine": 0,
+        "cu_per_simd_array": 0, "simd_per_cu": 0, "max_slots_scratch_cu": 0,
+        "gfx_target_version": 0, "vendor_id": 0, "device_id": 0, "location_id": 0, "domain": 0,
+        "drm_render_minor": 0, "num_sdma_engines": 0, "num_sdma_xgmi_engines": 0,
+        "num_sdma_queues_per_engine": 0, "num_cp_queues": 0, "max_engine_clk_ccompute": 3000,
+        "max_engine_clk_fcompute": 0, "sdma_fw_version": {"uCodeSDMA": 0, "uCodeRes": 0},
+        "fw_version": zero_version, "capability": capability, "cu_per_engine": 0,
+        "max_waves_per_cu": 0, "family_id": 6, "workgroup_max_size": 0, "grid_max_size": 0,
+        "local_mem_size": 0, "hive_id": 0, "gpu_id": 0,
+        "workgroup_max_dim": {"x": 0, "y": 0, "z": 0}, "grid_max_dim": {"x": 0, "y": 0, "z": 0},
+        "name": host, "vendor_name": "CPU", "product_name": host, "model_name": "",
+        "node_id": 0, "logical_node_id": 0, "logical_node_type_id": 0, "uuid": uuid([0; 8]),
+        "gpu_index": -1});
+    assert_eq!(cpu, &expected);
 }

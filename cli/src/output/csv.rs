@@ -126,7 +126,7 @@ const GRID_MAX_DIM: [u64; 3] = [i32::MAX as u64, u16::MAX as u64, u16::MAX as u6
 
 /// The value of `column` (with KFD `property`) for `agent`, a CPU when `cpu`, as
 /// rocprofiler-sdk derives it from the KFD topology.
-fn agent_info_value(column: &str, property: &str, agent: &Agent, cpu: bool) -> String {
+pub(super) fn agent_info_value(column: &str, property: &str, agent: &Agent, cpu: bool) -> String {
     let p = |name: &str| agent.property(name);
     let gpu_only = |value: u64| if cpu { 0 } else { value };
     // Shader engines: arrays over arrays per engine (0 when the node gives none).
