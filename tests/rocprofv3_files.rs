@@ -20,16 +20,22 @@ fn scratch(name: &str) -> PathBuf {
     dir
 }
 
-/// Runs `rtl-pmc --pmc SQ_WAVES GRBM_COUNT ARGS -d out -o run -- rtl-demo-app` on the simulated
-/// `config`; returns the output directory and the ground truth.
+/// Runs `rtl-pmc --pmc SQ_WAVES GRBM_COUNT ARGS -d out -o run -- rtl-demo-app APP_ARGS` on the
+/// simulated `config`, `args` being `ARGS [-- APP_ARGS]`; returns the output directory and the
+/// ground truth.
 fn profile(dir: &Path, config: &str, args: &[&str]) -> (PathBuf, Vec<Value>) {
     let truth = dir.join("truth.jsonl");
+    let (args, app_args) = match args.iter().position(|a| *a == "--") {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
     let out = Command::new(artifact("rtl-pmc"))
         .current_dir(dir)
         .args(["--pmc", "SQ_WAVES", "GRBM_COUNT", "-d", "out", "-o", "run"])
         .args(args)
         .arg("--")
         .arg(artifact("rtl-demo-app"))
+        .args(app_args)
         .envs(sim_env(config))
         .env("RTL_SIM_GROUND_TRUTH", &truth)
         .env("RTL_SIM_GROUND_TRUTH_COUNTERS", "SQ_WAVES,GRBM_COUNT")
@@ -334,4 +340,82 @@ fn agents_have_rocprofv3s_fields_and_values() {
         "node_id": 0, "logical_node_id": 0, "logical_node_type_id": 0, "uuid": uuid([0; 8]),
         "gpu_index": -1});
     assert_eq!(cpu, &expected);
+}
+
+/// The rows of `query` on the merged database, each as strings.
+fn rows(out: &Path, query: &str) -> Vec<Vec<String>> {
+    let conn = rusqlite::Connection::open(out.join("run.db")).unwrap();
+    let mut stmt = conn.prepare(query).unwrap();
+    let columns = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    rusqlite::types::ValueRef::Blob(_) => "BLOB".to_string(),
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}
+
+/// rocpd's queues as rocprofv3 writes them, two threads with two queues each: the queue's
+/// handle (the CSV's `Queue_Id`) as its row id, named `Queue 0`, `Queue 1`, ... in the order
+/// they first dispatched, beside `Default Queue`; each dispatch names its queue by handle.
+#[test]
+fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
+    let dir = scratch("queues");
+    let (out, _) = profile(
+        &dir,
+        "gfx942",
+        &[
+            "--output-format",
+            "csv",
+            "rocpd",
+            "--",
+            "--threads",
+            "2",
+            "--queues",
+            "2",
+        ],
+    );
+    let csv = sim_support::read_table(&out.join("pass_1/run_counter_collection.csv"));
+    // Each queue handle with its first dispatch's start.
+    let mut first: Vec<(u64, String)> = Vec::new();
+    for row in &csv {
+        let start: u64 = row["Start_Timestamp"].parse().unwrap();
+        let queue = row["Queue_Id"].clone();
+        match first.iter_mut().find(|(_, q)| *q == queue) {
+            Some(entry) => entry.0 = entry.0.min(start),
+            None => first.push((start, queue)),
+        }
+    }
+    first.sort();
+    assert_eq!(first.len(), 4);
+    let mut expected = vec![vec!["0".to_string(), "Default Queue".to_string()]];
+    for (n, (_, handle)) in first.iter().enumerate() {
+        expected.push(vec![handle.clone(), format!("Queue {n}")]);
+    }
+    expected.sort();
+    let mut found = rows(&out, "SELECT id, name FROM rocpd_info_queue");
+    found.sort();
+    assert_eq!(found, expected);
+    let mut dispatches = rows(
+        &out,
+        "SELECT dispatch_id, queue_id FROM rocpd_kernel_dispatch ORDER BY dispatch_id",
+    );
+    dispatches.dedup();
+    let mut expected: Vec<Vec<String>> = csv
+        .iter()
+        .map(|r| vec![r["Dispatch_Id"].clone(), r["Queue_Id"].clone()])
+        .collect();
+    expected.sort_by_key(|r| r[0].parse::<u64>().unwrap());
+    expected.dedup();
+    assert_eq!(dispatches, expected);
 }

@@ -24,8 +24,9 @@
 //! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
 //!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
 //!   dispatch's innermost enclosing range as its `region_name_id`;
-//! - processes, threads, the CPU and GPU agents, queues (ids numbered from 1, the handle in
-//!   `extdata`; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
+//! - processes, threads, the CPU and GPU agents, queues (their handles as ids when distinct,
+//!   else numbered from 1; the handle in `extdata`; named `Queue 0`, `Queue 1`, ... by first
+//!   dispatch; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
 //!   process and GPU (code objects are not traced: no URI) and one kernel symbol per process,
 //!   GPU and kernel name.
 
@@ -577,7 +578,8 @@ const GROUPED: &str = "
 INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
   SELECT tid, :nid, :ppid, min(pid), tid, min(start_ns), max(end_ns) FROM rocpd_first GROUP BY tid;
 CREATE TEMP TABLE rocpd_queue AS
-  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, queue_id AS handle
+  SELECT row_number() OVER (ORDER BY min(event)) AS id,
+         row_number() OVER (ORDER BY min(event)) - 1 AS ordinal, pid, queue_id AS handle
   FROM rocpd_first GROUP BY pid, queue_id;
 CREATE TEMP TABLE rocpd_code_object AS
   SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, agent FROM rocpd_first
@@ -593,9 +595,13 @@ CREATE TEMP TABLE rocpd_symbol AS
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 /// Kernel symbols keep the ids the interposer gave them (rocprofiler-sdk's `kernel_id`) when
 /// each has its own, as within one process; else they are numbered by first merged dispatch.
+/// Queues likewise keep their handles as ids when those are distinct; they are named
+/// `Queue 0`, `Queue 1`, ... by first dispatch, as rocprofv3 names them.
 const FILL: &str = "
 UPDATE rocpd_symbol SET id = symbol
   WHERE (SELECT count(*) = count(DISTINCT symbol) AND min(symbol) > 0 FROM rocpd_symbol);
+UPDATE rocpd_queue SET id = handle
+  WHERE (SELECT count(*) = count(DISTINCT handle) AND min(handle) > 0 FROM rocpd_queue);
 CREATE TEMP TABLE rocpd_roctx AS
   SELECT r.*, coalesce((SELECT max(id) FROM rtl_merged_dispatch), 0)
               + row_number() OVER (ORDER BY r.start_ns, r.id) AS event
@@ -613,7 +619,7 @@ INSERT OR IGNORE INTO rocpd_info_thread(id, nid, ppid, pid, tid)
   SELECT DISTINCT tid, :nid, :ppid, pid, tid FROM rocpd_roctx;
 INSERT INTO rocpd_info_queue(id, nid, pid, name) VALUES (0, :nid, :pid0, 'Default Queue');
 INSERT INTO rocpd_info_queue(id, nid, pid, name, extdata)
-  SELECT id, :nid, pid, 'Queue ' || id, json_object('handle', handle) FROM rocpd_queue;
+  SELECT id, :nid, pid, 'Queue ' || ordinal, json_object('handle', handle) FROM rocpd_queue;
 INSERT INTO rocpd_info_stream(id, nid, pid, name) VALUES (0, :nid, :pid0, 'Default Stream');
 INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index, type_index, uuid,
                              name, model_name, vendor_name, product_name, user_name)
@@ -947,7 +953,8 @@ impl FirstRows {
             stmt.execute(params![tid, pid, start, end])?;
         }
         conn.execute_batch(
-            "CREATE TEMP TABLE rocpd_queue(id INTEGER, pid INTEGER, handle INTEGER);
+            "CREATE TEMP TABLE rocpd_queue(id INTEGER, ordinal INTEGER, pid INTEGER,
+               handle INTEGER);
              CREATE TEMP TABLE rocpd_code_object(id INTEGER, pid INTEGER, agent INTEGER);
              CREATE TEMP TABLE rocpd_symbol(id INTEGER, pid INTEGER, agent INTEGER,
                kernel_id INTEGER, code_object INTEGER, first INTEGER, symbol INTEGER);",
@@ -958,9 +965,9 @@ impl FirstRows {
             .map(|(&(pid, h), &e)| (e, pid, h))
             .collect();
         queues.sort_unstable();
-        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_queue VALUES (?1, ?2, ?3)")?;
+        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_queue VALUES (?1, ?2, ?3, ?4)")?;
         for (id, (_, pid, handle)) in queues.into_iter().enumerate() {
-            stmt.execute(params![id as i64 + 1, pid, handle])?;
+            stmt.execute(params![id as i64 + 1, id as i64, pid, handle])?;
         }
         // A code object's first merged dispatch is the first of its kernels'.
         let mut objects: FastMap<(u32, u32), i64> = FastMap::default();
