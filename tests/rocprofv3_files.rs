@@ -419,3 +419,60 @@ fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
     expected.dedup();
     assert_eq!(dispatches, expected);
 }
+
+/// Kernel symbols as rocprofv3 writes them for the kernels dispatched (`size` 88, the
+/// descriptor's address and the resources rocprofv3 gives each of the demo's kernels on an
+/// MI300X), rocprofv3's default entry at index 0, and its default entries as the only
+/// `code_objects` and `host_functions`.
+#[test]
+fn kernel_symbols_and_default_entries_are_rocprofv3s() {
+    let dir = scratch("kernel-symbols");
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json"]);
+    let tool = tool(&out);
+    let symbols = tool["kernel_symbols"].as_array().unwrap();
+    assert_eq!(
+        symbols[0],
+        json!({"size": 0, "kernel_id": 0, "code_object_id": 0, "kernel_name": "",
+            "kernel_object": 0, "kernarg_segment_size": 0, "kernarg_segment_alignment": 0,
+            "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 0,
+            "arch_vgpr_count": 0, "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
+            "kernel_address": {"handle": 0}, "formatted_kernel_name": "0",
+            "demangled_kernel_name": "0", "truncated_kernel_name": "0"})
+    );
+    let mut found: Vec<Value> = symbols[1..].to_vec();
+    for (i, symbol) in found.iter_mut().enumerate() {
+        assert_eq!(symbol["kernel_id"], i + 1);
+        let object = symbol.as_object_mut().unwrap();
+        assert!(object.remove("kernel_object").unwrap().as_u64().unwrap() > 0);
+        object.remove("kernel_id");
+    }
+    found.sort_by_key(|s| s["kernel_name"].as_str().unwrap().to_string());
+    let symbol = |name: &str, arch_vgpr: u32, accum_vgpr: u32| {
+        json!({"size": 88, "kernel_name": name, "formatted_kernel_name": name,
+            "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 16,
+            "arch_vgpr_count": arch_vgpr, "accum_vgpr_count": accum_vgpr})
+    };
+    assert_eq!(
+        found,
+        [
+            symbol("fill", 4, 4),
+            symbol("increment", 4, 4),
+            symbol("saxpy", 8, 0),
+            symbol("vadd", 8, 0),
+        ]
+    );
+    assert_eq!(
+        tool["code_objects"],
+        json!([{"size": 0, "code_object_id": 0, "agent_id": {"handle": 0}, "uri": "",
+            "load_base": 0, "load_size": 0, "load_delta": 0, "storage_type": 0}])
+    );
+    let zero = json!({"x": 0, "y": 0, "z": 0});
+    assert_eq!(
+        tool["host_functions"],
+        json!([{"size": 0, "host_function_id": 0, "kernel_id": 0, "code_object_id": 0,
+            "host_function": {"handle": 0}, "modules": {"handle": 0}, "device_function": "",
+            "thread_limit": 0, "thread_ids": zero, "block_ids": zero, "block_dims": zero,
+            "grid_dims": zero, "workgroup_size": 0, "formatted_host_function_name": "",
+            "demangled_host_function_name": "", "truncated_host_function_name": ""}])
+    );
+}

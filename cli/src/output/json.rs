@@ -57,6 +57,33 @@ const KERNEL_DISPATCH_COMPLETE: u32 = 2;
 /// `sizeof(rocprofiler_agent_t)`, which rocprofv3 writes as each agent's `size`.
 const AGENT_SIZE: u64 = 312;
 
+/// `sizeof` of rocprofiler-sdk's kernel symbol record, each symbol's `size`.
+const KERNEL_SYMBOL_SIZE: u64 = 88;
+
+/// rocprofv3's entry for a kernel id without a symbol (id 0 among them).
+fn default_kernel_symbol() -> Value {
+    json!({
+        "size": 0, "kernel_id": 0, "code_object_id": 0, "kernel_name": "", "kernel_object": 0,
+        "kernarg_segment_size": 0, "kernarg_segment_alignment": 0, "group_segment_size": 0,
+        "private_segment_size": 0, "sgpr_count": 0, "arch_vgpr_count": 0,
+        "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
+        "kernel_address": {"handle": 0}, "formatted_kernel_name": "0",
+        "demangled_kernel_name": "0", "truncated_kernel_name": "0",
+    })
+}
+
+/// rocprofv3's first entries of `code_objects` and `host_functions`, for id 0: rtl-pmc
+/// traces neither code objects nor HIP's host functions, so they are the only ones.
+const DEFAULT_CODE_OBJECT: &str = "{\"size\":0,\"code_object_id\":0,\"agent_id\":{\"handle\":0},\
+    \"uri\":\"\",\"load_base\":0,\"load_size\":0,\"load_delta\":0,\"storage_type\":0}";
+const DEFAULT_HOST_FUNCTION: &str = "{\"size\":0,\"host_function_id\":0,\"kernel_id\":0,\
+    \"code_object_id\":0,\"host_function\":{\"handle\":0},\"modules\":{\"handle\":0},\
+    \"device_function\":\"\",\"thread_limit\":0,\"thread_ids\":{\"x\":0,\"y\":0,\"z\":0},\
+    \"block_ids\":{\"x\":0,\"y\":0,\"z\":0},\"block_dims\":{\"x\":0,\"y\":0,\"z\":0},\
+    \"grid_dims\":{\"x\":0,\"y\":0,\"z\":0},\"workgroup_size\":0,\
+    \"formatted_host_function_name\":\"\",\"demangled_host_function_name\":\"\",\
+    \"truncated_host_function_name\":\"\"}";
+
 /// The bit fields of KFD's `HSA_CAPABILITY` that rocprofv3 writes, low bits first, with their
 /// widths.
 const CAPABILITY_BITS: [(&str, u32); 23] = [
@@ -231,9 +258,9 @@ pub struct JsonWriter {
     first: bool,
     counter_ids: FastMap<String, i64>,
     kernel_ids: FastMap<String, i64>,
-    /// In a process's own file, the kernel symbols, completed from the dispatches and written
-    /// last, after `buffer_records`.
-    symbols: Option<Vec<Value>>,
+    /// The kernel symbols, completed from the dispatches and written last, after
+    /// `buffer_records`.
+    symbols: Vec<Value>,
     /// `buffer_records.kernel_dispatch` was started (after the counter records).
     kernel_dispatch: bool,
 }
@@ -247,7 +274,7 @@ impl JsonWriter {
         facts: &ProfileFacts,
         estimates: Value,
     ) -> io::Result<JsonWriter> {
-        JsonWriter::start(path, gpus, cpus, facts, estimates, false)
+        JsonWriter::start(path, gpus, cpus, facts, estimates)
     }
 
     /// Starts one process's file as rocprofv3 writes it: its counter records, then (after
@@ -259,7 +286,7 @@ impl JsonWriter {
         cpus: &[Agent],
         facts: &ProfileFacts,
     ) -> io::Result<JsonWriter> {
-        JsonWriter::start(path, gpus, cpus, facts, Value::Null, true)
+        JsonWriter::start(path, gpus, cpus, facts, Value::Null)
     }
 
     fn start(
@@ -268,7 +295,6 @@ impl JsonWriter {
         cpus: &[Agent],
         facts: &ProfileFacts,
         estimates: Value,
-        per_process: bool,
     ) -> io::Result<JsonWriter> {
         let mut out = AtomicFile::create(path)?;
         let node = Node::here();
@@ -353,11 +379,12 @@ impl JsonWriter {
             "att_filenames": [],
             "code_object_snapshot_filenames": [],
         });
-        // Indexed by kernel id; ids without a kernel get an empty entry.
+        // Indexed by kernel id; ids without a kernel get rocprofv3's default entry.
         let last = facts.kernels.iter().map(|(id, _)| *id).max().unwrap_or(0);
-        let mut kernel_symbols = vec![json!({}); last as usize + 1];
+        let mut kernel_symbols = vec![default_kernel_symbol(); last as usize + 1];
         for (id, name) in &facts.kernels {
             kernel_symbols[*id as usize] = json!({
+                "size": KERNEL_SYMBOL_SIZE,
                 "kernel_id": id,
                 "kernel_name": name,
                 "formatted_kernel_name": name,
@@ -371,18 +398,11 @@ impl JsonWriter {
         if let (Some(extras), Value::Object(estimates)) = (extras.as_object_mut(), estimates) {
             extras.extend(estimates);
         }
-        let (symbols, inline) = match per_process {
-            true => (Some(kernel_symbols), String::new()),
-            false => (
-                None,
-                format!("\"kernel_symbols\":{},", Value::from(kernel_symbols)),
-            ),
-        };
         write!(
             out,
             "{{\"rocprofiler-sdk-tool\":[{{\"metadata\":{metadata},\"agents\":{},\
-             \"counters\":{},\"strings\":{strings},\"code_objects\":[],\
-             \"host_functions\":[],\"summary\":[],{inline}\"rtl-pmc\":{extras},\
+             \"counters\":{},\"strings\":{strings},\"code_objects\":[{DEFAULT_CODE_OBJECT}],\
+             \"host_functions\":[{DEFAULT_HOST_FUNCTION}],\"summary\":[],\"rtl-pmc\":{extras},\
              \"callback_records\":{{\"counter_collection\":[",
             Value::from(agents),
             Value::from(counters),
@@ -400,7 +420,7 @@ impl JsonWriter {
                 .iter()
                 .map(|(id, name)| (name.clone(), *id))
                 .collect(),
-            symbols,
+            symbols: kernel_symbols,
             kernel_dispatch: false,
         })
     }
@@ -473,18 +493,17 @@ impl JsonWriter {
         }
         self.first = false;
         let record = self.record(d);
-        if let Some(symbols) = self.symbols.as_mut() {
-            let id = self.kernel_ids.get(&d.kernel).copied().unwrap_or(0) as usize;
-            if let Some(Value::Object(symbol)) = symbols.get_mut(id) {
-                for (key, value) in [
-                    ("private_segment_size", d.scratch),
-                    ("group_segment_size", d.lds),
-                    ("arch_vgpr_count", d.arch_vgpr),
-                    ("accum_vgpr_count", d.accum_vgpr),
-                    ("sgpr_count", d.sgpr),
-                ] {
-                    symbol.insert(key.into(), json!(value));
-                }
+        let id = self.kernel_ids.get(&d.kernel).copied().unwrap_or(0) as usize;
+        if let (true, Some(Value::Object(symbol))) = (id > 0, self.symbols.get_mut(id)) {
+            symbol.insert("kernel_object".into(), json!(d.kernel_object));
+            for (key, value) in [
+                ("group_segment_size", d.lds),
+                ("private_segment_size", d.scratch),
+                ("sgpr_count", d.sgpr),
+                ("arch_vgpr_count", d.arch_vgpr),
+                ("accum_vgpr_count", d.accum_vgpr),
+            ] {
+                symbol.insert(key.into(), json!(value));
             }
         }
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
@@ -529,9 +548,8 @@ impl JsonWriter {
                 "\n]}},\"buffer_records\":{{\"kernel_dispatch\":[],{UNTRACED_BUFFER_RECORDS}}}"
             )?,
         }
-        if let Some(symbols) = self.symbols.take() {
-            write!(self.out, ",\"kernel_symbols\":{}", Value::from(symbols))?;
-        }
+        let symbols = std::mem::take(&mut self.symbols);
+        write!(self.out, ",\"kernel_symbols\":{}", Value::from(symbols))?;
         if let Some((key, value)) = extra {
             write!(self.out, ",{}:{value}", Value::from(key))?;
         }
