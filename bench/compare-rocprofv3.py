@@ -32,10 +32,16 @@ ROOT = Path(__file__).resolve().parent.parent
 COUNTERS = ["SQ_WAVES", "GRBM_COUNT"]
 
 # name, --sim configuration, application arguments, columns that differ from run to run too
-# (threads creating queues at once number them in either order, in any tool or none)
+# (threads creating queues and dispatching at once number queues and dispatches in either
+# order, in any tool or none: their rows are compared as sets, whatever their dispatch id)
 WORKLOADS = [
     ("gfx942", "gfx942", [], set()),
-    ("gfx942-threads", "gfx942", ["--threads", "2", "--queues", "2", "--iterations", "3"], {"Queue_Id"}),
+    (
+        "gfx942-threads",
+        "gfx942",
+        ["--threads", "2", "--queues", "2", "--iterations", "3"],
+        {"Queue_Id", "Dispatch_Id"},
+    ),
     ("gfx942x2", "gfx942x2", ["--iterations", "2"], set()),
     ("gfx90a", "gfx90a", ["--cpp"], set()),
     ("gfx950", "gfx950", ["--iterations", "2"], set()),
@@ -120,6 +126,19 @@ def compare_csv(report, theirs, ours, name, key, per_run):
                 r["Duration"] = str(int(r["End_Timestamp"]) - int(r["Start_Timestamp"]))
     if rows_a and "Duration" in rows_a[0]:
         head_a = head_a + ["Duration"]
+    if "Dispatch_Id" in per_run:
+        kept = [c for c in head_a if c not in PER_RUN and c not in per_run]
+        project = lambda rows: sorted(tuple(r[c] for c in kept) for r in rows)
+        pa, pb = project(rows_a), project(rows_b)
+        if pa != pb:
+            only_a = [r for r in pa if r not in pb]
+            only_b = [r for r in pb if r not in pa]
+            report.differ(
+                name,
+                f"{len(only_a)} rows only rocprofv3's, {len(only_b)} only rtl-pmc's "
+                f"(dispatch ids aside); first: {dict(zip(kept, (only_a or only_b)[0]))}"[:600],
+            )
+        return
     by_key = {key(r): r for r in rows_b}
     for column in head_a:
         if column in PER_RUN or column in per_run:
@@ -215,7 +234,7 @@ def rocpd_rows(d, tables, table, per_run):
     return sorted(out, key=repr)
 
 
-def compare_rocpd(report, theirs, ours):
+def compare_rocpd(report, theirs, ours, workload_per_run=frozenset()):
     a, b = sorted(theirs.rglob("*.db")), [p for p in sorted(ours.rglob("*.db"))]
     if not a or not b:
         report.differ("rocpd", f"missing (rocprofv3: {a}, rtl-pmc: {b})")
@@ -248,6 +267,8 @@ def compare_rocpd(report, theirs, ours):
     for table in sorted(set(ta) & set(tb)):
         # A pmc event's value is compared through counters_collection below, by dispatch.
         per_run = ROCPD_PER_RUN - ({"value"} if table == "metadata" else set())
+        if "Dispatch_Id" in workload_per_run:
+            per_run = per_run | {"dispatch_id", "queue_id", "event_id", "correlation_id"}
         ra, rb = rocpd_rows(da, ta, table, per_run), rocpd_rows(db, tb, table, per_run)
         if table == "metadata":
             # The run's GUID, in two forms.
@@ -324,7 +345,8 @@ class JsonIds:
     """A document's own handles, for comparing what they name: agents by KFD node, counters
     by name, kernels by name."""
 
-    def __init__(self, tool):
+    def __init__(self, tool, unordered_dispatches=False):
+        self.unordered_dispatches = unordered_dispatches
         self.agents = {a["id"]["handle"]: a.get("node_id") for a in tool.get("agents", [])}
         self.counters = {c["id"]["handle"]: c["name"] for c in tool.get("counters", [])}
         self.kernels = {
@@ -350,6 +372,8 @@ class JsonIds:
 def list_key(generic, item, index, ids):
     """How items of the list at `generic` are matched between the two documents."""
     if not isinstance(item, dict):
+        return index
+    if ids.unordered_dispatches and generic.endswith((".counter_collection[]", ".kernel_dispatch[]")):
         return index
     if generic.endswith(".agents[]"):
         return f"node={item.get('node_id')}"
@@ -378,7 +402,35 @@ def flatten(value, ids, out, generic="", keyed="", key=None, parent=None):
         out[keyed] = (generic, ids.named(key, value, parent))
 
 
-def compare_json(report, theirs, ours):
+def dispatch_order(record):
+    """A dispatch record's kernel, sizes and values, what both tools' records have alike."""
+    info = record.get("dispatch_info") or record["dispatch_data"]["dispatch_info"]
+    keyed = [info.get(k) for k in ("kernel_id", "grid_size", "workgroup_size")]
+    return json.dumps([keyed, record.get("records", [])], sort_keys=True)
+
+
+def canonical_dispatches(tool, ids):
+    """The document's dispatch records without their dispatch ids, queues and correlation ids,
+    in a canonical order, for workloads whose dispatch ids differ from run to run."""
+    def strip(record):
+        record = strip_per_run(record)
+        for value in record.get("records", []):
+            value["counter_id"] = ids.counters.get(value["counter_id"]["handle"])
+        for part in (record, record.get("dispatch_data", {})):
+            part.pop("correlation_id", None)
+            info = part.get("dispatch_info")
+            if info:
+                info.pop("dispatch_id", None)
+                info.pop("queue_id", None)
+                info["kernel_id"] = ids.named("kernel_id", info.get("kernel_id"), "dispatch_info")
+        return record
+    for kind, records in (("callback", tool["callback_records"]), ("buffer", tool["buffer_records"])):
+        for name in ("counter_collection", "kernel_dispatch"):
+            if name in records:
+                records[name] = sorted((strip(r) for r in records[name]), key=dispatch_order)
+
+
+def compare_json(report, theirs, ours, per_run=frozenset()):
     a, b = find(theirs, "results.json"), sorted(ours.glob("*.json"))
     b = [p for p in b if p.name != "plan.json"]
     if a is None or not b:
@@ -392,9 +444,14 @@ def compare_json(report, theirs, ours):
     if only_b:
         report.differ("json keys only rtl-pmc writes", f"{len(only_b)}: {only_b[:8]}")
     ta, tb = ja["rocprofiler-sdk-tool"][0], jb["rocprofiler-sdk-tool"][0]
+    unordered = "Dispatch_Id" in per_run
+    ids_a, ids_b = JsonIds(ta, unordered), JsonIds(tb, unordered)
+    if unordered:
+        canonical_dispatches(ta, ids_a)
+        canonical_dispatches(tb, ids_b)
     fa, fb = {}, {}
-    flatten(ta, JsonIds(ta), fa)
-    flatten(tb, JsonIds(tb), fb)
+    flatten(ta, ids_a, fa)
+    flatten(tb, ids_b, fb)
     differing = {}
     for keyed, (generic, value) in fa.items():
         if keyed not in fb:
@@ -440,8 +497,8 @@ def main():
         compare_csv(report, theirs, ours, "agent_info.csv", lambda r: r["Node_Id"], per_run)
         check_timestamps(report, "rocprofv3", theirs, out / "truth-rocprofv3.jsonl")
         check_timestamps(report, "rtl-pmc", ours, out / "truth-rtl-pmc.jsonl")
-        compare_rocpd(report, theirs, ours)
-        compare_json(report, theirs, ours)
+        compare_rocpd(report, theirs, ours, per_run)
+        compare_json(report, theirs, ours, per_run)
         if report.differences == 0:
             print(f"  {name}: every compared file, column and value equal")
         total += report.differences
