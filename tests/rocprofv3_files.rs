@@ -368,6 +368,7 @@ fn rows(out: &Path, query: &str) -> Vec<Vec<String>> {
 /// rocpd's queues as rocprofv3 writes them, two threads with two queues each: the queue's
 /// handle (the CSV's `Queue_Id`) as its row id, named `Queue 0`, `Queue 1`, ... in the order
 /// they first dispatched, beside `Default Queue`; each dispatch names its queue by handle.
+/// And the counters' empty expressions.
 #[test]
 fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
     let dir = scratch("queues");
@@ -418,6 +419,14 @@ fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
     expected.sort_by_key(|r| r[0].parse::<u64>().unwrap());
     expected.dedup();
     assert_eq!(dispatches, expected);
+    // A basic counter's expression is empty, as rocprofv3 writes it, not NULL.
+    assert_eq!(
+        rows(
+            &out,
+            "SELECT name, quote(expression), block FROM rocpd_info_pmc ORDER BY name"
+        ),
+        [["GRBM_COUNT", "''", "GRBM"], ["SQ_WAVES", "''", "SQ"]]
+    );
 }
 
 /// Kernel symbols as rocprofv3 writes them for the kernels dispatched (`size` 88, the

@@ -678,7 +678,8 @@ INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, de
   SELECT c.id, :nid, :pid0,
          coalesce((SELECT a.agent FROM temp.rtl_pmc_agent a WHERE a.pmc_id = c.id),
                   (SELECT min(node_id) FROM rtl_agent WHERE cpu = 0)),
-         'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block, c.expression, 0,
+         'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block,
+         coalesce(c.expression, ''), 0,
          c.derived
   FROM rtl_counter c ORDER BY c.id;
 DROP TABLE temp.rocpd_roctx;
