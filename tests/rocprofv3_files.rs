@@ -429,47 +429,51 @@ fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
     );
 }
 
-/// Kernel symbols as rocprofv3 writes them for the kernels dispatched (`size` 88, the
-/// descriptor's address and the resources rocprofv3 gives each of the demo's kernels on an
-/// MI300X), rocprofv3's default entry at index 0, and its default entries as the only
+/// Kernel symbols as rocprofv3 writes them for the kernels dispatched: numbered by symbol as
+/// rocprofv3 numbers them (the demo's `increment`, `vadd`, `saxpy` and `fill` are the 3rd, 4th,
+/// 5th and 10th of its code object's 12), each dispatch's `kernel_id` its CSV `Kernel_Id`,
+/// `size` 88, the descriptor's address and the resources rocprofv3 gives each on an MI300X;
+/// rocprofv3's default entry for the other ids, and its default entries as the only
 /// `code_objects` and `host_functions`.
 #[test]
 fn kernel_symbols_and_default_entries_are_rocprofv3s() {
     let dir = scratch("kernel-symbols");
-    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json"]);
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "csv", "json"]);
     let tool = tool(&out);
-    let symbols = tool["kernel_symbols"].as_array().unwrap();
-    assert_eq!(
-        symbols[0],
-        json!({"size": 0, "kernel_id": 0, "code_object_id": 0, "kernel_name": "",
-            "kernel_object": 0, "kernarg_segment_size": 0, "kernarg_segment_alignment": 0,
-            "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 0,
-            "arch_vgpr_count": 0, "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
-            "kernel_address": {"handle": 0}, "formatted_kernel_name": "0",
-            "demangled_kernel_name": "0", "truncated_kernel_name": "0"})
-    );
-    let mut found: Vec<Value> = symbols[1..].to_vec();
-    for (i, symbol) in found.iter_mut().enumerate() {
-        assert_eq!(symbol["kernel_id"], i + 1);
-        let object = symbol.as_object_mut().unwrap();
-        assert!(object.remove("kernel_object").unwrap().as_u64().unwrap() > 0);
-        object.remove("kernel_id");
-    }
-    found.sort_by_key(|s| s["kernel_name"].as_str().unwrap().to_string());
-    let symbol = |name: &str, arch_vgpr: u32, accum_vgpr: u32| {
-        json!({"size": 88, "kernel_name": name, "formatted_kernel_name": name,
+    let default = json!({"size": 0, "kernel_id": 0, "code_object_id": 0, "kernel_name": "",
+        "kernel_object": 0, "kernarg_segment_size": 0, "kernarg_segment_alignment": 0,
+        "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 0,
+        "arch_vgpr_count": 0, "accum_vgpr_count": 0, "kernel_code_entry_byte_offset": 0,
+        "kernel_address": {"handle": 0}, "formatted_kernel_name": "0",
+        "demangled_kernel_name": "0", "truncated_kernel_name": "0"});
+    let symbol = |id: u32, name: &str, arch_vgpr: u32, accum_vgpr: u32| {
+        json!({"size": 88, "kernel_id": id, "kernel_name": name, "formatted_kernel_name": name,
             "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 16,
             "arch_vgpr_count": arch_vgpr, "accum_vgpr_count": accum_vgpr})
     };
-    assert_eq!(
-        found,
-        [
-            symbol("fill", 4, 4),
-            symbol("increment", 4, 4),
-            symbol("saxpy", 8, 0),
-            symbol("vadd", 8, 0),
-        ]
-    );
+    let mut expected = vec![default.clone(); 11];
+    expected[3] = symbol(3, "increment", 4, 4);
+    expected[4] = symbol(4, "vadd", 8, 0);
+    expected[5] = symbol(5, "saxpy", 8, 0);
+    expected[10] = symbol(10, "fill", 4, 4);
+    let mut found = tool["kernel_symbols"].as_array().unwrap().clone();
+    for symbol in found.iter_mut().filter(|s| s["size"] == 88) {
+        let object = symbol.as_object_mut().unwrap();
+        assert!(object.remove("kernel_object").unwrap().as_u64().unwrap() > 0);
+    }
+    assert_eq!(found, expected);
+    let csv = sim_support::read_table(&out.join("pass_1/run_counter_collection.csv"));
+    for record in tool["callback_records"]["counter_collection"]
+        .as_array()
+        .unwrap()
+    {
+        let info = &record["dispatch_data"]["dispatch_info"];
+        let row = csv
+            .iter()
+            .find(|r| r["Dispatch_Id"] == info["dispatch_id"].to_string())
+            .unwrap();
+        assert_eq!(info["kernel_id"].to_string(), row["Kernel_Id"]);
+    }
     assert_eq!(
         tool["code_objects"],
         json!([{"size": 0, "code_object_id": 0, "agent_id": {"handle": 0}, "uri": "",

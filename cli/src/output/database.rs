@@ -439,6 +439,8 @@ pub struct ProfileFacts {
     pub span: (u64, u64),
     /// The application's command line and environment.
     pub run: RunInfo,
+    /// Every merged dispatch has its kernel symbol's id (rocprofiler-sdk's `kernel_id`).
+    pub symbol_ids: bool,
 }
 
 /// One GPU's line of the `rtl_busy` view.
@@ -2048,12 +2050,19 @@ impl Database {
             [],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
         ))?;
+        let symbol_ids = self.err(self.conn.query_row(
+            "SELECT coalesce(min(k.symbol_id) > 0, 0) FROM rtl_merged_dispatch m
+             JOIN rtl_dispatch k ON k.id = m.first_dispatch",
+            [],
+            |r| r.get(0),
+        ))?;
         Ok(ProfileFacts {
             counters,
             kernels,
             processes,
             span,
             run: self.run_info()?,
+            symbol_ids,
         })
     }
 

@@ -11,7 +11,8 @@
 //! As rocprofv3 writes them, a counter record's `records` hold one `{counter_id, value}` per
 //! dimension position (their sum is the counter's value), counters are found by
 //! `counters[].id.handle`, agents by `agents[].id.handle` (here the KFD node id) and kernels
-//! by their index in `kernel_symbols`. One document holds every process of the profile (the
+//! by their index in `kernel_symbols` (rocprofiler-sdk's kernel id in a document of one
+//! process, else numbered by name). One document holds every process of the profile (the
 //! merged dispatches, each with its first pass's process). rtl-pmc's additions are under
 //! `"rtl-pmc"`: in the document, the format version, the processes and each counter's unit
 //! and dimensions; in each record, the process id, the packet index and the counters' totals.
@@ -59,6 +60,16 @@ const AGENT_SIZE: u64 = 312;
 
 /// `sizeof` of rocprofiler-sdk's kernel symbol record, each symbol's `size`.
 const KERNEL_SYMBOL_SIZE: u64 = 88;
+
+/// A kernel symbol's entry before its dispatches complete it.
+fn kernel_symbol(id: i64, name: &str) -> Value {
+    json!({
+        "size": KERNEL_SYMBOL_SIZE,
+        "kernel_id": id,
+        "kernel_name": name,
+        "formatted_kernel_name": name,
+    })
+}
 
 /// rocprofv3's entry for a kernel id without a symbol (id 0 among them).
 fn default_kernel_symbol() -> Value {
@@ -258,6 +269,9 @@ pub struct JsonWriter {
     first: bool,
     counter_ids: FastMap<String, i64>,
     kernel_ids: FastMap<String, i64>,
+    /// Kernels are numbered by their symbols' ids, as rocprofv3 numbers them, rather than by
+    /// name: the document holds one process and each dispatch has its symbol's id.
+    symbol_ids: bool,
     /// The kernel symbols, completed from the dispatches and written last, after
     /// `buffer_records`.
     symbols: Vec<Value>,
@@ -379,16 +393,18 @@ impl JsonWriter {
             "att_filenames": [],
             "code_object_snapshot_filenames": [],
         });
-        // Indexed by kernel id; ids without a kernel get rocprofv3's default entry.
-        let last = facts.kernels.iter().map(|(id, _)| *id).max().unwrap_or(0);
-        let mut kernel_symbols = vec![default_kernel_symbol(); last as usize + 1];
-        for (id, name) in &facts.kernels {
-            kernel_symbols[*id as usize] = json!({
-                "size": KERNEL_SYMBOL_SIZE,
-                "kernel_id": id,
-                "kernel_name": name,
-                "formatted_kernel_name": name,
-            });
+        // Indexed by kernel id; ids without a kernel get rocprofv3's default entry. Symbols
+        // numbered by their ids are added as their dispatches come.
+        let symbol_ids = facts.symbol_ids && facts.processes.len() == 1;
+        let mut kernel_symbols = vec![default_kernel_symbol()];
+        if !symbol_ids {
+            for (id, name) in &facts.kernels {
+                let at = *id as usize;
+                if kernel_symbols.len() <= at {
+                    kernel_symbols.resize(at + 1, default_kernel_symbol());
+                }
+                kernel_symbols[at] = kernel_symbol(*id, name);
+            }
         }
         let mut extras = json!({
             "version": JSON_VERSION,
@@ -420,9 +436,48 @@ impl JsonWriter {
                 .iter()
                 .map(|(id, name)| (name.clone(), *id))
                 .collect(),
+            symbol_ids,
             symbols: kernel_symbols,
             kernel_dispatch: false,
         })
+    }
+
+    /// `d`'s kernel id in this document (0 when unknown).
+    fn kernel_id(&self, d: &Dispatch) -> i64 {
+        match self.symbol_ids {
+            true => d.kernel_id as i64,
+            false => self.kernel_ids.get(&d.kernel).copied().unwrap_or(0),
+        }
+    }
+
+    /// Completes `d`'s kernel symbol with what its dispatch tells: the descriptor's address, the
+    /// sizes and the registers (its entry made first when kernels are numbered by symbol).
+    fn note_symbol(&mut self, d: &Dispatch) {
+        let id = self.kernel_id(d);
+        let at = id as usize;
+        if id <= 0 {
+            return;
+        }
+        if self.symbol_ids {
+            if self.symbols.len() <= at {
+                self.symbols.resize(at + 1, default_kernel_symbol());
+            }
+            if self.symbols[at]["size"] == 0 {
+                self.symbols[at] = kernel_symbol(id, &d.kernel);
+            }
+        }
+        if let Some(Value::Object(symbol)) = self.symbols.get_mut(at) {
+            symbol.insert("kernel_object".into(), json!(d.kernel_object));
+            for (key, value) in [
+                ("group_segment_size", d.lds),
+                ("private_segment_size", d.scratch),
+                ("sgpr_count", d.sgpr),
+                ("arch_vgpr_count", d.arch_vgpr),
+                ("accum_vgpr_count", d.accum_vgpr),
+            ] {
+                symbol.insert(key.into(), json!(value));
+            }
+        }
     }
 
     /// `d`'s `dispatch_info`.
@@ -433,7 +488,7 @@ impl JsonWriter {
             "size": DISPATCH_INFO_SIZE,
             "agent_id": {"handle": d.agent},
             "queue_id": {"handle": d.queue_id},
-            "kernel_id": self.kernel_ids.get(&d.kernel).copied().unwrap_or(0),
+            "kernel_id": self.kernel_id(d),
             "dispatch_id": d.dispatch_id,
             "private_segment_size": d.scratch,
             "group_segment_size": d.lds,
@@ -493,19 +548,7 @@ impl JsonWriter {
         }
         self.first = false;
         let record = self.record(d);
-        let id = self.kernel_ids.get(&d.kernel).copied().unwrap_or(0) as usize;
-        if let (true, Some(Value::Object(symbol))) = (id > 0, self.symbols.get_mut(id)) {
-            symbol.insert("kernel_object".into(), json!(d.kernel_object));
-            for (key, value) in [
-                ("group_segment_size", d.lds),
-                ("private_segment_size", d.scratch),
-                ("sgpr_count", d.sgpr),
-                ("arch_vgpr_count", d.arch_vgpr),
-                ("accum_vgpr_count", d.accum_vgpr),
-            ] {
-                symbol.insert(key.into(), json!(value));
-            }
-        }
+        self.note_symbol(d);
         serde_json::to_writer(&mut self.out, &record).map_err(io::Error::other)
     }
 
@@ -524,6 +567,7 @@ impl JsonWriter {
             false => self.out.write_all(b",\n")?,
         }
         self.first = false;
+        self.note_symbol(d);
         let record = json!({
             "size": KERNEL_DISPATCH_RECORD_SIZE,
             "kind": KERNEL_DISPATCH_KIND,
