@@ -470,7 +470,7 @@ fn kernel_symbols_and_default_entries_are_rocprofv3s() {
         let info = &record["dispatch_data"]["dispatch_info"];
         let row = csv
             .iter()
-            .find(|r| r["Dispatch_Id"] == info["dispatch_id"].to_string())
+            .find(|r| info["dispatch_id"] == r["Dispatch_Id"].parse::<u64>().unwrap())
             .unwrap();
         assert_eq!(info["kernel_id"].to_string(), row["Kernel_Id"]);
     }
