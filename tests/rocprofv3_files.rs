@@ -269,14 +269,31 @@ fn counter_dimensions_and_instances_are_rocprofv3s() {
 /// rocprofiler-sdk's fields of every agent (`rocprofiler_agent_t`) with rocprofv3's values on
 /// the simulated MI300X and its host: KFD's firmware versions and capability bits named, the
 /// limits `agent_info.csv` has, the node's unique id as the UUID's bytes, a CPU's cores as its
-/// compute units, an empty model name and GPU index -1 for the CPU; and no other field.
+/// compute units, an empty model name and GPU index -1 for the CPU; and no other field. The
+/// rocpd database's agents and counters hold the same JSON.
 #[test]
 fn agents_have_rocprofv3s_fields_and_values() {
     let dir = scratch("agents");
-    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json"]);
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "json", "rocpd"]);
     let tool = tool(&out);
     let agents = tool["agents"].as_array().unwrap();
     assert_eq!(agents.len(), 2);
+    // rocpd's agents and counters carry the same JSON in `extdata`, as rocprofv3 writes them.
+    let extdata = rows(&out, "SELECT id, extdata FROM rocpd_info_agent ORDER BY id");
+    let parsed: Vec<(String, Value)> = extdata
+        .iter()
+        .map(|r| (r[0].clone(), serde_json::from_str(&r[1]).unwrap()))
+        .collect();
+    assert_eq!(
+        parsed,
+        [
+            ("0".to_string(), agents[0].clone()),
+            ("1".to_string(), agents[1].clone())
+        ]
+    );
+    for row in rows(&out, "SELECT extdata FROM rocpd_info_pmc") {
+        assert_eq!(serde_json::from_str::<Value>(&row[0]).unwrap(), agents[1]);
+    }
     let capability = json!({"HotPluggable": 0, "HSAMMUPresent": 0, "SharedWithGraphics": 0,
         "QueueSizePowerOfTwo": 0, "QueueSize32bit": 0, "QueueIdleEvent": 0, "VALimit": 0,
         "WatchPointsSupported": 0, "WatchPointsTotalBits": 0, "DoorbellType": 0,

@@ -2652,8 +2652,19 @@ impl Database {
         self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
         self.make_values()?;
         let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+        let described: Vec<(u32, String)> =
+            super::json::agents_json(&self.agents()?, &self.cpus()?)
+                .into_iter()
+                .map(|(node, agent)| (node, agent.to_string()))
+                .collect();
         let first = self.first_rows.as_ref();
-        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents, first))?;
+        self.err(rocpd::write(
+            &self.conn,
+            &self.guid,
+            &run,
+            (&agents, &described),
+            first,
+        ))?;
         self.err(self.conn.execute_batch("COMMIT"))
     }
 

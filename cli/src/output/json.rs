@@ -208,6 +208,25 @@ fn agent_json(a: &Agent, cpu: bool, type_index: usize) -> Value {
     Value::Object(fields)
 }
 
+/// Every agent as rocprofv3 writes it (see [`agent_json`]), by KFD node id, in node order.
+pub(super) fn agents_json(gpus: &[Agent], cpus: &[Agent]) -> Vec<(u32, Value)> {
+    let mut sorted: Vec<(&Agent, bool)> = cpus
+        .iter()
+        .map(|a| (a, true))
+        .chain(gpus.iter().map(|a| (a, false)))
+        .collect();
+    sorted.sort_by_key(|(a, _)| a.node_id);
+    let (mut cpu_index, mut gpu_index) = (0, 0);
+    sorted
+        .iter()
+        .map(|&(a, cpu)| {
+            let index = if cpu { &mut cpu_index } else { &mut gpu_index };
+            *index += 1;
+            (a.node_id, agent_json(a, cpu, *index - 1))
+        })
+        .collect()
+}
+
 /// The dimensions of a counter listed as `DIMENSION_XCC[0:7] DIMENSION_SHADER_ENGINE[0:3]`:
 /// each with its first index and its size, in the listing's order (that of the values).
 fn listed_dimensions(listing: &str) -> Vec<(Dimension, u64, u64)> {
@@ -330,20 +349,9 @@ impl JsonWriter {
             "command": facts.run.command,
             "config": {},
         });
-        let mut sorted: Vec<(&Agent, bool)> = cpus
-            .iter()
-            .map(|a| (a, true))
-            .chain(gpus.iter().map(|a| (a, false)))
-            .collect();
-        sorted.sort_by_key(|(a, _)| a.node_id);
-        let (mut cpu_index, mut gpu_index) = (0, 0);
-        let agents: Vec<Value> = sorted
-            .iter()
-            .map(|&(a, cpu)| {
-                let index = if cpu { &mut cpu_index } else { &mut gpu_index };
-                *index += 1;
-                agent_json(a, cpu, *index - 1)
-            })
+        let agents: Vec<Value> = agents_json(gpus, cpus)
+            .into_iter()
+            .map(|(_, agent)| agent)
             .collect();
         // Every distinct (dimension, size), as rocprofv3 lists them under `strings`.
         let mut dimension_ids = std::collections::BTreeSet::new();

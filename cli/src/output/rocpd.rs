@@ -765,13 +765,15 @@ fn hash(text: &str) -> i64 {
 }
 
 /// Writes rocpd's tables, views and rows for run `guid` from the `rtl_*` tables of `conn`;
-/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it;
-/// `first`, when given, holds the small tables' rows gathered while the passes were joined.
+/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it,
+/// and gives each agent's JSON by KFD node (its `extdata`, and that of its counters, as
+/// rocprofv3 writes them); `first`, when given, holds the small tables' rows gathered while the
+/// passes were joined.
 pub fn write(
     conn: &Connection,
     guid: &str,
     run: &RunInfo,
-    agents: &[(i64, u32)],
+    (agents, described): (&[(i64, u32)], &[(u32, String)]),
     first: Option<&FirstRows>,
 ) -> rusqlite::Result<()> {
     let uuid = uuid_suffix(guid);
@@ -883,6 +885,17 @@ pub fn write(
         None => conn.execute_batch(&bound(GROUPED))?,
     }
     conn.execute_batch(&bound(FILL))?;
+    let mut describe = conn.prepare(&format!(
+        "UPDATE \"rocpd_info_agent{uuid}\" SET extdata = ?2 WHERE id = ?1"
+    ))?;
+    for (node, agent) in described {
+        describe.execute(params![node, agent])?;
+    }
+    conn.execute_batch(&format!(
+        "UPDATE \"rocpd_info_pmc{uuid}\" SET extdata = coalesce(
+           (SELECT a.extdata FROM \"rocpd_info_agent{uuid}\" a
+            WHERE a.id = \"rocpd_info_pmc{uuid}\".agent_id), '{{}}')"
+    ))?;
     conn.execute_batch(&format!("DROP {first_kind} temp.rocpd_first"))
 }
 
