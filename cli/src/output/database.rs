@@ -2659,11 +2659,7 @@ impl Database {
                 .collect();
         let first = self.first_rows.as_ref();
         self.err(rocpd::write(
-            &self.conn,
-            &self.guid,
-            &run,
-            (&agents, &described),
-            first,
+            &self.conn, &self.guid, &run, &agents, &described, first,
         ))?;
         self.err(self.conn.execute_batch("COMMIT"))
     }

@@ -773,7 +773,8 @@ pub fn write(
     conn: &Connection,
     guid: &str,
     run: &RunInfo,
-    (agents, described): (&[(i64, u32)], &[(u32, String)]),
+    agents: &[(i64, u32)],
+    described: &[(u32, String)],
     first: Option<&FirstRows>,
 ) -> rusqlite::Result<()> {
     let uuid = uuid_suffix(guid);
