@@ -451,12 +451,18 @@ fn rocpd_queues_are_named_and_numbered_as_rocprofv3_does() {
 /// 5th and 10th of its code object's 12), each dispatch's `kernel_id` its CSV `Kernel_Id`,
 /// `size` 88, the descriptor's address and the resources rocprofv3 gives each on an MI300X;
 /// rocprofv3's default entry for the other ids, and its default entries as the only
-/// `code_objects` and `host_functions`.
+/// `code_objects` and `host_functions`. rocpd's kernel symbols hold the same JSON.
 #[test]
 fn kernel_symbols_and_default_entries_are_rocprofv3s() {
     let dir = scratch("kernel-symbols");
-    let (out, _) = profile(&dir, "gfx942", &["--output-format", "csv", "json"]);
+    let (out, _) = profile(&dir, "gfx942", &["--output-format", "csv", "json", "rocpd"]);
     let tool = tool(&out);
+    // rocpd's kernel symbols hold the same JSON in `extdata`, under the same ids.
+    for row in rows(&out, "SELECT id, extdata FROM rocpd_info_kernel_symbol") {
+        let id: usize = row[0].parse().unwrap();
+        let extdata: Value = serde_json::from_str(&row[1]).unwrap();
+        assert_eq!(extdata, tool["kernel_symbols"][id]);
+    }
     let default = json!({"size": 0, "kernel_id": 0, "code_object_id": 0, "kernel_name": "",
         "kernel_object": 0, "kernarg_segment_size": 0, "kernarg_segment_alignment": 0,
         "group_segment_size": 0, "private_segment_size": 0, "sgpr_count": 0,

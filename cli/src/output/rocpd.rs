@@ -638,8 +638,11 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
   accum_vgpr_count, extdata)
   SELECT y.id, :nid, y.pid, y.code_object, s.string, s.string, f.kernel_object, f.lds, f.scratch,
          f.sgpr, f.arch_vgpr, f.accum_vgpr,
-         json_object('kernel_id', y.id, 'formatted_kernel_name', s.string,
-                     'kernel_address', json_object('handle', f.kernel_object))
+         json_object('size', 88, 'kernel_id', y.id, 'kernel_name', s.string,
+                     'kernel_object', f.kernel_object, 'group_segment_size', f.lds,
+                     'private_segment_size', f.scratch, 'sgpr_count', f.sgpr,
+                     'arch_vgpr_count', f.arch_vgpr, 'accum_vgpr_count', f.accum_vgpr,
+                     'formatted_kernel_name', s.string)
   FROM rocpd_symbol y JOIN rtl_string s ON s.id = y.kernel_id
   JOIN rtl_merged_dispatch m ON m.id = y.first JOIN rtl_dispatch f ON f.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
