@@ -359,27 +359,12 @@ fn agents_have_rocprofv3s_fields_and_values() {
     assert_eq!(cpu, &expected);
 }
 
-/// The rows of `query` on the merged database, each as strings.
-fn rows(out: &Path, query: &str) -> Vec<Vec<String>> {
-    let conn = rusqlite::Connection::open(out.join("run.db")).unwrap();
-    let mut stmt = conn.prepare(query).unwrap();
-    let columns = stmt.column_count();
-    stmt.query_map([], |r| {
-        (0..columns)
-            .map(|i| {
-                Ok(match r.get_ref(i)? {
-                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
-                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                    rusqlite::types::ValueRef::Blob(_) => "BLOB".to_string(),
-                })
-            })
-            .collect()
-    })
-    .unwrap()
-    .collect::<Result<_, _>>()
-    .unwrap()
+/// The rows of `sql` on the merged database, each as strings.
+fn rows(out: &Path, sql: &str) -> Vec<Vec<String>> {
+    sim_support::query(
+        &rusqlite::Connection::open(out.join("run.db")).unwrap(),
+        sql,
+    )
 }
 
 /// rocpd's queues as rocprofv3 writes them, two threads with two queues each: the queue's
