@@ -188,12 +188,12 @@ impl SignalPool {
 pub struct ChainLink {
     /// The signal the stop packet completes.
     pub signal: hsa_signal_t,
-    pool: Arc<SignalPool>,
+    pool: &'static SignalPool,
 }
 
 impl ChainLink {
     /// A link for `signal`, returned to `pool` when dropped.
-    pub fn new(signal: hsa_signal_t, pool: Arc<SignalPool>) -> ChainLink {
+    pub fn new(signal: hsa_signal_t, pool: &'static SignalPool) -> ChainLink {
         ChainLink { signal, pool }
     }
 }

@@ -92,9 +92,10 @@ struct QueueState {
     counters: Option<Arc<GpuCounters>>,
     /// Whether the GPU is meant to collect counters (even if that failed).
     wants_counters: bool,
-    /// Whether every kernel dispatch of the queue is timed and none counted or replayed: no
-    /// filter, no counters on its GPU, no roctx ranges to read.
-    timed_only: bool,
+    /// Whether every kernel dispatch of the queue is selected and run once with the same event
+    /// group, if any: no filter, no kernel replay, at most one group, no roctx ranges to read,
+    /// and counters on its GPU if it is meant to collect some.
+    plain: bool,
 }
 
 static INTERPOSER: OnceLock<Interposer> = OnceLock::new();
@@ -454,57 +455,21 @@ impl Interposer {
             return None;
         };
         let mut counted = None;
-        let mut chain_wait = [hsa_signal_t::default(); 2];
-        let mut packets = None;
+        let mut wrapping = Wrapping {
+            kernel_signal,
+            counters: None,
+        };
         if let Some(gpu_counters) = counters {
-            let set = match gpu_counters.take(group) {
-                Ok(set) => set,
-                Err(e) => {
-                    warn_once(
-                        "packets",
-                        &format!("{e}; affected dispatches run unprofiled"),
-                    );
-                    session.signals.give(kernel_signal);
-                    return None;
-                }
-            };
-            let Some(done_signal) = session.signals.take_from(submission.signals) else {
-                warn_once(
-                    "signals",
-                    "cannot create signals; dispatches run unprofiled",
-                );
-                gpu_counters.give_back(set);
+            let signals = &mut *submission.signals;
+            let Some((part, packets)) =
+                self.counted_part(session, queue, gpu_counters, group, signals)
+            else {
                 session.signals.give(kernel_signal);
                 return None;
             };
-            let done = Arc::new(ChainLink::new(done_signal, Arc::clone(&session.signals)));
-            let (previous, uncounted, same_queue) = self.chain_after(session, queue, &done);
-            chain_wait = waits(&previous, &uncounted);
-            if same_queue {
-                // The start packet's barrier bit waits for the previous counted dispatch's stop
-                // packet, ahead of it on the same queue (the handler sees a queue's packets in
-                // order).
-                chain_wait[0] = hsa_signal_t::default();
-            }
-            packets = Some(CounterPackets {
-                start: set.start,
-                read: set.read,
-                stop: set.stop,
-            });
-            counted = Some(CountedPart {
-                gpu: Arc::clone(gpu_counters),
-                set,
-                done,
-                previous,
-                uncounted,
-            });
+            wrapping.counters = Some(packets);
+            counted = Some(part);
         }
-        let wrapping = Wrapping {
-            kernel_signal,
-            counters: packets
-                .zip(counted.as_ref())
-                .map(|(p, c)| (p, c.done.signal, chain_wait)),
-        };
         let submitted = self.submitted(
             session,
             queue,
@@ -530,6 +495,62 @@ impl Interposer {
             }
         }
         Some(Prepared::Once(wrapping))
+    }
+
+    /// The counter part of a dispatch counted with group `group` of `gpu_counters`, and the
+    /// packets wrapping it: its packet set, its stop packet's signal, and what it waits for
+    /// first; `None` (with a warning) when a set or signal cannot be had.
+    fn counted_part(
+        &self,
+        session: &'static Session,
+        queue: &QueueState,
+        gpu_counters: &Arc<GpuCounters>,
+        group: usize,
+        signals: &mut SignalStash,
+    ) -> Option<(
+        CountedPart,
+        (CounterPackets, hsa_signal_t, [hsa_signal_t; 2]),
+    )> {
+        let set = match gpu_counters.take(group) {
+            Ok(set) => set,
+            Err(e) => {
+                warn_once(
+                    "packets",
+                    &format!("{e}; affected dispatches run unprofiled"),
+                );
+                return None;
+            }
+        };
+        let Some(done_signal) = session.signals.take_from(signals) else {
+            warn_once(
+                "signals",
+                "cannot create signals; dispatches run unprofiled",
+            );
+            gpu_counters.give_back(set);
+            return None;
+        };
+        let done = Arc::new(ChainLink::new(done_signal, &session.signals));
+        let (previous, uncounted, same_queue) = self.chain_after(session, queue, &done);
+        let mut chain_wait = waits(&previous, &uncounted);
+        if same_queue {
+            // The start packet's barrier bit waits for the previous counted dispatch's stop
+            // packet, ahead of it on the same queue (the handler sees a queue's packets in
+            // order).
+            chain_wait[0] = hsa_signal_t::default();
+        }
+        let packets = CounterPackets {
+            start: set.start,
+            read: set.read,
+            stop: set.stop,
+        };
+        let part = CountedPart {
+            gpu: Arc::clone(gpu_counters),
+            set,
+            done,
+            previous,
+            uncounted,
+        };
+        Some((part, (packets, done_signal, chain_wait)))
     }
 
     /// The chain of counted dispatches the queue's GPU takes part in, unless counted dispatches
@@ -610,10 +631,7 @@ impl Interposer {
                     );
                     return None;
                 };
-                chain.uncounted = Some(Arc::new(ChainLink::new(
-                    signal,
-                    Arc::clone(&session.signals),
-                )));
+                chain.uncounted = Some(Arc::new(ChainLink::new(signal, &session.signals)));
                 signal
             }
         };
@@ -786,14 +804,14 @@ impl Interposer {
         let mut next = || taken.next().unwrap_or_default();
         let ready = next();
         let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
-        let link = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
+        let link = Arc::new(ChainLink::new(next(), signals));
         let (mut previous, mut uncounted, _) = self.chain_after(session, queue, &link);
         let after = waits(&previous, &uncounted);
         let mut runs = Vec::with_capacity(passes);
         let mut wrapped = Vec::with_capacity(passes);
         for (i, set) in sets.into_iter().enumerate() {
             let kernel_signal = next();
-            let done = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
+            let done = Arc::new(ChainLink::new(next(), signals));
             let packets = CounterPackets {
                 start: set.start,
                 read: set.read,
@@ -1059,18 +1077,9 @@ fn submit_with(
     thread: &mut SubmitterState,
 ) {
     let tid = thread.tid();
-    if let ([packet], true) = (input, queue.timed_only) {
+    if let ([packet], true) = (input, queue.plain) {
         if session.completion.is_running() {
-            timed_only(
-                me,
-                session,
-                queue,
-                packet,
-                user_index,
-                tid,
-                &mut thread.signals,
-                write,
-            );
+            one_dispatch(me, session, queue, packet, user_index, tid, thread, write);
             return;
         }
     }
@@ -1118,21 +1127,22 @@ fn submit_with(
     }
 }
 
-/// The one kernel dispatch `packet` of a submission to a queue whose dispatches are all timed
-/// and none counted (see [`QueueState::timed_only`]): its completion signal replaced by one of
-/// ours, and handed to the worker without the vectors a batch goes through.
+/// The one kernel dispatch `packet` of a submission to a queue whose dispatches are all
+/// selected and run once (see [`QueueState::plain`]): its completion signal replaced by one of
+/// ours, between counter packets when its GPU collects counters, and handed to the worker
+/// without the vectors of pending dispatches a batch goes through.
 #[allow(clippy::too_many_arguments)]
-fn timed_only(
+fn one_dispatch(
     me: &'static Interposer,
     session: &'static Session,
     queue: &QueueState,
     packet: &AqlPacket,
     queue_index: u64,
     tid: u32,
-    signals: &mut SignalStash,
+    thread: &mut SubmitterState,
     write: &dyn Fn(&[AqlPacket]),
 ) {
-    let Some(kernel_signal) = session.signals.take_from(signals) else {
+    let Some(kernel_signal) = session.signals.take_from(&mut thread.signals) else {
         warn_once(
             "signals",
             "cannot create signals; dispatches run unprofiled",
@@ -1141,16 +1151,37 @@ fn timed_only(
     };
     // SAFETY: a kernel dispatch packet (checked by the caller).
     let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
-    let mut timed = kernel;
-    timed.completion_signal = kernel_signal;
-    write(&[AqlPacket::from(&timed)]);
+    let mut counted = None;
+    match &queue.counters {
+        None => {
+            let mut timed = kernel;
+            timed.completion_signal = kernel_signal;
+            write(&[AqlPacket::from(&timed)]);
+        }
+        Some(gpu_counters) => {
+            let signals = &mut thread.signals;
+            let Some((part, packets)) = me.counted_part(session, queue, gpu_counters, 0, signals)
+            else {
+                session.signals.give(kernel_signal);
+                return write(std::slice::from_ref(packet));
+            };
+            let wrapping = Wrapping {
+                kernel_signal,
+                counters: Some(packets),
+            };
+            thread.rewritten.clear();
+            wrap(&kernel, &wrapping, &mut thread.rewritten);
+            write(&thread.rewritten);
+            counted = Some(part);
+        }
+    }
     let enclosing = Enclosing::default();
-    let thread = Submitter {
+    let submitter = Submitter {
         tid,
         enclosing: &enclosing,
     };
-    let none = (kernel_signal, None);
-    let submitted = me.submitted(session, queue, &kernel, queue_index, &thread, none);
+    let run = (kernel_signal, counted);
+    let submitted = me.submitted(session, queue, &kernel, queue_index, &submitter, run);
     session.completion.submit_one(submitted);
 }
 
@@ -1258,10 +1289,13 @@ unsafe extern "C" fn queue_create(
             },
             counters: session.counters.get(&gpu.agent.handle).cloned(),
             wants_counters: me.wants_counters(&gpu),
-            timed_only: !me.wants_counters(&gpu)
-                && me.config.replay.is_none()
+            plain: me.config.replay.is_none()
                 && me.selector.selects_everything()
-                && me.roctx.is_none(),
+                && me.roctx.is_none()
+                && match session.counters.get(&gpu.agent.handle) {
+                    Some(counters) => counters.group_count() <= 1,
+                    None => !me.wants_counters(&gpu),
+                },
             gpu,
             key: created as usize,
         });
