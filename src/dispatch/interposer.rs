@@ -22,8 +22,8 @@ use super::kernel_names::{intern, KernelNames};
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
 use super::rewrite::{
-    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, ReplayWrapping,
-    Uncounted, Wrapping,
+    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, CounterWrapping,
+    ReplayWrapping, Uncounted, Wrapping,
 };
 use super::roctx::Roctx;
 use super::runtime::Hsa;
@@ -507,10 +507,7 @@ impl Interposer {
         gpu_counters: &Arc<GpuCounters>,
         group: usize,
         signals: &mut SignalStash,
-    ) -> Option<(
-        CountedPart,
-        (CounterPackets, hsa_signal_t, [hsa_signal_t; 2]),
-    )> {
+    ) -> Option<(CountedPart, CounterWrapping)> {
         let set = match gpu_counters.take(group) {
             Ok(set) => set,
             Err(e) => {
