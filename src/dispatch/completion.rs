@@ -791,11 +791,31 @@ impl Completion {
             }
             shared = self.await_progress(shared, deadline);
         }
+        drop(self.next_round(shared, deadline));
+    }
+
+    /// Waits until `deadline` for the worker to finish a round that starts after this call
+    /// (it takes whatever was handed over before); gives the lock back.
+    fn next_round<'a>(
+        &'a self,
+        mut shared: std::sync::MutexGuard<'a, Shared>,
+        deadline: Instant,
+    ) -> std::sync::MutexGuard<'a, Shared> {
         shared.flush_tickets += 1;
         let ticket = shared.flush_tickets;
         shared = self.nudge(shared);
         while shared.flushed < ticket && !shared.stopped && Instant::now() < deadline {
             shared = self.await_progress(shared, deadline);
+        }
+        shared
+    }
+
+    /// Waits (up to `timeout`) until the worker has taken every dispatch handed over so far
+    /// and made their records: what they name may be unloaded next.
+    pub fn take_handed_over(&self, timeout: Duration) {
+        let shared = lock(&self.shared);
+        if !shared.incoming.is_empty() {
+            drop(self.next_round(shared, Instant::now() + timeout));
         }
     }
 

@@ -1394,6 +1394,11 @@ unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_sta
         return HSA_STATUS_ERROR;
     };
     let _ = catch_unwind(AssertUnwindSafe(|| {
+        // The records of dispatches handed over but not yet taken name their kernels when the
+        // worker takes them.
+        if let Some(session) = me.session.get() {
+            session.completion.take_handed_over(DRAIN_TIMEOUT);
+        }
         me.kernels.remove_executable(executable.handle)
     }));
     let Some(original) = me.hsa.core().hsa_executable_destroy_fn else {
