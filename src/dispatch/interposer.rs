@@ -1074,9 +1074,8 @@ fn submit_with(
     thread: &mut SubmitterState,
 ) {
     let tid = thread.tid();
-    if let ([packet], true) = (input, queue.plain) {
-        if session.completion.is_running() {
-            one_dispatch(me, session, queue, packet, user_index, tid, thread, write);
+    if let ([packet], true) = (input, queue.plain && session.completion.is_running()) {
+        if one_dispatch(me, session, queue, packet, user_index, tid, thread, write) {
             return;
         }
     }
@@ -1127,7 +1126,9 @@ fn submit_with(
 /// The one kernel dispatch `packet` of a submission to a queue whose dispatches are all
 /// selected and run once (see [`QueueState::plain`]): its completion signal replaced by one of
 /// ours, between counter packets when its GPU collects counters, and handed to the worker
-/// without the vectors of pending dispatches a batch goes through.
+/// without the vectors of pending dispatches a batch goes through. Whether it was: when a
+/// signal or packet set cannot be had, nothing is written, and the dispatch takes the general
+/// path (which runs it unprofiled, kept out of counting windows).
 #[allow(clippy::too_many_arguments)]
 fn one_dispatch(
     me: &'static Interposer,
@@ -1138,13 +1139,9 @@ fn one_dispatch(
     tid: u32,
     thread: &mut SubmitterState,
     write: &dyn Fn(&[AqlPacket]),
-) {
+) -> bool {
     let Some(kernel_signal) = session.signals.take_from(&mut thread.signals) else {
-        warn_once(
-            "signals",
-            "cannot create signals; dispatches run unprofiled",
-        );
-        return write(std::slice::from_ref(packet));
+        return false;
     };
     // SAFETY: a kernel dispatch packet (checked by the caller).
     let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
@@ -1160,7 +1157,7 @@ fn one_dispatch(
             let Some((part, packets)) = me.counted_part(session, queue, gpu_counters, 0, signals)
             else {
                 session.signals.give(kernel_signal);
-                return write(std::slice::from_ref(packet));
+                return false;
             };
             let wrapping = Wrapping {
                 kernel_signal,
@@ -1180,6 +1177,7 @@ fn one_dispatch(
     let run = (kernel_signal, counted);
     let submitted = me.submitted(session, queue, &kernel, queue_index, &submitter, run);
     session.completion.submit_one(submitted);
+    true
 }
 
 /// Runs a wrapper body; a panic becomes `HSA_STATUS_ERROR`.
