@@ -1074,10 +1074,13 @@ fn submit_with(
     thread: &mut SubmitterState,
 ) {
     let tid = thread.tid();
+    // Whether dispatches are wrapped at all: not one the short path could not wrap.
+    let mut wrapped = true;
     if let ([packet], true) = (input, queue.plain && session.completion.is_running()) {
         if one_dispatch(me, session, queue, packet, user_index, tid, thread, write) {
             return;
         }
+        wrapped = false;
     }
     let kernels = kernel_dispatches(input);
     let SubmitterState {
@@ -1103,7 +1106,11 @@ fn submit_with(
             pending,
             signals,
         };
-        match me.prepare(session, queue, &kernel, index, &mut submission) {
+        let prepared = match wrapped {
+            true => me.prepare(session, queue, &kernel, index, &mut submission),
+            false => None,
+        };
+        match prepared {
             Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, out),
             Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, out),
             None => match me.uncounted(session, queue, &kernel, pending) {
@@ -1127,8 +1134,8 @@ fn submit_with(
 /// selected and run once (see [`QueueState::plain`]): its completion signal replaced by one of
 /// ours, between counter packets when its GPU collects counters, and handed to the worker
 /// without the vectors of pending dispatches a batch goes through. Whether it was: when a
-/// signal or packet set cannot be had, nothing is written, and the dispatch takes the general
-/// path (which runs it unprofiled, kept out of counting windows).
+/// signal or packet set cannot be had (a warning says so), nothing is written, and the general
+/// path runs the dispatch unprofiled, kept out of counting windows.
 #[allow(clippy::too_many_arguments)]
 fn one_dispatch(
     me: &'static Interposer,
@@ -1141,6 +1148,10 @@ fn one_dispatch(
     write: &dyn Fn(&[AqlPacket]),
 ) -> bool {
     let Some(kernel_signal) = session.signals.take_from(&mut thread.signals) else {
+        warn_once(
+            "signals",
+            "cannot create signals; dispatches run unprofiled",
+        );
         return false;
     };
     // SAFETY: a kernel dispatch packet (checked by the caller).
