@@ -10,12 +10,10 @@ mod costs;
 mod gpus;
 mod layout;
 mod merge;
-mod output;
 mod planning;
 mod replay;
 mod run;
 mod sim_env;
-mod summary;
 
 use std::process::ExitCode;
 

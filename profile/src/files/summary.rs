@@ -9,8 +9,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::output::database::{Database, DatabaseError};
-use crate::output::totals::{IdleGaps, GAP_BOUNDS_NS};
+use crate::store::database::{Database, DatabaseError};
+use crate::store::totals::{IdleGaps, GAP_BOUNDS_NS};
 
 /// How many kernels the summary lists unless told otherwise (`--summary-top`).
 pub const TOP_KERNELS: usize = 10;
@@ -190,7 +190,7 @@ pub fn render(db: &Database, files: &[PathBuf], top: usize) -> Result<String, Da
             gap_histogram(&mut out, g);
         }
     }
-    for line in crate::output::regions::summary_lines(db)? {
+    for line in crate::store::regions::summary_lines(db)? {
         let _ = writeln!(out, "{line}");
     }
     for file in files {

@@ -10,11 +10,11 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use super::csv::{AgentLabels, CounterCollectionWriter, Table};
-use super::database::{Database, DatabaseError, Extdata};
-use super::fast_map::FastMap;
-use super::files::{write_counter_collection, OutputError};
-use super::model::Dispatch;
+use crate::fast_map::FastMap;
+use crate::files::csv::{AgentLabels, CounterCollectionWriter, Table};
+use crate::files::{write_counter_collection, OutputError};
+use crate::model::Dispatch;
+use crate::store::database::{Database, DatabaseError, Extdata};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the

@@ -4,11 +4,11 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::atomic::AtomicFile;
-use super::database::KernelStats;
-use super::model::{
+use crate::files::atomic::AtomicFile;
+use crate::model::{
     push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
 };
+use crate::store::database::KernelStats;
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
 pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
@@ -479,7 +479,7 @@ pub struct ResultsWriter {
     counters: Vec<String>,
     index: u64,
     line: String,
-    estimates: super::estimates::PerDispatch,
+    estimates: crate::store::estimates::PerDispatch,
 }
 
 impl ResultsWriter {
@@ -488,7 +488,7 @@ impl ResultsWriter {
     pub fn create(
         path: &Path,
         counters: &[String],
-        estimates: &super::estimates::Estimates,
+        estimates: &crate::store::estimates::Estimates,
     ) -> io::Result<ResultsWriter> {
         let mut out = AtomicFile::create(path)?;
         let extra = estimates.csv_columns();

@@ -20,7 +20,7 @@
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
 //!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`).
 //!   This table is not a copy: it is where rtl-pmc stores the values as each pass is written,
-//!   and `rtl_pmc_value` is a view over it (see [`super::database`]);
+//!   and `rtl_pmc_value` is a view over it (see [`crate::store::database`]);
 //! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
 //!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
 //!   dispatch's innermost enclosing range as its `region_name_id`;
@@ -31,8 +31,8 @@
 
 use rusqlite::{params, Connection};
 
-use super::fast_map::FastMap;
-use super::model::Dispatch;
+use crate::fast_map::FastMap;
+use crate::model::Dispatch;
 
 /// What the database says of the run beyond its dispatches.
 #[derive(Debug, Clone, Default)]
@@ -292,7 +292,7 @@ const TABLES: &[TableSpec] = &[
 ];
 
 /// The rocpd table that holds the counter values. rtl-pmc stores each value there once, as the
-/// passes are written (see [`super::database`]), rather than copying them at the commit.
+/// passes are written (see [`crate::store::database`]), rather than copying them at the commit.
 pub const VALUES: &str = "pmc_event";
 
 /// The DDL of rocpd table `name` of run `guid`, with table suffix `uuid`, and the unsuffixed

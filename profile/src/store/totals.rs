@@ -3,7 +3,7 @@
 //! number of dispatches. They equal what the database's views `top`, `busy` and
 //! `kernel_counters` answer.
 
-use super::fast_map::FastMap;
+use crate::fast_map::FastMap;
 
 /// A sum of floating-point values with SQLite's compensation (Kahan-Babuska-Neumaier), so it
 /// equals `sum()` over the same values.

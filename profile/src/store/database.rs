@@ -8,7 +8,7 @@
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`super::rocpd`]): per dispatch and counter the total
+//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the total
 //!   and, for counters with several positions, the per-dimension values as a JSON array under
 //!   `dimension_values` in `extdata`. Each value is stored there once, as it is inserted: its row
 //!   id is the dispatch row's id shifted left by [`PMC_BITS`] plus the counter id, so a
@@ -27,21 +27,21 @@
 //!
 //! Passes are joined while they are inserted: each dispatch's process order, occurrence and
 //! merged dispatch are worked out from small per-process and per-kernel tables as it arrives,
-//! which holds while dispatches arrive in start order ([`super::pass`] sees to that); a pass
+//! which holds while dispatches arrive in start order ([`crate::join::pass`] sees to that); a pass
 //! that breaks it is joined again in SQL at its end. The summary's figures are gathered on the
-//! way in too ([`super::totals`]).
+//! way in too ([`crate::store::totals`]).
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};
 
-use super::atomic::temporary_path;
-use super::estimates::Sampled;
-use super::fast_map::FastMap;
-use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::rocpd::{self, FirstRows, RunInfo};
-use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
-use rtl_pmc_cli::args::PassMatch;
+use crate::fast_map::FastMap;
+use crate::files::atomic::temporary_path;
+use crate::join::PassMatch;
+use crate::model::{push_integer_bytes, Agent, Counter, Dispatch};
+use crate::store::estimates::Sampled;
+use crate::store::rocpd::{self, FirstRows, RunInfo};
+use crate::store::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -1053,7 +1053,7 @@ fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
 
 impl Database {
     /// The connection and the file's name, for the tables other modules keep in the same
-    /// database ([`super::regions`]).
+    /// database ([`crate::store::regions`]).
     pub fn connection(&self) -> (&Connection, &Path) {
         (&self.conn, &self.target)
     }
@@ -2640,7 +2640,7 @@ impl Database {
                 .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
         )?;
         // The roctx tables exist once a pass had regions; the projection reads them anyway.
-        self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
+        self.err(self.conn.execute_batch(crate::store::regions::SCHEMA))?;
         self.make_values()?;
         let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
         let first = self.first_rows.as_ref();

@@ -14,7 +14,7 @@ use std::path::Path;
 use rtl_pmc::dispatch::records::{Region, RegionKind};
 use rusqlite::{params, Connection};
 
-use super::database::{Database, DatabaseError};
+use crate::store::database::{Database, DatabaseError};
 
 /// rtl-pmc's roctx tables, created when a pass has regions and before the rocpd projection.
 pub(super) const SCHEMA: &str = "

@@ -23,11 +23,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::atomic::AtomicFile;
-use super::database::ProfileFacts;
-use super::fast_map::FastMap;
-use super::model::{Agent, Dispatch};
-use super::rocpd::Node;
+use crate::fast_map::FastMap;
+use crate::files::atomic::AtomicFile;
+use crate::model::{Agent, Dispatch};
+use crate::store::database::ProfileFacts;
+use crate::store::rocpd::Node;
 
 /// The version of rtl-pmc's additions under `"rtl-pmc"`.
 pub const JSON_VERSION: u32 = 2;

@@ -24,9 +24,9 @@ use std::fmt::Write as _;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use super::database::{Database, DatabaseError, PMC_BITS};
-use super::fast_map::FastMap;
-use super::model::{push_value, Dispatch};
+use crate::fast_map::FastMap;
+use crate::model::{push_value, Dispatch};
+use crate::store::database::{Database, DatabaseError, PMC_BITS};
 
 /// Estimates from fewer measured dispatches than this are unreliable (rank estimates from fewer
 /// than two measuring ranks are).
@@ -916,13 +916,13 @@ impl PerDispatch {
                     line.push(',');
                     match error {
                         Some(e) => push_value(line, *e),
-                        None => line.push_str(super::csv::MISSING),
+                        None => line.push_str(crate::files::csv::MISSING),
                     }
                 }
                 None => {
-                    line.push_str(super::csv::MISSING);
+                    line.push_str(crate::files::csv::MISSING);
                     line.push(',');
-                    line.push_str(super::csv::MISSING);
+                    line.push_str(crate::files::csv::MISSING);
                 }
             }
         }
