@@ -9,11 +9,13 @@ use rtl_pmc_cli::args::PassMatch;
 use rtl_pmc_profile::files::csv::{write_agent_info, AgentLabels, Table};
 
 use crate::run::destination::process_file;
+use rtl_pmc_profile::files::csv::CsvPaths;
 use rtl_pmc_profile::files::write_merged_files_with;
 pub use rtl_pmc_profile::files::{Formats, OutputError};
-use rtl_pmc_profile::join::pass::{write_pass, CsvPaths, PassSpec};
+use rtl_pmc_profile::join::pass::{write_pass, PassSpec};
+use rtl_pmc_profile::join::unmatched_warning;
 use rtl_pmc_profile::model::Agent;
-use rtl_pmc_profile::store::database::{Database, Unmatched};
+use rtl_pmc_profile::store::database::Database;
 use rtl_pmc_profile::store::estimates::Estimates;
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
@@ -271,35 +273,6 @@ fn refuse_repeated_inputs(inputs: &[PathBuf], sources: &[Database]) -> Result<()
         }
     }
     Ok(())
-}
-
-/// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
-/// the likely cause.
-pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<String> {
-    let cause = match rule {
-        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
-        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
-        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
-    };
-    unmatched_warning_for(unmatched, cause)
-}
-
-/// [`unmatched_warning`] with the likely cause given.
-pub fn unmatched_warning_for(unmatched: &Unmatched, cause: &str) -> Option<String> {
-    if unmatched.incomplete == 0 {
-        return None;
-    }
-    let per_pass: Vec<String> = unmatched
-        .per_pass
-        .iter()
-        .map(|(pass, all, alone)| format!("pass {pass}: {alone} of {all}"))
-        .collect();
-    Some(format!(
-        "{} of {} dispatches were not matched in every pass ({}); their counters from the passes that miss them are empty (None). Likely cause: {cause}",
-        unmatched.incomplete,
-        unmatched.merged,
-        per_pass.join(", ")
-    ))
 }
 
 /// `rtl-pmc merge`: combines the result directories of several runs (one per rank or host).

@@ -27,18 +27,20 @@ use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{unmatched_warning, unmatched_warning_for, Formats, OutputError};
 use crate::planning::{ArchCatalog, ProfilePlan};
 use crate::replay::Replay;
+use rtl_pmc_profile::files::csv::CsvPaths;
 use rtl_pmc_profile::files::csv::{write_agent_info, write_kernel_stats, AgentLabels, Table};
 use rtl_pmc_profile::files::write_merged_files_with;
-use rtl_pmc_profile::join::pass::{write_pass, CsvPaths, PassSpec};
+use rtl_pmc_profile::files::{Formats, OutputError};
+use rtl_pmc_profile::join::pass::{write_pass, PassSpec};
 use rtl_pmc_profile::join::process_files::write_process_files;
+use rtl_pmc_profile::join::{unmatched_warning, unmatched_warning_for};
 use rtl_pmc_profile::model::Agent;
-use rtl_pmc_profile::store::database::{CounterInfo, Database};
+use rtl_pmc_profile::model::{CounterInfo, RunInfo};
+use rtl_pmc_profile::store::database::Database;
 use rtl_pmc_profile::store::estimates::Estimates;
 use rtl_pmc_profile::store::regions;
-use rtl_pmc_profile::store::rocpd::RunInfo;
 
 pub use child::exit_code;
 

@@ -145,6 +145,137 @@ impl Dispatch {
 
 /// A counter value as text: integers without a fraction, other values in Rust's shortest
 /// round-trip form (what [`push_value`] appends).
+/// One kernel's durations over its merged dispatches (`--stats`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelStats {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total duration, ns.
+    pub total_ns: u64,
+    /// Average duration, ns.
+    pub average_ns: f64,
+    /// Share of all kernels' total duration, percent.
+    pub percent: f64,
+    /// Shortest duration, ns.
+    pub min_ns: u64,
+    /// Longest duration, ns.
+    pub max_ns: u64,
+    /// Population standard deviation of the duration, ns.
+    pub stddev_ns: f64,
+}
+
+/// What the counter catalog says of a counter, for rocpd's `rocpd_info_pmc`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterInfo {
+    /// Counter name.
+    pub name: String,
+    /// Unit (`percent`, `cycles`, ...), empty for none.
+    pub unit: String,
+    /// What it measures.
+    pub description: String,
+    /// Its hardware block, for a basic counter.
+    pub block: Option<String>,
+    /// Its expression, for a derived counter.
+    pub expression: Option<String>,
+    /// Whether it is derived.
+    pub derived: bool,
+}
+
+/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFacts {
+    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
+    pub counters: Vec<(i64, CounterInfo, String)>,
+    /// The kernel names by database id.
+    pub kernels: Vec<(i64, String)>,
+    /// The application processes of the merged dispatches.
+    pub processes: Vec<u32>,
+    /// The first start and the last end of a merged dispatch, ns (0 when none).
+    pub span: (u64, u64),
+    /// The application's command line and environment.
+    pub run: RunInfo,
+}
+
+/// What the database says of the run beyond its dispatches.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// The application's command line.
+    pub command: Vec<String>,
+    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
+    /// `(NAME, value)` pairs.
+    pub environment: Vec<(String, String)>,
+    /// The application processes' parent (rtl-pmc itself), when it is known.
+    pub ppid: Option<u32>,
+}
+
+/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    /// `/etc/machine-id` (the host name when there is none).
+    pub machine_id: String,
+    /// uname's system name.
+    pub system_name: String,
+    /// uname's node name.
+    pub hostname: String,
+    /// uname's release.
+    pub release: String,
+    /// uname's version.
+    pub version: String,
+    /// uname's machine.
+    pub hardware_name: String,
+    /// uname's domain name.
+    pub domain_name: String,
+}
+
+/// One region: a range, a mark, a control or naming call, or a misuse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionRow {
+    /// Row id (after [`store_pass`]; in [`pair`]'s output, the index in its vector).
+    pub id: i64,
+    /// The pass it was recorded in.
+    pub pass: u32,
+    /// Process id.
+    pub pid: u32,
+    /// The thread that began it.
+    pub tid: u32,
+    /// See the module's table.
+    pub kind: String,
+    /// The message or name.
+    pub name: Option<String>,
+    /// Begin, ns on the dispatch clock.
+    pub start_ns: u64,
+    /// End, ns (equal to the begin for instants).
+    pub end_ns: u64,
+    /// The thread that ended it.
+    pub end_tid: u32,
+    /// Push/pop level from 0, else -1.
+    pub depth: i32,
+    /// The enclosing push/pop range (row id; index in [`pair`]'s output).
+    pub parent: Option<i64>,
+    /// The application's range id, 0 for none.
+    pub roctx_id: u64,
+    /// The object of a naming or control call; the count of dropped events.
+    pub object: u64,
+    /// What was wrong, if anything.
+    pub problem: Option<String>,
+}
+
+/// The dispatches that could not be joined in every pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unmatched {
+    /// Merged dispatches (after joining).
+    pub merged: u64,
+    /// Merged dispatches missing from at least one pass.
+    pub incomplete: u64,
+    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
+    pub per_pass: Vec<(u32, u64, u64)>,
+}
+
+/// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
+pub const MISSING: &str = "None";
+
 #[cfg(test)]
 pub fn format_value(value: f64) -> String {
     let mut text = String::new();

@@ -267,7 +267,7 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
         db.unmatched().unwrap(),
-        crate::store::database::Unmatched {
+        crate::model::Unmatched {
             merged: 5,
             incomplete: 1,
             per_pass: vec![(1, 4, 0), (2, 5, 1)]
@@ -678,7 +678,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     for kernel in extra {
         assert_eq!(launches(1, kernel), launches(0, kernel) + 1);
     }
-    let unmatched = crate::store::database::Unmatched {
+    let unmatched = crate::model::Unmatched {
         merged: 3 * per_process + 2,
         incomplete: 2,
         per_pass: vec![(1, 3 * per_process, 0), (2, 3 * per_process + 2, 2)],
@@ -1123,7 +1123,7 @@ fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
 /// the second launching `extra` more (and joined in SQL then); with `impossible`, one value of
 /// a percentage lies outside 0-100.
 fn rotating_profile(dir: &Path, extra: u64, impossible: bool) -> Database {
-    use crate::store::database::CounterInfo;
+    use crate::model::CounterInfo;
     let mut db = Database::create(&dir.join("results.db")).unwrap();
     db.add_agent(&gpu()).unwrap();
     for pass in 1..=2u32 {

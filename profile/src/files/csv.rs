@@ -4,11 +4,12 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
+use crate::fast_map::FastMap;
 use crate::files::atomic::AtomicFile;
 use crate::model::{
-    push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
+    push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch, KernelStats,
+    MISSING,
 };
-use crate::store::database::KernelStats;
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
 pub const COUNTER_COLLECTION_COLUMNS: [&str; 19] = [
@@ -179,9 +180,6 @@ pub const RESULTS_LEADING_COLUMNS: [&str; 17] = [
     "sig",
     "obj",
 ];
-
-/// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
-pub const MISSING: &str = "None";
 
 fn csv_error(e: csv::Error) -> io::Error {
     match e.into_kind() {
@@ -556,6 +554,74 @@ impl ResultsWriter {
     /// Finishes the file and gives it its name.
     pub fn commit(self) -> io::Result<PathBuf> {
         self.out.commit()
+    }
+}
+
+/// The path of a process's file of a table, by pid.
+pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
+
+/// The per-process CSV files of a pass being written: for every process, one file of each
+/// table asked for (processes given the same path share the file).
+pub struct CounterCollectionFiles<'a> {
+    paths: &'a CsvPaths<'a>,
+    tables: &'a [Table],
+    labels: &'a AgentLabels,
+    by_pid: FastMap<u32, Vec<usize>>,
+    files: Vec<(PathBuf, CounterCollectionWriter)>,
+}
+
+impl<'a> CounterCollectionFiles<'a> {
+    /// No file yet; each is created with the first dispatch of a process it holds.
+    pub fn new(
+        paths: &'a CsvPaths<'a>,
+        tables: &'a [Table],
+        labels: &'a AgentLabels,
+    ) -> CounterCollectionFiles<'a> {
+        CounterCollectionFiles {
+            paths,
+            tables,
+            labels,
+            by_pid: FastMap::default(),
+            files: Vec::new(),
+        }
+    }
+
+    /// The files of process `pid`, created when new.
+    fn of(&mut self, pid: u32) -> io::Result<Vec<usize>> {
+        if let Some(indices) = self.by_pid.get(&pid) {
+            return Ok(indices.clone());
+        }
+        let mut indices = Vec::with_capacity(self.tables.len());
+        for &table in self.tables {
+            let path = (self.paths)(pid, table);
+            let i = match self.files.iter().position(|(p, _)| *p == path) {
+                Some(i) => i,
+                None => {
+                    let out = CounterCollectionWriter::of(table, &path, self.labels)?;
+                    self.files.push((path, out));
+                    self.files.len() - 1
+                }
+            };
+            indices.push(i);
+        }
+        self.by_pid.insert(pid, indices.clone());
+        Ok(indices)
+    }
+
+    /// Appends `d` to its process's files.
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        for i in self.of(d.pid)? {
+            self.files[i].1.write(d)?;
+        }
+        Ok(())
+    }
+
+    /// Gives every file its name; returns them in the order they were started.
+    pub fn commit(self) -> io::Result<Vec<PathBuf>> {
+        self.files
+            .into_iter()
+            .map(|(_, out)| out.commit())
+            .collect()
     }
 }
 

@@ -25,9 +25,7 @@ use serde_json::{json, Map, Value};
 
 use crate::fast_map::FastMap;
 use crate::files::atomic::AtomicFile;
-use crate::model::{Agent, Dispatch};
-use crate::store::database::ProfileFacts;
-use crate::store::rocpd::Node;
+use crate::model::{Agent, Dispatch, Node, ProfileFacts};
 
 /// The version of rtl-pmc's additions under `"rtl-pmc"`.
 pub const JSON_VERSION: u32 = 2;

@@ -11,10 +11,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 
-use crate::files::csv::{AgentLabels, ResultsWriter, Table};
+use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, ResultsWriter, Table};
 use crate::files::json::JsonWriter;
 use crate::files::perfetto::PerfettoWriter;
-use crate::join::pass::{CounterCollectionFiles, CsvPaths};
 use crate::model::Dispatch;
 use crate::store::database::{Database, DatabaseError};
 use crate::store::estimates::Estimates;
@@ -75,7 +74,7 @@ pub fn write_counter_collection(
 /// The roctx part of `results.json`: the regions of the first pass and each of its dispatches'
 /// enclosing ranges, by region id.
 fn roctx_json(
-    regions: &[crate::store::regions::RegionRow],
+    regions: &[crate::model::RegionRow],
     dispatch_ranges: &[(u32, u64, Vec<i64>)],
 ) -> serde_json::Value {
     let regions: Vec<serde_json::Value> = regions

@@ -14,8 +14,7 @@ use std::path::{Path, PathBuf};
 use prost::Message;
 
 use crate::files::atomic::AtomicFile;
-use crate::model::{Agent, Dispatch};
-use crate::store::regions::RegionRow;
+use crate::model::{Agent, Dispatch, RegionRow};
 
 /// `perfetto.protos.Trace`.
 #[derive(Clone, PartialEq, Message)]

@@ -4,6 +4,8 @@
 
 use clap::ValueEnum;
 
+use crate::model::Unmatched;
+
 pub mod pass;
 pub mod process_files;
 
@@ -32,4 +34,33 @@ impl PassMatch {
             PassMatch::Process => (0, 0),
         }
     }
+}
+
+/// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
+/// the likely cause.
+pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<String> {
+    let cause = match rule {
+        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
+        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
+        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
+    };
+    unmatched_warning_for(unmatched, cause)
+}
+
+/// [`unmatched_warning`] with the likely cause given.
+pub fn unmatched_warning_for(unmatched: &Unmatched, cause: &str) -> Option<String> {
+    if unmatched.incomplete == 0 {
+        return None;
+    }
+    let per_pass: Vec<String> = unmatched
+        .per_pass
+        .iter()
+        .map(|(pass, all, alone)| format!("pass {pass}: {alone} of {all}"))
+        .collect();
+    Some(format!(
+        "{} of {} dispatches were not matched in every pass ({}); their counters from the passes that miss them are empty (None). Likely cause: {cause}",
+        unmatched.incomplete,
+        unmatched.merged,
+        per_pass.join(", ")
+    ))
 }

@@ -35,7 +35,7 @@ pub fn write_process_files(
     for &pid in pids {
         let mine = |d: &crate::model::Dispatch| d.pid == pid;
         if formats.json {
-            let own = crate::store::database::ProfileFacts {
+            let own = crate::model::ProfileFacts {
                 processes: vec![pid],
                 ..facts.clone()
             };

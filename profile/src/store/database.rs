@@ -38,9 +38,12 @@ use rusqlite::{params, Connection};
 use crate::fast_map::FastMap;
 use crate::files::atomic::temporary_path;
 use crate::join::PassMatch;
-use crate::model::{push_integer_bytes, Agent, Counter, Dispatch};
+use crate::model::{
+    push_integer_bytes, Agent, Counter, CounterInfo, Dispatch, KernelStats, ProfileFacts, RunInfo,
+    Unmatched,
+};
 use crate::store::estimates::Sampled;
-use crate::store::rocpd::{self, FirstRows, RunInfo};
+use crate::store::rocpd::{self, FirstRows};
 use crate::store::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
@@ -147,6 +150,21 @@ CREATE VIEW rtl_pmc_dimension AS
   FROM rtl_pmc_value v JOIN rtl_counter p ON p.id = v.pmc_id,
        json_each(coalesce(v.dimension_values, json_array(v.value))) j
   WHERE v.reported;
+";
+
+/// rtl-pmc's roctx tables, created when a pass has regions and before the rocpd projection.
+pub(super) const REGION_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS rtl_region(
+  id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  kind TEXT NOT NULL, name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  end_tid INTEGER NOT NULL, depth INTEGER NOT NULL, parent_id INTEGER REFERENCES rtl_region(id),
+  roctx_id INTEGER NOT NULL, object INTEGER NOT NULL, problem TEXT);
+CREATE TABLE IF NOT EXISTS rtl_dispatch_range(
+  pass INTEGER NOT NULL, pid INTEGER NOT NULL, dispatch_id INTEGER NOT NULL,
+  depth INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id),
+  innermost INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
+  dispatch_row_id INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id));
 ";
 
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
@@ -361,27 +379,6 @@ pub struct KernelTime {
     pub percent: f64,
 }
 
-/// One kernel's durations over its merged dispatches (`--stats`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelStats {
-    /// Kernel name.
-    pub kernel: String,
-    /// Dispatches.
-    pub calls: u64,
-    /// Total duration, ns.
-    pub total_ns: u64,
-    /// Average duration, ns.
-    pub average_ns: f64,
-    /// Share of all kernels' total duration, percent.
-    pub percent: f64,
-    /// Shortest duration, ns.
-    pub min_ns: u64,
-    /// Longest duration, ns.
-    pub max_ns: u64,
-    /// Population standard deviation of the duration, ns.
-    pub stddev_ns: f64,
-}
-
 /// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
 /// the kernel's dispatches (see [`Database::add_kernel_derived`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -409,38 +406,6 @@ pub struct KernelCounter {
     pub unit: String,
 }
 
-/// What the counter catalog says of a counter, for rocpd's `rocpd_info_pmc`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CounterInfo {
-    /// Counter name.
-    pub name: String,
-    /// Unit (`percent`, `cycles`, ...), empty for none.
-    pub unit: String,
-    /// What it measures.
-    pub description: String,
-    /// Its hardware block, for a basic counter.
-    pub block: Option<String>,
-    /// Its expression, for a derived counter.
-    pub expression: Option<String>,
-    /// Whether it is derived.
-    pub derived: bool,
-}
-
-/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
-#[derive(Debug, Clone, Default)]
-pub struct ProfileFacts {
-    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
-    pub counters: Vec<(i64, CounterInfo, String)>,
-    /// The kernel names by database id.
-    pub kernels: Vec<(i64, String)>,
-    /// The application processes of the merged dispatches.
-    pub processes: Vec<u32>,
-    /// The first start and the last end of a merged dispatch, ns (0 when none).
-    pub span: (u64, u64),
-    /// The application's command line and environment.
-    pub run: RunInfo,
-}
-
 /// One GPU's line of the `rtl_busy` view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentBusy {
@@ -454,17 +419,6 @@ pub struct AgentBusy {
     pub busy_ns: u64,
     /// Busy time over the span from the first start to the last end, percent.
     pub busy_percent: f64,
-}
-
-/// The dispatches that could not be joined in every pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Unmatched {
-    /// Merged dispatches (after joining).
-    pub merged: u64,
-    /// Merged dispatches missing from at least one pass.
-    pub incomplete: u64,
-    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
-    pub per_pass: Vec<(u32, u64, u64)>,
 }
 
 /// A dispatch's lane: the run of launches its occurrence is counted in, per input source,
@@ -2640,7 +2594,7 @@ impl Database {
                 .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
         )?;
         // The roctx tables exist once a pass had regions; the projection reads them anyway.
-        self.err(self.conn.execute_batch(crate::store::regions::SCHEMA))?;
+        self.err(self.conn.execute_batch(REGION_SCHEMA))?;
         self.make_values()?;
         let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
         let first = self.first_rows.as_ref();

@@ -916,13 +916,13 @@ impl PerDispatch {
                     line.push(',');
                     match error {
                         Some(e) => push_value(line, *e),
-                        None => line.push_str(crate::files::csv::MISSING),
+                        None => line.push_str(crate::model::MISSING),
                     }
                 }
                 None => {
-                    line.push_str(crate::files::csv::MISSING);
+                    line.push_str(crate::model::MISSING);
                     line.push(',');
-                    line.push_str(crate::files::csv::MISSING);
+                    line.push_str(crate::model::MISSING);
                 }
             }
         }

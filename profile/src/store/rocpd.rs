@@ -32,19 +32,7 @@
 use rusqlite::{params, Connection};
 
 use crate::fast_map::FastMap;
-use crate::model::Dispatch;
-
-/// What the database says of the run beyond its dispatches.
-#[derive(Debug, Clone, Default)]
-pub struct RunInfo {
-    /// The application's command line.
-    pub command: Vec<String>,
-    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
-    /// `(NAME, value)` pairs.
-    pub environment: Vec<(String, String)>,
-    /// The application processes' parent (rtl-pmc itself), when it is known.
-    pub ppid: Option<u32>,
-}
+use crate::model::{Dispatch, Node, RunInfo};
 
 /// A run's GUID: a version 7 UUID (milliseconds since the epoch, then random bits).
 pub fn new_guid() -> String {
@@ -681,25 +669,6 @@ DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
 DROP TABLE temp.rtl_pmc_agent;
 ";
-
-/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
-#[derive(Debug, Clone, Default)]
-pub struct Node {
-    /// `/etc/machine-id` (the host name when there is none).
-    pub machine_id: String,
-    /// uname's system name.
-    pub system_name: String,
-    /// uname's node name.
-    pub hostname: String,
-    /// uname's release.
-    pub release: String,
-    /// uname's version.
-    pub version: String,
-    /// uname's machine.
-    pub hardware_name: String,
-    /// uname's domain name.
-    pub domain_name: String,
-}
 
 impl Node {
     /// This machine.
