@@ -1,6 +1,8 @@
 //! The neutral data model every writer consumes: one [`Dispatch`] per kernel dispatch with its
-//! counter values, and one [`Agent`] per GPU. Writers know nothing about how the data was
-//! collected; converters turn raw interposer records into this model.
+//! counter values, and one [`Agent`] per GPU; and what the store reports of the whole profile
+//! ([`ProfileFacts`], [`RunInfo`], [`Node`], [`KernelStats`], [`RegionRow`], [`Unmatched`]).
+//! Writers import this module alone: they know nothing about how the data was collected or
+//! stored; converters turn raw interposer records into this model.
 
 /// One GPU, as `agent_info.csv` and the database describe it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -183,7 +185,7 @@ pub struct CounterInfo {
     pub derived: bool,
 }
 
-/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
+/// What a profile's JSON header says beside the agents (see `Database::facts`).
 #[derive(Debug, Clone, Default)]
 pub struct ProfileFacts {
     /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
@@ -232,7 +234,7 @@ pub struct Node {
 /// One region: a range, a mark, a control or naming call, or a misuse.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RegionRow {
-    /// Row id (after [`store_pass`]; in [`pair`]'s output, the index in its vector).
+    /// Row id (after `store_pass`; in `pair`'s output, the index in its vector).
     pub id: i64,
     /// The pass it was recorded in.
     pub pass: u32,
@@ -252,7 +254,7 @@ pub struct RegionRow {
     pub end_tid: u32,
     /// Push/pop level from 0, else -1.
     pub depth: i32,
-    /// The enclosing push/pop range (row id; index in [`pair`]'s output).
+    /// The enclosing push/pop range (row id; index in `pair`'s output).
     pub parent: Option<i64>,
     /// The application's range id, 0 for none.
     pub roctx_id: u64,
