@@ -275,6 +275,100 @@ pub struct Unmatched {
     pub per_pass: Vec<(u32, u64, u64)>,
 }
 
+/// One kernel's line of the `rtl_top` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTime {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total kernel time, ns.
+    pub total_ns: u64,
+    /// Average kernel time, ns.
+    pub average_ns: f64,
+    /// Share of all kernel time, percent.
+    pub percent: f64,
+}
+
+/// One counter of one kernel in the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCounter {
+    /// Counter name.
+    pub name: String,
+    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
+    pub value: f64,
+    /// Its unit as the catalog gives it, empty for none.
+    pub unit: String,
+}
+
+/// One GPU's line of the `rtl_busy` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentBusy {
+    /// KFD node id.
+    pub agent: u32,
+    /// gfx name ('' when unknown).
+    pub name: String,
+    /// Dispatches.
+    pub dispatches: u64,
+    /// Sum of kernel times, ns.
+    pub busy_ns: u64,
+    /// Busy time over the span from the first start to the last end, percent.
+    pub busy_percent: f64,
+}
+
+/// The upper bounds of the idle-gap buckets, ns; the last bucket holds every longer gap.
+pub const GAP_BOUNDS_NS: [u64; 7] = [
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The idle gaps between the dispatches of one GPU, counted per bucket of [`GAP_BOUNDS_NS`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleGaps {
+    /// Gaps per bucket, shortest first.
+    pub counts: [u64; 8],
+}
+
+impl IdleGaps {
+    /// Counts one gap of `ns`.
+    pub fn add(&mut self, ns: u64) {
+        let bucket = GAP_BOUNDS_NS
+            .iter()
+            .position(|&bound| ns < bound)
+            .unwrap_or(GAP_BOUNDS_NS.len());
+        self.counts[bucket] += 1;
+    }
+
+    /// Both sets of gaps together.
+    pub fn merge(&mut self, other: &IdleGaps) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// What the summary reads of a stored profile: the narrow interface between the store and the
+/// summary, which thus knows nothing of how the profile is stored.
+pub trait SummarySource {
+    /// Why a read failed.
+    type Error;
+    /// Every kernel with its merged dispatches' times, by total time, longest first.
+    fn kernel_times(&self) -> Result<Vec<KernelTime>, Self::Error>;
+    /// The counters of `kernel` over its merged dispatches, in the profile's counter order.
+    fn kernel_counters(&self, kernel: &str) -> Result<Vec<KernelCounter>, Self::Error>;
+    /// Each GPU's busy time, by KFD node.
+    fn busy(&self) -> Result<Vec<AgentBusy>, Self::Error>;
+    /// Each GPU's idle gaps, by KFD node.
+    fn idle_gaps(&self) -> Vec<(u32, IdleGaps)>;
+    /// The summary's lines about roctx regions and their misuse.
+    fn region_lines(&self) -> Result<Vec<String>, Self::Error>;
+}
+
 /// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
 pub const MISSING: &str = "None";
 

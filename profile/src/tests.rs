@@ -9,10 +9,11 @@ use crate::files::write_counter_collection;
 use crate::files::write_merged_files;
 use crate::files::{Formats, OutputError};
 use crate::model::{Agent, Counter, Dispatch};
-use crate::store::database::{AgentBusy, Database, KernelTime};
+use crate::model::{AgentBusy, KernelTime};
+use crate::store::database::Database;
 
 /// The names and values of a kernel's counters.
-fn named_values(counters: Vec<crate::store::database::KernelCounter>) -> Vec<(String, f64)> {
+fn named_values(counters: Vec<crate::model::KernelCounter>) -> Vec<(String, f64)> {
     counters.into_iter().map(|c| (c.name, c.value)).collect()
 }
 

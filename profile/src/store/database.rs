@@ -39,12 +39,12 @@ use crate::fast_map::FastMap;
 use crate::files::atomic::temporary_path;
 use crate::join::PassMatch;
 use crate::model::{
-    push_integer_bytes, Agent, Counter, CounterInfo, Dispatch, KernelStats, ProfileFacts, RunInfo,
-    Unmatched,
+    push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps, KernelCounter,
+    KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
 };
 use crate::store::estimates::Sampled;
 use crate::store::rocpd::{self, FirstRows};
-use crate::store::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
+use crate::store::totals::{Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -364,21 +364,6 @@ const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
   k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order, k.symbol_id";
 
-/// One kernel's line of the `rtl_top` view.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelTime {
-    /// Kernel name.
-    pub kernel: String,
-    /// Dispatches.
-    pub calls: u64,
-    /// Total kernel time, ns.
-    pub total_ns: u64,
-    /// Average kernel time, ns.
-    pub average_ns: f64,
-    /// Share of all kernel time, percent.
-    pub percent: f64,
-}
-
 /// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
 /// the kernel's dispatches (see [`Database::add_kernel_derived`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -393,32 +378,6 @@ pub struct KernelDerived {
     pub value: f64,
     /// The dispatches whose inputs were summed.
     pub dispatches: u64,
-}
-
-/// One counter of one kernel in the summary.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelCounter {
-    /// Counter name.
-    pub name: String,
-    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
-    pub value: f64,
-    /// Its unit as the catalog gives it, empty for none.
-    pub unit: String,
-}
-
-/// One GPU's line of the `rtl_busy` view.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentBusy {
-    /// KFD node id.
-    pub agent: u32,
-    /// gfx name ('' when unknown).
-    pub name: String,
-    /// Dispatches.
-    pub dispatches: u64,
-    /// Sum of kernel times, ns.
-    pub busy_ns: u64,
-    /// Busy time over the span from the first start to the last end, percent.
-    pub busy_percent: f64,
 }
 
 /// A dispatch's lane: the run of launches its occurrence is counted in, per input source,

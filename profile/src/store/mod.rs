@@ -8,3 +8,30 @@ pub mod estimates;
 pub mod regions;
 pub mod rocpd;
 pub mod totals;
+
+use crate::model::{AgentBusy, IdleGaps, KernelCounter, KernelTime, SummarySource};
+use database::{Database, DatabaseError};
+
+impl SummarySource for Database {
+    type Error = DatabaseError;
+
+    fn kernel_times(&self) -> Result<Vec<KernelTime>, DatabaseError> {
+        self.top(usize::MAX)
+    }
+
+    fn kernel_counters(&self, kernel: &str) -> Result<Vec<KernelCounter>, DatabaseError> {
+        Database::kernel_counters(self, kernel)
+    }
+
+    fn busy(&self) -> Result<Vec<AgentBusy>, DatabaseError> {
+        Database::busy(self)
+    }
+
+    fn idle_gaps(&self) -> Vec<(u32, IdleGaps)> {
+        Database::idle_gaps(self)
+    }
+
+    fn region_lines(&self) -> Result<Vec<String>, DatabaseError> {
+        regions::summary_lines(self)
+    }
+}
