@@ -42,8 +42,8 @@ use crate::model::{
     push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps, KernelCounter,
     KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
 };
-use crate::store::estimates::Sampled;
 use crate::store::rocpd::{self, FirstRows};
+use crate::store::sampled::Sampled;
 use crate::store::totals::{Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
