@@ -369,6 +369,15 @@ pub trait SummarySource {
     fn region_lines(&self) -> Result<Vec<String>, Self::Error>;
 }
 
+/// The columns `results.csv` adds for counters estimated rather than measured in some
+/// dispatches: the narrow interface between the estimates and the CSV writer.
+pub trait EstimateColumns {
+    /// The names of the columns, after `EndNs`.
+    fn columns(&self) -> Vec<String>;
+    /// Appends the fields of those columns for `d`, each after a comma.
+    fn push_fields(&self, line: &mut String, d: &Dispatch);
+}
+
 /// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
 pub const MISSING: &str = "None";
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 use crate::fast_map::FastMap;
 use crate::files::atomic::AtomicFile;
 use crate::model::{
-    push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch, KernelStats,
-    MISSING,
+    push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
+    EstimateColumns, KernelStats, MISSING,
 };
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
@@ -477,19 +477,19 @@ pub struct ResultsWriter {
     counters: Vec<String>,
     index: u64,
     line: String,
-    estimates: crate::store::estimates::PerDispatch,
+    estimates: Box<dyn EstimateColumns + Send>,
 }
 
 impl ResultsWriter {
     /// Starts `path` with the counter columns `counters` (in this order), and after `EndNs` the
-    /// columns of counters `estimates` has for unmeasured dispatches.
+    /// columns `estimates` gives for unmeasured dispatches.
     pub fn create(
         path: &Path,
         counters: &[String],
-        estimates: &crate::store::estimates::Estimates,
+        estimates: Box<dyn EstimateColumns + Send>,
     ) -> io::Result<ResultsWriter> {
         let mut out = AtomicFile::create(path)?;
-        let extra = estimates.csv_columns();
+        let extra = estimates.columns();
         let header: Vec<&str> = RESULTS_LEADING_COLUMNS
             .iter()
             .copied()
@@ -503,7 +503,7 @@ impl ResultsWriter {
             counters: counters.to_vec(),
             index: 0,
             line: String::new(),
-            estimates: estimates.per_dispatch(),
+            estimates,
         })
     }
 
@@ -544,7 +544,7 @@ impl ResultsWriter {
             }
         }
         push_fields(line, &[d.start_ns, d.end_ns]);
-        self.estimates.push_csv_fields(line, d);
+        self.estimates.push_fields(line, d);
         line.push('\n');
         self.out.write_all(line.as_bytes())?;
         self.index += 1;

@@ -141,7 +141,7 @@ pub fn write_merged_files_with(
         true => Some(ResultsWriter::create(
             &dir.join(format!("{base}.csv")),
             &counters,
-            estimates,
+            Box::new(estimates.per_dispatch()),
         )?),
         false => None,
     };

@@ -25,7 +25,7 @@ use rusqlite::Connection;
 use serde_json::{json, Value};
 
 use crate::fast_map::FastMap;
-use crate::model::{push_value, Dispatch};
+use crate::model::{push_value, Dispatch, EstimateColumns};
 use crate::store::database::{Database, DatabaseError, PMC_BITS};
 use crate::store::sampled::{Cell, CounterRanges, Moments, Range, Sampled, StratumKey};
 
@@ -463,16 +463,7 @@ impl Estimates {
         })
     }
 
-    /// The names of the extra `results.csv` columns: `<COUNTER>_estimate` and
-    /// `<COUNTER>_error` for every counter not measured on every dispatch of some stratum.
-    pub fn csv_columns(&self) -> Vec<String> {
-        self.sampled_counters()
-            .iter()
-            .flat_map(|c| [format!("{c}_estimate"), format!("{c}_error")])
-            .collect()
-    }
-
-    /// What [`Estimates::push_csv_fields`] needs, by stratum and counter.
+    /// The extra `results.csv` columns, by stratum and counter.
     pub fn per_dispatch(&self) -> PerDispatch {
         let counters: Vec<String> = self
             .sampled_counters()
@@ -656,11 +647,20 @@ pub struct PerDispatch {
     arch_of: HashMap<u32, String>,
 }
 
-impl PerDispatch {
+impl EstimateColumns for PerDispatch {
+    /// `<COUNTER>_estimate` and `<COUNTER>_error` for every counter not measured on every
+    /// dispatch of some stratum.
+    fn columns(&self) -> Vec<String> {
+        self.counters
+            .iter()
+            .flat_map(|c| [format!("{c}_estimate"), format!("{c}_error")])
+            .collect()
+    }
+
     /// Appends `,estimate,error` for each column counter of `d`: the measured value and 0 where
     /// it was measured; else the stratum's mean and the spread of one dispatch about it
     /// (`s·sqrt(1 + 1/n)`), or `None` where no dispatch of the stratum measured it.
-    pub fn push_csv_fields(&self, line: &mut String, d: &Dispatch) {
+    fn push_fields(&self, line: &mut String, d: &Dispatch) {
         let stratum = Stratum::of(d, &self.arch_of);
         for name in &self.counters {
             line.push(',');
