@@ -1,5 +1,7 @@
 //! The files of a profile written from its database: a pass's `counter_collection.csv` and the
-//! merged `results.*`.
+//! merged `results.*`. The writers ([`csv`], [`json`], [`perfetto`], [`summary`]) import only the
+//! model ([`crate::model`]) and write each file atomically ([`atomic`]); this module reads the
+//! store and hands them what they write.
 
 pub mod atomic;
 pub mod csv;
