@@ -26,12 +26,10 @@ use serde_json::{json, Map, Value};
 
 use rtl_pmc_counters::Dimension;
 
-use super::atomic::AtomicFile;
-use super::csv::{agent_info_value, AGENT_INFO_COLUMNS};
-use super::database::ProfileFacts;
-use super::fast_map::FastMap;
-use super::model::{Agent, Dispatch};
-use super::rocpd::Node;
+use crate::agent_info::agents_json;
+use crate::fast_map::FastMap;
+use crate::files::atomic::AtomicFile;
+use crate::model::{Agent, Dispatch, Node, ProfileFacts};
 
 /// The version of rtl-pmc's additions under `"rtl-pmc"`.
 pub const JSON_VERSION: u32 = 2;
@@ -54,9 +52,6 @@ const DISPATCH_INFO_SIZE: u64 = 72;
 /// (the dispatch completed).
 const KERNEL_DISPATCH_KIND: u32 = 11;
 const KERNEL_DISPATCH_COMPLETE: u32 = 2;
-
-/// `sizeof(rocprofiler_agent_t)`, which rocprofv3 writes as each agent's `size`.
-const AGENT_SIZE: u64 = 312;
 
 /// `sizeof` of rocprofiler-sdk's kernel symbol record, each symbol's `size`.
 const KERNEL_SYMBOL_SIZE: u64 = 88;
@@ -94,138 +89,6 @@ const DEFAULT_HOST_FUNCTION: &str = "{\"size\":0,\"host_function_id\":0,\"kernel
     \"grid_dims\":{\"x\":0,\"y\":0,\"z\":0},\"workgroup_size\":0,\
     \"formatted_host_function_name\":\"\",\"demangled_host_function_name\":\"\",\
     \"truncated_host_function_name\":\"\"}";
-
-/// The bit fields of KFD's `HSA_CAPABILITY` that rocprofv3 writes, low bits first, with their
-/// widths.
-const CAPABILITY_BITS: [(&str, u32); 23] = [
-    ("HotPluggable", 1),
-    ("HSAMMUPresent", 1),
-    ("SharedWithGraphics", 1),
-    ("QueueSizePowerOfTwo", 1),
-    ("QueueSize32bit", 1),
-    ("QueueIdleEvent", 1),
-    ("VALimit", 1),
-    ("WatchPointsSupported", 1),
-    ("WatchPointsTotalBits", 4),
-    ("DoorbellType", 2),
-    ("AQLQueueDoubleMap", 1),
-    ("DebugTrapSupported", 1),
-    ("WaveLaunchTrapOverrideSupported", 1),
-    ("WaveLaunchModeSupported", 1),
-    ("PreciseMemoryOperationsSupported", 1),
-    ("DEPRECATED_SRAM_EDCSupport", 1),
-    ("Mem_EDCSupport", 1),
-    ("RASEventNotify", 1),
-    ("ASICRevision", 4),
-    ("SRAM_EDCSupport", 1),
-    ("SVMAPISupported", 1),
-    ("CoherentHostAccess", 1),
-    ("DebugSupportedFirmware", 1),
-];
-
-/// KFD's engine versions: `fw_version` (`uCode`, `Major`, `Minor`, `Stepping`) and
-/// `sdma_fw_version` (`uCodeSDMA`, `uCodeRes`), low bits first.
-const FW_VERSION_BITS: [(&str, u32); 4] =
-    [("uCode", 10), ("Major", 6), ("Minor", 8), ("Stepping", 8)];
-const SDMA_FW_VERSION_BITS: [(&str, u32); 2] = [("uCodeSDMA", 10), ("uCodeRes", 10)];
-
-/// `value`'s bit fields named by `fields`, low bits first.
-fn bit_fields(value: u64, fields: &[(&str, u32)]) -> Value {
-    let mut shift = 0;
-    let mut out = Map::new();
-    for &(name, width) in fields {
-        out.insert(name.into(), json!((value >> shift) & ((1 << width) - 1)));
-        shift += width;
-    }
-    Value::Object(out)
-}
-
-/// An agent as rocprofv3 writes it: rocprofiler-sdk's `rocprofiler_agent_t` fields, with the
-/// values `agent_info.csv` has, KFD's bit fields named, and the node's unique id as the UUID's
-/// bytes. `type` is 1 for a CPU, 2 for a GPU; `id.handle` is the KFD node id.
-fn agent_json(a: &Agent, cpu: bool, type_index: usize) -> Value {
-    let column = |name: &str| -> u64 {
-        let (column, property) = AGENT_INFO_COLUMNS
-            .iter()
-            .find(|(c, _)| *c == name)
-            .copied()
-            .unwrap_or((name, ""));
-        agent_info_value(column, property, a, cpu)
-            .parse()
-            .unwrap_or(0)
-    };
-    let mut fields = Map::new();
-    fields.insert("size".into(), json!(AGENT_SIZE));
-    fields.insert("id".into(), json!({ "handle": a.node_id }));
-    fields.insert("type".into(), json!(if cpu { 1 } else { 2 }));
-    for property in [
-        "cpu_cores_count",
-        "simd_count",
-        "mem_banks_count",
-        "caches_count",
-        "io_links_count",
-    ] {
-        fields.insert(property.into(), json!(a.property(property)));
-    }
-    for (name, _) in AGENT_INFO_COLUMNS {
-        let key = name.to_ascii_lowercase();
-        let value = match name {
-            "Node_Id" | "Logical_Node_Id" | "Agent_Type" | "Cpu_Cores_Count" | "Simd_Count" => {
-                continue
-            }
-            "Name" | "Vendor_Name" | "Product_Name" | "Model_Name" => {
-                json!(agent_info_value(name, "", a, cpu))
-            }
-            "Sdma_Fw_Version" => bit_fields(column(name), &SDMA_FW_VERSION_BITS),
-            "Fw_Version" => bit_fields(column(name), &FW_VERSION_BITS),
-            "Capability" => bit_fields(column(name), &CAPABILITY_BITS),
-            _ if name.starts_with("Workgroup_Max_Dim_") || name.starts_with("Grid_Max_Dim_") => {
-                let (object, axis) = key.rsplit_once('_').unwrap_or((&key, ""));
-                let entry = fields.entry(object).or_insert_with(|| json!({}));
-                entry[axis] = json!(column(name));
-                continue;
-            }
-            _ => json!(column(name)),
-        };
-        fields.insert(key, value);
-    }
-    fields.insert("node_id".into(), json!(a.node_id));
-    fields.insert("logical_node_id".into(), json!(a.node_id));
-    fields.insert("logical_node_type_id".into(), json!(type_index));
-    let unique_id = a.property("unique_id").to_le_bytes();
-    let bytes: Map<String, Value> = (0..16)
-        .map(|i| {
-            (
-                format!("value{i}"),
-                json!(unique_id.get(i).copied().unwrap_or(0)),
-            )
-        })
-        .collect();
-    fields.insert("uuid".into(), json!({ "bytes": bytes }));
-    // rocprofiler-sdk's index among GPUs, -1 for a CPU.
-    let gpu_index = if cpu { -1 } else { i64::from(a.gpu_index) };
-    fields.insert("gpu_index".into(), json!(gpu_index));
-    Value::Object(fields)
-}
-
-/// Every agent as rocprofv3 writes it (see [`agent_json`]), by KFD node id, in node order.
-pub(super) fn agents_json(gpus: &[Agent], cpus: &[Agent]) -> Vec<(u32, Value)> {
-    let mut sorted: Vec<(&Agent, bool)> = cpus
-        .iter()
-        .map(|a| (a, true))
-        .chain(gpus.iter().map(|a| (a, false)))
-        .collect();
-    sorted.sort_by_key(|(a, _)| a.node_id);
-    let (mut cpu_index, mut gpu_index) = (0, 0);
-    sorted
-        .iter()
-        .map(|&(a, cpu)| {
-            let index = if cpu { &mut cpu_index } else { &mut gpu_index };
-            *index += 1;
-            (a.node_id, agent_json(a, cpu, *index - 1))
-        })
-        .collect()
-}
 
 /// The dimensions of a counter listed as `DIMENSION_XCC[0:7] DIMENSION_SHADER_ENGINE[0:3]`:
 /// each with its first index and its size, in the listing's order (that of the values).

@@ -20,7 +20,7 @@
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
 //!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`).
 //!   This table is not a copy: it is where rtl-pmc stores the values as each pass is written,
-//!   and `rtl_pmc_value` is a view over it (see [`super::database`]);
+//!   and `rtl_pmc_value` is a view over it (see [`crate::store::database`]);
 //! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
 //!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
 //!   dispatch's innermost enclosing range as its `region_name_id`;
@@ -32,20 +32,8 @@
 
 use rusqlite::{params, Connection};
 
-use super::fast_map::FastMap;
-use super::model::Dispatch;
-
-/// What the database says of the run beyond its dispatches.
-#[derive(Debug, Clone, Default)]
-pub struct RunInfo {
-    /// The application's command line.
-    pub command: Vec<String>,
-    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
-    /// `(NAME, value)` pairs.
-    pub environment: Vec<(String, String)>,
-    /// The application processes' parent (rtl-pmc itself), when it is known.
-    pub ppid: Option<u32>,
-}
+use crate::fast_map::FastMap;
+use crate::model::{Dispatch, Node, RunInfo};
 
 /// A run's GUID: a version 7 UUID (milliseconds since the epoch, then random bits).
 pub fn new_guid() -> String {
@@ -293,7 +281,7 @@ const TABLES: &[TableSpec] = &[
 ];
 
 /// The rocpd table that holds the counter values. rtl-pmc stores each value there once, as the
-/// passes are written (see [`super::database`]), rather than copying them at the commit.
+/// passes are written (see [`crate::store::database`]), rather than copying them at the commit.
 pub const VALUES: &str = "pmc_event";
 
 /// The DDL of rocpd table `name` of run `guid`, with table suffix `uuid`, and the unsuffixed
@@ -691,25 +679,6 @@ DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
 DROP TABLE temp.rtl_pmc_agent;
 ";
-
-/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
-#[derive(Debug, Clone, Default)]
-pub struct Node {
-    /// `/etc/machine-id` (the host name when there is none).
-    pub machine_id: String,
-    /// uname's system name.
-    pub system_name: String,
-    /// uname's node name.
-    pub hostname: String,
-    /// uname's release.
-    pub release: String,
-    /// uname's version.
-    pub version: String,
-    /// uname's machine.
-    pub hardware_name: String,
-    /// uname's domain name.
-    pub domain_name: String,
-}
 
 impl Node {
     /// This machine.
