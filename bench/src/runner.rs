@@ -710,35 +710,45 @@ fn run_with_limit(
 
 /// The dispatches a peer's SQLite output in `dir` holds: the rows of `rocpd_kernel_dispatch`
 /// (rocprofiler-sdk's rocpd schema) or else of `rocpd_op` (rocm-trace-lite's) of every `*.db`
-/// file there; none when there is no such table.
+/// file there or in a directory below (rocprofiler-sdk writes under `<hostname>/`); none when
+/// there is no such table.
 fn peer_rows(dir: &Path) -> Recorded {
     let mut recorded = Recorded {
         peer: true,
         ..Recorded::default()
     };
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return recorded;
-    };
-    for path in entries.flatten().map(|e| e.path()) {
-        if path.extension().and_then(|e| e.to_str()) != Some("db") {
-            continue;
-        }
-        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
-        let Ok(db) = rusqlite::Connection::open_with_flags(&path, flags) else {
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for table in ["rocpd_kernel_dispatch", "rocpd_op"] {
-            let count = db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
-                r.get::<_, i64>(0)
-            });
-            if let Ok(n) = count {
-                recorded.dispatches += n.max(0) as u64;
-                recorded.tables += 1;
-                break;
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("db") {
+                count_peer_rows(&path, &mut recorded);
             }
         }
     }
     recorded
+}
+
+/// Adds the dispatches of the SQLite file at `path` (see [`peer_rows`]) to `recorded`.
+fn count_peer_rows(path: &Path, recorded: &mut Recorded) {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let Ok(db) = rusqlite::Connection::open_with_flags(path, flags) else {
+        return;
+    };
+    for table in ["rocpd_kernel_dispatch", "rocpd_op"] {
+        let count = db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+            r.get::<_, i64>(0)
+        });
+        if let Ok(n) = count {
+            recorded.dispatches += n.max(0) as u64;
+            recorded.tables += 1;
+            return;
+        }
+    }
 }
 
 /// Counts the records of every raw record file in `dir`.
