@@ -13,6 +13,7 @@ mod merge;
 mod output;
 mod planning;
 mod replay;
+mod report;
 mod run;
 mod sim_env;
 mod summary;

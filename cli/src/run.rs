@@ -404,6 +404,7 @@ pub fn run(
         .flat_map(|r| r.settings.output_format.iter().copied())
         .collect();
     let formats = formats(&asked);
+    let html = asked.contains(&OutputFormat::Html);
     let library = library_path()?;
     let Some((program, arguments)) = options.app.split_first() else {
         return Err(CliError::input("no application given"));
@@ -819,7 +820,12 @@ pub fn run(
     // The merged files are read from the database while its commit writes rocpd's tables.
     let (db_path, merged) = db
         .commit_while(formats.rocpd, |db| {
-            write_merged_files_with(db, &directory, &base, formats, &estimates)
+            let mut files = write_merged_files_with(db, &directory, &base, formats, &estimates)?;
+            if html {
+                let path = directory.join(format!("{base}.html"));
+                files.push(crate::report::write(db, &path, &estimates)?);
+            }
+            Ok::<_, crate::output::files::OutputError>(files)
         })
         .map_err(output_error)?;
     if !child::interrupted() && finishing.is_none() {

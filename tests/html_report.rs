@@ -1,0 +1,267 @@
+//! `results.html` opened in a real browser: Debian's `chromium` renders the report of the
+//! demo's profile headless; the rendered document holds every kernel and every counter value
+//! of the profile, and the report fetches nothing. A screenshot is left in the test's output
+//! directory.
+
+#[path = "sim_support/mod.rs"]
+mod sim_support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use sim_support::{artifact, read_ground_truth, read_table, sim_env, total};
+
+/// The counters profiled: basic ones compared with the ground truth, and the derived ones the
+/// roofline and the memory chart read.
+const COUNTERS: [&str; 9] = [
+    "SQ_WAVES",
+    "GRBM_COUNT",
+    "SQ_INSTS_VALU_FMA_F32",
+    "SQ_INSTS_VALU_ADD_F32",
+    "SQ_INSTS_VALU_MUL_F32",
+    "FETCH_SIZE",
+    "WRITE_SIZE",
+    "TCC_HIT_sum",
+    "TCC_MISS_sum",
+];
+
+const BASIC: [&str; 5] = [
+    "SQ_WAVES",
+    "GRBM_COUNT",
+    "SQ_INSTS_VALU_FMA_F32",
+    "SQ_INSTS_VALU_ADD_F32",
+    "SQ_INSTS_VALU_MUL_F32",
+];
+
+/// A fresh directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("html-report-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch directory");
+    dir
+}
+
+/// `n` with grouped thousands, as the report prints counts.
+fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Nanoseconds as the report prints durations.
+fn duration(ns: u64) -> String {
+    let ns = ns as f64;
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else if ns < 1e6 {
+        format!("{:.2} us", ns / 1e3)
+    } else if ns < 1e9 {
+        format!("{:.2} ms", ns / 1e6)
+    } else {
+        format!("{:.3} s", ns / 1e9)
+    }
+}
+
+/// Runs Debian's chromium headless on `page` with `extra` arguments (a fresh profile each time)
+/// and returns its standard output.
+fn chromium(dir: &Path, page: &Path, extra: &[String]) -> String {
+    let profile = dir.join(format!("chromium-profile-{}", extra.len()));
+    let _ = std::fs::remove_dir_all(&profile);
+    let output = Command::new("timeout")
+        .arg("120")
+        .arg("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+        ])
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .args(extra)
+        .arg(format!("file://{}", page.display()))
+        .output()
+        .expect("chromium runs (.ci/setup installs Debian's chromium)");
+    assert!(
+        output.status.success(),
+        "chromium failed: {:?}\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("the DOM is UTF-8")
+}
+
+/// The part of `dom` from `start` to the next `end` after it.
+fn between<'a>(dom: &'a str, start: &str, end: &str) -> &'a str {
+    let from = dom
+        .find(start)
+        .unwrap_or_else(|| panic!("no {start} in the rendered report"));
+    let to = dom[from..]
+        .find(end)
+        .unwrap_or_else(|| panic!("no {end} after {start}"));
+    &dom[from..from + to + end.len()]
+}
+
+#[test]
+fn the_demos_report_renders_in_chromium_with_every_kernel_and_value() {
+    let dir = scratch("demo");
+    let out = dir.join("out");
+    let truth_path = dir.join("truth.jsonl");
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .args(["-f", "html", "csv", "--pmc"])
+        .args(COUNTERS)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_GROUND_TRUTH", &truth_path)
+        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", BASIC.join(","))
+        .output()
+        .expect("rtl-pmc starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let page = out.join("results.html");
+    let html = std::fs::read_to_string(&page).expect("results.html written");
+
+    // Self-contained: no script, no stylesheet, image or font to fetch.
+    for reference in [
+        "<script", "<link", "<img", "src=", "@import", "http://", "https://",
+    ] {
+        assert!(!html.contains(reference), "results.html holds {reference}");
+    }
+    assert!(html.split("url(").skip(1).all(|rest| rest.starts_with('#')));
+
+    // Each kernel's totals from results.csv, which the ground truth backs for basic counters.
+    let rows = read_table(&out.join("results.csv"));
+    // The ground truth of the pass whose timestamps the merged rows carry.
+    let times: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r["BeginNs"].clone(), r["EndNs"].clone()))
+        .collect();
+    let truth: Vec<serde_json::Value> = read_ground_truth(&truth_path)
+        .into_iter()
+        .filter(|t| times.contains(&(t["start"].to_string(), t["end"].to_string())))
+        .collect();
+    assert_eq!(rows.len(), truth.len());
+    let mut kernels: BTreeMap<String, (u64, u64, BTreeMap<&str, f64>)> = BTreeMap::new();
+    for row in &rows {
+        let kernel = kernels.entry(row["KernelName"].clone()).or_default();
+        let begin: u64 = row["BeginNs"].parse().unwrap();
+        let end: u64 = row["EndNs"].parse().unwrap();
+        kernel.0 += 1;
+        kernel.1 += end - begin;
+        for counter in COUNTERS {
+            *kernel.2.entry(counter).or_default() += row[counter].parse::<f64>().unwrap();
+        }
+    }
+    for (name, (_, _, values)) in &kernels {
+        for counter in BASIC {
+            let expected: u64 = truth
+                .iter()
+                .filter(|t| t["kernel"].as_str() == Some(name.as_str()))
+                .map(|t| total(t, counter))
+                .sum();
+            assert_eq!(values[counter], expected as f64, "{name} {counter}");
+        }
+    }
+    assert_eq!(kernels.len(), 4);
+
+    let dom = chromium(&dir, &page, &["--dump-dom".to_string()]);
+    let top = between(&dom, "<h2>Top kernels by time</h2>", "</table>");
+    let mut points = 0;
+    for (name, (calls, ns, values)) in &kernels {
+        assert!(
+            top.contains(&format!(">{name}</a>")),
+            "{name} in the top kernels"
+        );
+        let section = between(&dom, &format!(r#"data-kernel="{name}""#), "</section>");
+        assert!(
+            section.contains(&format!(
+                "{} calls · {} total",
+                grouped(*calls),
+                duration(*ns)
+            )),
+            "{section}"
+        );
+        for counter in COUNTERS {
+            let v = values[counter];
+            assert!(v.fract() == 0.0 && v < 1e6, "{name} {counter} = {v}");
+            let row = between(
+                section,
+                &format!(r#"<tr data-counter="{counter}">"#),
+                "</tr>",
+            );
+            assert_eq!(
+                row,
+                format!(
+                    r#"<tr data-counter="{counter}"><td class="name">{counter}</td><td class="num">{}</td><td class="muted">measured</td></tr>"#,
+                    grouped(v as u64)
+                ),
+                "{name}"
+            );
+        }
+        // The memory chart shows the L2 cache's counters and hit rate.
+        let hits = values["TCC_HIT_sum"];
+        let all = hits + values["TCC_MISS_sum"];
+        assert!(section.contains(&format!("TCC_HIT: {}", grouped(hits as u64))));
+        if all > 0.0 {
+            assert!(section.contains("hit rate: "), "{section}");
+        }
+        // A roofline point where the kernel did floating-point work and moved bytes.
+        let operations = 128.0 * values["SQ_INSTS_VALU_FMA_F32"]
+            + 64.0 * (values["SQ_INSTS_VALU_ADD_F32"] + values["SQ_INSTS_VALU_MUL_F32"]);
+        let bytes = 1024.0 * (values["FETCH_SIZE"] + values["WRITE_SIZE"]);
+        if operations > 0.0 && bytes > 0.0 {
+            points += 1;
+            assert!(
+                dom.contains(&format!("<title>{name}: ")),
+                "{name} has a roofline point"
+            );
+        }
+    }
+    assert_eq!(dom.matches(r#"<g class="point">"#).count(), points);
+    assert!(points > 0);
+    for ceiling in [
+        "MFMA FP16 1.31 PFLOP/s",
+        "FP32 163 TFLOP/s",
+        "FP64 81.7 TFLOP/s",
+        "HBM 5.30 TB/s",
+        "L2 34.4 TB/s",
+        "LDS 81.7 TB/s",
+    ] {
+        assert!(dom.contains(ceiling), "the roofline's {ceiling} ceiling");
+    }
+
+    // What a laptop screen shows first, and the whole report.
+    let shots = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("html-report-screenshots");
+    let _ = std::fs::create_dir_all(&shots);
+    for (file, size) in [("laptop.png", "1440,900"), ("full.png", "1440,2600")] {
+        let shot = shots.join(file);
+        let _ = std::fs::remove_file(&shot);
+        chromium(
+            &dir,
+            &page,
+            &[
+                format!("--screenshot={}", shot.display()),
+                format!("--window-size={size}"),
+            ],
+        );
+        let png = std::fs::read(&shot).expect("a screenshot");
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{file}");
+    }
+}
