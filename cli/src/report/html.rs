@@ -40,9 +40,9 @@ svg .ceiling-label { font-size: 11px; fill: #333; }
 svg .point circle { fill-opacity: .75; stroke: #fff; stroke-width: 1; }
 svg .point-label { font-size: 12px; fill: var(--ink); }
 svg .box { fill: #f3f6fb; stroke: #9aa6b8; rx: 6; }
-svg .box-title { font-size: 13px; font-weight: 600; fill: var(--ink); }
-svg .box-line { font-size: 11.5px; fill: var(--ink); }
-svg .box-empty { font-size: 11.5px; fill: var(--muted); font-style: italic; }
+svg .box-title { font-size: 14px; font-weight: 600; fill: var(--ink); }
+svg .box-line { font-size: 12.5px; fill: var(--ink); }
+svg .box-empty { font-size: 12.5px; fill: var(--muted); font-style: italic; }
 svg .arrow { stroke: #8893a5; stroke-width: 2; marker-end: url(#head); }
 ";
 
@@ -389,7 +389,7 @@ fn memory_chart(out: &mut String, kernel: &Kernel) {
                 out,
                 r#"<text class="box-line" x="{}" y="{}"><title>{name}</title>{}: {}{estimate}</text>"#,
                 x + 8.0,
-                y + 40.0 + 16.0 * line as f64,
+                y + 42.0 + 17.0 * line as f64,
                 escape(label),
                 escape(&value(c.value, &c.unit))
             );
@@ -406,7 +406,7 @@ fn memory_chart(out: &mut String, kernel: &Kernel) {
                         out,
                         r#"<text class="box-line" x="{}" y="{}">hit rate: {}%</text>"#,
                         x + 8.0,
-                        y + 40.0 + 16.0 * line as f64,
+                        y + 42.0 + 17.0 * line as f64,
                         value(100.0 * hit.value / all, "")
                     );
                     line += 1;
@@ -430,12 +430,13 @@ fn kernel_section(out: &mut String, index: usize, kernel: &Kernel, gpu: Option<&
     let peaks = gpu.map(|g| g.peaks.clone()).unwrap_or_default();
     let _ = write!(
         out,
-        r#"<section class="card kernel" id="kernel-{}" data-kernel="{}"><h3><span class="swatch" style="background:{}"></span>{}</h3><p class="muted">{} calls · {} total · {} average · {:.1}% of the time</p><div class="grid2"><div>"#,
+        r#"<section class="card kernel" id="kernel-{}" data-kernel="{}"><h3><span class="swatch" style="background:{}"></span>{}</h3><p class="muted">{} call{} · {} total · {} average · {:.1}% of the time</p><div class="grid2"><div>"#,
         index + 1,
         escape(&kernel.name),
         PALETTE[index % PALETTE.len()],
         escape(&kernel.name),
         grouped(kernel.calls),
+        if kernel.calls == 1 { "" } else { "s" },
         duration(kernel.total_ns as f64),
         duration(kernel.average_ns),
         kernel.percent
@@ -503,5 +504,55 @@ mod tests {
         assert_eq!(si(1.0, ""), "1");
         assert_eq!(short_name("short"), "short");
         assert_eq!(short_name(&"x".repeat(60)).chars().count(), 46);
+    }
+
+    #[test]
+    fn estimated_values_show_their_interval_and_names_stay_text() {
+        use crate::report::{CounterValue, Kernel, Report, Uncertainty};
+        let counter = |name: &str, value: f64, estimate: Option<Uncertainty>| CounterValue {
+            name: name.into(),
+            value,
+            unit: String::new(),
+            estimate,
+        };
+        let report = Report {
+            command: "./app --n <4>".into(),
+            gpus: Vec::new(),
+            kernels: vec![Kernel {
+                name: "void k<float>(float*)".into(),
+                calls: 8,
+                total_ns: 12_000,
+                average_ns: 1_500.0,
+                percent: 100.0,
+                counters: vec![
+                    counter("SQ_WAVES", 512.0, None),
+                    counter(
+                        "SQ_INSTS_VALU_FMA_F32",
+                        1200.0,
+                        Some(Uncertainty {
+                            half_interval: Some(300.0),
+                            sampled: 3,
+                            dispatches: 8,
+                            reliable: false,
+                        }),
+                    ),
+                ],
+            }],
+        };
+        let html = render(&report);
+        assert!(html.contains(
+            r#"<tr data-counter="SQ_INSTS_VALU_FMA_F32"><td class="name">SQ_INSTS_VALU_FMA_F32</td><td class="num estimate">1,200 ± 300</td><td class="estimate">estimated from 3 of 8 dispatches (95% interval), unreliable</td></tr>"#
+        ));
+        assert!(html.contains(
+            r#"<tr data-counter="SQ_WAVES"><td class="name">SQ_WAVES</td><td class="num">512</td><td class="muted">measured</td></tr>"#
+        ));
+        assert!(html.contains("void k&lt;float&gt;(float*)"));
+        assert!(html.contains("<code>./app --n &lt;4&gt;</code>"));
+        assert!(html.contains("8 calls · 12.00 us total · 1.50 us average"));
+        assert!(html.contains("The profile names no GPU."));
+        assert!(html.contains(
+            "FP32 vector<span class=\"estimate\"> ≥ (lacks SQ_INSTS_VALU_ADD_F32, SQ_INSTS_VALU_MUL_F32, SQ_INSTS_VALU_TRANS_F32) ≈ (estimated inputs)</span>"
+        ));
+        assert!(!html.contains("<k"));
     }
 }
