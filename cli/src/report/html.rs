@@ -378,9 +378,12 @@ fn memory_chart(out: &mut String, kernel: &Kernel) {
             let Some(c) = kernel.counter(name) else {
                 continue;
             };
-            let label = name
-                .trim_end_matches("_sum")
-                .trim_start_matches("SQ_INSTS_");
+            // The box names the block: labels drop its prefix.
+            let label = name.trim_end_matches("_sum");
+            let label = ["SQ_INSTS_", "SQ_", "TCP_", "TCC_"]
+                .iter()
+                .find_map(|p| label.strip_prefix(p))
+                .unwrap_or(label);
             let estimate = match c.estimate {
                 Some(_) => " ≈",
                 None => "",
