@@ -241,12 +241,12 @@ fn the_demos_report_renders_in_chromium_with_every_kernel_and_value() {
     assert_eq!(dom.matches(r#"<g class="point">"#).count(), points);
     assert!(points > 0);
     for ceiling in [
-        "MFMA FP16 1.31 PFLOP/s",
-        "FP32 163 TFLOP/s",
-        "FP64 81.7 TFLOP/s",
-        "HBM 5.30 TB/s",
-        "L2 34.4 TB/s",
-        "LDS 81.7 TB/s",
+        "MFMA FP16 1.307 P FLOP/s",
+        "FP32 163.4 T FLOP/s",
+        "FP64 81.72 T FLOP/s",
+        "HBM 5.3 T B/s",
+        "L2 34.41 T B/s",
+        "LDS 81.72 T B/s",
     ] {
         assert!(dom.contains(ceiling), "the roofline's {ceiling} ceiling");
     }

@@ -70,40 +70,6 @@ pub fn short_name(name: &str) -> String {
     }
 }
 
-/// `v` with three significant digits and an SI prefix (`163 TFLOP/s`, `5.30 TB/s`, `0.01`).
-pub fn si(v: f64, unit: &str) -> String {
-    let (scale, prefix) = [
-        (1e18, "E"),
-        (1e15, "P"),
-        (1e12, "T"),
-        (1e9, "G"),
-        (1e6, "M"),
-        (1e3, "k"),
-    ]
-    .into_iter()
-    .find(|(scale, _)| v.abs() >= *scale)
-    .unwrap_or((1.0, ""));
-    let scaled = v / scale;
-    let digits = match scaled.abs() {
-        a if a == 0.0 || a >= 100.0 => 0,
-        a if a >= 10.0 => 1,
-        a if a >= 1.0 => 2,
-        a => (2 - a.log10().floor() as i32).clamp(0, 12) as usize,
-    };
-    let number = format!("{scaled:.digits$}");
-    let number = match number.contains('.') && unit.is_empty() && prefix.is_empty() {
-        true => number
-            .trim_end_matches('0')
-            .trim_end_matches('.')
-            .to_string(),
-        false => number,
-    };
-    match (prefix, unit) {
-        ("", "") => number,
-        _ => format!("{number} {prefix}{unit}"),
-    }
-}
-
 /// A percentage bar of `percent` (clamped to 0–100).
 fn bar(percent: f64) -> String {
     format!(
@@ -177,7 +143,7 @@ fn gpus(out: &mut String, report: &Report) {
         ];
         for (name, peak, unit) in rows {
             let (rate, source) = match peak {
-                Some(peak) => (si(peak.per_second, unit), escape(&peak.source)),
+                Some(peak) => (value(peak.per_second, unit), escape(&peak.source)),
                 None => ("—".into(), "not known for this GPU".into()),
             };
             let _ = write!(
@@ -253,8 +219,8 @@ fn roofline_section(out: &mut String, report: &Report, points: &[Result<Point, S
                 }
                 format!(
                     "{} FLOP/byte, {} ({})",
-                    si(p.intensity, ""),
-                    si(p.flops, "FLOP/s"),
+                    value(p.intensity, ""),
+                    value(p.flops, "FLOP/s"),
                     parts.join("; ")
                 )
             }
@@ -279,8 +245,8 @@ fn speed_of_light_table(out: &mut String, rows: &[Row]) {
         let (shown, peak) = match r.unit {
             "%" => (format!("{}%", value(r.value, "")), "100%".to_string()),
             unit => (
-                si(r.value, unit),
-                r.peak.map_or("—".into(), |p| si(p, unit)),
+                value(r.value, unit),
+                r.peak.map_or("—".into(), |p| value(p, unit)),
             ),
         };
         let percent = r.percent_of_peak();
@@ -494,17 +460,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_escaped_and_numbers_read_well() {
+    fn names_are_escaped_and_shortened() {
         assert_eq!(
             escape(r#"void k<float, 2>(a&b, "c")"#),
             "void k&lt;float, 2&gt;(a&amp;b, &quot;c&quot;)"
         );
-        assert_eq!(si(163.4e12, "FLOP/s"), "163 TFLOP/s");
-        assert_eq!(si(5.3e12, "B/s"), "5.30 TB/s");
-        assert_eq!(si(34.4e12, "B/s"), "34.4 TB/s");
-        assert_eq!(si(0.01, ""), "0.01");
-        assert_eq!(si(1000.0, ""), "1.00 k");
-        assert_eq!(si(1.0, ""), "1");
         assert_eq!(short_name("short"), "short");
         assert_eq!(short_name(&"x".repeat(60)).chars().count(), 46);
     }

@@ -5,9 +5,10 @@
 
 use std::fmt::Write as _;
 
-use super::html::{escape, short_name, si};
+use super::html::{escape, short_name};
 use super::kernel_metrics::Point;
 use super::peaks::Peaks;
+use crate::summary::value;
 
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 540.0;
@@ -102,7 +103,7 @@ pub fn svg(peaks: &Peaks, points: &[Plotted<'_>]) -> String {
             r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{:.1}"/><text class="tick" x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
             HEIGHT - BOTTOM,
             HEIGHT - BOTTOM + 18.0,
-            si(v, "")
+            value(v, "")
         );
     }
     for d in axes.y0 as i32..=axes.y1 as i32 {
@@ -114,7 +115,7 @@ pub fn svg(peaks: &Peaks, points: &[Plotted<'_>]) -> String {
             WIDTH - RIGHT,
             LEFT - 6.0,
             y + 4.0,
-            si(v, "FLOP/s")
+            value(v, "FLOP/s")
         );
     }
     let _ = write!(
@@ -147,7 +148,7 @@ pub fn svg(peaks: &Peaks, points: &[Plotted<'_>]) -> String {
             r#"<line class="ceiling bandwidth" x1="{x1:.1}" y1="{y1:.1}" x2="{x2:.1}" y2="{y2:.1}"/><text class="ceiling-label" transform="translate({:.1},{:.1}) rotate({angle:.1})">{name} {}</text>"#,
             x1 + 0.35 * (x2 - x1),
             y1 + 0.35 * (y2 - y1) - 6.0,
-            si(bytes, "B/s")
+            value(bytes, "B/s")
         );
     }
     // Compute ceilings run flat from where the fastest bandwidth reaches them.
@@ -164,7 +165,7 @@ pub fn svg(peaks: &Peaks, points: &[Plotted<'_>]) -> String {
             WIDTH - RIGHT,
             WIDTH - RIGHT - 4.0,
             y - 5.0,
-            si(rate, "FLOP/s")
+            value(rate, "FLOP/s")
         );
     }
     for (i, p) in points.iter().enumerate() {
@@ -175,8 +176,8 @@ pub fn svg(peaks: &Peaks, points: &[Plotted<'_>]) -> String {
             out,
             r#"<g class="point"><circle cx="{x:.1}" cy="{y:.1}" r="{r:.1}" fill="{colour}"><title>{}: {} FLOP/byte, {}, {:.1}% of the time</title></circle><text class="point-label" x="{:.1}" y="{:.1}">{}</text></g>"#,
             escape(p.name),
-            si(p.point.intensity, ""),
-            si(p.point.flops, "FLOP/s"),
+            value(p.point.intensity, ""),
+            value(p.point.flops, "FLOP/s"),
             p.percent,
             x + r + 3.0,
             y + 4.0 + 14.0 * (i % 3) as f64 - 14.0,
