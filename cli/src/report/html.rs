@@ -23,11 +23,12 @@ th, td { text-align: left; padding: 4px 8px; border-bottom: 1px solid var(--line
 th { font-weight: 600; color: var(--muted); font-size: 12px; text-transform: uppercase; letter-spacing: .03em; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.name { word-break: break-all; }
-.bar { background: #e8ecf3; border-radius: 3px; height: 10px; min-width: 120px; position: relative; }
+.bar { background: #e8ecf3; border-radius: 3px; height: 10px; width: 100%; min-width: 60px; }
 .bar > span { display: block; height: 100%; border-radius: 3px; background: var(--bar); }
 .swatch { display: inline-block; width: 10px; height: 10px; border-radius: 50%; margin-right: 6px; }
 .estimate { color: var(--warn); }
 .grid2 { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 16px; }
+.grid2 > div { min-width: 0; overflow-x: auto; }
 @media (max-width: 1100px) { .grid2 { grid-template-columns: 1fr; } }
 svg { width: 100%; height: auto; font-family: inherit; }
 svg .grid { stroke: #e3e6ec; }
