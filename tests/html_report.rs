@@ -269,3 +269,114 @@ fn the_demos_report_renders_in_chromium_with_every_kernel_and_value() {
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{file}");
     }
 }
+
+/// A number as the report prints it (`40,320`, `87.35`, `1.235 M`), read back.
+fn shown_number(text: &str) -> f64 {
+    let mut parts = text.split(' ');
+    let number: f64 = parts
+        .next()
+        .unwrap()
+        .replace(',', "")
+        .parse()
+        .unwrap_or_else(|_| panic!("{text} is not a number"));
+    let scale = match parts.next() {
+        None => 1.0,
+        Some("M") => 1e6,
+        Some("G") => 1e9,
+        Some("T") => 1e12,
+        Some("P") => 1e15,
+        Some(other) => panic!("unit {other} in {text}"),
+    };
+    number * scale
+}
+
+/// Two counter groups rotating every 3 dispatches over the demo's 4 kernels, 6 iterations:
+/// every kernel's counters are estimated from some of its dispatches. The rendered report shows
+/// each estimate as its total ± half its 95% interval (to the 4 digits printed), with the
+/// dispatches measured and whether it is reliable, as `results.db`'s `rtl_estimate` has them.
+#[test]
+fn estimated_counters_show_their_interval_in_the_rendered_report() {
+    let dir = scratch("estimates");
+    let out = dir.join("out");
+    let input = dir.join("groups.yaml");
+    std::fs::write(
+        &input,
+        "jobs:\n  - pmc_groups: [[SQ_WAVES], [SQ_INSTS_VALU]]\n    pmc_group_interval: 3\n",
+    )
+    .unwrap();
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(&dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .arg("-i")
+        .arg(&input)
+        .args(["-f", "html", "rocpd", "--"])
+        .arg(artifact("rtl-demo-app"))
+        .args(["--iterations", "6"])
+        .envs(sim_env("gfx942"))
+        .env("RTL_SIM_VARIATION", "5")
+        .output()
+        .expect("rtl-pmc starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
+    let mut stmt = conn
+        .prepare(
+            "SELECT kernel, counter, dispatches, sampled, total, high95, reliable
+             FROM rtl_estimate WHERE method = 'dispatches' ORDER BY kernel, counter",
+        )
+        .unwrap();
+    type Row = (String, String, i64, i64, f64, Option<f64>, bool);
+    let estimates: Vec<Row> = stmt
+        .query_map([], |r| {
+            Ok((
+                r.get(0)?,
+                r.get(1)?,
+                r.get(2)?,
+                r.get(3)?,
+                r.get(4)?,
+                r.get(5)?,
+                r.get(6)?,
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    // 4 kernels × 2 counters, each measured on some but not all of 6 dispatches.
+    assert_eq!(estimates.len(), 8, "{estimates:?}");
+
+    let dom = chromium(&dir, &out.join("results.html"), &["--dump-dom".to_string()]);
+    for (kernel, counter, dispatches, sampled, total, high, reliable) in &estimates {
+        assert!(sampled < dispatches && *sampled > 0);
+        let section = between(&dom, &format!(r#"data-kernel="{kernel}""#), "</section>");
+        let row = between(
+            section,
+            &format!(r#"<tr data-counter="{counter}">"#),
+            "</tr>",
+        );
+        let how = format!(
+            r#"<td class="estimate">estimated from {sampled} of {dispatches} dispatches (95% interval){}</td>"#,
+            if *reliable { "" } else { ", unreliable" }
+        );
+        assert!(row.contains(&how), "{row}\n{how}");
+        let cell = between(row, r#"<td class="num estimate">"#, "</td>");
+        let text = &cell[r#"<td class="num estimate">"#.len()..cell.len() - "</td>".len()];
+        let (value, half) = text.split_once(" ± ").unwrap_or_else(|| panic!("{text}"));
+        let close = |shown: f64, exact: f64| (shown - exact).abs() <= 5e-4 * exact.abs() + 0.5;
+        assert!(
+            close(shown_number(value), *total),
+            "{kernel} {counter}: {text} vs {total}"
+        );
+        match high {
+            Some(high) => assert!(
+                close(shown_number(half), high - total),
+                "{kernel} {counter}: {text} vs ± {}",
+                high - total
+            ),
+            None => assert_eq!(half, "?"),
+        }
+    }
+}

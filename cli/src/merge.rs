@@ -364,7 +364,8 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     .map_err(fail)?;
     if asked.contains(&rtl_pmc_cli::args::OutputFormat::Html) {
         let path = args.output_directory.join(format!("{base}.html"));
-        written.push(crate::report::write(&db, &path, &estimates).map_err(fail)?);
+        let report = crate::report::Report::build(&db, &estimates).map_err(|e| fail(e.into()))?;
+        written.push(crate::report::write(&report, &path).map_err(fail)?);
     }
     let unmatched = db.unmatched().map_err(|e| fail(e.into()))?;
     if let Some(warning) = architectures_warning(&db, &args.inputs).map_err(|e| fail(e.into()))? {

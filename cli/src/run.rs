@@ -817,15 +817,15 @@ pub fn run(
         let path = directory.join(format!("{base}_kernel_stats.csv"));
         written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
     }
+    // The report reads the per-kernel totals this handle kept while inserting.
+    let report = match html {
+        true => Some(crate::report::Report::build(&db, &estimates).map_err(output_error)?),
+        false => None,
+    };
     // The merged files are read from the database while its commit writes rocpd's tables.
     let (db_path, merged) = db
         .commit_while(formats.rocpd, |db| {
-            let mut files = write_merged_files_with(db, &directory, &base, formats, &estimates)?;
-            if html {
-                let path = directory.join(format!("{base}.html"));
-                files.push(crate::report::write(db, &path, &estimates)?);
-            }
-            Ok::<_, crate::output::files::OutputError>(files)
+            write_merged_files_with(db, &directory, &base, formats, &estimates)
         })
         .map_err(output_error)?;
     if !child::interrupted() && finishing.is_none() {
@@ -839,6 +839,10 @@ pub fn run(
         );
     }
     written.extend(merged);
+    if let Some(report) = report {
+        let path = directory.join(format!("{base}.html"));
+        written.push(crate::report::write(&report, &path).map_err(output_error)?);
+    }
     written.extend(db_path);
     if any(|s| s.output_config) {
         let path = directory.join(format!("{base}_config.json"));

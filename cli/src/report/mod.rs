@@ -96,7 +96,8 @@ pub struct Report {
 }
 
 impl Report {
-    /// The report of the profile in `db` with its `estimates`.
+    /// The report of the profile in `db` with its `estimates`. `db` must be the handle the
+    /// dispatches were inserted through (it keeps the per-kernel totals).
     pub fn build(db: &Database, estimates: &Estimates) -> Result<Report, DatabaseError> {
         let gpus = db
             .agents()?
@@ -176,10 +177,9 @@ fn estimated(estimates: &Estimates, kernel: &str, counter: &str) -> Option<(f64,
     ))
 }
 
-/// Writes the report of `db` to `path` (complete or not at all).
-pub fn write(db: &Database, path: &Path, estimates: &Estimates) -> Result<PathBuf, OutputError> {
-    let report = Report::build(db, estimates)?;
+/// Writes `report` to `path` (complete or not at all).
+pub fn write(report: &Report, path: &Path) -> Result<PathBuf, OutputError> {
     let mut file = AtomicFile::create(path)?;
-    file.write_all(html::render(&report).as_bytes())?;
+    file.write_all(html::render(report).as_bytes())?;
     Ok(file.commit()?)
 }
