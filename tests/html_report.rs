@@ -69,6 +69,30 @@ fn duration(ns: u64) -> String {
     }
 }
 
+/// Runs `rtl-pmc ARGS -d DIR/out -- rtl-demo-app APP_ARGS` on a simulated MI300X with `env`,
+/// asserts that it succeeded and returns the output directory.
+fn profile(dir: &Path, args: &[&str], app_args: &[&str], env: &[(&str, &str)]) -> PathBuf {
+    let out = dir.join("out");
+    let output = Command::new(artifact("rtl-pmc"))
+        .current_dir(dir)
+        .args(["--arch", "gfx942", "-d"])
+        .arg(&out)
+        .args(args)
+        .arg("--")
+        .arg(artifact("rtl-demo-app"))
+        .args(app_args)
+        .envs(sim_env("gfx942"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("rtl-pmc starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    out
+}
+
 /// Runs Debian's chromium headless on `page` with `extra` arguments (a fresh profile each time)
 /// and returns its standard output.
 fn chromium(dir: &Path, page: &Path, extra: &[String]) -> String {
@@ -115,25 +139,17 @@ fn between<'a>(dom: &'a str, start: &str, end: &str) -> &'a str {
 #[test]
 fn the_demos_report_renders_in_chromium_with_every_kernel_and_value() {
     let dir = scratch("demo");
-    let out = dir.join("out");
     let truth_path = dir.join("truth.jsonl");
-    let output = Command::new(artifact("rtl-pmc"))
-        .current_dir(&dir)
-        .args(["--arch", "gfx942", "-d"])
-        .arg(&out)
-        .args(["-f", "html", "csv", "--pmc"])
-        .args(COUNTERS)
-        .arg("--")
-        .arg(artifact("rtl-demo-app"))
-        .envs(sim_env("gfx942"))
-        .env("RTL_SIM_GROUND_TRUTH", &truth_path)
-        .env("RTL_SIM_GROUND_TRUTH_COUNTERS", BASIC.join(","))
-        .output()
-        .expect("rtl-pmc starts");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let mut args = vec!["-f", "html", "csv", "--pmc"];
+    args.extend(COUNTERS);
+    let out = profile(
+        &dir,
+        &args,
+        &[],
+        &[
+            ("RTL_SIM_GROUND_TRUTH", truth_path.to_str().unwrap()),
+            ("RTL_SIM_GROUND_TRUTH_COUNTERS", &BASIC.join(",")),
+        ],
     );
     let page = out.join("results.html");
     let html = std::fs::read_to_string(&page).expect("results.html written");
@@ -297,30 +313,17 @@ fn shown_number(text: &str) -> f64 {
 #[test]
 fn estimated_counters_show_their_interval_in_the_rendered_report() {
     let dir = scratch("estimates");
-    let out = dir.join("out");
     let input = dir.join("groups.yaml");
     std::fs::write(
         &input,
         "jobs:\n  - pmc_groups: [[SQ_WAVES], [SQ_INSTS_VALU]]\n    pmc_group_interval: 3\n",
     )
     .unwrap();
-    let output = Command::new(artifact("rtl-pmc"))
-        .current_dir(&dir)
-        .args(["--arch", "gfx942", "-d"])
-        .arg(&out)
-        .arg("-i")
-        .arg(&input)
-        .args(["-f", "html", "rocpd", "--"])
-        .arg(artifact("rtl-demo-app"))
-        .args(["--iterations", "6"])
-        .envs(sim_env("gfx942"))
-        .env("RTL_SIM_VARIATION", "5")
-        .output()
-        .expect("rtl-pmc starts");
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
+    let out = profile(
+        &dir,
+        &["-i", input.to_str().unwrap(), "-f", "html", "rocpd"],
+        &["--iterations", "6"],
+        &[("RTL_SIM_VARIATION", "5")],
     );
     let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
     let mut stmt = conn
