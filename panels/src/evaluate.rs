@@ -31,6 +31,10 @@ pub struct Frame {
 pub struct KernelData {
     /// Frames by name: [`MAIN_FRAME`] and level counter names.
     pub frames: HashMap<String, Frame>,
+    /// Whether level metrics read `<LEVEL>_ACCUM` from the main frame (an rtl-pmc profile)
+    /// rather than `SQ_ACCUM_PREV_HIRES` from the level's own frame (a rocprof-compute
+    /// workload, where a level without its file has no values).
+    pub accumulations_in_main: bool,
 }
 
 /// GPU constants by name (`max_sclk`, `cu_per_gpu`, `num_xcd`, `total_l2_chan`, ...).
@@ -299,11 +303,8 @@ impl Context<'_> {
 
     fn frame(&self, level: Option<&str>) -> Option<&Frame> {
         match level {
-            Some(l) => self
-                .data
-                .frames
-                .get(l)
-                .or_else(|| self.data.frames.get(MAIN_FRAME)),
+            Some(_) if self.data.accumulations_in_main => self.data.frames.get(MAIN_FRAME),
+            Some(l) => self.data.frames.get(l),
             None => self.data.frames.get(MAIN_FRAME),
         }
     }
@@ -315,7 +316,7 @@ impl Context<'_> {
         // Without a frame of its own, a level metric reads its level counter's accumulation.
         let renamed;
         let name = match level {
-            Some(l) if name == "SQ_ACCUM_PREV_HIRES" && !self.data.frames.contains_key(l) => {
+            Some(l) if name == "SQ_ACCUM_PREV_HIRES" && self.data.accumulations_in_main => {
                 renamed = format!("{l}_ACCUM");
                 renamed.as_str()
             }
@@ -633,6 +634,7 @@ mod tests {
         };
         KernelData {
             frames: [(MAIN_FRAME.to_string(), frame)].into_iter().collect(),
+            accumulations_in_main: true,
         }
     }
 
