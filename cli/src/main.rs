@@ -5,6 +5,7 @@
 //! counter engine and the planner, and [`run`] runs the application once per pass. Every input
 //! problem is found before anything runs and reported as one line with exit code 2.
 
+mod analyze;
 mod avail;
 mod costs;
 mod gpus;
@@ -32,6 +33,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let result = match argv.get(1).map(String::as_str) {
         Some("merge") => merge::main(&argv[1..]),
+        Some("analyze") => analyze::main(&argv[1..]),
         Some("finish") => finish(&argv[1..]),
         Some("help") => help(&argv[2..]),
         _ => match unsupported::refused_in(argv.get(1..).unwrap_or_default()) {
@@ -432,6 +434,7 @@ fn help(topic: &[String]) -> Result<i32, CliError> {
             Ok(0)
         }
         Some("merge") => merge::main(&["merge".to_string(), "--help".to_string()]),
+        Some("analyze") => analyze::main(&["analyze".to_string(), "--help".to_string()]),
         Some("finish") => finish(&["finish".to_string(), "--help".to_string()]),
         Some(other) => Err(CliError::input(format!(
             "help: no help on '{other}'; try rtl-pmc help, rtl-pmc help merge or rtl-pmc help finish"

@@ -9,7 +9,7 @@ use crate::Error;
 
 #[derive(Parser)]
 #[grammar = "derived.pest"]
-struct ExpressionParser;
+pub(crate) struct ExpressionParser;
 
 /// A binary arithmetic operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,7 +157,7 @@ impl Expr {
     }
 }
 
-fn describe_expected(variant: &pest::error::ErrorVariant<Rule>) -> String {
+pub(crate) fn describe_expected(variant: &pest::error::ErrorVariant<Rule>) -> String {
     match variant {
         pest::error::ErrorVariant::ParsingError { positives, .. } => {
             let mut names: Vec<&str> = positives.iter().filter_map(|r| rule_label(*r)).collect();

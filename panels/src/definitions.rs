@@ -221,7 +221,7 @@ mod tests {
         assert_eq!(flops.cells["unit"], "GFLOP/s");
         assert_eq!(
             flops.cells["peak"],
-            "(((($max_sclk * $cu_per_gpu) * 64) * 2) / 1000)"
+            "$max_sclk * $cu_per_gpu * 64 * 2 / 1000"
         );
     }
 

@@ -20,10 +20,15 @@
 #![deny(missing_docs)]
 
 mod definitions;
+mod evaluate;
 mod selection;
 
 pub use definitions::{
     architectures, load, Column, ColumnKind, Metric, PanelSet, Section, Source, Table, TableStyle,
+};
+pub use evaluate::{
+    evaluate_table, normalize_text, Cell, Constants, EvaluatedTable, Frame, KernelData,
+    Normalization, Row, MAIN_FRAME,
 };
 pub use selection::{counters_for_blocks, BlockId, CounterLayout, CounterNeeds, LevelCounter};
 
