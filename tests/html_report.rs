@@ -383,3 +383,93 @@ fn estimated_counters_show_their_interval_in_the_rendered_report() {
         }
     }
 }
+
+/// `rtl-pmc analyze DIR --html` on a profile of the demo with every vector FLOP counter: the
+/// rendered report holds each kernel, its counters' totals, and its System Speed-of-Light from
+/// the panel definitions with the values `analyze --csv` prints (to the 4 digits shown).
+#[test]
+fn analyze_writes_the_report_with_the_panels_speed_of_light() {
+    let dir = scratch("analyze");
+    let mut args = vec!["-f", "csv", "--pmc"];
+    let flops: Vec<String> = ["F16", "F32", "F64"]
+        .iter()
+        .flat_map(|t| {
+            ["ADD", "MUL", "TRANS", "FMA"]
+                .iter()
+                .map(move |op| format!("SQ_INSTS_VALU_{op}_{t}"))
+        })
+        .collect();
+    args.extend(flops.iter().map(String::as_str));
+    args.extend(["FETCH_SIZE", "WRITE_SIZE"]);
+    let out = profile(&dir, &args, &[], &[]);
+    let page = dir.join("analysis.html");
+    let output = Command::new(artifact("rtl-pmc"))
+        .arg("analyze")
+        .arg(&out)
+        .args(["--block", "2.1", "--csv", "--html"])
+        .arg(&page)
+        .output()
+        .expect("rtl-pmc analyze starts");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let csv = String::from_utf8(output.stdout).unwrap();
+    let cell = |kernel: &str, column: &str| -> f64 {
+        let prefix = format!("{kernel},2.1.0,VALU FLOPs,{column},");
+        csv.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{csv}"))
+            .parse()
+            .unwrap()
+    };
+    let rows = read_table(&out.join("results.csv"));
+    let dom = chromium(&dir, &page, &["--dump-dom".to_string()]);
+    let mut kernels: Vec<&str> = rows.iter().map(|r| r["KernelName"].as_str()).collect();
+    kernels.sort_unstable();
+    kernels.dedup();
+    assert_eq!(kernels.len(), 4);
+    for kernel in kernels {
+        let section = between(&dom, &format!(r#"data-kernel="{kernel}""#), "</section>");
+        for counter in &flops {
+            let total: f64 = rows
+                .iter()
+                .filter(|r| r["KernelName"] == kernel)
+                .map(|r| r[counter.as_str()].parse::<f64>().unwrap())
+                .sum();
+            let row = between(
+                section,
+                &format!(r#"<tr data-counter="{counter}">"#),
+                "</tr>",
+            );
+            assert!(
+                row.contains(&format!(
+                    r#"<td class="num">{}</td>"#,
+                    grouped(total as u64)
+                )),
+                "{kernel} {counter} = {total}: {row}"
+            );
+        }
+        let sol = between(section, r#"<tr data-metric="2.1.0">"#, "</tr>");
+        let numbers: Vec<&str> = sol
+            .split(r#"<td class="num">"#)
+            .skip(1)
+            .map(|c| c.split('<').next().unwrap())
+            .collect();
+        // Avg, Unit, Peak, Pct of Peak.
+        assert_eq!(numbers[1], "GFLOP/s", "{sol}");
+        for (shown, column) in [
+            (numbers[0], "Avg"),
+            (numbers[2], "Peak"),
+            (numbers[3], "Pct of Peak"),
+        ] {
+            let exact = cell(kernel, column);
+            assert!(
+                (shown_number(shown) - exact).abs() <= 5e-4 * exact.abs() + 5e-4,
+                "{kernel} {column}: {shown} vs {exact}"
+            );
+        }
+    }
+    assert_eq!(dom.matches(r#"<g class="point">"#).count(), 4);
+}

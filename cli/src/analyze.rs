@@ -40,6 +40,10 @@ struct AnalyzeArgs {
     /// Print `Kernel,Metric_ID,Metric,Column,Value` rows (values unrounded) instead of tables.
     #[arg(long)]
     csv: bool,
+    /// Also write the HTML report (speed-of-light from the panels, memory chart, roofline) to
+    /// FILE, by default DIR/results.html.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+    html: Option<PathBuf>,
 }
 
 /// A GPU constant and where its value came from.
@@ -176,7 +180,111 @@ pub fn main(argv: &[String]) -> Result<i32, CliError> {
         }
     }
     crate::write_stdout(&out);
+    if let Some(path) = &args.html {
+        let path = match path.as_os_str().is_empty() {
+            true => args.dir.join("results.html"),
+            false => path.clone(),
+        };
+        let report = report_of(&args.dir, &workload, &sets, normalization)?;
+        let written = crate::report::write(&report, &path)
+            .map_err(|e| CliError::input(format!("analyze: --html: {e}")))?;
+        eprintln!("rtl-pmc: wrote {}", written.display());
+    }
     Ok(0)
+}
+
+/// The HTML report of `workload`: each kernel's counters summed over its dispatches and its
+/// System Speed-of-Light (panel 2.1) evaluated from the panel definitions.
+fn report_of(
+    dir: &Path,
+    workload: &Workload,
+    sets: &[&PanelSet],
+    normalization: Normalization,
+) -> Result<crate::report::Report, CliError> {
+    use crate::report::{CounterValue, Gpu, Kernel as ReportKernel, Report};
+    let all: f64 = workload.kernels.iter().map(|k| k.total_ns).sum();
+    let constants_of = |gpu: &GpuInfo| -> Constants {
+        gpu.constants
+            .iter()
+            .map(|c| (c.name.to_string(), c.value))
+            .collect()
+    };
+    let mut kernels = Vec::new();
+    for kernel in &workload.kernels {
+        let gpu = &workload.gpus[kernel.gpu];
+        let catalog = rtl_pmc_counters::Catalog::builtin(&gpu.arch)
+            .map_err(|e| CliError::input(format!("analyze: {}: {e}", dir.display())))?;
+        let mut counters: Vec<CounterValue> = kernel
+            .data
+            .frames
+            .get(MAIN_FRAME)
+            .map(|frame| {
+                frame
+                    .columns
+                    .iter()
+                    .filter_map(|(name, values)| {
+                        let def = catalog.counter(name)?;
+                        Some(CounterValue {
+                            name: name.clone(),
+                            value: values.iter().filter(|v| !v.is_nan()).sum(),
+                            unit: def.unit.clone().unwrap_or_default(),
+                            estimate: None,
+                        })
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        counters.sort_by(|a, b| a.name.cmp(&b.name));
+        let set = sets[kernel.gpu];
+        let panels = match set.table("2.1") {
+            Some(table) => vec![panels::evaluate_table(
+                set,
+                table,
+                &kernel.data,
+                &constants_of(gpu),
+                normalization,
+            )
+            .map_err(|e| CliError::input(format!("analyze: table 2.1: {e}")))?],
+            None => Vec::new(),
+        };
+        kernels.push(ReportKernel {
+            name: kernel.name.clone(),
+            calls: kernel.dispatches as u64,
+            total_ns: kernel.total_ns as u64,
+            average_ns: kernel.total_ns / kernel.dispatches.max(1) as f64,
+            percent: match all > 0.0 {
+                true => 100.0 * kernel.total_ns / all,
+                false => 0.0,
+            },
+            counters,
+            panels,
+        });
+    }
+    kernels.sort_by(|a, b| {
+        b.total_ns
+            .cmp(&a.total_ns)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    let gpus = workload
+        .gpus
+        .iter()
+        .enumerate()
+        .map(|(i, gpu)| Gpu {
+            node: i as u32,
+            arch: gpu.arch.clone(),
+            product: gpu.label.clone(),
+            peaks: crate::report::peaks::Peaks::of_constants(
+                &gpu.arch,
+                &gpu.label,
+                &constants_of(gpu),
+            ),
+        })
+        .collect();
+    Ok(Report {
+        command: format!("rtl-pmc analyze {}", dir.display()),
+        gpus,
+        kernels,
+    })
 }
 
 /// The metric tables the blocks select, in order, with their section id.

@@ -270,6 +270,72 @@ fn speed_of_light_table(out: &mut String, rows: &[Row]) {
     out.push_str("</table>");
 }
 
+/// One of rocprof-compute's panel tables evaluated for a kernel, a bar beside each percentage
+/// of peak.
+fn panel_table(out: &mut String, table: &panels::EvaluatedTable) {
+    let _ = write!(
+        out,
+        r#"<h4>{} <span class="muted">(panel {})</span></h4><table class="panel"><tr>"#,
+        escape(&table.title),
+        escape(&table.id)
+    );
+    for (i, heading) in table.headings.iter().enumerate() {
+        let class = if i == 0 { "" } else { r#" class="num""# };
+        let _ = write!(out, "<th{class}>{}</th>", escape(heading));
+    }
+    let percent_column = table
+        .headings
+        .iter()
+        .skip(1)
+        .position(|h| h == "Pct of Peak");
+    if percent_column.is_some() {
+        out.push_str("<th></th>");
+    }
+    out.push_str("</tr>");
+    for row in &table.rows {
+        let _ = write!(
+            out,
+            r#"<tr data-metric="{}"><td>{}</td>"#,
+            escape(&row.id),
+            escape(&row.name)
+        );
+        for cell in &row.cells {
+            let text = match cell {
+                panels::Cell::Text(t) => escape(t),
+                panels::Cell::Value(Some(v)) => escape(&value(*v, "")),
+                panels::Cell::Value(None) if row.missing.is_empty() => "—".into(),
+                panels::Cell::Value(None) => format!(
+                    r#"<span class="muted" title="lacks {}">—</span>"#,
+                    escape(&row.missing.join(", "))
+                ),
+            };
+            let _ = write!(out, r#"<td class="num">{text}</td>"#);
+        }
+        if let Some(at) = percent_column {
+            let _ = match row.cells.get(at) {
+                Some(panels::Cell::Value(Some(p))) => write!(out, "<td>{}</td>", bar(*p)),
+                _ => write!(out, "<td></td>"),
+            };
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</table>");
+    let mut missing: Vec<&str> = table
+        .rows
+        .iter()
+        .flat_map(|r| r.missing.iter().map(String::as_str))
+        .collect();
+    missing.sort_unstable();
+    missing.dedup();
+    if !missing.is_empty() {
+        let _ = write!(
+            out,
+            r#"<p class="muted">— : the profile lacks {}.</p>"#,
+            escape(&missing.join(", "))
+        );
+    }
+}
+
 /// The boxes of the memory chart: a title and the counters shown in it.
 const MEMORY_BOXES: [(&str, &[&str]); 5] = [
     (
@@ -411,7 +477,10 @@ fn kernel_section(out: &mut String, index: usize, kernel: &Kernel, gpu: Option<&
         duration(kernel.average_ns),
         kernel.percent
     );
-    speed_of_light_table(out, &speed_of_light(kernel, &peaks));
+    match kernel.panels.is_empty() {
+        true => speed_of_light_table(out, &speed_of_light(kernel, &peaks)),
+        false => kernel.panels.iter().for_each(|t| panel_table(out, t)),
+    }
     out.push_str("</div><div>");
     memory_chart(out, kernel);
     out.push_str("</div></div><h4>Counters</h4>");
@@ -488,6 +557,7 @@ mod tests {
                 total_ns: 12_000,
                 average_ns: 1_500.0,
                 percent: 100.0,
+                panels: Vec::new(),
                 counters: vec![
                     counter("SQ_WAVES", 512.0, None),
                     counter(

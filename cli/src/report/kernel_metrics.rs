@@ -205,6 +205,7 @@ mod tests {
             total_ns: 2_000,
             average_ns: 1_000.0,
             percent: 100.0,
+            panels: Vec::new(),
             counters: counters
                 .iter()
                 .map(|&(name, value, unit)| CounterValue {

@@ -75,6 +75,9 @@ pub struct Kernel {
     pub percent: f64,
     /// Counters in the profile's counter order.
     pub counters: Vec<CounterValue>,
+    /// rocprof-compute's panel tables evaluated for this kernel (its speed-of-light), when the
+    /// report comes from `rtl-pmc analyze`.
+    pub panels: Vec<panels::EvaluatedTable>,
 }
 
 impl Kernel {
@@ -131,6 +134,7 @@ impl Report {
                 average_ns: top.average_ns,
                 percent: top.percent,
                 counters,
+                panels: Vec::new(),
             });
         }
         let run = db.run_info()?;

@@ -140,6 +140,39 @@ impl Peaks {
     }
 }
 
+impl Peaks {
+    /// The peaks of a GPU described by rocprof-compute's constants (`cu_per_gpu`, `simd_per_cu`,
+    /// `max_sclk`, `num_xcd`, and for memory `max_mclk` and `num_hbm_channels`, whose
+    /// bandwidth is 32 bytes per channel and memory clock) as `rtl-pmc analyze` reads them.
+    pub fn of_constants(arch: &str, product: &str, constants: &panels::Constants) -> Peaks {
+        let get = |name: &str| constants.get(name).copied().unwrap_or(0.0);
+        let simd_per_cu = get("simd_per_cu").max(1.0);
+        let gpu = Agent {
+            name: arch.into(),
+            product_name: product.into(),
+            properties: vec![
+                (
+                    "simd_count".into(),
+                    (get("cu_per_gpu") * simd_per_cu) as u64,
+                ),
+                ("simd_per_cu".into(), simd_per_cu as u64),
+                ("max_engine_clk_fcompute".into(), get("max_sclk") as u64),
+                ("num_xcc".into(), get("num_xcd") as u64),
+            ],
+            ..Agent::default()
+        };
+        let mut peaks = Peaks::of(&gpu);
+        let (mclk, channels) = (get("max_mclk"), get("num_hbm_channels"));
+        if mclk > 0.0 && channels > 0.0 {
+            peaks.hbm = Some(Peak {
+                per_second: mclk * 1e6 * 32.0 * channels,
+                source: format!("{channels} HBM channels × 32 B per clock at {mclk} MHz"),
+            });
+        }
+        peaks
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +217,27 @@ mod tests {
             p.hbm.unwrap().source,
             "specification of the AMD Instinct MI210"
         );
+    }
+
+    #[test]
+    fn constants_give_the_same_peaks_and_memory_from_its_clock_and_channels() {
+        let constants: panels::Constants = [
+            ("cu_per_gpu", 304.0),
+            ("simd_per_cu", 4.0),
+            ("max_sclk", 2100.0),
+            ("num_xcd", 8.0),
+            ("max_mclk", 1300.0),
+            ("num_hbm_channels", 128.0),
+        ]
+        .into_iter()
+        .map(|(n, v)| (n.to_string(), v))
+        .collect();
+        let p = Peaks::of_constants("gfx942", "", &constants);
+        let q = Peaks::of(&gpu("gfx942", "", 1216, 2100, 8));
+        assert_eq!((&p.fp32, &p.l2, &p.lds), (&q.fp32, &q.l2, &q.lds));
+        let hbm = p.hbm.unwrap();
+        assert_eq!(hbm.per_second, 1300e6 * 32.0 * 128.0);
+        assert_eq!(hbm.source, "128 HBM channels × 32 B per clock at 1300 MHz");
     }
 
     #[test]
