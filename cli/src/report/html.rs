@@ -236,7 +236,7 @@ fn roofline_section(out: &mut String, report: &Report, points: &[Result<Point, S
 
 /// The speed-of-light table of one kernel.
 fn speed_of_light_table(out: &mut String, rows: &[Row]) {
-    out.push_str("<h4>Speed of light</h4>");
+    out.push_str(r#"<h4>Speed of light</h4><p class="muted">Rates over the kernel's time against the GPU's peaks; <code>rtl-pmc analyze DIR --html</code> shows rocprof-compute's System Speed-of-Light panel instead.</p>"#);
     if rows.is_empty() {
         out.push_str(r#"<p class="muted">The profile has no counter for this table (FP32, FP64 and MFMA instruction counters, FETCH_SIZE and WRITE_SIZE, or percentages).</p>"#);
         return;
