@@ -73,8 +73,8 @@ struct Workload {
     kernels: Vec<Kernel>,
 }
 
-/// Runs `rtl-pmc analyze` (`argv[0]` is `analyze`).
-pub fn main(argv: &[String]) -> Result<i32, CliError> {
+/// Runs `rtl-pmc analyze` (`argv[0]` is `analyze`) and returns what it prints.
+pub fn run(argv: &[String]) -> Result<String, CliError> {
     use clap::Parser as _;
     let args = AnalyzeArgs::parse_from(argv);
     let normalization = Normalization::parse(&args.normal_unit).ok_or_else(|| {
@@ -175,8 +175,7 @@ pub fn main(argv: &[String]) -> Result<i32, CliError> {
             }
         }
     }
-    crate::write_stdout(&out);
-    Ok(0)
+    Ok(out)
 }
 
 /// The metric tables the blocks select, in order, with their section id.

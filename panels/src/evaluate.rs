@@ -6,6 +6,7 @@
 //! dispatches without a value, and a metric that names a counter the data lacks has no value.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rtl_pmc_counters::{ArithOp, ChannelIndex, CompareOp, Function, PanelExpr};
 
@@ -130,7 +131,12 @@ struct Context<'a> {
     normalization: Normalization,
     /// Variables evaluated once per kernel.
     variables: std::cell::RefCell<HashMap<String, Val>>,
-    parsed: std::cell::RefCell<HashMap<String, PanelExpr>>,
+}
+
+/// Expressions parsed once per process: the same definitions serve every kernel and table.
+fn parsed_cache() -> &'static Mutex<HashMap<String, Arc<PanelExpr>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<PanelExpr>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
 }
 
 /// Evaluates `table` for one kernel. Expressions that do not parse are reported as errors
@@ -148,17 +154,21 @@ pub fn evaluate_table(
         constants,
         normalization,
         variables: Default::default(),
-        parsed: Default::default(),
     };
     context.table(table)
 }
 
 /// Replaces `normUnit` in a unit or title with the normalisation's words.
 pub fn normalize_text(text: &str, normalization: Normalization) -> String {
+    static UNIT: OnceLock<regex::Regex> = OnceLock::new();
+    let unit = UNIT
+        .get_or_init(|| regex::Regex::new(r"\((\w*)\s+\+\s+\$normUnit\)").expect("unit pattern"));
     let words = normalization.key().replace('_', " ");
-    let text = text.replace("(+ $normUnit)", &words);
+    // "(Req + $normUnit)" is "Req per kernel"; "(per normUnit)" in a title is "(per kernel)".
+    let text = unit.replace_all(text, format!("$1 {words}").as_str());
     let text = text.replace("$normUnit", &words);
-    text.replace("normUnit", &words)
+    text.replace("per normUnit", &words)
+        .replace("normUnit", &words)
 }
 
 const BOX: [(&str, Function, Option<f64>); 5] = [
@@ -226,17 +236,11 @@ impl Context<'_> {
         let level = metric.level.as_deref();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
-            let expr = match wrap {
-                None => expr,
-                Some((f, q)) => {
-                    let mut args = vec![expr];
-                    if let Some(q) = q {
-                        args.push(PanelExpr::Number(q));
-                    }
-                    PanelExpr::Call(f, args)
-                }
-            };
-            Ok::<_, rtl_pmc_counters::Error>(match self.eval(&expr, level, channel) {
+            let result = self.eval(&expr, level, channel).map(|v| match wrap {
+                None => v,
+                Some((f, q)) => call(f, v, q.map(Val::Scalar)),
+            });
+            Ok::<_, rtl_pmc_counters::Error>(match result {
                 Ok(v) => Cell::Value(finite_or_inf(scalar(v))),
                 Err(Failure::Missing(name)) => {
                     if !missing.contains(&name) {
@@ -278,12 +282,16 @@ impl Context<'_> {
         })
     }
 
-    fn parse(&self, metric: &str, text: &str) -> Result<PanelExpr, rtl_pmc_counters::Error> {
-        if let Some(e) = self.parsed.borrow().get(text) {
-            return Ok(e.clone());
+    fn parse(&self, metric: &str, text: &str) -> Result<Arc<PanelExpr>, rtl_pmc_counters::Error> {
+        let cache = parsed_cache();
+        if let Some(e) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(text) {
+            return Ok(Arc::clone(e));
         }
-        let e = PanelExpr::parse(metric, text)?;
-        self.parsed.borrow_mut().insert(text.to_string(), e.clone());
+        let e = Arc::new(PanelExpr::parse(metric, text)?);
+        cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(text.to_string(), Arc::clone(&e));
         Ok(e)
     }
 
@@ -647,7 +655,6 @@ mod tests {
             constants: &constants,
             normalization: Normalization::PerKernel,
             variables: Default::default(),
-            parsed: Default::default(),
         };
         context.scalar_of("t", text, None, None).unwrap()
     }
@@ -667,5 +674,23 @@ mod tests {
         assert_eq!(one("mod(-7, 3)", &d), Some(2.0));
         assert_eq!(one("agg_avg($GRBM_GUI_ACTIVE_PER_XCD)", &d), None);
         assert_eq!(one("agg_max(A) / $num_xcd", &d), Some(1.25));
+    }
+
+    #[test]
+    fn units_and_titles_name_the_normalization() {
+        let n = Normalization::PerWave;
+        assert_eq!(normalize_text("(Req  + $normUnit)", n), "Req per wave");
+        assert_eq!(
+            normalize_text("L2 Requests (per normUnit)", n),
+            "L2 Requests (per wave)"
+        );
+        assert_eq!(
+            normalize_text(
+                "L2-Fabric (128B read requests per normUnit)",
+                Normalization::PerKernel
+            ),
+            "L2-Fabric (128B read requests per kernel)"
+        );
+        assert_eq!(normalize_text("GB/s", n), "GB/s");
     }
 }
