@@ -37,7 +37,8 @@ struct AnalyzeArgs {
     /// Only kernels whose name matches this regular expression.
     #[arg(short = 'k', long = "kernel")]
     kernel: Option<String>,
-    /// Print `Kernel,Metric_ID,Metric,Column,Value` rows (values unrounded) instead of tables.
+    /// Print `Kernel,Metric_ID,Metric,Column,Value,Error` rows (values unrounded; Error for
+    /// values computed from estimated counters) instead of tables.
     #[arg(long)]
     csv: bool,
 }
@@ -118,7 +119,7 @@ pub fn run(argv: &[String]) -> Result<String, CliError> {
     if !args.csv {
         header(&mut out, &args.dir, &workload);
     } else {
-        out.push_str("Kernel,Metric_ID,Metric,Column,Value\n");
+        out.push_str("Kernel,Metric_ID,Metric,Column,Value,Error\n");
     }
     for kernel in &workload.kernels {
         let gpu = &workload.gpus[kernel.gpu];
@@ -273,7 +274,17 @@ fn print_table(out: &mut String, table: &EvaluatedTable, decimal: usize) {
     grid.push(head);
     for row in &table.rows {
         let mut line = vec![row.id.clone(), row.name.clone()];
-        line.extend(row.cells.iter().map(|c| format_cell(c, decimal)));
+        for (cell, error) in row.cells.iter().zip(&row.errors) {
+            let mut text = format_cell(cell, decimal);
+            if let (Some(e), false) = (error, text.is_empty()) {
+                if e.is_nan() {
+                    text.push_str(" ± ?");
+                } else {
+                    let _ = write!(text, " ± {e:.decimal$}");
+                }
+            }
+            line.push(text);
+        }
         grid.push(line);
     }
     let columns = grid.iter().map(Vec::len).max().unwrap_or(0);
@@ -290,7 +301,8 @@ fn print_table(out: &mut String, table: &EvaluatedTable, decimal: usize) {
         for (i, cell) in line.iter().enumerate() {
             let pad = widths[i].saturating_sub(cell.chars().count());
             // Names and labels to the left, values to the right.
-            let numeric = n > 0 && i >= 2 && cell.parse::<f64>().is_ok() || cell == "inf";
+            let value = cell.split(" ± ").next().unwrap_or_default();
+            let numeric = n > 0 && i >= 2 && value.parse::<f64>().is_ok() || value == "inf";
             if i > 0 {
                 text.push_str("  ");
             }
@@ -344,20 +356,32 @@ fn csv_field(text: &str) -> String {
 
 fn csv_rows(out: &mut String, kernel: &str, table: &EvaluatedTable) {
     for row in &table.rows {
-        for (heading, cell) in table.headings.iter().skip(1).zip(&row.cells) {
+        for ((heading, cell), error) in table
+            .headings
+            .iter()
+            .skip(1)
+            .zip(&row.cells)
+            .zip(&row.errors)
+        {
             let value = match cell {
                 Cell::Text(t) => t.clone(),
                 Cell::Value(None) => String::new(),
                 Cell::Value(Some(v)) => format!("{v}"),
             };
+            let error = match error {
+                Some(e) if e.is_nan() => "unknown".to_string(),
+                Some(e) => format!("{e}"),
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{},{},{},{},{}",
+                "{},{},{},{},{},{}",
                 csv_field(kernel),
                 row.id,
                 csv_field(&row.name),
                 csv_field(heading),
-                csv_field(&value)
+                csv_field(&value),
+                error
             );
         }
     }
@@ -418,15 +442,23 @@ fn read_csv(
 }
 
 fn frame_of(csv: &CsvColumns, rows: &[usize], rename: &dyn Fn(&str) -> String) -> Frame {
-    let columns = csv
-        .names
-        .iter()
-        .zip(&csv.columns)
-        .map(|(name, values)| (rename(name), rows.iter().map(|&r| values[r]).collect()))
-        .collect();
+    let pick = |values: &Vec<f64>| -> Vec<f64> { rows.iter().map(|&r| values[r]).collect() };
+    let mut columns: HashMap<String, Vec<f64>> = HashMap::new();
+    let mut errors = HashMap::new();
+    for (name, values) in csv.names.iter().zip(&csv.columns) {
+        // rtl-pmc's estimates: `<C>_estimate` stands for C, `<C>_error` is its error.
+        if let Some(counter) = name.strip_suffix("_estimate") {
+            columns.insert(rename(counter), pick(values));
+        } else if let Some(counter) = name.strip_suffix("_error") {
+            errors.insert(rename(counter), pick(values));
+        } else if !csv.names.iter().any(|n| *n == format!("{name}_estimate")) {
+            columns.insert(rename(name), pick(values));
+        }
+    }
     Frame {
         columns,
         rows: rows.len(),
+        errors,
     }
 }
 
@@ -644,10 +676,22 @@ fn read_profile(dir: &Path) -> Result<Workload, CliError> {
     let results = dir.join("results.csv");
     let csv = read_csv(&results, "KernelName", Some("gpu-id"))?;
     let agents = read_agents(dir)?;
-    let rename = |n: &str| match n {
-        "BeginNs" => "Start_Timestamp".to_string(),
-        "EndNs" => "End_Timestamp".to_string(),
-        other => other.to_string(),
+    // rocprof v1's column names, as rocprof-compute's pmc_perf.csv calls them.
+    let rename = |n: &str| {
+        match n {
+            "BeginNs" => "Start_Timestamp",
+            "EndNs" => "End_Timestamp",
+            "grd" => "Grid_Size",
+            "wgr" => "Workgroup_Size",
+            "lds" => "LDS_Per_Workgroup",
+            "scr" => "Scratch_Per_Workitem",
+            "arch_vgpr" => "Arch_VGPR",
+            "accum_vgpr" => "Accum_VGPR",
+            "sgpr" => "SGPR",
+            "wave_size" => "Wave_Size",
+            other => other,
+        }
+        .to_string()
     };
     let mut gpus: Vec<GpuInfo> = Vec::new();
     let mut gpu_ids: Vec<String> = Vec::new();

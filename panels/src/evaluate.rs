@@ -23,6 +23,8 @@ pub struct Frame {
     pub columns: HashMap<String, Vec<f64>>,
     /// The number of dispatches.
     pub rows: usize,
+    /// For estimated columns: the error of each dispatch's value (0 where it was measured).
+    pub errors: HashMap<String, Vec<f64>>,
 }
 
 /// What a kernel's metrics are computed from: the main frame, and for rocprof-compute
@@ -98,6 +100,10 @@ pub struct Row {
     pub cells: Vec<Cell>,
     /// Counters the data lacks for this row (its values are then empty).
     pub missing: Vec<String>,
+    /// Per cell, the error a value computed from estimated counters carries (`None` when its
+    /// inputs were all measured): each estimated input shifted by its error on every dispatch
+    /// at once, the inputs' effects added in quadrature.
+    pub errors: Vec<Option<f64>>,
 }
 
 /// A table evaluated for one kernel.
@@ -131,6 +137,8 @@ struct Context<'a> {
     normalization: Normalization,
     /// Variables evaluated once per kernel.
     variables: std::cell::RefCell<HashMap<String, Val>>,
+    /// While propagating errors: the estimated column read shifted by its error.
+    shifted: std::cell::RefCell<Option<String>>,
 }
 
 /// Expressions parsed once per process: the same definitions serve every kernel and table.
@@ -154,6 +162,7 @@ pub fn evaluate_table(
         constants,
         normalization,
         variables: Default::default(),
+        shifted: Default::default(),
     };
     context.table(table)
 }
@@ -232,21 +241,39 @@ impl Context<'_> {
         is_box: bool,
     ) -> Result<Row, rtl_pmc_counters::Error> {
         let mut cells = Vec::new();
+        let mut errors = Vec::new();
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
-            let result = self.eval(&expr, level, channel).map(|v| match wrap {
-                None => v,
-                Some((f, q)) => call(f, v, q.map(Val::Scalar)),
-            });
-            Ok::<_, rtl_pmc_counters::Error>(match result {
-                Ok(v) => Cell::Value(finite_or_inf(scalar(v))),
+            let compute = || {
+                self.eval(&expr, level, channel).map(|v| match wrap {
+                    None => scalar(v),
+                    Some((f, q)) => scalar(call(f, v, q.map(Val::Scalar))),
+                })
+            };
+            Ok::<_, rtl_pmc_counters::Error>(match compute() {
+                Ok(v) => {
+                    let mut estimated = Vec::new();
+                    self.estimated_inputs(&expr, level, &mut estimated);
+                    let error = (!estimated.is_empty() && v.is_finite()).then(|| {
+                        let mut sum = 0.0;
+                        for name in estimated {
+                            *self.shifted.borrow_mut() = Some(name);
+                            if let Ok(w) = compute() {
+                                sum += (w - v) * (w - v);
+                            }
+                        }
+                        *self.shifted.borrow_mut() = None;
+                        sum.sqrt()
+                    });
+                    (Cell::Value(finite_or_inf(v)), error)
+                }
                 Err(Failure::Missing(name)) => {
                     if !missing.contains(&name) {
                         missing.push(name);
                     }
-                    Cell::Value(None)
+                    (Cell::Value(None), None)
                 }
             })
         };
@@ -257,7 +284,9 @@ impl Context<'_> {
                 .map(String::as_str)
                 .unwrap_or("none");
             for (_, f, q) in BOX {
-                cells.push(value(text, Some((f, q)))?);
+                let (cell, error) = value(text, Some((f, q)))?;
+                cells.push(cell);
+                errors.push(error);
             }
         }
         for column in &table.columns {
@@ -265,20 +294,23 @@ impl Context<'_> {
                 continue;
             }
             let cell = metric.cells.get(&column.key);
-            cells.push(match (column.kind, cell) {
-                (_, None) => Cell::Text(String::new()),
-                (ColumnKind::Text, Some(text)) => Cell::Text(text.clone()),
+            let (cell, error) = match (column.kind, cell) {
+                (_, None) => (Cell::Text(String::new()), None),
+                (ColumnKind::Text, Some(text)) => (Cell::Text(text.clone()), None),
                 (ColumnKind::Unit, Some(text)) => {
-                    Cell::Text(normalize_text(text, self.normalization))
+                    (Cell::Text(normalize_text(text, self.normalization)), None)
                 }
                 (ColumnKind::Expr, Some(text)) => value(text, None)?,
-            });
+            };
+            cells.push(cell);
+            errors.push(error);
         }
         Ok(Row {
             id: String::new(),
             name: metric.name.clone(),
             cells,
             missing,
+            errors,
         })
     }
 
@@ -330,11 +362,61 @@ impl Context<'_> {
             }
             _ => name,
         };
-        frame
+        let values = frame
             .columns
             .get(name)
-            .map(|v| Val::Series(v.clone()))
-            .ok_or_else(|| Failure::Missing(name.to_string()))
+            .ok_or_else(|| Failure::Missing(name.to_string()))?;
+        let shifted = self.shifted.borrow();
+        match (shifted.as_deref(), frame.errors.get(name)) {
+            (Some(s), Some(errors)) if s == name => Ok(Val::Series(
+                values.iter().zip(errors).map(|(v, e)| v + e).collect(),
+            )),
+            _ => Ok(Val::Series(values.clone())),
+        }
+    }
+
+    /// The estimated columns `expr` reads, directly or through variables (which read the
+    /// main frame).
+    fn estimated_inputs(&self, expr: &PanelExpr, level: Option<&str>, out: &mut Vec<String>) {
+        let mut seen = Vec::new();
+        self.collect_estimated(expr, self.frame(level), out, &mut seen);
+    }
+
+    fn collect_estimated(
+        &self,
+        expr: &PanelExpr,
+        frame: Option<&Frame>,
+        out: &mut Vec<String>,
+        seen: &mut Vec<String>,
+    ) {
+        let mut variables = Vec::new();
+        expr.walk(&mut |e| {
+            let name = match e {
+                PanelExpr::Name(n) => n.clone(),
+                PanelExpr::Indexed(n, ChannelIndex::Fixed(i)) => format!("{n}[{i}]"),
+                PanelExpr::Variable(v) => {
+                    variables.push(v.clone());
+                    return;
+                }
+                _ => return,
+            };
+            if frame.is_some_and(|f| f.errors.contains_key(&name)) && !out.contains(&name) {
+                out.push(name);
+            }
+        });
+        for v in variables {
+            if seen.contains(&v) {
+                continue;
+            }
+            seen.push(v.clone());
+            let text = match v.as_str() {
+                "denom" => self.panels.denominators.get(self.normalization.key()),
+                _ => self.panels.variables.get(&v),
+            };
+            if let Some(inner) = text.and_then(|t| self.parse(&v, t).ok()) {
+                self.collect_estimated(&inner, self.data.frames.get(MAIN_FRAME), out, seen);
+            }
+        }
     }
 
     fn variable(&self, name: &str) -> Result<Val, Failure> {
@@ -352,7 +434,8 @@ impl Context<'_> {
                 .map_err(|_| Failure::Missing("$denom".into()))?;
             return self.eval(&e, None, None);
         }
-        if let Some(v) = self.variables.borrow().get(name) {
+        let shifting = self.shifted.borrow().is_some();
+        if let Some(v) = self.variables.borrow().get(name).filter(|_| !shifting) {
             return Ok(v.clone());
         }
         let text = self
@@ -365,9 +448,11 @@ impl Context<'_> {
             .map_err(|_| Failure::Missing(format!("${name}")))?;
         // Variables are computed from the main counters, whatever the metric's level.
         let v = self.eval(&e, None, None)?;
-        self.variables
-            .borrow_mut()
-            .insert(name.to_string(), v.clone());
+        if !shifting {
+            self.variables
+                .borrow_mut()
+                .insert(name.to_string(), v.clone());
+        }
         Ok(v)
     }
 
@@ -639,6 +724,7 @@ mod tests {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_vec()))
                 .collect(),
+            errors: HashMap::new(),
         };
         KernelData {
             frames: [(MAIN_FRAME.to_string(), frame)].into_iter().collect(),
@@ -655,6 +741,7 @@ mod tests {
             constants: &constants,
             normalization: Normalization::PerKernel,
             variables: Default::default(),
+            shifted: Default::default(),
         };
         context.scalar_of("t", text, None, None).unwrap()
     }
@@ -674,6 +761,63 @@ mod tests {
         assert_eq!(one("mod(-7, 3)", &d), Some(2.0));
         assert_eq!(one("agg_avg($GRBM_GUI_ACTIVE_PER_XCD)", &d), None);
         assert_eq!(one("agg_max(A) / $num_xcd", &d), Some(1.25));
+    }
+
+    #[test]
+    fn estimated_inputs_carry_their_error() {
+        let mut frame = Frame {
+            rows: 2,
+            columns: [
+                ("A", vec![10.0, 20.0]),
+                ("B", vec![4.0, 4.0]),
+                ("C", vec![1.0, 1.0]),
+            ]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+            errors: HashMap::new(),
+        };
+        frame.errors.insert("A".into(), vec![0.0, 2.0]);
+        frame.errors.insert("B".into(), vec![1.0, 1.0]);
+        let data = KernelData {
+            frames: [(MAIN_FRAME.to_string(), frame)].into_iter().collect(),
+            accumulations_in_main: true,
+        };
+        let cell = |text: &str| crate::Metric {
+            name: "m".into(),
+            cells: [("avg".to_string(), text.to_string())]
+                .into_iter()
+                .collect(),
+            level: None,
+        };
+        let table = Table {
+            id: "9.1".into(),
+            title: "t".into(),
+            style: TableStyle::Table,
+            name_heading: "Metric".into(),
+            columns: vec![crate::Column {
+                key: "avg".into(),
+                heading: "Avg".into(),
+                kind: ColumnKind::Expr,
+            }],
+            metrics: vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
+            per_channel: None,
+        };
+        let set = load("gfx942").unwrap();
+        let t = evaluate_table(
+            set,
+            &table,
+            &data,
+            &Constants::new(),
+            Normalization::PerKernel,
+        )
+        .unwrap();
+        assert_eq!(t.rows[0].cells, [Cell::Value(Some(3.75))]);
+        // A shifted by its error: 4.0 (+0.25); B shifted: 3.0 (-0.75); in quadrature.
+        assert_eq!(t.rows[0].errors, [Some(0.625f64.sqrt())]);
+        // Measured inputs only: no error.
+        assert_eq!(t.rows[1].cells, [Cell::Value(Some(1.0))]);
+        assert_eq!(t.rows[1].errors, [None]);
     }
 
     #[test]
