@@ -218,27 +218,8 @@ fn build(pair: Pair<Rule>) -> BuildResult {
             }
             Ok(acc)
         }
-        Rule::unary => {
-            let mut negations = 0;
-            let mut value = None;
-            for part in pair.into_inner() {
-                if part.as_rule() == Rule::negate {
-                    negations += 1;
-                } else {
-                    value = Some(build(part)?);
-                }
-            }
-            let mut expr = value.ok_or((offset, "missing operand".to_string()))?;
-            for _ in 0..negations {
-                expr = Expr::Negate(Box::new(expr));
-            }
-            Ok(expr)
-        }
-        Rule::number => pair
-            .as_str()
-            .parse::<f64>()
-            .map(Expr::Number)
-            .map_err(|_| (offset, format!("'{}' is not a number", pair.as_str()))),
+        Rule::unary => unary(pair, build, |e| Expr::Negate(Box::new(e))),
+        Rule::number => number(&pair).map(Expr::Number),
         Rule::name => Ok(Expr::Name(pair.as_str().to_string())),
         Rule::reduce => {
             let mut inner = pair.into_inner();
@@ -336,6 +317,39 @@ fn build(pair: Pair<Rule>) -> BuildResult {
         }
         other => Err((offset, format!("unexpected {other:?}"))),
     }
+}
+
+/// A unary rule's operand under its leading `-` signs, for both expression languages.
+pub(crate) fn unary<E>(
+    pair: Pair<Rule>,
+    build: impl Fn(Pair<Rule>) -> Result<E, (usize, String)>,
+    negate: impl Fn(E) -> E,
+) -> Result<E, (usize, String)> {
+    let offset = pair.as_span().start();
+    let mut negations = 0;
+    let mut value = None;
+    for part in pair.into_inner() {
+        if part.as_rule() == Rule::negate {
+            negations += 1;
+        } else {
+            value = Some(build(part)?);
+        }
+    }
+    let mut expr = value.ok_or((offset, "missing operand".to_string()))?;
+    for _ in 0..negations {
+        expr = negate(expr);
+    }
+    Ok(expr)
+}
+
+/// A number literal's value.
+pub(crate) fn number(pair: &Pair<Rule>) -> Result<f64, (usize, String)> {
+    pair.as_str().parse::<f64>().map_err(|_| {
+        (
+            pair.as_span().start(),
+            format!("'{}' is not a number", pair.as_str()),
+        )
+    })
 }
 
 fn next_expr(inner: &mut pest::iterators::Pairs<Rule>, offset: usize) -> BuildResult {

@@ -6,7 +6,7 @@
 use pest::iterators::Pair;
 use pest::Parser;
 
-use crate::expr::{describe_expected, ExpressionParser, Rule};
+use crate::expr::{describe_expected, number, unary, ExpressionParser, Rule};
 use crate::Error;
 
 /// An arithmetic operator of a panel expression.
@@ -282,27 +282,8 @@ fn build(pair: Pair<Rule>) -> Built {
             }
             Ok(acc)
         }
-        Rule::panel_unary => {
-            let mut negations = 0;
-            let mut value = None;
-            for part in pair.into_inner() {
-                if part.as_rule() == Rule::negate {
-                    negations += 1;
-                } else {
-                    value = Some(build(part)?);
-                }
-            }
-            let mut e = value.ok_or((offset, "missing operand".to_string()))?;
-            for _ in 0..negations {
-                e = PanelExpr::Negate(Box::new(e));
-            }
-            Ok(e)
-        }
-        Rule::number => pair
-            .as_str()
-            .parse::<f64>()
-            .map(PanelExpr::Number)
-            .map_err(|_| (offset, format!("'{}' is not a number", pair.as_str()))),
+        Rule::panel_unary => unary(pair, build, |e| PanelExpr::Negate(Box::new(e))),
+        Rule::number => number(&pair).map(PanelExpr::Number),
         Rule::none => Ok(PanelExpr::None),
         Rule::name => Ok(PanelExpr::Name(pair.as_str().to_string())),
         Rule::variable => Ok(PanelExpr::Variable(pair.as_str()[1..].to_string())),
