@@ -4,9 +4,8 @@
 //! `derived.pest`).
 
 use pest::iterators::Pair;
-use pest::Parser;
 
-use crate::expr::{describe_expected, number, unary, ExpressionParser, Rule};
+use crate::expr::{number, parse_rule, unary, Rule};
 use crate::Error;
 
 /// An arithmetic operator of a panel expression.
@@ -154,24 +153,7 @@ pub enum PanelExpr {
 impl PanelExpr {
     /// Parses `text`, the expression of metric `metric` (named in errors).
     pub fn parse(metric: &str, text: &str) -> Result<PanelExpr, Error> {
-        let syntax = |column: usize, message: String| Error::Syntax {
-            counter: metric.to_string(),
-            expression: text.to_string(),
-            column,
-            message,
-        };
-        let mut pairs = ExpressionParser::parse(Rule::panel_expression, text).map_err(|e| {
-            let column = match e.line_col {
-                pest::error::LineColLocation::Pos((_, c))
-                | pest::error::LineColLocation::Span((_, c), _) => c,
-            };
-            syntax(column, describe_expected(&e.variant))
-        })?;
-        let top = pairs.next().and_then(|p| p.into_inner().next());
-        let Some(top) = top else {
-            return Err(syntax(1, "empty expression".into()));
-        };
-        build(top).map_err(|(offset, message)| syntax(offset + 1, message))
+        parse_rule(Rule::panel_expression, metric, text, build)
     }
 
     /// Calls `visit` for every node, parents before children.
