@@ -421,6 +421,9 @@ fn analyze_writes_the_report_with_the_panels_speed_of_light() {
         csv.lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .unwrap_or_else(|| panic!("no {prefix} in\n{csv}"))
+            .split(',')
+            .next()
+            .unwrap()
             .parse()
             .unwrap()
     };

@@ -13,6 +13,9 @@ use panels::{
 
 use crate::error::CliError;
 
+mod report_input;
+pub use report_input::{report_input, AnalyzedGpu, AnalyzedKernel, ReportInput};
+
 /// The command line of `rtl-pmc analyze`.
 #[derive(clap::Parser, Debug)]
 #[command(
@@ -37,7 +40,8 @@ struct AnalyzeArgs {
     /// Only kernels whose name matches this regular expression.
     #[arg(short = 'k', long = "kernel")]
     kernel: Option<String>,
-    /// Print `Kernel,Metric_ID,Metric,Column,Value` rows (values unrounded) instead of tables.
+    /// Print `Kernel,Metric_ID,Metric,Column,Value,Error` rows (values unrounded; Error for
+    /// values computed from estimated counters) instead of tables.
     #[arg(long)]
     csv: bool,
     /// Also write the HTML report (speed-of-light from the panels, memory chart, roofline) to
@@ -77,8 +81,8 @@ struct Workload {
     kernels: Vec<Kernel>,
 }
 
-/// Runs `rtl-pmc analyze` (`argv[0]` is `analyze`).
-pub fn main(argv: &[String]) -> Result<i32, CliError> {
+/// Runs `rtl-pmc analyze` (`argv[0]` is `analyze`) and returns what it prints.
+pub fn run(argv: &[String]) -> Result<String, CliError> {
     use clap::Parser as _;
     let args = AnalyzeArgs::parse_from(argv);
     let normalization = Normalization::parse(&args.normal_unit).ok_or_else(|| {
@@ -122,7 +126,7 @@ pub fn main(argv: &[String]) -> Result<i32, CliError> {
     if !args.csv {
         header(&mut out, &args.dir, &workload);
     } else {
-        out.push_str("Kernel,Metric_ID,Metric,Column,Value\n");
+        out.push_str("Kernel,Metric_ID,Metric,Column,Value,Error\n");
     }
     for kernel in &workload.kernels {
         let gpu = &workload.gpus[kernel.gpu];
@@ -179,112 +183,7 @@ pub fn main(argv: &[String]) -> Result<i32, CliError> {
             }
         }
     }
-    crate::write_stdout(&out);
-    if let Some(path) = &args.html {
-        let path = match path.as_os_str().is_empty() {
-            true => args.dir.join("results.html"),
-            false => path.clone(),
-        };
-        let report = report_of(&args.dir, &workload, &sets, normalization)?;
-        let written = crate::report::write(&report, &path)
-            .map_err(|e| CliError::input(format!("analyze: --html: {e}")))?;
-        eprintln!("rtl-pmc: wrote {}", written.display());
-    }
-    Ok(0)
-}
-
-/// The HTML report of `workload`: each kernel's counters summed over its dispatches and its
-/// System Speed-of-Light (panel 2.1) evaluated from the panel definitions.
-fn report_of(
-    dir: &Path,
-    workload: &Workload,
-    sets: &[&PanelSet],
-    normalization: Normalization,
-) -> Result<crate::report::Report, CliError> {
-    use crate::report::{CounterValue, Gpu, Kernel as ReportKernel, Report};
-    let all: f64 = workload.kernels.iter().map(|k| k.total_ns).sum();
-    let constants_of = |gpu: &GpuInfo| -> Constants {
-        gpu.constants
-            .iter()
-            .map(|c| (c.name.to_string(), c.value))
-            .collect()
-    };
-    let mut kernels = Vec::new();
-    for kernel in &workload.kernels {
-        let gpu = &workload.gpus[kernel.gpu];
-        let catalog = rtl_pmc_counters::Catalog::builtin(&gpu.arch)
-            .map_err(|e| CliError::input(format!("analyze: {}: {e}", dir.display())))?;
-        let mut counters: Vec<CounterValue> = kernel
-            .data
-            .frames
-            .get(MAIN_FRAME)
-            .map(|frame| {
-                frame
-                    .columns
-                    .iter()
-                    .filter_map(|(name, values)| {
-                        let def = catalog.counter(name)?;
-                        Some(CounterValue {
-                            name: name.clone(),
-                            value: values.iter().filter(|v| !v.is_nan()).sum(),
-                            unit: def.unit.clone().unwrap_or_default(),
-                            estimate: None,
-                        })
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        counters.sort_by(|a, b| a.name.cmp(&b.name));
-        let set = sets[kernel.gpu];
-        let panels = match set.table("2.1") {
-            Some(table) => vec![panels::evaluate_table(
-                set,
-                table,
-                &kernel.data,
-                &constants_of(gpu),
-                normalization,
-            )
-            .map_err(|e| CliError::input(format!("analyze: table 2.1: {e}")))?],
-            None => Vec::new(),
-        };
-        kernels.push(ReportKernel {
-            name: kernel.name.clone(),
-            calls: kernel.dispatches as u64,
-            total_ns: kernel.total_ns as u64,
-            average_ns: kernel.total_ns / kernel.dispatches.max(1) as f64,
-            percent: match all > 0.0 {
-                true => 100.0 * kernel.total_ns / all,
-                false => 0.0,
-            },
-            counters,
-            panels,
-        });
-    }
-    kernels.sort_by(|a, b| {
-        b.total_ns
-            .cmp(&a.total_ns)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-    let gpus = workload
-        .gpus
-        .iter()
-        .enumerate()
-        .map(|(i, gpu)| Gpu {
-            node: i as u32,
-            arch: gpu.arch.clone(),
-            product: gpu.label.clone(),
-            peaks: crate::report::peaks::Peaks::of_constants(
-                &gpu.arch,
-                &gpu.label,
-                &constants_of(gpu),
-            ),
-        })
-        .collect();
-    Ok(Report {
-        command: format!("rtl-pmc analyze {}", dir.display()),
-        gpus,
-        kernels,
-    })
+    Ok(out)
 }
 
 /// The metric tables the blocks select, in order, with their section id.
@@ -382,7 +281,17 @@ fn print_table(out: &mut String, table: &EvaluatedTable, decimal: usize) {
     grid.push(head);
     for row in &table.rows {
         let mut line = vec![row.id.clone(), row.name.clone()];
-        line.extend(row.cells.iter().map(|c| format_cell(c, decimal)));
+        for (cell, error) in row.cells.iter().zip(&row.errors) {
+            let mut text = format_cell(cell, decimal);
+            if let (Some(e), false) = (error, text.is_empty()) {
+                if e.is_nan() {
+                    text.push_str(" ± ?");
+                } else {
+                    let _ = write!(text, " ± {e:.decimal$}");
+                }
+            }
+            line.push(text);
+        }
         grid.push(line);
     }
     let columns = grid.iter().map(Vec::len).max().unwrap_or(0);
@@ -399,7 +308,8 @@ fn print_table(out: &mut String, table: &EvaluatedTable, decimal: usize) {
         for (i, cell) in line.iter().enumerate() {
             let pad = widths[i].saturating_sub(cell.chars().count());
             // Names and labels to the left, values to the right.
-            let numeric = n > 0 && i >= 2 && cell.parse::<f64>().is_ok() || cell == "inf";
+            let value = cell.split(" ± ").next().unwrap_or_default();
+            let numeric = n > 0 && i >= 2 && value.parse::<f64>().is_ok() || value == "inf";
             if i > 0 {
                 text.push_str("  ");
             }
@@ -453,20 +363,32 @@ fn csv_field(text: &str) -> String {
 
 fn csv_rows(out: &mut String, kernel: &str, table: &EvaluatedTable) {
     for row in &table.rows {
-        for (heading, cell) in table.headings.iter().skip(1).zip(&row.cells) {
+        for ((heading, cell), error) in table
+            .headings
+            .iter()
+            .skip(1)
+            .zip(&row.cells)
+            .zip(&row.errors)
+        {
             let value = match cell {
                 Cell::Text(t) => t.clone(),
                 Cell::Value(None) => String::new(),
                 Cell::Value(Some(v)) => format!("{v}"),
             };
+            let error = match error {
+                Some(e) if e.is_nan() => "unknown".to_string(),
+                Some(e) => format!("{e}"),
+                None => String::new(),
+            };
             let _ = writeln!(
                 out,
-                "{},{},{},{},{}",
+                "{},{},{},{},{},{}",
                 csv_field(kernel),
                 row.id,
                 csv_field(&row.name),
                 csv_field(heading),
-                csv_field(&value)
+                csv_field(&value),
+                error
             );
         }
     }
@@ -527,15 +449,23 @@ fn read_csv(
 }
 
 fn frame_of(csv: &CsvColumns, rows: &[usize], rename: &dyn Fn(&str) -> String) -> Frame {
-    let columns = csv
-        .names
-        .iter()
-        .zip(&csv.columns)
-        .map(|(name, values)| (rename(name), rows.iter().map(|&r| values[r]).collect()))
-        .collect();
+    let pick = |values: &Vec<f64>| -> Vec<f64> { rows.iter().map(|&r| values[r]).collect() };
+    let mut columns: HashMap<String, Vec<f64>> = HashMap::new();
+    let mut errors = HashMap::new();
+    for (name, values) in csv.names.iter().zip(&csv.columns) {
+        // rtl-pmc's estimates: `<C>_estimate` stands for C, `<C>_error` is its error.
+        if let Some(counter) = name.strip_suffix("_estimate") {
+            columns.insert(rename(counter), pick(values));
+        } else if let Some(counter) = name.strip_suffix("_error") {
+            errors.insert(rename(counter), pick(values));
+        } else if !csv.names.iter().any(|n| *n == format!("{name}_estimate")) {
+            columns.insert(rename(name), pick(values));
+        }
+    }
     Frame {
         columns,
         rows: rows.len(),
+        errors,
     }
 }
 
@@ -753,10 +683,22 @@ fn read_profile(dir: &Path) -> Result<Workload, CliError> {
     let results = dir.join("results.csv");
     let csv = read_csv(&results, "KernelName", Some("gpu-id"))?;
     let agents = read_agents(dir)?;
-    let rename = |n: &str| match n {
-        "BeginNs" => "Start_Timestamp".to_string(),
-        "EndNs" => "End_Timestamp".to_string(),
-        other => other.to_string(),
+    // rocprof v1's column names, as rocprof-compute's pmc_perf.csv calls them.
+    let rename = |n: &str| {
+        match n {
+            "BeginNs" => "Start_Timestamp",
+            "EndNs" => "End_Timestamp",
+            "grd" => "Grid_Size",
+            "wgr" => "Workgroup_Size",
+            "lds" => "LDS_Per_Workgroup",
+            "scr" => "Scratch_Per_Workitem",
+            "arch_vgpr" => "Arch_VGPR",
+            "accum_vgpr" => "Accum_VGPR",
+            "sgpr" => "SGPR",
+            "wave_size" => "Wave_Size",
+            other => other,
+        }
+        .to_string()
     };
     let mut gpus: Vec<GpuInfo> = Vec::new();
     let mut gpu_ids: Vec<String> = Vec::new();

@@ -32,7 +32,7 @@ fn cell(csv: &str, id: &str, column: &str) -> String {
     let mut reader = csv::Reader::from_reader(csv.as_bytes());
     assert_eq!(
         reader.headers().unwrap().iter().collect::<Vec<_>>(),
-        ["Kernel", "Metric_ID", "Metric", "Column", "Value"]
+        ["Kernel", "Metric_ID", "Metric", "Column", "Value", "Error"]
     );
     reader
         .records()

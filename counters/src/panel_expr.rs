@@ -4,9 +4,8 @@
 //! `derived.pest`).
 
 use pest::iterators::Pair;
-use pest::Parser;
 
-use crate::expr::{describe_expected, ExpressionParser, Rule};
+use crate::expr::{number, parse_rule, unary, Rule};
 use crate::Error;
 
 /// An arithmetic operator of a panel expression.
@@ -154,24 +153,7 @@ pub enum PanelExpr {
 impl PanelExpr {
     /// Parses `text`, the expression of metric `metric` (named in errors).
     pub fn parse(metric: &str, text: &str) -> Result<PanelExpr, Error> {
-        let syntax = |column: usize, message: String| Error::Syntax {
-            counter: metric.to_string(),
-            expression: text.to_string(),
-            column,
-            message,
-        };
-        let mut pairs = ExpressionParser::parse(Rule::panel_expression, text).map_err(|e| {
-            let column = match e.line_col {
-                pest::error::LineColLocation::Pos((_, c))
-                | pest::error::LineColLocation::Span((_, c), _) => c,
-            };
-            syntax(column, describe_expected(&e.variant))
-        })?;
-        let top = pairs.next().and_then(|p| p.into_inner().next());
-        let Some(top) = top else {
-            return Err(syntax(1, "empty expression".into()));
-        };
-        build(top).map_err(|(offset, message)| syntax(offset + 1, message))
+        parse_rule(Rule::panel_expression, metric, text, build)
     }
 
     /// Calls `visit` for every node, parents before children.
@@ -282,27 +264,8 @@ fn build(pair: Pair<Rule>) -> Built {
             }
             Ok(acc)
         }
-        Rule::panel_unary => {
-            let mut negations = 0;
-            let mut value = None;
-            for part in pair.into_inner() {
-                if part.as_rule() == Rule::negate {
-                    negations += 1;
-                } else {
-                    value = Some(build(part)?);
-                }
-            }
-            let mut e = value.ok_or((offset, "missing operand".to_string()))?;
-            for _ in 0..negations {
-                e = PanelExpr::Negate(Box::new(e));
-            }
-            Ok(e)
-        }
-        Rule::number => pair
-            .as_str()
-            .parse::<f64>()
-            .map(PanelExpr::Number)
-            .map_err(|_| (offset, format!("'{}' is not a number", pair.as_str()))),
+        Rule::panel_unary => unary(pair, build, |e| PanelExpr::Negate(Box::new(e))),
+        Rule::number => number(&pair).map(PanelExpr::Number),
         Rule::none => Ok(PanelExpr::None),
         Rule::name => Ok(PanelExpr::Name(pair.as_str().to_string())),
         Rule::variable => Ok(PanelExpr::Variable(pair.as_str()[1..].to_string())),

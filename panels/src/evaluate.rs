@@ -6,6 +6,7 @@
 //! dispatches without a value, and a metric that names a counter the data lacks has no value.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rtl_pmc_counters::{ArithOp, ChannelIndex, CompareOp, Function, PanelExpr};
 
@@ -22,6 +23,8 @@ pub struct Frame {
     pub columns: HashMap<String, Vec<f64>>,
     /// The number of dispatches.
     pub rows: usize,
+    /// For estimated columns: the error of each dispatch's value (0 where it was measured).
+    pub errors: HashMap<String, Vec<f64>>,
 }
 
 /// What a kernel's metrics are computed from: the main frame, and for rocprof-compute
@@ -97,6 +100,10 @@ pub struct Row {
     pub cells: Vec<Cell>,
     /// Counters the data lacks for this row (its values are then empty).
     pub missing: Vec<String>,
+    /// Per cell, the error a value computed from estimated counters carries (`None` when its
+    /// inputs were all measured): each estimated input shifted by its error on every dispatch
+    /// at once, the inputs' effects added in quadrature.
+    pub errors: Vec<Option<f64>>,
 }
 
 /// A table evaluated for one kernel.
@@ -130,7 +137,14 @@ struct Context<'a> {
     normalization: Normalization,
     /// Variables evaluated once per kernel.
     variables: std::cell::RefCell<HashMap<String, Val>>,
-    parsed: std::cell::RefCell<HashMap<String, PanelExpr>>,
+    /// While propagating errors: the estimated column read shifted by its error.
+    shifted: std::cell::RefCell<Option<String>>,
+}
+
+/// Expressions parsed once per process: the same definitions serve every kernel and table.
+fn parsed_cache() -> &'static Mutex<HashMap<String, Arc<PanelExpr>>> {
+    static CACHE: OnceLock<Mutex<HashMap<String, Arc<PanelExpr>>>> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
 }
 
 /// Evaluates `table` for one kernel. Expressions that do not parse are reported as errors
@@ -148,17 +162,22 @@ pub fn evaluate_table(
         constants,
         normalization,
         variables: Default::default(),
-        parsed: Default::default(),
+        shifted: Default::default(),
     };
     context.table(table)
 }
 
 /// Replaces `normUnit` in a unit or title with the normalisation's words.
 pub fn normalize_text(text: &str, normalization: Normalization) -> String {
+    static UNIT: OnceLock<regex::Regex> = OnceLock::new();
+    let unit = UNIT
+        .get_or_init(|| regex::Regex::new(r"\((\w*)\s+\+\s+\$normUnit\)").expect("unit pattern"));
     let words = normalization.key().replace('_', " ");
-    let text = text.replace("(+ $normUnit)", &words);
+    // "(Req + $normUnit)" is "Req per kernel"; "(per normUnit)" in a title is "(per kernel)".
+    let text = unit.replace_all(text, format!("$1 {words}").as_str());
     let text = text.replace("$normUnit", &words);
-    text.replace("normUnit", &words)
+    text.replace("per normUnit", &words)
+        .replace("normUnit", &words)
 }
 
 const BOX: [(&str, Function, Option<f64>); 5] = [
@@ -222,27 +241,39 @@ impl Context<'_> {
         is_box: bool,
     ) -> Result<Row, rtl_pmc_counters::Error> {
         let mut cells = Vec::new();
+        let mut errors = Vec::new();
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
-            let expr = match wrap {
-                None => expr,
-                Some((f, q)) => {
-                    let mut args = vec![expr];
-                    if let Some(q) = q {
-                        args.push(PanelExpr::Number(q));
-                    }
-                    PanelExpr::Call(f, args)
-                }
+            let compute = || {
+                self.eval(&expr, level, channel).map(|v| match wrap {
+                    None => scalar(v),
+                    Some((f, q)) => scalar(call(f, v, q.map(Val::Scalar))),
+                })
             };
-            Ok::<_, rtl_pmc_counters::Error>(match self.eval(&expr, level, channel) {
-                Ok(v) => Cell::Value(finite_or_inf(scalar(v))),
+            Ok::<_, rtl_pmc_counters::Error>(match compute() {
+                Ok(v) => {
+                    let mut estimated = Vec::new();
+                    self.estimated_inputs(&expr, level, &mut estimated);
+                    let error = (!estimated.is_empty() && v.is_finite()).then(|| {
+                        let mut sum = 0.0;
+                        for name in estimated {
+                            *self.shifted.borrow_mut() = Some(name);
+                            if let Ok(w) = compute() {
+                                sum += (w - v) * (w - v);
+                            }
+                        }
+                        *self.shifted.borrow_mut() = None;
+                        sum.sqrt()
+                    });
+                    (Cell::Value(finite_or_inf(v)), error)
+                }
                 Err(Failure::Missing(name)) => {
                     if !missing.contains(&name) {
                         missing.push(name);
                     }
-                    Cell::Value(None)
+                    (Cell::Value(None), None)
                 }
             })
         };
@@ -253,7 +284,9 @@ impl Context<'_> {
                 .map(String::as_str)
                 .unwrap_or("none");
             for (_, f, q) in BOX {
-                cells.push(value(text, Some((f, q)))?);
+                let (cell, error) = value(text, Some((f, q)))?;
+                cells.push(cell);
+                errors.push(error);
             }
         }
         for column in &table.columns {
@@ -261,29 +294,36 @@ impl Context<'_> {
                 continue;
             }
             let cell = metric.cells.get(&column.key);
-            cells.push(match (column.kind, cell) {
-                (_, None) => Cell::Text(String::new()),
-                (ColumnKind::Text, Some(text)) => Cell::Text(text.clone()),
+            let (cell, error) = match (column.kind, cell) {
+                (_, None) => (Cell::Text(String::new()), None),
+                (ColumnKind::Text, Some(text)) => (Cell::Text(text.clone()), None),
                 (ColumnKind::Unit, Some(text)) => {
-                    Cell::Text(normalize_text(text, self.normalization))
+                    (Cell::Text(normalize_text(text, self.normalization)), None)
                 }
                 (ColumnKind::Expr, Some(text)) => value(text, None)?,
-            });
+            };
+            cells.push(cell);
+            errors.push(error);
         }
         Ok(Row {
             id: String::new(),
             name: metric.name.clone(),
             cells,
             missing,
+            errors,
         })
     }
 
-    fn parse(&self, metric: &str, text: &str) -> Result<PanelExpr, rtl_pmc_counters::Error> {
-        if let Some(e) = self.parsed.borrow().get(text) {
-            return Ok(e.clone());
+    fn parse(&self, metric: &str, text: &str) -> Result<Arc<PanelExpr>, rtl_pmc_counters::Error> {
+        let cache = parsed_cache();
+        if let Some(e) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(text) {
+            return Ok(Arc::clone(e));
         }
-        let e = PanelExpr::parse(metric, text)?;
-        self.parsed.borrow_mut().insert(text.to_string(), e.clone());
+        let e = Arc::new(PanelExpr::parse(metric, text)?);
+        cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(text.to_string(), Arc::clone(&e));
         Ok(e)
     }
 
@@ -322,11 +362,61 @@ impl Context<'_> {
             }
             _ => name,
         };
-        frame
+        let values = frame
             .columns
             .get(name)
-            .map(|v| Val::Series(v.clone()))
-            .ok_or_else(|| Failure::Missing(name.to_string()))
+            .ok_or_else(|| Failure::Missing(name.to_string()))?;
+        let shifted = self.shifted.borrow();
+        match (shifted.as_deref(), frame.errors.get(name)) {
+            (Some(s), Some(errors)) if s == name => Ok(Val::Series(
+                values.iter().zip(errors).map(|(v, e)| v + e).collect(),
+            )),
+            _ => Ok(Val::Series(values.clone())),
+        }
+    }
+
+    /// The estimated columns `expr` reads, directly or through variables (which read the
+    /// main frame).
+    fn estimated_inputs(&self, expr: &PanelExpr, level: Option<&str>, out: &mut Vec<String>) {
+        let mut seen = Vec::new();
+        self.collect_estimated(expr, self.frame(level), out, &mut seen);
+    }
+
+    fn collect_estimated(
+        &self,
+        expr: &PanelExpr,
+        frame: Option<&Frame>,
+        out: &mut Vec<String>,
+        seen: &mut Vec<String>,
+    ) {
+        let mut variables = Vec::new();
+        expr.walk(&mut |e| {
+            let name = match e {
+                PanelExpr::Name(n) => n.clone(),
+                PanelExpr::Indexed(n, ChannelIndex::Fixed(i)) => format!("{n}[{i}]"),
+                PanelExpr::Variable(v) => {
+                    variables.push(v.clone());
+                    return;
+                }
+                _ => return,
+            };
+            if frame.is_some_and(|f| f.errors.contains_key(&name)) && !out.contains(&name) {
+                out.push(name);
+            }
+        });
+        for v in variables {
+            if seen.contains(&v) {
+                continue;
+            }
+            seen.push(v.clone());
+            let text = match v.as_str() {
+                "denom" => self.panels.denominators.get(self.normalization.key()),
+                _ => self.panels.variables.get(&v),
+            };
+            if let Some(inner) = text.and_then(|t| self.parse(&v, t).ok()) {
+                self.collect_estimated(&inner, self.data.frames.get(MAIN_FRAME), out, seen);
+            }
+        }
     }
 
     fn variable(&self, name: &str) -> Result<Val, Failure> {
@@ -344,7 +434,8 @@ impl Context<'_> {
                 .map_err(|_| Failure::Missing("$denom".into()))?;
             return self.eval(&e, None, None);
         }
-        if let Some(v) = self.variables.borrow().get(name) {
+        let shifting = self.shifted.borrow().is_some();
+        if let Some(v) = self.variables.borrow().get(name).filter(|_| !shifting) {
             return Ok(v.clone());
         }
         let text = self
@@ -357,9 +448,11 @@ impl Context<'_> {
             .map_err(|_| Failure::Missing(format!("${name}")))?;
         // Variables are computed from the main counters, whatever the metric's level.
         let v = self.eval(&e, None, None)?;
-        self.variables
-            .borrow_mut()
-            .insert(name.to_string(), v.clone());
+        if !shifting {
+            self.variables
+                .borrow_mut()
+                .insert(name.to_string(), v.clone());
+        }
         Ok(v)
     }
 
@@ -631,6 +724,7 @@ mod tests {
                 .iter()
                 .map(|(n, v)| (n.to_string(), v.to_vec()))
                 .collect(),
+            errors: HashMap::new(),
         };
         KernelData {
             frames: [(MAIN_FRAME.to_string(), frame)].into_iter().collect(),
@@ -647,7 +741,7 @@ mod tests {
             constants: &constants,
             normalization: Normalization::PerKernel,
             variables: Default::default(),
-            parsed: Default::default(),
+            shifted: Default::default(),
         };
         context.scalar_of("t", text, None, None).unwrap()
     }
@@ -667,5 +761,80 @@ mod tests {
         assert_eq!(one("mod(-7, 3)", &d), Some(2.0));
         assert_eq!(one("agg_avg($GRBM_GUI_ACTIVE_PER_XCD)", &d), None);
         assert_eq!(one("agg_max(A) / $num_xcd", &d), Some(1.25));
+    }
+
+    #[test]
+    fn estimated_inputs_carry_their_error() {
+        let mut frame = Frame {
+            rows: 2,
+            columns: [
+                ("A", vec![10.0, 20.0]),
+                ("B", vec![4.0, 4.0]),
+                ("C", vec![1.0, 1.0]),
+            ]
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+            errors: HashMap::new(),
+        };
+        frame.errors.insert("A".into(), vec![0.0, 2.0]);
+        frame.errors.insert("B".into(), vec![1.0, 1.0]);
+        let data = KernelData {
+            frames: [(MAIN_FRAME.to_string(), frame)].into_iter().collect(),
+            accumulations_in_main: true,
+        };
+        let cell = |text: &str| crate::Metric {
+            name: "m".into(),
+            cells: [("avg".to_string(), text.to_string())]
+                .into_iter()
+                .collect(),
+            level: None,
+        };
+        let table = Table {
+            id: "9.1".into(),
+            title: "t".into(),
+            style: TableStyle::Table,
+            name_heading: "Metric".into(),
+            columns: vec![crate::Column {
+                key: "avg".into(),
+                heading: "Avg".into(),
+                kind: ColumnKind::Expr,
+            }],
+            metrics: vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
+            per_channel: None,
+        };
+        let set = load("gfx942").unwrap();
+        let t = evaluate_table(
+            set,
+            &table,
+            &data,
+            &Constants::new(),
+            Normalization::PerKernel,
+        )
+        .unwrap();
+        assert_eq!(t.rows[0].cells, [Cell::Value(Some(3.75))]);
+        // A shifted by its error: 4.0 (+0.25); B shifted: 3.0 (-0.75); in quadrature.
+        assert_eq!(t.rows[0].errors, [Some(0.625f64.sqrt())]);
+        // Measured inputs only: no error.
+        assert_eq!(t.rows[1].cells, [Cell::Value(Some(1.0))]);
+        assert_eq!(t.rows[1].errors, [None]);
+    }
+
+    #[test]
+    fn units_and_titles_name_the_normalization() {
+        let n = Normalization::PerWave;
+        assert_eq!(normalize_text("(Req  + $normUnit)", n), "Req per wave");
+        assert_eq!(
+            normalize_text("L2 Requests (per normUnit)", n),
+            "L2 Requests (per wave)"
+        );
+        assert_eq!(
+            normalize_text(
+                "L2-Fabric (128B read requests per normUnit)",
+                Normalization::PerKernel
+            ),
+            "L2-Fabric (128B read requests per kernel)"
+        );
+        assert_eq!(normalize_text("GB/s", n), "GB/s");
     }
 }

@@ -146,6 +146,60 @@ impl Report {
     }
 }
 
+impl Report {
+    /// The report of what `rtl-pmc analyze --html` read: each kernel's speed-of-light is
+    /// rocprof-compute's panel 2.1, and the peaks come from the constants `analyze` used.
+    pub fn from_analysis(input: &rtl_pmc_cli::analyze::ReportInput) -> Report {
+        let all: f64 = input.kernels.iter().map(|k| k.total_ns).sum();
+        let mut kernels: Vec<Kernel> = input
+            .kernels
+            .iter()
+            .map(|k| Kernel {
+                name: k.name.clone(),
+                calls: k.dispatches as u64,
+                total_ns: k.total_ns as u64,
+                average_ns: k.total_ns / k.dispatches.max(1) as f64,
+                percent: match all > 0.0 {
+                    true => 100.0 * k.total_ns / all,
+                    false => 0.0,
+                },
+                counters: k
+                    .counters
+                    .iter()
+                    .map(|(name, value, unit)| CounterValue {
+                        name: name.clone(),
+                        value: *value,
+                        unit: unit.clone(),
+                        estimate: None,
+                    })
+                    .collect(),
+                panels: k.speed_of_light.iter().cloned().collect(),
+            })
+            .collect();
+        kernels.sort_by(|a, b| {
+            b.total_ns
+                .cmp(&a.total_ns)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        let gpus = input
+            .gpus
+            .iter()
+            .enumerate()
+            .map(|(i, gpu)| Gpu {
+                node: i as u32,
+                arch: gpu.arch.clone(),
+                product: gpu.label.clone(),
+                peaks: Peaks::of_constants(&gpu.arch, &gpu.label, &gpu.constants),
+            })
+            .collect();
+        Report {
+            command: format!("rtl-pmc analyze {}", input.dir.display()),
+            gpus,
+            kernels,
+        }
+    }
+}
+
 /// The estimate of `counter` in `kernel` when some dispatch of it did not measure the counter:
 /// the total over the kernel's launch configurations (a derived counter's mean per dispatch)
 /// and its uncertainty, the intervals of the configurations combined as independent errors.
