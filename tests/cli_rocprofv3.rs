@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sim_support::{artifact, sim_env};
+use sim_support::{artifact, query, sim_env};
 
 fn scratch(name: &str) -> PathBuf {
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cli-rocprofv3-{name}"));
@@ -276,28 +276,6 @@ fn profile(
         String::from_utf8_lossy(&out.stderr)
     );
     (dir.join("out"), sim_support::read_ground_truth(&truth_file))
-}
-
-/// The rows of `query` as strings (NULL as "NULL"), one vector per row.
-fn query(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<String>> {
-    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
-    let columns = stmt.column_count();
-    stmt.query_map([], |r| {
-        (0..columns)
-            .map(|i| {
-                Ok(match r.get_ref(i)? {
-                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
-                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
-                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
-                    rusqlite::types::ValueRef::Blob(_) => "BLOB".to_string(),
-                })
-            })
-            .collect()
-    })
-    .unwrap()
-    .collect::<Result<_, _>>()
-    .unwrap()
 }
 
 #[test]

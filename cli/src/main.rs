@@ -2,21 +2,21 @@
 //!
 //! The binary is glue: [`args`] defines the command line, [`inputs`] reads `--pmc` groups and
 //! input files, [`gpus`] finds the GPUs, [`planning`] turns counters into passes with the
-//! counter engine and the planner, and [`run`] runs the application once per pass. Every input
-//! problem is found before anything runs and reported as one line with exit code 2.
+//! counter engine and the planner, and [`run`] runs the application once per pass, handing
+//! each pass's records to the `rtl-pmc-profile` crate, which joins the passes, stores
+//! `results.db` and writes every file. Every input problem is found before anything runs and
+//! reported as one line with exit code 2.
 
 mod avail;
 mod costs;
 mod gpus;
 mod layout;
 mod merge;
-mod output;
 mod planning;
 mod replay;
 mod report;
 mod run;
 mod sim_env;
-mod summary;
 
 use std::process::ExitCode;
 

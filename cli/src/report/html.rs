@@ -6,7 +6,7 @@ use super::kernel_metrics::{roofline_point, speed_of_light, Point, Row};
 use super::peaks::Peak;
 use super::roofline::{self, Plotted, PALETTE};
 use super::{CounterValue, Gpu, Kernel, Report};
-use crate::summary::{duration, grouped, value};
+use rtl_pmc_profile::files::summary::{duration, grouped, value};
 
 const STYLE: &str = "
 :root { --ink: #1d2330; --muted: #5b6475; --line: #d9dde5; --bar: #3d7bd9; --warn: #b35c00; }

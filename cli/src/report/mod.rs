@@ -14,11 +14,11 @@ mod roofline;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use crate::output::atomic::AtomicFile;
-use crate::output::database::{Database, DatabaseError};
-use crate::output::estimates::{Estimates, Method};
-use crate::output::files::OutputError;
 use peaks::Peaks;
+use rtl_pmc_profile::files::atomic::AtomicFile;
+use rtl_pmc_profile::files::OutputError;
+use rtl_pmc_profile::store::database::{Database, DatabaseError};
+use rtl_pmc_profile::store::estimates::{Estimates, Method};
 
 /// One GPU of the profile with its peaks.
 #[derive(Debug, Clone, PartialEq)]

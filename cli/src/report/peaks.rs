@@ -5,7 +5,7 @@
 
 use rtl_pmc_counters::Catalog;
 
-use crate::output::model::Agent;
+use rtl_pmc_profile::model::Agent;
 
 /// One peak rate and how it was found.
 #[derive(Debug, Clone, PartialEq)]

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 use super::html::{escape, short_name};
 use super::kernel_metrics::Point;
 use super::peaks::Peaks;
-use crate::summary::value;
+use rtl_pmc_profile::files::summary::value;
 
 const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 540.0;
