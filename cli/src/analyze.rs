@@ -387,12 +387,15 @@ fn csv_rows(out: &mut String, kernel: &str, table: &EvaluatedTable) {
     }
 }
 
+/// The rows of one (GPU, kernel): its key and its columns of values.
+type Group = ((String, String), Vec<Vec<f64>>);
+
 /// A CSV file's rows grouped by (GPU, kernel) as they are read, each group's columns of
 /// values (NaN where a value is not a number).
 struct GroupedCsv {
     names: Vec<String>,
     /// (GPU, kernel) and the group's columns, in order of first appearance.
-    groups: Vec<((String, String), Vec<Vec<f64>>)>,
+    groups: Vec<Group>,
     /// The group of each row.
     row_group: Vec<usize>,
 }
@@ -427,7 +430,7 @@ fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
         ),
         Grouping::AsRows(_) => (None, None),
     };
-    let mut groups: Vec<((String, String), Vec<Vec<f64>>)> = match &grouping {
+    let mut groups: Vec<Group> = match &grouping {
         Grouping::AsRows(other) => other
             .groups
             .iter()
