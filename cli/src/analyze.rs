@@ -394,20 +394,30 @@ fn csv_rows(out: &mut String, kernel: &str, table: &EvaluatedTable) {
     }
 }
 
-/// A CSV file as named columns of values (NaN where a value is not a number), plus the
-/// column holding kernel names.
-struct CsvColumns {
+/// The rows of one (GPU, kernel): its key and its columns of values.
+type Group = ((String, String), Vec<Vec<f64>>);
+
+/// A CSV file's rows grouped by (GPU, kernel) as they are read, each group's columns of
+/// values (NaN where a value is not a number).
+struct GroupedCsv {
     names: Vec<String>,
-    columns: Vec<Vec<f64>>,
-    kernels: Vec<String>,
-    gpus: Vec<String>,
+    /// (GPU, kernel) and the group's columns, in order of first appearance.
+    groups: Vec<Group>,
+    /// The group of each row.
+    row_group: Vec<usize>,
 }
 
-fn read_csv(
-    path: &Path,
-    kernel_column: &str,
-    gpu_column: Option<&str>,
-) -> Result<CsvColumns, CliError> {
+/// How a file's rows are grouped: by its own kernel (and GPU) columns, or row by row as
+/// another file's (rocprof-compute joins its files by position).
+enum Grouping<'a> {
+    ByColumns {
+        kernel: &'a str,
+        gpu: Option<&'a str>,
+    },
+    AsRows(&'a GroupedCsv),
+}
+
+fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
     let bad = |e: String| CliError::input(format!("analyze: {}: {e}", path.display()));
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
@@ -419,69 +429,86 @@ fn read_csv(
         .iter()
         .map(str::to_string)
         .collect();
-    let kernel_at = names
-        .iter()
-        .position(|n| n == kernel_column)
-        .ok_or_else(|| bad(format!("no {kernel_column} column")))?;
-    let gpu_at = gpu_column.and_then(|g| names.iter().position(|n| n == g));
-    let mut columns = vec![Vec::new(); names.len()];
-    let mut kernels = Vec::new();
-    let mut gpus = Vec::new();
-    for (line, record) in reader.records().enumerate() {
-        let record = record.map_err(|e| bad(format!("line {}: {e}", line + 2)))?;
-        for (i, field) in record.iter().enumerate() {
-            columns[i].push(field.trim().parse::<f64>().unwrap_or(f64::NAN));
+    let position = |column: &str| names.iter().position(|n| n == column);
+    let (kernel_at, gpu_at) = match &grouping {
+        Grouping::ByColumns { kernel, gpu } => (
+            Some(position(kernel).ok_or_else(|| bad(format!("no {kernel} column")))?),
+            gpu.and_then(position),
+        ),
+        Grouping::AsRows(_) => (None, None),
+    };
+    let mut groups: Vec<Group> = match &grouping {
+        Grouping::AsRows(other) => other
+            .groups
+            .iter()
+            .map(|(key, _)| (key.clone(), vec![Vec::new(); names.len()]))
+            .collect(),
+        Grouping::ByColumns { .. } => Vec::new(),
+    };
+    let mut index: HashMap<(String, String), usize> = HashMap::new();
+    let mut row_group = Vec::new();
+    let mut record = csv::ByteRecord::new();
+    let mut row = 0;
+    while reader
+        .read_byte_record(&mut record)
+        .map_err(|e| bad(format!("line {}: {e}", row + 2)))?
+    {
+        let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default());
+        let group = match (&grouping, kernel_at) {
+            (Grouping::AsRows(other), _) => match other.row_group.get(row) {
+                Some(&g) => g,
+                None => break,
+            },
+            (_, Some(k)) => {
+                let key = (
+                    gpu_at.map(|g| text(g).into_owned()).unwrap_or_default(),
+                    text(k).into_owned(),
+                );
+                *index.entry(key.clone()).or_insert_with(|| {
+                    groups.push((key, vec![Vec::new(); names.len()]));
+                    groups.len() - 1
+                })
+            }
+            _ => 0,
+        };
+        let columns = &mut groups[group].1;
+        for (i, field) in record.iter().enumerate().take(columns.len()) {
+            let value = std::str::from_utf8(field)
+                .ok()
+                .and_then(|f| f.trim().parse::<f64>().ok())
+                .unwrap_or(f64::NAN);
+            columns[i].push(value);
         }
-        kernels.push(record.get(kernel_at).unwrap_or_default().to_string());
-        gpus.push(
-            gpu_at
-                .and_then(|g| record.get(g))
-                .unwrap_or_default()
-                .to_string(),
-        );
+        row_group.push(group);
+        row += 1;
     }
-    Ok(CsvColumns {
+    Ok(GroupedCsv {
         names,
-        columns,
-        kernels,
-        gpus,
+        groups,
+        row_group,
     })
 }
 
-fn frame_of(csv: &CsvColumns, rows: &[usize], rename: &dyn Fn(&str) -> String) -> Frame {
-    let pick = |values: &Vec<f64>| -> Vec<f64> { rows.iter().map(|&r| values[r]).collect() };
-    let mut columns: HashMap<String, Vec<f64>> = HashMap::new();
+/// A group's columns as a frame, renamed.
+fn frame_of(names: &[String], columns: Vec<Vec<f64>>, rename: &dyn Fn(&str) -> String) -> Frame {
+    let rows = columns.first().map_or(0, Vec::len);
+    let mut frame_columns: HashMap<String, Vec<f64>> = HashMap::new();
     let mut errors = HashMap::new();
-    for (name, values) in csv.names.iter().zip(&csv.columns) {
+    for (name, values) in names.iter().zip(columns) {
         // rtl-pmc's estimates: `<C>_estimate` stands for C, `<C>_error` is its error.
         if let Some(counter) = name.strip_suffix("_estimate") {
-            columns.insert(rename(counter), pick(values));
+            frame_columns.insert(rename(counter), values);
         } else if let Some(counter) = name.strip_suffix("_error") {
-            errors.insert(rename(counter), pick(values));
-        } else if !csv.names.iter().any(|n| *n == format!("{name}_estimate")) {
-            columns.insert(rename(name), pick(values));
+            errors.insert(rename(counter), values);
+        } else if !names.iter().any(|n| *n == format!("{name}_estimate")) {
+            frame_columns.insert(rename(name), values);
         }
     }
     Frame {
-        columns,
-        rows: rows.len(),
+        columns: frame_columns,
+        rows,
         errors,
     }
-}
-
-/// Groups rows by (GPU, kernel) in order of first appearance.
-fn groups(csv: &CsvColumns) -> Vec<((String, String), Vec<usize>)> {
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
-    let mut out: Vec<((String, String), Vec<usize>)> = Vec::new();
-    for (row, (kernel, gpu)) in csv.kernels.iter().zip(&csv.gpus).enumerate() {
-        let key = (gpu.clone(), kernel.clone());
-        let at = *index.entry(key.clone()).or_insert_with(|| {
-            out.push((key, Vec::new()));
-            out.len() - 1
-        });
-        out[at].1.push(row);
-    }
-    out
 }
 
 fn total_ns(frame: &Frame) -> f64 {
@@ -572,7 +599,13 @@ fn read_rocprof_compute(dir: &Path) -> Result<Workload, CliError> {
             })
         })
         .collect();
-    let perf = read_csv(&dir.join("pmc_perf.csv"), "Kernel_Name", None)?;
+    let mut perf = read_csv(
+        &dir.join("pmc_perf.csv"),
+        Grouping::ByColumns {
+            kernel: "Kernel_Name",
+            gpu: None,
+        },
+    )?;
     let set = panels::load(&arch).map_err(|e| bad(&sysinfo_path, e.to_string()))?;
     let mut levels: Vec<String> = set
         .sections
@@ -587,7 +620,9 @@ fn read_rocprof_compute(dir: &Path) -> Result<Workload, CliError> {
     for level in levels {
         let path = dir.join(format!("{level}.csv"));
         if path.is_file() {
-            level_files.push((level, read_csv(&path, "Kernel_Name", None)?));
+            // Rows are matched by position, as rocprof-compute joins its files.
+            let file = read_csv(&path, Grouping::AsRows(&perf))?;
+            level_files.push((level, file));
         }
     }
     let same = |n: &str| n.to_string();
@@ -599,34 +634,29 @@ fn read_rocprof_compute(dir: &Path) -> Result<Workload, CliError> {
             n.to_string()
         }
     };
-    let kernels = groups(&perf)
-        .into_iter()
-        .map(|((_, name), rows)| {
-            let main = frame_of(&perf, &rows, &same);
-            let total = total_ns(&main);
-            let mut frames: HashMap<String, Frame> = HashMap::new();
-            for (level, file) in &level_files {
-                // Rows are matched by position, as rocprof-compute joins its files.
-                let level_rows: Vec<usize> = rows
-                    .iter()
-                    .copied()
-                    .filter(|&r| r < file.kernels.len())
-                    .collect();
-                frames.insert(level.clone(), frame_of(file, &level_rows, &accum));
-            }
-            frames.insert(MAIN_FRAME.to_string(), main);
-            Kernel {
-                name,
-                gpu: 0,
-                dispatches: rows.len(),
-                total_ns: total,
-                data: KernelData {
-                    frames,
-                    accumulations_in_main: false,
-                },
-            }
-        })
-        .collect();
+    let names = std::mem::take(&mut perf.names);
+    let mut kernels = Vec::new();
+    for (index, ((_, name), columns)) in perf.groups.into_iter().enumerate() {
+        let main = frame_of(&names, columns, &same);
+        let dispatches = main.rows;
+        let total = total_ns(&main);
+        let mut frames: HashMap<String, Frame> = HashMap::new();
+        for (level, file) in &mut level_files {
+            let columns = std::mem::take(&mut file.groups[index].1);
+            frames.insert(level.clone(), frame_of(&file.names, columns, &accum));
+        }
+        frames.insert(MAIN_FRAME.to_string(), main);
+        kernels.push(Kernel {
+            name,
+            gpu: 0,
+            dispatches,
+            total_ns: total,
+            data: KernelData {
+                frames,
+                accumulations_in_main: false,
+            },
+        });
+    }
     Ok(Workload {
         kind: "rocprof-compute workload",
         gpus: vec![GpuInfo {
@@ -681,7 +711,13 @@ fn architecture_figures(arch: &str) -> Option<(&'static str, [(&'static str, f64
 
 fn read_profile(dir: &Path) -> Result<Workload, CliError> {
     let results = dir.join("results.csv");
-    let csv = read_csv(&results, "KernelName", Some("gpu-id"))?;
+    let csv = read_csv(
+        &results,
+        Grouping::ByColumns {
+            kernel: "KernelName",
+            gpu: Some("gpu-id"),
+        },
+    )?;
     let agents = read_agents(dir)?;
     // rocprof v1's column names, as rocprof-compute's pmc_perf.csv calls them.
     let rename = |n: &str| {
@@ -703,7 +739,7 @@ fn read_profile(dir: &Path) -> Result<Workload, CliError> {
     let mut gpus: Vec<GpuInfo> = Vec::new();
     let mut gpu_ids: Vec<String> = Vec::new();
     let mut kernels = Vec::new();
-    for ((gpu, name), rows) in groups(&csv) {
+    for ((gpu, name), columns) in csv.groups {
         let at = match gpu_ids.iter().position(|g| *g == gpu) {
             Some(at) => at,
             None => {
@@ -721,12 +757,12 @@ fn read_profile(dir: &Path) -> Result<Workload, CliError> {
                 gpus.len() - 1
             }
         };
-        let main = frame_of(&csv, &rows, &rename);
+        let main = frame_of(&csv.names, columns, &rename);
         let total = total_ns(&main);
         kernels.push(Kernel {
             name,
             gpu: at,
-            dispatches: rows.len(),
+            dispatches: main.rows,
             total_ns: total,
             data: KernelData {
                 frames: [(MAIN_FRAME.to_string(), main)].into_iter().collect(),

@@ -5,6 +5,7 @@
 //! infinite, 0/0 no value), comparisons with no value are false except `!=`, aggregates skip
 //! dispatches without a value, and a metric that names a counter the data lacks has no value.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -119,13 +120,18 @@ pub struct EvaluatedTable {
     pub rows: Vec<Row>,
 }
 
+/// A value: one for the kernel, or one per dispatch (borrowed from the data where possible).
 #[derive(Debug, Clone)]
-enum Val {
+enum Val<'a> {
     Scalar(f64),
-    Series(Vec<f64>),
+    Series(Cow<'a, [f64]>),
 }
 
-#[derive(Debug)]
+fn owned<'a>(values: Vec<f64>) -> Val<'a> {
+    Val::Series(Cow::Owned(values))
+}
+
+#[derive(Debug, Clone)]
 enum Failure {
     Missing(String),
 }
@@ -136,7 +142,7 @@ struct Context<'a> {
     constants: &'a Constants,
     normalization: Normalization,
     /// Variables evaluated once per kernel.
-    variables: std::cell::RefCell<HashMap<String, Val>>,
+    variables: std::cell::RefCell<HashMap<String, Val<'a>>>,
     /// While propagating errors: the estimated column read shifted by its error.
     shifted: std::cell::RefCell<Option<String>>,
 }
@@ -188,7 +194,7 @@ const BOX: [(&str, Function, Option<f64>); 5] = [
     ("Max", Function::AggMax, None),
 ];
 
-impl Context<'_> {
+impl<'a> Context<'a> {
     fn table(&self, table: &Table) -> Result<EvaluatedTable, rtl_pmc_counters::Error> {
         let mut headings = vec![table.name_heading.clone()];
         let is_box = table.style == TableStyle::Box;
@@ -244,10 +250,25 @@ impl Context<'_> {
         let mut errors = Vec::new();
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
+        // A box table's five aggregates share one evaluation of their expression.
+        let memo: std::cell::RefCell<Option<(String, Result<Val<'a>, Failure>)>> =
+            Default::default();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
-                self.eval(&expr, level, channel).map(|v| match wrap {
+                let shifted = self.shifted.borrow().is_some();
+                let base = match &*memo.borrow() {
+                    Some((t, v)) if !shifted && t == text => Some(v.clone()),
+                    _ => None,
+                };
+                let base = base.unwrap_or_else(|| {
+                    let v = self.eval(&expr, level, channel);
+                    if !shifted {
+                        *memo.borrow_mut() = Some((text.to_string(), v.clone()));
+                    }
+                    v
+                });
+                base.map(|v| match wrap {
                     None => scalar(v),
                     Some((f, q)) => scalar(call(f, v, q.map(Val::Scalar))),
                 })
@@ -341,7 +362,7 @@ impl Context<'_> {
         })
     }
 
-    fn frame(&self, level: Option<&str>) -> Option<&Frame> {
+    fn frame(&self, level: Option<&str>) -> Option<&'a Frame> {
         match level {
             Some(_) if self.data.accumulations_in_main => self.data.frames.get(MAIN_FRAME),
             Some(l) => self.data.frames.get(l),
@@ -349,7 +370,7 @@ impl Context<'_> {
         }
     }
 
-    fn column(&self, name: &str, level: Option<&str>) -> Result<Val, Failure> {
+    fn column(&self, name: &str, level: Option<&str>) -> Result<Val<'a>, Failure> {
         let frame = self
             .frame(level)
             .ok_or_else(|| Failure::Missing(name.to_string()))?;
@@ -368,10 +389,10 @@ impl Context<'_> {
             .ok_or_else(|| Failure::Missing(name.to_string()))?;
         let shifted = self.shifted.borrow();
         match (shifted.as_deref(), frame.errors.get(name)) {
-            (Some(s), Some(errors)) if s == name => Ok(Val::Series(
+            (Some(s), Some(errors)) if s == name => Ok(owned(
                 values.iter().zip(errors).map(|(v, e)| v + e).collect(),
             )),
-            _ => Ok(Val::Series(values.clone())),
+            _ => Ok(Val::Series(Cow::Borrowed(values.as_slice()))),
         }
     }
 
@@ -419,7 +440,7 @@ impl Context<'_> {
         }
     }
 
-    fn variable(&self, name: &str) -> Result<Val, Failure> {
+    fn variable(&self, name: &str) -> Result<Val<'a>, Failure> {
         if let Some(v) = self.constants.get(name) {
             return Ok(Val::Scalar(*v));
         }
@@ -461,7 +482,7 @@ impl Context<'_> {
         e: &PanelExpr,
         level: Option<&str>,
         channel: Option<u32>,
-    ) -> Result<Val, Failure> {
+    ) -> Result<Val<'a>, Failure> {
         Ok(match e {
             PanelExpr::Number(n) => Val::Scalar(*n),
             PanelExpr::None => Val::Scalar(f64::NAN),
@@ -557,34 +578,34 @@ fn floored_mod(x: f64, y: f64) -> f64 {
 }
 
 /// A metric's value: a scalar, or the mean of a series left unaggregated.
-fn scalar(v: Val) -> f64 {
+fn scalar(v: Val<'_>) -> f64 {
     match v {
         Val::Scalar(x) => x,
         Val::Series(s) => aggregate(Function::AggAvg, &s, None),
     }
 }
 
-fn map1(v: Val, f: impl Fn(f64) -> f64) -> Val {
+fn map1<'a>(v: Val<'_>, f: impl Fn(f64) -> f64) -> Val<'a> {
     match v {
         Val::Scalar(x) => Val::Scalar(f(x)),
-        Val::Series(s) => Val::Series(s.into_iter().map(f).collect()),
+        Val::Series(s) => owned(s.iter().copied().map(f).collect()),
     }
 }
 
-fn map2(a: Val, b: Val, f: impl Fn(f64, f64) -> f64) -> Val {
+fn map2<'a>(a: Val<'_>, b: Val<'_>, f: impl Fn(f64, f64) -> f64) -> Val<'a> {
     match (a, b) {
         (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(f(x, y)),
-        (Val::Series(s), Val::Scalar(y)) => Val::Series(s.into_iter().map(|x| f(x, y)).collect()),
-        (Val::Scalar(x), Val::Series(s)) => Val::Series(s.into_iter().map(|y| f(x, y)).collect()),
+        (Val::Series(s), Val::Scalar(y)) => owned(s.iter().map(|&x| f(x, y)).collect()),
+        (Val::Scalar(x), Val::Series(s)) => owned(s.iter().map(|&y| f(x, y)).collect()),
         (Val::Series(s), Val::Series(t)) => {
             let n = s.len().max(t.len());
-            let at = |v: &Vec<f64>, i: usize| v.get(i).copied().unwrap_or(f64::NAN);
-            Val::Series((0..n).map(|i| f(at(&s, i), at(&t, i))).collect())
+            let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(f64::NAN);
+            owned((0..n).map(|i| f(at(&s, i), at(&t, i))).collect())
         }
     }
 }
 
-fn where3(c: Val, t: Val, f: Val) -> Val {
+fn where3<'a>(c: Val<'a>, t: Val<'a>, f: Val<'a>) -> Val<'a> {
     let pick = |c: f64, t: f64, f: f64| if c != 0.0 && !c.is_nan() { t } else { f };
     match (&c, &t, &f) {
         (Val::Scalar(c), Val::Scalar(t), Val::Scalar(f)) => Val::Scalar(pick(*c, *t, *f)),
@@ -597,11 +618,11 @@ fn where3(c: Val, t: Val, f: Val) -> Val {
                 })
                 .max()
                 .unwrap_or(0);
-            let at = |v: &Val, i: usize| match v {
+            let at = |v: &Val<'_>, i: usize| match v {
                 Val::Scalar(x) => *x,
                 Val::Series(s) => s.get(i).copied().unwrap_or(f64::NAN),
             };
-            Val::Series(
+            owned(
                 (0..n)
                     .map(|i| pick(at(&c, i), at(&t, i), at(&f, i)))
                     .collect(),
@@ -610,7 +631,7 @@ fn where3(c: Val, t: Val, f: Val) -> Val {
     }
 }
 
-fn call(function: Function, a: Val, b: Option<Val>) -> Val {
+fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
     let second = || match &b {
         Some(Val::Scalar(x)) => *x,
         Some(Val::Series(s)) => s.first().copied().unwrap_or(f64::NAN),
