@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sim_support::{artifact, read_ground_truth, read_table, sim_env, total};
+use sim_support::{artifact, query, read_ground_truth, read_table, sim_env, total};
 
 /// The counters profiled: basic ones compared with the ground truth, and the derived ones the
 /// roofline and the memory chart read.
@@ -326,34 +326,23 @@ fn estimated_counters_show_their_interval_in_the_rendered_report() {
         &[("RTL_SIM_VARIATION", "5")],
     );
     let conn = rusqlite::Connection::open(out.join("results.db")).unwrap();
-    let mut stmt = conn
-        .prepare(
-            "SELECT kernel, counter, dispatches, sampled, total, high95, reliable
-             FROM rtl_estimate WHERE method = 'dispatches' ORDER BY kernel, counter",
-        )
-        .unwrap();
-    type Row = (String, String, i64, i64, f64, Option<f64>, bool);
-    let estimates: Vec<Row> = stmt
-        .query_map([], |r| {
-            Ok((
-                r.get(0)?,
-                r.get(1)?,
-                r.get(2)?,
-                r.get(3)?,
-                r.get(4)?,
-                r.get(5)?,
-                r.get(6)?,
-            ))
-        })
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
+    let estimates = query(
+        &conn,
+        "SELECT kernel, counter, dispatches, sampled, total, high95, reliable
+         FROM rtl_estimate WHERE method = 'dispatches' ORDER BY kernel, counter",
+    );
     // 4 kernels × 2 counters, each measured on some but not all of 6 dispatches.
     assert_eq!(estimates.len(), 8, "{estimates:?}");
 
     let dom = chromium(&dir, &out.join("results.html"), &["--dump-dom".to_string()]);
-    for (kernel, counter, dispatches, sampled, total, high, reliable) in &estimates {
-        assert!(sampled < dispatches && *sampled > 0);
+    for row in &estimates {
+        let [kernel, counter, dispatches, sampled, total, high, reliable] = &row[..] else {
+            panic!("{row:?}")
+        };
+        let number = |text: &str| text.parse::<f64>().unwrap();
+        let (total, reliable) = (number(total), reliable == "1");
+        let high = (high != "NULL").then(|| number(high));
+        assert!(number(sampled) < number(dispatches) && number(sampled) > 0.0);
         let section = between(&dom, &format!(r#"data-kernel="{kernel}""#), "</section>");
         let row = between(
             section,
@@ -362,7 +351,7 @@ fn estimated_counters_show_their_interval_in_the_rendered_report() {
         );
         let how = format!(
             r#"<td class="estimate">estimated from {sampled} of {dispatches} dispatches (95% interval){}</td>"#,
-            if *reliable { "" } else { ", unreliable" }
+            if reliable { "" } else { ", unreliable" }
         );
         assert!(row.contains(&how), "{row}\n{how}");
         let cell = between(row, r#"<td class="num estimate">"#, "</td>");
@@ -370,7 +359,7 @@ fn estimated_counters_show_their_interval_in_the_rendered_report() {
         let (value, half) = text.split_once(" ± ").unwrap_or_else(|| panic!("{text}"));
         let close = |shown: f64, exact: f64| (shown - exact).abs() <= 5e-4 * exact.abs() + 0.5;
         assert!(
-            close(shown_number(value), *total),
+            close(shown_number(value), total),
             "{kernel} {counter}: {text} vs {total}"
         );
         match high {
