@@ -95,11 +95,11 @@ pub struct Args {
     pub output_directory: Option<PathBuf>,
 
     /// Base name of the merged result files (default: results); a file name, a trailing .csv,
-    /// .db, .json or .pftrace dropped.
+    /// .db, .json, .pftrace or .html dropped.
     #[arg(short = 'o', long, value_name = "NAME")]
     pub output_file: Option<String>,
 
-    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// Result formats to write: csv, json, rocpd, pftrace, html (any case; spaces or commas
     /// separate them).
     #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
     pub output_format: Vec<String>,
@@ -264,6 +264,8 @@ pub enum OutputFormat {
     Rocpd,
     /// results.pftrace (Perfetto).
     Pftrace,
+    /// results.html (a report to open in a web browser).
+    Html,
 }
 
 impl OutputFormat {

@@ -14,6 +14,7 @@ mod layout;
 mod merge;
 mod planning;
 mod replay;
+mod report;
 mod run;
 mod sim_env;
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     let result = match argv.get(1).map(String::as_str) {
         Some("merge") => merge::main(&argv[1..]),
+        Some("analyze") => analyze(&argv[1..]),
         Some("finish") => finish(&argv[1..]),
         Some("help") => help(&argv[2..]),
         _ => match unsupported::refused_in(argv.get(1..).unwrap_or_default()) {
@@ -431,11 +433,24 @@ fn help(topic: &[String]) -> Result<i32, CliError> {
             Ok(0)
         }
         Some("merge") => merge::main(&["merge".to_string(), "--help".to_string()]),
+        Some("analyze") => analyze(&["analyze".to_string(), "--help".to_string()]),
         Some("finish") => finish(&["finish".to_string(), "--help".to_string()]),
         Some(other) => Err(CliError::input(format!(
             "help: no help on '{other}'; try rtl-pmc help, rtl-pmc help merge or rtl-pmc help finish"
         ))),
     }
+}
+
+/// `rtl-pmc analyze DIR ...`: the panels, printed to stdout.
+fn analyze(argv: &[String]) -> Result<i32, CliError> {
+    write_stdout(&rtl_pmc_cli::analyze::run(argv)?);
+    if let Some(input) = rtl_pmc_cli::analyze::report_input(argv)? {
+        let report = report::Report::from_analysis(&input);
+        let written = report::write(&report, &input.path)
+            .map_err(|e| CliError::input(format!("analyze: --html: {e}")))?;
+        eprintln!("rtl-pmc: wrote {}", written.display());
+    }
+    Ok(0)
 }
 
 /// Prints to stdout; a reader that went away early (`| head`) is not an error.

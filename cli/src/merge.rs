@@ -289,7 +289,7 @@ struct MergeArgs {
     /// Base name of the result files (as given to the runs with -o).
     #[arg(short = 'o', long, value_name = "NAME", default_value = "results")]
     output_file: String,
-    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// Result formats to write: csv, json, rocpd, pftrace, html (any case; spaces or commas
     /// separate them).
     #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
     output_format: Vec<String>,
@@ -336,6 +336,11 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         args.pass_match,
     )
     .map_err(fail)?;
+    if asked.contains(&rtl_pmc_cli::args::OutputFormat::Html) {
+        let path = args.output_directory.join(format!("{base}.html"));
+        let report = crate::report::Report::build(&db, &estimates).map_err(|e| fail(e.into()))?;
+        written.push(crate::report::write(&report, &path).map_err(fail)?);
+    }
     let unmatched = db.unmatched().map_err(|e| fail(e.into()))?;
     if let Some(warning) = architectures_warning(&db, &args.inputs).map_err(|e| fail(e.into()))? {
         eprintln!("rtl-pmc: warning: {warning}");

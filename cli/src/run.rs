@@ -410,6 +410,7 @@ pub fn run(
         kernel_trace: plan.runs.iter().any(|r| r.settings.kernel_trace),
         ..formats(&asked)
     };
+    let html = asked.contains(&OutputFormat::Html);
     let library = library_path()?;
     let Some((program, arguments)) = options.app.split_first() else {
         return Err(CliError::input("no application given"));
@@ -822,6 +823,11 @@ pub fn run(
         let path = directory.join(format!("{base}_kernel_stats.csv"));
         written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
     }
+    // The report reads the per-kernel totals this handle kept while inserting.
+    let report = match html {
+        true => Some(crate::report::Report::build(&db, &estimates).map_err(output_error)?),
+        false => None,
+    };
     // The merged files are read from the database while its commit writes rocpd's tables.
     let (db_path, merged) = db
         .commit_while(formats.rocpd, |db| {
@@ -839,6 +845,10 @@ pub fn run(
         );
     }
     written.extend(merged);
+    if let Some(report) = report {
+        let path = directory.join(format!("{base}.html"));
+        written.push(crate::report::write(&report, &path).map_err(output_error)?);
+    }
     written.extend(db_path);
     if any(|s| s.output_config) {
         let path = directory.join(format!("{base}_config.json"));

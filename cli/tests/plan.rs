@@ -661,7 +661,7 @@ fn job_file_errors_name_the_key_and_what_it_accepts() {
             "format.yaml",
             "jobs:\n  - pmc: [SQ_WAVES]\n    output_format: {csv: 1}\n",
             "3:20",
-            "output_format must be a format or a list of formats (csv, json, rocpd or pftrace)",
+            "output_format must be a format or a list of formats (csv, json, rocpd, pftrace or html)",
         ),
         (
             "groups.yaml",
@@ -1140,7 +1140,7 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         ),
         (
             vec!["--output-format", "csv, xml"],
-            "-f/--output-format: unknown output format 'xml' (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: unknown output format 'xml' (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["--log-level", "loud"],
@@ -1164,15 +1164,15 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         ),
         (
             vec!["-f", ""],
-            "-f/--output-format: '' names no output format (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: '' names no output format (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["-f", "csv", " , "],
-            "-f/--output-format: ' , ' names no output format (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: ' , ' names no output format (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["-i", no_format.as_str()],
-            format!("{no_format}:3:20: output_format: '' names no output format (expected csv, json, rocpd or pftrace)"),
+            format!("{no_format}:3:20: output_format: '' names no output format (expected csv, json, rocpd, pftrace or html)"),
         ),
         (
             vec!["--kernel-iteration-range", "[1-2"],

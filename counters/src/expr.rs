@@ -118,24 +118,7 @@ pub enum Expr {
 impl Expr {
     /// Parses `text`, the expression of counter `counter` (named in errors).
     pub fn parse(counter: &str, text: &str) -> Result<Expr, Error> {
-        let syntax = |column: usize, message: String| Error::Syntax {
-            counter: counter.to_string(),
-            expression: text.to_string(),
-            column,
-            message,
-        };
-        let mut pairs = ExpressionParser::parse(Rule::expression, text).map_err(|e| {
-            let column = match e.line_col {
-                pest::error::LineColLocation::Pos((_, c))
-                | pest::error::LineColLocation::Span((_, c), _) => c,
-            };
-            syntax(column, describe_expected(&e.variant))
-        })?;
-        let top = pairs.next().and_then(|p| p.into_inner().next());
-        let Some(sum) = top else {
-            return Err(syntax(1, "empty expression".into()));
-        };
-        build(sum).map_err(|(offset, message)| syntax(offset + 1, message))
+        parse_rule(Rule::expression, counter, text, build)
     }
 
     /// Calls `visit` for every counter or constant name the expression mentions (including
@@ -155,6 +138,34 @@ impl Expr {
             }
         }
     }
+}
+
+/// Parses `text` (the expression of `counter`, named in errors) with the grammar's `rule` and
+/// builds its tree with `build`; errors give the 1-based column.
+pub(crate) fn parse_rule<E>(
+    rule: Rule,
+    counter: &str,
+    text: &str,
+    build: impl Fn(Pair<Rule>) -> Result<E, (usize, String)>,
+) -> Result<E, Error> {
+    let syntax = |column: usize, message: String| Error::Syntax {
+        counter: counter.to_string(),
+        expression: text.to_string(),
+        column,
+        message,
+    };
+    let mut pairs = ExpressionParser::parse(rule, text).map_err(|e| {
+        let column = match e.line_col {
+            pest::error::LineColLocation::Pos((_, c))
+            | pest::error::LineColLocation::Span((_, c), _) => c,
+        };
+        syntax(column, describe_expected(&e.variant))
+    })?;
+    let top = pairs.next().and_then(|p| p.into_inner().next());
+    let Some(top) = top else {
+        return Err(syntax(1, "empty expression".into()));
+    };
+    build(top).map_err(|(offset, message)| syntax(offset + 1, message))
 }
 
 fn describe_expected(variant: &pest::error::ErrorVariant<Rule>) -> String {
@@ -218,27 +229,8 @@ fn build(pair: Pair<Rule>) -> BuildResult {
             }
             Ok(acc)
         }
-        Rule::unary => {
-            let mut negations = 0;
-            let mut value = None;
-            for part in pair.into_inner() {
-                if part.as_rule() == Rule::negate {
-                    negations += 1;
-                } else {
-                    value = Some(build(part)?);
-                }
-            }
-            let mut expr = value.ok_or((offset, "missing operand".to_string()))?;
-            for _ in 0..negations {
-                expr = Expr::Negate(Box::new(expr));
-            }
-            Ok(expr)
-        }
-        Rule::number => pair
-            .as_str()
-            .parse::<f64>()
-            .map(Expr::Number)
-            .map_err(|_| (offset, format!("'{}' is not a number", pair.as_str()))),
+        Rule::unary => unary(pair, build, |e| Expr::Negate(Box::new(e))),
+        Rule::number => number(&pair).map(Expr::Number),
         Rule::name => Ok(Expr::Name(pair.as_str().to_string())),
         Rule::reduce => {
             let mut inner = pair.into_inner();
@@ -336,6 +328,39 @@ fn build(pair: Pair<Rule>) -> BuildResult {
         }
         other => Err((offset, format!("unexpected {other:?}"))),
     }
+}
+
+/// A unary rule's operand under its leading `-` signs, for both expression languages.
+pub(crate) fn unary<E>(
+    pair: Pair<Rule>,
+    build: impl Fn(Pair<Rule>) -> Result<E, (usize, String)>,
+    negate: impl Fn(E) -> E,
+) -> Result<E, (usize, String)> {
+    let offset = pair.as_span().start();
+    let mut negations = 0;
+    let mut value = None;
+    for part in pair.into_inner() {
+        if part.as_rule() == Rule::negate {
+            negations += 1;
+        } else {
+            value = Some(build(part)?);
+        }
+    }
+    let mut expr = value.ok_or((offset, "missing operand".to_string()))?;
+    for _ in 0..negations {
+        expr = negate(expr);
+    }
+    Ok(expr)
+}
+
+/// A number literal's value.
+pub(crate) fn number(pair: &Pair<Rule>) -> Result<f64, (usize, String)> {
+    pair.as_str().parse::<f64>().map_err(|_| {
+        (
+            pair.as_span().start(),
+            format!("'{}' is not a number", pair.as_str()),
+        )
+    })
 }
 
 fn next_expr(inner: &mut pest::iterators::Pairs<Rule>, offset: usize) -> BuildResult {
