@@ -6,7 +6,8 @@
 //! The definitions are embedded from `panels/data/<arch>.yaml`. [`counters_for_blocks`] tells
 //! which counters a selection of blocks (rocprof-compute's `--block` ids) needs, expanded the way
 //! rocprof-compute collects them: L2 (TCC) channel counters once per channel of every XCD, level
-//! counters in a pass of their own beside their accumulation.
+//! counters in a pass of their own beside their accumulation. [`evaluate_table`] computes a
+//! table for one kernel from its per-dispatch values, as rocprof-compute's `analyze` does.
 //!
 //! ```
 //! let gfx942 = panels::load("gfx942").unwrap();
