@@ -247,7 +247,7 @@ const MFMA_TYPES: [(&str, u64); 8] = [
 
 /// Vector ALU instruction kinds (other than MFMA) and the percent of a known kernel's VALU
 /// instructions each takes.
-const VALU_KINDS: [(&str, u64); 14] = [
+const VALU_KINDS: [(&str, u64); 15] = [
     ("ADD_F16", 0),
     ("MUL_F16", 0),
     ("FMA_F16", 0),
@@ -261,6 +261,7 @@ const VALU_KINDS: [(&str, u64); 14] = [
     ("FMA_F64", 0),
     ("TRANS_F64", 0),
     ("INT32", 30),
+    ("INT64", 0),
     ("CVT", 5),
 ];
 
@@ -378,6 +379,30 @@ impl Model<'_> {
             }
             k if k.starts_with("SQ_INSTS_VALU_MFMA_") => {
                 self.mfma_of(&k["SQ_INSTS_VALU_MFMA_".len()..], hashed_kernel)?
+            }
+            k if k.starts_with("SQ_INSTS_VALU_FLOPS_FP") || k == "SQ_INSTS_VALU_IOPS" => {
+                // Operations of 64 lanes: an FMA is two, the others one.
+                let kind = |name: &str| self.sq(&format!("SQ_INSTS_VALU_{name}"));
+                let ops: Vec<(String, u64)> = match k.strip_prefix("SQ_INSTS_VALU_FLOPS_FP") {
+                    Some(rest) => {
+                        let bits = rest.trim_end_matches("_TRANS");
+                        if rest.ends_with("_TRANS") {
+                            vec![(format!("TRANS_F{bits}"), 1)]
+                        } else {
+                            vec![
+                                (format!("ADD_F{bits}"), 1),
+                                (format!("MUL_F{bits}"), 1),
+                                (format!("FMA_F{bits}"), 2),
+                            ]
+                        }
+                    }
+                    None => vec![("INT32".into(), 1), ("INT64".into(), 1)],
+                };
+                let mut sum = vec![0; self.w.len()];
+                for (name, times) in ops {
+                    sum = add(&sum, &part(&kind(&name)?, times * 64, 1));
+                }
+                sum
             }
             k if k.starts_with("SQ_INSTS_VALU_") => {
                 let kind = &k["SQ_INSTS_VALU_".len()..];
