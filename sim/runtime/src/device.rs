@@ -395,16 +395,26 @@ impl DeviceState {
                 scale,
             }
         });
-        let duration = kernel_duration_ns(grid, workgroup, device.cu_count);
-        let end = start
-            + variation.map_or(duration, |v| {
-                gpu::variation::apply(duration, v.scale).max(1)
-            });
         let wave_size = kernel
             .as_ref()
             .map(|k| k.meta.wavefront_size)
             .filter(|&w| w > 0)
             .unwrap_or(device.wave_size);
+        // Rounds of workgroups over the CUs, or the kernel's traffic and math if they take longer.
+        let items: u64 = grid.iter().map(|&g| u64::from(g)).product();
+        let least = gpu::kernels::least_ns(
+            name,
+            items,
+            wave_size,
+            p.group_segment_size,
+            p.private_segment_size,
+        );
+        let duration = kernel_duration_ns(grid, workgroup, device.cu_count)
+            .max((least as f64 * settings().slow) as u64);
+        let end = start
+            + variation.map_or(duration, |v| {
+                gpu::variation::apply(duration, v.scale).max(1)
+            });
         let computed = kernel.as_ref().is_some_and(|k| {
             run_on_host(&KernelLaunch {
                 kernarg: p.kernarg_address as *const u8,

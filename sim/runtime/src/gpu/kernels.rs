@@ -132,3 +132,26 @@ pub fn profile(kernel: &str, group_segment_size: u32, private_segment_size: u32)
         misc: 2,
     }
 }
+
+/// Bytes per ns of memory traffic and operations per ns of vector and matrix math that every
+/// simulated GPU sustains (below the peaks of gfx90a, gfx942 and gfx950).
+const BYTES_PER_NS: u64 = 1_000;
+const OPS_PER_NS: u64 = 20_000;
+
+/// The least time in ns a dispatch of `kernel` over `items` work-items takes: its memory
+/// traffic and its math at rates every simulated GPU sustains, so that no bandwidth or FLOP
+/// rate derived from its counters exceeds the hardware's peak.
+pub fn least_ns(
+    kernel: &str,
+    items: u64,
+    wave_size: u32,
+    group_segment_size: u32,
+    private_segment_size: u32,
+) -> u64 {
+    let p = profile(kernel, group_segment_size, private_segment_size);
+    let waves = items.div_ceil(u64::from(wave_size.max(1)));
+    let bytes = items * (p.rd_bytes + p.wr_bytes + 4 * p.atomics);
+    // A VALU instruction does up to two operations per lane; an MFMA up to 64 x 512.
+    let ops = waves * (p.valu * 2 * u64::from(wave_size) + p.mfma * 64 * 512);
+    (bytes / BYTES_PER_NS).max(ops / OPS_PER_NS)
+}

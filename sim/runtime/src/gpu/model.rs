@@ -328,6 +328,10 @@ impl Model<'_> {
             "SPI_CSN_WAVE" => self.spread(f.waves),
             "SPI_CSN_NUM_THREADGROUPS" => self.spread(f.workgroups),
             k if k.starts_with("SPI_RA_") => self.within(k, &self.busy("SPI_CSN_BUSY")),
+            // Stalls of the SPI's four pipes: each within a quarter of the SPI's busy cycles.
+            k if k.starts_with("SPI_") && counts_cycles(k) && !k.ends_with("_BUSY") => {
+                part(&self.within(k, &self.busy("GRBM_SPI_BUSY")), 1, 4)
+            }
             k if k.ends_with("_BUSY") => self.busy(k),
             k if counts_cycles(k) => self.within(k, &self.replicate(f.cycles)),
             _ => return None,
@@ -367,6 +371,8 @@ impl Model<'_> {
             "SQ_INSTS_VMEM_RD" => self.per_wave(p.rd_bytes / 4),
             "SQ_INSTS_VMEM_WR" => self.per_wave(p.wr_bytes / 4),
             "SQ_INSTS_VMEM" => self.per_wave(p.vmem()),
+            // Flat instructions that turned out to address LDS only.
+            "SQ_INSTS_FLAT_LDS_ONLY" => self.rare(key, 1),
             "SQ_INSTS_FLAT" => {
                 let [rd, wr, at] = self.vmem_totals();
                 self.spread(rd + wr + at - (rd + wr + at) * p.buffer_pct / 100)
@@ -465,7 +471,8 @@ impl Model<'_> {
     }
 
     /// Wave cycles (SQ_WAVE_CYCLES units) spent issuing each instruction kind, at most 80 % of
-    /// the wave cycles at each position; `ANY` is the sum of the kinds.
+    /// the wave cycles and 60 % of the CU cycles at each position; `ANY` is the sum of the
+    /// kinds.
     fn active(&self, kind: &str) -> Option<Values> {
         let p = self.f.prof;
         let kinds: [(&str, u64); 5] = [
@@ -477,11 +484,17 @@ impl Model<'_> {
         ];
         let wave_cycles = self.spread(self.f.resident * self.f.cycles / 4);
         let raw: Vec<Values> = kinds.iter().map(|(_, k)| self.per_wave(*k)).collect();
+        // Issue cycles are CU cycles too: at most 60 % of the cycles of the CUs with work.
+        let cu_cycles: Values = self
+            .w
+            .iter()
+            .map(|&x| self.f.cycles * x.min(self.cus))
+            .collect();
         let scaled = |v: &Values| -> Values {
             (0..v.len())
                 .map(|i| {
                     let any: u64 = raw.iter().map(|r| r[i]).sum();
-                    let room = wave_cycles[i] * 8 / 10;
+                    let room = (wave_cycles[i] * 8 / 10).min(cu_cycles[i] * 6 / 10);
                     if any > room {
                         (u128::from(v[i]) * u128::from(room) / u128::from(any)) as u64
                     } else {
@@ -496,6 +509,12 @@ impl Model<'_> {
                 .map(scaled)
                 .fold(vec![0; self.w.len()], |a, b| add(&a, &b)),
             "FLAT" => part(&scaled(&raw[3]), 5, 8),
+            // VALU cycles issued together with another VALU instruction (dual issue).
+            "VALU2" => part(
+                &scaled(&raw[0]),
+                self.pct("SQ_ACTIVE_INST_VALU2", 10, 30),
+                100,
+            ),
             k => scaled(&raw[kinds.iter().position(|(n, _)| *n == k)?]),
         })
     }
@@ -587,7 +606,7 @@ impl Model<'_> {
             "TA_FLAT_READ_WAVEFRONTS" => self.spread(flat(rd)),
             "TA_FLAT_WRITE_WAVEFRONTS" => self.spread(flat(wr)),
             "TA_FLAT_ATOMIC_WAVEFRONTS" => self.spread(flat(at)),
-            "TD_LOAD_WAVEFRONT" => self.spread(rd),
+            "TD_LOAD_WAVEFRONT" => self.spread(rd + wr + at),
             "TD_STORE_WAVEFRONT" => self.spread(wr),
             "TD_ATOMIC_WAVEFRONT" => self.spread(at),
             "TD_COALESCABLE_WAVEFRONT" => self.spread((rd + wr) * (p.l1_hit_pct + 10) / 101),
@@ -642,7 +661,11 @@ impl Model<'_> {
             "TCP_TOTAL_WRITE" => self.spread(wr),
             "TCP_TOTAL_ATOMIC_WITH_RET" => self.spread(at * 3 / 8),
             "TCP_TOTAL_ATOMIC_WITHOUT_RET" => self.spread(at - at * 3 / 8),
-            "TCP_TOTAL_ACCESSES" => self.spread(rd + wr + at),
+            // Accesses of four lanes: sixteen per wave instruction when fully coalesced.
+            "TCP_TOTAL_ACCESSES" => {
+                let uncoalesced = if p.misc > 0 { self.pct(key, 0, 60) } else { 0 };
+                self.spread((rd + wr + at) * 16 * (100 + uncoalesced) / 100)
+            }
             "TCP_TA_TCP_STATE_READ" => state_read,
             "TCP_TCP_LATENCY" => part(&state_read, lat, 1),
             "TCP_TCC_READ_REQ_LATENCY" => part(&rd_req, lat * 3 / 4, 1),
