@@ -764,7 +764,7 @@ impl Model<'_> {
     }
 
     /// Command processor counters: each unit busy for part of the dispatch and idle for the
-    /// rest; stalls and sub-unit activity within the unit's busy cycles.
+    /// rest; its sub-units busy for most of its busy cycles, stalls within their busy cycles.
     fn cp(&self, key: &str) -> Values {
         let cycles = self.replicate(self.f.cycles);
         let unit = &key[..3];
@@ -775,7 +775,12 @@ impl Model<'_> {
         if let Some(busy_name) = key.strip_suffix("_IDLE") {
             return sub(&cycles, &self.cp(&format!("{busy_name}_BUSY")));
         }
-        part(&stat_busy, self.pct(key, 10, 80), 100)
+        if key.ends_with("_BUSY") {
+            // A sub-unit: busy for 60-90 % of the unit's busy cycles.
+            return part(&stat_busy, self.pct(key, 60, 31), 100);
+        }
+        // Stalls, full FIFOs and packets: within every sub-unit's busy cycles.
+        part(&stat_busy, self.pct(key, 1, 50), 100)
     }
 }
 
