@@ -64,19 +64,10 @@ fn workload(dir: &Path, arch: &str, size: &str) {
     let mut asked = names.clone();
     asked.extend(LEVELS.iter().map(|l| format!("{l}:HIGH_RES")));
     let truth = dir.join("truth.jsonl");
-    let kernels = [
-        "vadd",
-        "saxpy",
-        "fill",
-        "increment",
-        "indirect_increment",
-        "lds_reverse",
-        "scratchy",
-        "copy",
-        "empty",
-    ];
+    // The demo's kernels: the OpenCL ones by name, the C++ ones through --cpp.
+    let kernels = "vadd saxpy fill increment indirect_increment lds_reverse scratchy copy empty";
     let mut command = Command::new(artifact("rtl-demo-app"));
-    for k in kernels {
+    for k in kernels.split(' ') {
         command.args(["--kernel", k]);
     }
     let out = command
