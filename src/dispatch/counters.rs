@@ -669,13 +669,7 @@ impl GpuCounters {
     /// make sets while the pool grows to what is in flight; a set that cannot be made now is
     /// made (or its failure reported) when a dispatch needs it.
     fn presize(&self) {
-        for group in 0..self.groups.len() {
-            for _ in 1..PRESIZED_SETS {
-                let Ok(set) = self.create(group) else { return };
-                let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-                pools.ready[group].push(set);
-            }
-        }
+        self.make_spares(vec![PRESIZED_SETS - 1; self.groups.len()]);
     }
 
     /// The number of instances of `block` on this GPU, as aqlprofile's BLOCK_ID query reports it.
