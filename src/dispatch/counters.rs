@@ -661,7 +661,15 @@ impl GpuCounters {
             let mut pools = counters.pools.lock().unwrap_or_else(|p| p.into_inner());
             pools.ready.push(vec![set]);
         }
+        counters.presize();
         Ok(counters)
+    }
+
+    /// Fills each group's pool to [`PRESIZED_SETS`] sets, so that the dispatch path does not
+    /// make sets while the pool grows to what is in flight; a set that cannot be made now is
+    /// made (or its failure reported) when a dispatch needs it.
+    fn presize(&self) {
+        self.make_spares(vec![PRESIZED_SETS - 1; self.groups.len()]);
     }
 
     /// The number of instances of `block` on this GPU, as aqlprofile's BLOCK_ID query reports it.
@@ -1077,6 +1085,10 @@ impl EventSamples {
 /// instance on one XCC, so they are small).
 const SEEN_IDS: u32 = 1024;
 
+/// The packet sets of each group made when a GPU's counters are set up: one batch of 64
+/// dispatches in flight needs no more.
+const PRESIZED_SETS: usize = 64;
+
 /// The most spare packet sets of a group the completion worker makes in one round.
 const SPARES_PER_ROUND: usize = 64;
 
@@ -1293,9 +1305,11 @@ unsafe extern "C" fn v2_laid_out_sample(
     let read = unsafe { &mut *(data as *mut LaidOut) };
     let n = read.reported;
     let key = sample_key(event, sample);
-    match (read.expected.get(n), read.values.get_mut(n)) {
-        (Some(e), Some(slot)) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
-            *slot = value;
+    // One bound for both: `read_laid_out` gives `values` the length of `expected`.
+    match read.expected.get(n) {
+        Some(e) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
+            // SAFETY: n < expected.len() == values.len().
+            unsafe { *read.values.get_unchecked_mut(n) = value };
             read.reported = n + 1;
         }
         _ => read.matches = false,
