@@ -32,6 +32,7 @@ use super::records::{Record, RecordFile, Region, RegionKind, ReplayStats, Tally}
 use super::replay::Replay;
 use super::roctx::Roctx;
 use super::runtime::Hsa;
+use super::threads::Joinable;
 use crate::fast_map::FastMap;
 use crate::hsa::*;
 
@@ -566,6 +567,8 @@ pub struct Completion {
     output: PathBuf,
     /// Where the application's roctx events come from, when it has any.
     roctx: Option<Arc<Roctx>>,
+    /// The worker thread, joined once stopped.
+    thread: Joinable,
 }
 
 /// Which of `files` record files a record of event group `group` goes to: the group's own
@@ -688,18 +691,17 @@ impl Completion {
             tallies,
             output,
             roctx,
+            thread: Joinable::default(),
         });
         let worker = Arc::clone(&completion);
-        let spawned = std::thread::Builder::new()
-            .name("rtl-pmc-completion".into())
-            .spawn(move || {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
-                let mut shared = lock(&worker.shared);
-                shared.stopped = true;
-                worker.stopped.store(true, Ordering::Release);
-                worker.progress.notify_all();
-            });
-        if spawned.is_err() {
+        let spawned = completion.thread.spawn("rtl-pmc-completion", move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
+            let mut shared = lock(&worker.shared);
+            shared.stopped = true;
+            worker.stopped.store(true, Ordering::Release);
+            worker.progress.notify_all();
+        });
+        if !spawned {
             lock(&completion.shared).stopped = true;
             completion.stopped.store(true, Ordering::Release);
         }
@@ -836,7 +838,8 @@ impl Completion {
         shared
     }
 
-    /// Drains everything (up to `timeout`) and stops the worker; whether it stopped.
+    /// Drains everything (up to `timeout`) and stops the worker; whether it stopped (and its
+    /// thread has exited).
     pub fn stop(&self, timeout: Duration) -> bool {
         self.drain(None, timeout);
         let mut shared = lock(&self.shared);
@@ -846,7 +849,12 @@ impl Completion {
         while !shared.stopped && Instant::now() < deadline {
             shared = self.await_progress(shared, deadline);
         }
-        shared.stopped
+        let stopped = shared.stopped;
+        drop(shared);
+        if stopped {
+            self.thread.join();
+        }
+        stopped
     }
 
     fn run(&self) {

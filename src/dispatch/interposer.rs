@@ -187,6 +187,7 @@ pub fn finish() {
         release_aqlprofile(session, stopped);
         if stopped {
             me.memory.release_buffers();
+            super::signals::uninstall();
         }
     }
 }
