@@ -935,11 +935,10 @@ impl Workload {
                 "accumulate(SQ_INST_LEVEL_LDS, HIGH_RES)",
             ),
             // A level counter only the workload's file names (SQ event 337, no built-in name).
-            format!(
-                "  - name: SQC_DCACHE_INFLIGHT_LEVEL\n    description: outstanding data cache \
-                 requests\n    properties: []\n    definitions:\n    - architectures:\n      \
-                 - gfx90a\n      - gfx942\n      - gfx950\n      block: SQ\n      event: 337\n"
-            ),
+            "  - name: SQC_DCACHE_INFLIGHT_LEVEL\n    description: outstanding data cache \
+             requests\n    properties: []\n    definitions:\n    - architectures:\n      \
+             - gfx90a\n      - gfx942\n      - gfx950\n      block: SQ\n      event: 337\n"
+                .to_string(),
             definition(
                 "SQC_DCACHE_INFLIGHT_LEVEL_ACCUM",
                 &["gfx90a", "gfx942", "gfx950"],
