@@ -210,16 +210,19 @@ fn install_sh_rocprofv3_alias_lists_counters_as_rocprof_compute_imports_them() {
         assert!(out.status.success(), "{}", text(&out.stderr));
         text(&out.stdout)
     };
+    let list_avail = |metrics: &Path| {
+        Command::new(prefix.join("bin/rtl-pmc"))
+            .arg("--list-avail")
+            .envs(sim_env("gfx942"))
+            .env("ROCPROFILER_METRICS_PATH", metrics)
+            .output()
+            .expect("rtl-pmc starts")
+    };
     let listed = run(&defs);
 
     // Every counter of the installed rtl-pmc's listing, in its order, under GPU 0, with its block
     // or its expression; the definitions of ROCPROFILER_METRICS_PATH among them.
-    let listing = Command::new(prefix.join("bin/rtl-pmc"))
-        .arg("--list-avail")
-        .envs(sim_env("gfx942"))
-        .env("ROCPROFILER_METRICS_PATH", &defs)
-        .output()
-        .expect("rtl-pmc starts");
+    let listing = list_avail(&defs);
     assert!(listing.status.success(), "{}", text(&listing.stderr));
     let mut expected = String::new();
     let mut name = String::new();
@@ -248,12 +251,7 @@ fn install_sh_rocprofv3_alias_lists_counters_as_rocprof_compute_imports_them() {
     // rtl-pmc refusing the definitions: the caller gets its message.
     let empty = dir.join("empty");
     std::fs::create_dir_all(&empty).unwrap();
-    let refused = Command::new(prefix.join("bin/rtl-pmc"))
-        .arg("--list-avail")
-        .envs(sim_env("gfx942"))
-        .env("ROCPROFILER_METRICS_PATH", &empty)
-        .output()
-        .expect("rtl-pmc starts");
+    let refused = list_avail(&empty);
     assert_eq!(refused.status.code(), Some(2));
     assert_eq!(
         run(&empty),
