@@ -303,6 +303,51 @@ fn extra_counters_are_planned_like_built_in_ones() {
 }
 
 #[test]
+fn an_event_past_the_blocks_listed_events_is_planned_and_said() {
+    // rocprof-compute's SQC_DCACHE_INFLIGHT_LEVEL: SQ event 337, which aqlprofile's gfx90a
+    // tables do not reach (its SQ events end at 303) and no built-in counter of gfx90a names.
+    let s = Scratch::new("past-events");
+    let extra = s.file(
+        "extra.yaml",
+        "rocprofiler-sdk:
+  counters-schema-version: 1
+  counters:
+    - name: SQC_DCACHE_INFLIGHT_LEVEL
+      description: outstanding data cache requests
+      properties: []
+      definitions:
+        - architectures: [gfx90a, gfx942]
+          block: SQ
+          event: 337
+",
+    );
+    let plan = |arch: &str| {
+        rtl_pmc(&[
+            "--plan",
+            "--arch",
+            arch,
+            "-E",
+            &extra,
+            "--pmc",
+            "SQC_DCACHE_INFLIGHT_LEVEL",
+            "SQ_WAVES",
+        ])
+    };
+    let stdout = "pass 1: SQC_DCACHE_INFLIGHT_LEVEL SQ_WAVES\npasses: 1 (lower bound: 1)\n";
+    assert_plan(
+        &plan("gfx90a"),
+        stdout,
+        &format!(
+            "rtl-pmc: gfx90a: SQC_DCACHE_INFLIGHT_LEVEL ({extra}:8) is SQ event 337, past the \
+             block's events aqlprofile lists (0-303) and no built-in counter's: it is collected as \
+             given, and its value is whatever the GPU counts for that event\n"
+        ),
+    );
+    // gfx942's SQ events reach 373: nothing to say.
+    assert_plan(&plan("gfx942"), stdout, "");
+}
+
+#[test]
 fn gpus_are_found_in_the_kfd_topology() {
     let s = Scratch::new("kfd");
     let one = s.topology(&[90010]);
