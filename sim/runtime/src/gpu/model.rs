@@ -371,8 +371,16 @@ impl Model<'_> {
             "SQ_INSTS_VMEM_RD" => self.per_wave(p.rd_bytes / 4),
             "SQ_INSTS_VMEM_WR" => self.per_wave(p.wr_bytes / 4),
             "SQ_INSTS_VMEM" => self.per_wave(p.vmem()),
-            // Flat instructions that turned out to address LDS only.
-            "SQ_INSTS_FLAT_LDS_ONLY" => self.rare(key, 1),
+            // Flat instructions that turned out to address LDS only: a part of the flat (and so
+            // of the vector memory) instructions, none for the demo's kernels.
+            "SQ_INSTS_FLAT_LDS_ONLY" => {
+                let flat = self.sq("SQ_INSTS_FLAT")?;
+                if hashed_kernel {
+                    part(&flat, self.pct(key, 1, 20), 100)
+                } else {
+                    vec![0; flat.len()]
+                }
+            }
             "SQ_INSTS_FLAT" => {
                 let [rd, wr, at] = self.vmem_totals();
                 self.spread(rd + wr + at - (rd + wr + at) * p.buffer_pct / 100)
@@ -444,11 +452,10 @@ impl Model<'_> {
             "SQ_WAIT_INST_LDS" => part(&self.waiting(), p.lds_conflict_pct, 300),
             "SQ_IFETCH" => self.per_wave(p.insts() / 4 + 1),
             "SQ_LDS_IDX_ACTIVE" => self.per_wave(p.lds * 4),
-            "SQ_LDS_BANK_CONFLICT" => self.spread(self.total(p.lds * 4) * p.lds_conflict_pct / 100),
-            "SQ_LDS_ADDR_CONFLICT" => self.spread(self.total(p.lds * 4) * p.lds_conflict_pct / 300),
-            "SQ_LDS_UNALIGNED_STALL" => {
-                self.spread(self.total(p.lds * 4) * p.lds_conflict_pct / 500)
-            }
+            // Conflict cycles are part of the LDS's active cycles at every position.
+            "SQ_LDS_BANK_CONFLICT" => part(&self.per_wave(p.lds * 4), p.lds_conflict_pct, 100),
+            "SQ_LDS_ADDR_CONFLICT" => part(&self.per_wave(p.lds * 4), p.lds_conflict_pct, 300),
+            "SQ_LDS_UNALIGNED_STALL" => part(&self.per_wave(p.lds * 4), p.lds_conflict_pct, 500),
             "SQ_LDS_MEM_VIOLATIONS" | "SQ_LDS_ATOMIC_RETURN" => self.rare(key, 1),
             k if k.ends_with("_BUSY") => self.busy(k),
             k if counts_cycles(k) => self.within(k, &self.replicate(f.cycles)),
