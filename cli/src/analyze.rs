@@ -502,13 +502,17 @@ fn frame_of(names: &[String], columns: Vec<Vec<f64>>, rename: &dyn Fn(&str) -> S
     let rows = columns.first().map_or(0, Vec::len);
     let mut frame_columns: HashMap<String, Vec<f64>> = HashMap::new();
     let mut errors = HashMap::new();
+    let estimated: std::collections::HashSet<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix("_estimate"))
+        .collect();
     for (name, values) in names.iter().zip(columns) {
         // rtl-pmc's estimates: `<C>_estimate` stands for C, `<C>_error` is its error.
         if let Some(counter) = name.strip_suffix("_estimate") {
             frame_columns.insert(rename(counter), values);
         } else if let Some(counter) = name.strip_suffix("_error") {
             errors.insert(rename(counter), values);
-        } else if !names.iter().any(|n| *n == format!("{name}_estimate")) {
+        } else if !estimated.contains(name.as_str()) {
             frame_columns.insert(rename(name), values);
         }
     }

@@ -113,8 +113,24 @@ fn unrelated_counters_are_not_accidentally_equal() {
         }
     }
     // Only counters that mean the same thing agree: for one kernel that fills the window, the
-    // clock and the busy clock.
-    assert_eq!(equal, vec!["GRBM_COUNT=GRBM_GUI_ACTIVE".to_string()]);
+    // clock and the busy clock; the waves the SPI launches and the SQ receives; scalar cache
+    // misses and the requests they send to L2; L2 misses and the requests to DRAM (a single
+    // package has no other memory); the vector memory instructions the TA and TD see, and the stores
+    // the TCP and TD see.
+    let same: Vec<String> = [
+        "GRBM_COUNT=GRBM_GUI_ACTIVE",
+        "SQC_DCACHE_ATOMIC=SQC_TC_DATA_ATOMIC_REQ",
+        "SQC_DCACHE_MISSES=SQC_TC_DATA_READ_REQ",
+        "SQC_ICACHE_MISSES=SQC_TC_INST_REQ",
+        "SPI_CSN_WAVE=SQ_WAVES",
+        "TCC_EA0_RDREQ=TCC_EA0_RDREQ_DRAM",
+        "TCC_EA0_WRREQ=TCC_EA0_WRREQ_DRAM",
+        "TA_TOTAL_WAVEFRONTS=TD_LOAD_WAVEFRONT",
+        "TCP_TOTAL_WRITE=TD_STORE_WAVEFRONT",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(equal, same);
 }
 
 #[test]
