@@ -687,22 +687,42 @@ impl<'a> Collector<'a> {
         }
     }
 
-    /// Adds the rows `rest` read after this collector's.
+    /// Adds the rows `rest` read after this collector's, its columns copied by as many threads
+    /// as there are cores.
     fn append(&mut self, mut rest: Collector<'a>) {
         self.flush();
         rest.flush();
-        let mut map = Vec::with_capacity(rest.groups.len());
-        for (key, columns) in rest.groups {
-            let at = self.group(key);
-            for (to, from) in self.groups[at].1.iter_mut().zip(columns) {
-                if to.is_empty() {
-                    *to = from;
-                } else {
-                    to.extend_from_slice(&from);
-                }
-            }
-            map.push(at);
+        let map: Vec<usize> = rest
+            .groups
+            .iter()
+            .map(|(key, _)| self.group(key.clone()))
+            .collect();
+        let mut incoming: Vec<Vec<Vec<f64>>> = vec![Vec::new(); self.groups.len()];
+        for (&at, (_, columns)) in map.iter().zip(rest.groups) {
+            incoming[at] = columns;
         }
+        let mut pairs: Vec<(&mut Vec<f64>, Vec<f64>)> = self
+            .groups
+            .iter_mut()
+            .zip(incoming)
+            .flat_map(|((_, to), from)| to.iter_mut().zip(from))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let chunk = pairs.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            for part in pairs.chunks_mut(chunk) {
+                scope.spawn(move || {
+                    for (to, from) in part {
+                        if to.is_empty() {
+                            std::mem::swap(*to, from);
+                        } else {
+                            to.extend_from_slice(from);
+                            *from = Vec::new();
+                        }
+                    }
+                });
+            }
+        });
         self.row_group
             .extend(rest.row_group.iter().map(|&g| map[g]));
     }
