@@ -948,7 +948,12 @@ impl GpuCounters {
             }
             pools.ready[set.group].push(set);
         }
-        let short = std::mem::take(&mut pools.short);
+        let mut short = std::mem::take(&mut pools.short);
+        short.resize(self.groups.len(), 0);
+        for (group, n) in short.iter_mut().enumerate() {
+            let ready = pools.ready.get(group).map_or(0, Vec::len);
+            *n = (*n).max(LOW_WATER.saturating_sub(ready));
+        }
         drop(pools);
         self.make_spares(short);
     }
@@ -1088,6 +1093,11 @@ const SEEN_IDS: u32 = 1024;
 /// The packet sets of each group made when a GPU's counters are set up: one batch of 64
 /// dispatches in flight needs no more.
 const PRESIZED_SETS: usize = 64;
+
+/// The fewest packet sets of a group the completion worker leaves ready after a round: it
+/// makes more whenever dispatches in flight take the pool below this, so that the dispatch
+/// path finds a set ready instead of making one while the worker is behind.
+const LOW_WATER: usize = PRESIZED_SETS / 2;
 
 /// The most spare packet sets of a group the completion worker makes in one round.
 const SPARES_PER_ROUND: usize = 64;
