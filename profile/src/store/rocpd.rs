@@ -2,8 +2,10 @@
 //! committed from the tables rtl-pmc keeps for itself (`rtl_*`), so that queries and tools
 //! written for a rocprofv3 database read rtl-pmc's unchanged.
 //!
-//! As rocprofv3 does: one GUID per database; physical tables named `rocpd_<name>_<uuid>` whose
-//! `guid` column defaults to it; an unsuffixed view `rocpd_<name>` over each; `rocpd_metadata`
+//! As rocprofv3 does: one GUID per database; physical tables named `rocpd_<name>_<uuid>` with a
+//! `guid` column that holds it (unlike rocprofv3's, a generated column: the GUID is in the
+//! table's definition rather than 36 bytes of every row; `SELECT *`, `PRAGMA table_xinfo` and
+//! rocpd's tools see it, `PRAGMA table_info` does not); an unsuffixed view `rocpd_<name>` over each; `rocpd_metadata`
 //! with `schema_version`, `uuid` and `guid`; every string once in `rocpd_string`, sorted, the
 //! empty string first; the analysis views (`kernels`, `counters_collection`, `pmc_events`,
 //! `top_kernels`, `busy`, `top`, ...) under their rocpd names and columns. Beside them
@@ -285,14 +287,15 @@ const TABLES: &[TableSpec] = &[
 pub const VALUES: &str = "pmc_event";
 
 /// The DDL of rocpd table `name` of run `guid`, with table suffix `uuid`, and the unsuffixed
-/// view over it.
+/// view over it. The `guid` column is rocpd's, in rocpd's place, but generated from the
+/// definition (`VIRTUAL`): the same in every row, it is not stored in any.
 pub fn table_sql(name: &str, guid: &str, uuid: &str) -> String {
     let Some((_, columns, keys)) = TABLES.iter().find(|t| t.0 == name) else {
         return String::new();
     };
     let mut sql = format!(
         "CREATE TABLE \"rocpd_{name}{uuid}\"(\"id\" INTEGER NOT NULL PRIMARY KEY AUTOINCREMENT, \
-         \"guid\" TEXT DEFAULT \"{guid}\" NOT NULL, {columns}"
+         \"guid\" TEXT NOT NULL GENERATED ALWAYS AS ('{guid}') VIRTUAL, {columns}"
     );
     for (column, table) in keys.iter() {
         sql.push_str(&format!(
