@@ -42,23 +42,6 @@ pub struct WorkloadInfo {
 /// The name rocprof-compute's panels give a level counter's accumulation.
 pub const ACCUMULATION_COLUMN: &str = "SQ_ACCUM_PREV_HIRES";
 
-/// Columns of `pmc_perf.csv` before the counters.
-pub const PMC_PERF_LEADING: [&str; 13] = [
-    "Dispatch_ID",
-    "GPU_ID",
-    "Grid_Size",
-    "Workgroup_Size",
-    "LDS_Per_Workgroup",
-    "Scratch_Per_Workitem",
-    "Arch_VGPR",
-    "Accum_VGPR",
-    "SGPR",
-    "Wave_Size",
-    "Kernel_Name",
-    "Correlation_ID",
-    "Kernel_ID",
-];
-
 /// Columns of a level counter's file before the counters (rocprof-compute's converted
 /// rocprofv3 order).
 pub const LEVEL_FILE_LEADING: [&str; 18] = [
@@ -81,6 +64,17 @@ pub const LEVEL_FILE_LEADING: [&str; 18] = [
     "Correlation_ID",
     "Kernel_ID",
 ];
+
+/// The converted columns rocprof-compute's join of its per-input results drops from
+/// `pmc_perf.csv` (the timestamps it moves to the end).
+const JOIN_DROPS: [&str; 5] = ["Queue_ID", "PID", "TID", "Start_Timestamp", "End_Timestamp"];
+
+/// Columns of `pmc_perf.csv` before the counters.
+pub fn pmc_perf_leading() -> impl Iterator<Item = &'static str> {
+    LEVEL_FILE_LEADING
+        .into_iter()
+        .filter(|c| !JOIN_DROPS.contains(c))
+}
 
 /// Columns of `sysinfo.csv`, in rocprof-compute's order.
 pub const SYSINFO_COLUMNS: [&str; 39] = [
@@ -250,15 +244,14 @@ fn counter_field(dispatch: &Dispatch, name: &str) -> String {
 
 fn pmc_perf_text(dispatches: &[Dispatch], gpu_id: &dyn Fn(u32) -> u32) -> String {
     let counters = pmc_perf_counters(dispatches);
-    let mut header: Vec<String> = PMC_PERF_LEADING.iter().map(|c| c.to_string()).collect();
+    let mut header: Vec<String> = pmc_perf_leading().map(String::from).collect();
     header.extend(counters.iter().cloned());
     header.push("Start_Timestamp".into());
     header.push("End_Timestamp".into());
     let mut text = String::new();
     csv_line(&mut text, &header);
     for dispatch in dispatches {
-        let mut row: Vec<String> = PMC_PERF_LEADING
-            .iter()
+        let mut row: Vec<String> = pmc_perf_leading()
             .map(|c| dispatch_field(dispatch, c, gpu_id))
             .collect();
         row.extend(counters.iter().map(|c| counter_field(dispatch, c)));
