@@ -411,9 +411,9 @@ impl InputFile {
 /// How many application runs rocprof-compute's `profile` makes for these counters: one input
 /// file per level counter (with its accumulation), the other counters packed greedily, in the
 /// order given, into the first file with room under [`ROCPROF_COMPUTE_BLOCK_LIMITS`] (every
-/// channel of a channel counter in one file), and one timing-only run. rocprof-compute packs
-/// in the iteration order of a Python set, which varies between its runs; the count here is
-/// for the order given. `Err` names a counter of a block rocprof-compute has no limit for.
+/// channel of a channel counter in one file); through rocprofv3 it adds no timing-only run.
+/// rocprof-compute packs in the iteration order of a Python set, which varies between its
+/// runs; the count here is for the order given. `Err` names a counter of a block rocprof-compute has no limit for.
 pub fn rocprof_compute_runs<'a>(
     counters: impl IntoIterator<Item = &'a str>,
     levels: &[String],
@@ -458,7 +458,7 @@ pub fn rocprof_compute_runs<'a>(
             channel_files.push((base_name(counter).to_string(), file));
         }
     }
-    Ok(files.len() + 1)
+    Ok(files.len())
 }
 
 #[cfg(test)]
@@ -636,11 +636,11 @@ mod tests {
     }
     #[test]
     fn rocprof_compute_packs_counters_by_block_limits() {
-        // Nine SQ counters need two files; three TA counters two; one timing-only run.
+        // Nine SQ counters need two files, and so do three TA counters.
         let sq: Vec<String> = (0..9).map(|i| format!("SQ_C{i}")).collect();
         let mut names: Vec<&str> = sq.iter().map(String::as_str).collect();
         names.extend(["TA_A", "TA_B", "TA_C"]);
-        assert_eq!(rocprof_compute_runs(names, &[]), Ok(3));
+        assert_eq!(rocprof_compute_runs(names, &[]), Ok(2));
     }
 
     #[test]
@@ -649,21 +649,21 @@ mod tests {
         let mut names: Vec<&str> = channels.iter().map(String::as_str).collect();
         names.extend(["TCC_MISS_sum", "TCC_EA0_RDREQ_sum", "TCC_EA0_WRREQ_sum"]);
         // Four TCC counters fit the first file; a fifth opens a second.
-        assert_eq!(rocprof_compute_runs(names.clone(), &[]), Ok(2));
+        assert_eq!(rocprof_compute_runs(names.clone(), &[]), Ok(1));
         names.push("TCC_REQ_sum");
-        assert_eq!(rocprof_compute_runs(names.clone(), &[]), Ok(3));
+        assert_eq!(rocprof_compute_runs(names.clone(), &[]), Ok(2));
         // Each level counter has a file of its own, which other counters then fill.
         let levels = [
             "SQ_LEVEL_WAVES".to_string(),
             "SQ_INSTS_LEVEL_VMEM".to_string(),
         ];
-        assert_eq!(rocprof_compute_runs(names.clone(), &levels), Ok(3));
+        assert_eq!(rocprof_compute_runs(names.clone(), &levels), Ok(2));
         // A level file has six SQ slots left: seven SQ counters fill the first and start
         // the second.
         let sq: Vec<String> = (0..7).map(|i| format!("SQ_C{i}")).collect();
         let sq: Vec<&str> = sq.iter().map(String::as_str).collect();
-        assert_eq!(rocprof_compute_runs(sq.clone(), &levels[..1]), Ok(3));
-        assert_eq!(rocprof_compute_runs(sq[..6].to_vec(), &levels[..1]), Ok(2));
+        assert_eq!(rocprof_compute_runs(sq.clone(), &levels[..1]), Ok(2));
+        assert_eq!(rocprof_compute_runs(sq[..6].to_vec(), &levels[..1]), Ok(1));
     }
 
     #[test]
