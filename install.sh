@@ -5,6 +5,8 @@
 #   PREFIX/lib/rtl-pmc/libhsa_runtime64.so, libhsa_amd_aqlprofile64.so, librtl_sim_drm.so, rtl-demo-app
 #                                                           (the simulated GPU of --sim, and its demo)
 #   PREFIX/bin/rocprofv3 -> rtl-pmc                          (only with --rocprofv3-alias)
+#   PREFIX/bin/rocprofv3_avail_module/                       (only with --rocprofv3-alias: the
+#                                                            counter listing rocprof-compute imports)
 #
 # Usage: bash install.sh [--from DIR] [--rocprofv3-alias] PREFIX
 #   Builds the release profile first (cargo build --release --workspace), unless --from DIR names
@@ -41,5 +43,9 @@ done
 install -m 755 "$from/rtl-demo-app" "$prefix/lib/rtl-pmc/rtl-demo-app"
 if [ "$alias" -eq 1 ]; then
   ln -sfn rtl-pmc "$prefix/bin/rocprofv3"
+  mkdir -p "$prefix/bin/rocprofv3_avail_module"
+  for file in __init__.py avail.py; do
+    install -m 644 "cli/rocprofv3_avail_module/$file" "$prefix/bin/rocprofv3_avail_module/$file"
+  done
 fi
 echo "installed $prefix/bin/rtl-pmc (libraries in $prefix/lib/rtl-pmc)"

@@ -144,6 +144,125 @@ fn install_sh_installs_a_prefix_that_profiles_the_demo_with_exact_values() {
     assert!(!plain.join("bin/rocprofv3").exists());
 }
 
+/// What rocprof-compute does to list its profiler's counters, in its steps: with
+/// `ROCPROFILER_METRICS_PATH` set to its definitions, it adds `<sdk library>/../../bin` to Python's
+/// path, imports `rocprofv3_avail_module.avail`, sets `loadLibrary.libname` to the listing library
+/// beside the SDK and calls `get_counters()`, then keeps the counters of the first GPU that have a
+/// `block` or an `expression`. Prints one line per GPU key and counter: key, name, the attribute
+/// found and its value; or the exception's type and message.
+const ROCPROF_COMPUTE_AVAIL: &str = r#"
+import os, sys
+from pathlib import Path
+sdk = Path(sys.argv[1])
+os.environ["ROCPROFILER_METRICS_PATH"] = sys.argv[2]
+sys.path.append(str(sdk.parent.parent / "bin"))
+from rocprofv3_avail_module import avail
+avail.loadLibrary.libname = str(sdk.parent.parent / "lib" / "rocprofiler-sdk" / "librocprofv3-list-avail.so")
+try:
+    counters = avail.get_counters()
+except Exception as e:
+    print(type(e).__name__, e)
+    sys.exit(0)
+for key, listed in counters.items():
+    for c in listed:
+        if hasattr(c, "block"):
+            print(key, c.name, "block", c.block)
+        elif hasattr(c, "expression"):
+            print(key, c.name, "expression", c.expression)
+        else:
+            print(key, c.name, "neither")
+"#;
+
+#[test]
+fn install_sh_rocprofv3_alias_lists_counters_as_rocprof_compute_imports_them() {
+    let dir = scratch("avail");
+    let prefix = dir.join("prefix");
+    install_build(&prefix, &["--rocprofv3-alias"]);
+    for file in ["__init__.py", "avail.py"] {
+        assert!(
+            prefix
+                .join("bin/rocprofv3_avail_module")
+                .join(file)
+                .is_file(),
+            "{file} not installed"
+        );
+    }
+    // rocprof-compute's definitions directory, with one of its per-channel counters.
+    let defs = dir.join("defs");
+    std::fs::create_dir_all(&defs).unwrap();
+    std::fs::write(
+        defs.join("counter_defs.yaml"),
+        "rocprofiler-sdk:\n  counters-schema-version: 1\n  counters:\n  - name: TCC_HIT[17]\n    \
+         description: one channel\n    properties: []\n    definitions:\n    - architectures:\n      \
+         - gfx942\n      expression: select(TCC_HIT,[DIMENSION_XCC=[1], DIMENSION_INSTANCE=[1]])\n",
+    )
+    .unwrap();
+    let sdk = prefix.join("lib/librocprofiler-sdk.so");
+    let run = |metrics: &Path| {
+        let out = Command::new("python3")
+            .args(["-c", ROCPROF_COMPUTE_AVAIL])
+            .arg(&sdk)
+            .arg(metrics)
+            .envs(sim_env("gfx942"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("python3 runs");
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let list_avail = |metrics: &Path| {
+        Command::new(prefix.join("bin/rtl-pmc"))
+            .arg("--list-avail")
+            .envs(sim_env("gfx942"))
+            .env("ROCPROFILER_METRICS_PATH", metrics)
+            .output()
+            .expect("rtl-pmc starts")
+    };
+    let listed = run(&defs);
+
+    // Every counter of the installed rtl-pmc's listing, in its order, under GPU 0, with its block
+    // or its expression; the definitions of ROCPROFILER_METRICS_PATH among them.
+    let listing = list_avail(&defs);
+    assert!(listing.status.success(), "{}", text(&listing.stderr));
+    let mut expected = String::new();
+    let mut name = String::new();
+    for line in text(&listing.stdout).lines() {
+        let (key, value) = line.split_once(':').unwrap_or((line, ""));
+        match key.trim() {
+            "Counter_Name" => name = value.trim().to_string(),
+            "Block" => expected.push_str(&format!("0 {name} block {}\n", value.trim())),
+            "Expression" => expected.push_str(&format!("0 {name} expression {}\n", value.trim())),
+            _ => {}
+        }
+    }
+    assert_eq!(listed, expected);
+    assert!(listed.contains("\n0 SQ_WAVES block SQ\n"), "{listed}");
+    assert!(
+        listed.contains(
+            "\n0 TCC_HIT[17] expression select(TCC_HIT,[DIMENSION_XCC=[1], DIMENSION_INSTANCE=[1]])\n"
+        ),
+        "{listed}"
+    );
+    assert_eq!(
+        listed.lines().count(),
+        text(&listing.stdout).matches("Counter_Name").count()
+    );
+
+    // rtl-pmc refusing the definitions: the caller gets its message.
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let refused = list_avail(&empty);
+    assert_eq!(refused.status.code(), Some(2));
+    assert_eq!(
+        run(&empty),
+        format!(
+            "RuntimeError {} --list-avail failed (exit 2): {}\n",
+            prefix.join("bin/rtl-pmc").display(),
+            text(&refused.stderr).trim()
+        )
+    );
+}
+
 #[test]
 fn install_sh_refuses_bad_arguments_and_rtl_pmc_names_where_it_looked() {
     let usage = "usage: bash install.sh [--from DIR] [--rocprofv3-alias] PREFIX";

@@ -131,7 +131,23 @@ struct Options {
     scaling: bool,
     /// Instructions per dispatch under callgrind instead of times.
     instructions: bool,
+    /// Other tools libraries, measured after the modes.
+    peers: Vec<&'static Peer>,
 }
+
+/// Another HSA tools library measured beside rtl-pmc (`--peer NAME=PATH[,ENV=VALUE...]`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Peer {
+    /// What the output calls it (`mode=peer:NAME`).
+    pub name: String,
+    /// The library, absolute.
+    pub path: PathBuf,
+    /// Its environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+/// The simulated runtime's intercept mode (`packet` or `batch`), passed on to the children.
+pub const INTERCEPT_ENV: &str = "RTL_SIM_INTERCEPT";
 
 /// Whether and how the interposer is loaded.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -144,6 +160,8 @@ pub enum Mode {
     /// `counters2`'s plan with a kernel filter that selects no dispatch: every dispatch kept out
     /// of counting windows, none counted (not among the default modes).
     Unselected2,
+    /// Another tools library, on its own.
+    Peer(&'static Peer),
 }
 
 impl Mode {
@@ -173,13 +191,22 @@ impl Mode {
             Mode::Counters8 => "counters8",
             Mode::Counters16 => "counters16",
             Mode::Unselected2 => "unselected2",
+            Mode::Peer(peer) => &peer.name,
         }
     }
 
-    /// The counters the plan asks for; `None` for no tool.
+    /// What the output lines call it: the mode's name, `peer:NAME` for a peer.
+    pub fn label(self) -> String {
+        match self {
+            Mode::Peer(peer) => format!("peer:{}", peer.name),
+            mode => mode.name().to_string(),
+        }
+    }
+
+    /// The counters rtl-pmc's plan asks for; `None` for no tool or a peer.
     pub fn counters(self) -> Option<&'static [&'static str]> {
         match self {
-            Mode::None => None,
+            Mode::None | Mode::Peer(_) => None,
             Mode::Timing => Some(&[]),
             Mode::Counters2 | Mode::Unselected2 => Some(COUNTERS2),
             Mode::Counters8 => Some(COUNTERS8),
@@ -195,7 +222,8 @@ impl Mode {
 
 const USAGE: &str = "usage: rtl-dispatch-bench [--dispatches 100000[,N...]] [--runs N] \
                      [--threads 1,4,16] [--queues 1[,N...]] [--gpus 1[,N...]] \
-                     [--modes none,timing,counters2,counters8,counters16,unselected2] [--keep DIR]\n       \
+                     [--modes none,timing,counters2,counters8,counters16,unselected2] \
+                     [--peer NAME=PATH[,ENV=VALUE...]]... [--keep DIR]\n       \
                      rtl-dispatch-bench --instructions [the options above but --runs]\n       \
                      rtl-dispatch-bench --scaling [--runs N] [--keep DIR]\n       \
                      rtl-dispatch-bench --replay [options]";
@@ -213,6 +241,36 @@ fn positive_integers(flag: &str, value: &str) -> Result<Vec<u64>, String> {
         .collect()
 }
 
+/// `NAME=PATH[,ENV=VALUE...]`: a peer whose library exists (made absolute: callgrind names
+/// the objects a thread ran by their paths).
+fn parse_peer(value: &str) -> Result<Peer, String> {
+    let shape = || format!("--peer: `{value}` is not NAME=PATH[,ENV=VALUE...]");
+    let (name, rest) = value.split_once('=').ok_or_else(shape)?;
+    let mut parts = rest.split(',');
+    let path = parts.next().filter(|p| !p.is_empty()).ok_or_else(shape)?;
+    let named = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+    if !named {
+        return Err(format!(
+            "--peer: `{name}` is not a name (letters, digits, `-`, `_`, `.`)"
+        ));
+    }
+    let env = parts
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+            _ => Err(format!("--peer {name}: `{pair}` is not ENV=VALUE")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let path = std::fs::canonicalize(path).map_err(|e| format!("--peer {name}: {path}: {e}"))?;
+    Ok(Peer {
+        name: name.to_string(),
+        path,
+        env,
+    })
+}
+
 /// Parses the parent's arguments; an error is one message for exit status 2.
 fn parse_options(args: &[String]) -> Result<Options, String> {
     let mut options = Options {
@@ -225,6 +283,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
         keep: None,
         scaling: false,
         instructions: false,
+        peers: Vec::new(),
     };
     let mut fixed = Vec::new();
     let mut runs = None;
@@ -247,6 +306,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
             "--gpus",
             "--modes",
             "--keep",
+            "--peer",
         ];
         if !known.contains(&flag.as_str()) {
             return Err(format!("unknown argument `{flag}`\n{USAGE}"));
@@ -278,6 +338,13 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 }
             }
             "--keep" => options.keep = Some(PathBuf::from(value)),
+            "--peer" => {
+                let peer = parse_peer(value)?;
+                if options.peers.iter().any(|p| p.name == peer.name) {
+                    return Err(format!("--peer: `{}` is named twice", peer.name));
+                }
+                options.peers.push(Box::leak(Box::new(peer)));
+            }
             _ => {
                 let mut modes = vec![Mode::None];
                 for name in value.split(',') {
@@ -292,7 +359,7 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
                 options.modes = modes;
             }
         }
-        if !["--runs", "--keep"].contains(&flag.as_str()) {
+        if !["--runs", "--keep", "--peer"].contains(&flag.as_str()) {
             fixed.push(flag.as_str());
         }
     }
@@ -302,6 +369,12 @@ fn parse_options(args: &[String]) -> Result<Options, String> {
     if options.instructions && !fixed.contains(&"--dispatches") {
         options.dispatches = vec![INSTRUCTION_DISPATCHES];
     }
+    if let (true, false) = (options.scaling, options.peers.is_empty()) {
+        return Err("--peer cannot be combined with --scaling".into());
+    }
+    options
+        .modes
+        .extend(options.peers.iter().map(|&p| Mode::Peer(p)));
     if let (true, Some(flag)) = (options.scaling, fixed.first()) {
         return Err(format!(
             "{flag} cannot be combined with --scaling, which measures a fixed set of configurations (only --runs and --keep apply)"
@@ -323,12 +396,16 @@ fn grid(options: &Options) -> Result<(), String> {
                         let config = Config::new(mode, threads, queues, gpus, dispatches);
                         let line = format!(
                             "mode={} threads={threads} queues={queues} gpus={gpus} dispatches={}",
-                            mode.name(),
+                            mode.label(),
                             config.dispatches
                         );
                         if options.instructions {
                             match bench.instructions(config) {
-                                Ok((m, none)) => println!(
+                                Ok((m, none)) => {
+                                    for warning in &m.warnings {
+                                        eprintln!("warning: {line}: {warning}");
+                                    }
+                                    println!(
                                     "{line} instructions_per_dispatch={:.0} application={:.0} worker={:.0} gpu={:.0} other={:.0} none_instructions_per_dispatch={:.0} ratio={:.2}",
                                     m.total(),
                                     m.application,
@@ -337,7 +414,8 @@ fn grid(options: &Options) -> Result<(), String> {
                                     m.other,
                                     none.total(),
                                     m.total() / none.total()
-                                ),
+                                )
+                                }
                                 Err(e) => {
                                     failed += 1;
                                     println!("{line} failed");
@@ -660,6 +738,67 @@ mod tests {
                 format!("{message}\n{USAGE}"),
                 "{args}"
             );
+        }
+    }
+
+    #[test]
+    fn peers_are_measured_after_the_modes_with_their_environment() {
+        let library = std::env::current_exe().unwrap();
+        let path = library.display().to_string();
+        let options = parse(&format!(
+            "--modes timing --peer lite={path},RTL_MODE=lite,RTL_OUTPUT= --peer b.2={path}"
+        ))
+        .unwrap();
+        let [lite, b2] = [options.peers[0], options.peers[1]];
+        assert_eq!(lite.name, "lite");
+        assert_eq!(lite.path, library.canonicalize().unwrap());
+        assert_eq!(
+            lite.env,
+            [
+                ("RTL_MODE".to_string(), "lite".to_string()),
+                ("RTL_OUTPUT".to_string(), String::new())
+            ]
+        );
+        assert!(b2.env.is_empty());
+        assert_eq!(
+            options.modes,
+            [Mode::None, Mode::Timing, Mode::Peer(lite), Mode::Peer(b2)]
+        );
+        assert_eq!(Mode::Peer(lite).label(), "peer:lite");
+        assert_eq!(Mode::Peer(lite).counters(), None);
+        let cases = [
+            (
+                "--peer lite",
+                "--peer: `lite` is not NAME=PATH[,ENV=VALUE...]".to_string(),
+            ),
+            (
+                "--peer lite=",
+                "--peer: `lite=` is not NAME=PATH[,ENV=VALUE...]".to_string(),
+            ),
+            (
+                &format!("--peer a/b={path}") as &str,
+                "--peer: `a/b` is not a name (letters, digits, `-`, `_`, `.`)".to_string(),
+            ),
+            (
+                &format!("--peer x={path},RTL_MODE"),
+                "--peer x: `RTL_MODE` is not ENV=VALUE".to_string(),
+            ),
+            (
+                "--peer x=/nonexistent/librtl.so",
+                "--peer x: /nonexistent/librtl.so: No such file or directory (os error 2)"
+                    .to_string(),
+            ),
+            (
+                &format!("--peer x={path} --peer x={path}"),
+                "--peer: `x` is named twice".to_string(),
+            ),
+            (
+                &format!("--scaling --peer x={path}"),
+                "--peer cannot be combined with --scaling".to_string(),
+            ),
+        ];
+        for (args, message) in cases {
+            assert_eq!(parse(args).unwrap_err(), message, "{args}");
         }
     }
 

@@ -12,7 +12,7 @@ use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, KernelFilters, PlanEvent
 use rtl_pmc::passes::plan_file::{PLAN_ENV, PLAN_VERSION};
 use rtl_pmc_counters::Catalog;
 
-use crate::{Mode, BATCH, MAX_GPUS};
+use crate::{Mode, Peer, BATCH, INTERCEPT_ENV, MAX_GPUS};
 
 /// Kernel duration factor of the simulator: zero-length kernels (it must be positive).
 const SLOW: &str = "0.000001";
@@ -104,7 +104,9 @@ impl Measurement {
             wall_ns: per(runs.iter().map(|r| r.wall_ns).collect()),
             cpu_ns: per(runs.iter().map(|r| r.cpu_ns).collect()),
             rss_mib: median(runs.iter().map(|r| r.rss_kib).collect()) / 1024.0,
-            samples: recorded.map(|r| r.samples as f64 / r.dispatches.max(1) as f64),
+            samples: recorded
+                .filter(|r| !r.peer)
+                .map(|r| r.samples as f64 / r.dispatches.max(1) as f64),
             warnings: Vec::new(),
         }
     }
@@ -113,6 +115,10 @@ impl Measurement {
 /// What one run's raw records hold.
 #[derive(Debug, Default)]
 struct Recorded {
+    /// Counted from a peer's output (dispatches only).
+    peer: bool,
+    /// The peer's files with a table of dispatches.
+    tables: u32,
     dispatches: u64,
     samples: u64,
     gpus: BTreeSet<u32>,
@@ -123,6 +129,20 @@ impl Recorded {
     /// Where the records differ from what `config` dispatched: one sentence each.
     fn problems(&self, config: Config) -> Vec<String> {
         let mut problems = Vec::new();
+        if self.peer {
+            match self.tables {
+                0 => problems.push(
+                    "no SQLite file with a rocpd_kernel_dispatch or rocpd_op table where it ran"
+                        .to_string(),
+                ),
+                _ if self.dispatches != config.dispatches => problems.push(format!(
+                    "recorded {} of {} dispatches",
+                    self.dispatches, config.dispatches
+                )),
+                _ => {}
+            }
+            return problems;
+        }
         if !config.mode.selects() {
             if self.dispatches != 0 {
                 problems.push(format!(
@@ -162,6 +182,31 @@ struct System {
     env: Vec<(String, String)>,
     archs: Vec<String>,
 }
+
+/// The tools library a child runs with.
+#[derive(Debug, Clone, Copy)]
+enum Tool<'a> {
+    /// None.
+    None,
+    /// rtl-pmc with this plan file.
+    RtlPmc(&'a Path),
+    /// Another HSA tools library.
+    Peer(&'static Peer),
+}
+
+impl Tool<'_> {
+    /// The library's path, whose code a thread ran if it is one of the tool's.
+    fn library(&self, exe: &Path) -> Option<PathBuf> {
+        match self {
+            Tool::None => None,
+            Tool::RtlPmc(_) => Some(exe.with_file_name(RTL_PMC_LIBRARY)),
+            Tool::Peer(peer) => Some(peer.path.clone()),
+        }
+    }
+}
+
+/// rtl-pmc's tools library, beside this program.
+const RTL_PMC_LIBRARY: &str = "librtl_pmc.so";
 
 /// Runs configurations, each once however many tables show it.
 pub struct Bench {
@@ -206,7 +251,7 @@ impl Bench {
         }
         eprintln!(
             "measuring mode={} threads={} queues={} gpus={} dispatches={} ({} runs)",
-            config.mode.name(),
+            config.mode.label(),
             config.threads,
             config.queues,
             config.gpus,
@@ -221,31 +266,60 @@ impl Bench {
     fn run_both(&mut self, config: Config) -> Result<(Measurement, Measurement), String> {
         let env = self.system(config.gpus)?.env.clone();
         let plan = self.plan(config.mode, config.gpus)?;
-        let out_dir = self.dir.join(format!("out-{}", config.mode.name()));
-        let (mut none, mut tool) = (Vec::new(), Vec::new());
+        let tool = self.tool(config.mode, plan.as_deref());
+        let out_dir = self.out_dir(config.mode);
+        let (mut none, mut runs) = (Vec::new(), Vec::new());
         let mut recorded = None;
         for _ in 0..self.runs {
-            none.push(self.run_child(&env, None, config.without_tool())?);
-            if let Some(plan) = &plan {
-                // Records of earlier runs would only fill the disk.
-                let _ = std::fs::remove_dir_all(&out_dir);
-                tool.push(self.run_child(&env, Some(plan), config)?);
-                // Every run's records are checked; the last one's are reported.
-                recorded = Some(match config.mode.selects() {
-                    true => read_records(&out_dir)?,
-                    // Nothing recorded, nothing written: no directory either.
-                    false => read_records(&out_dir).unwrap_or_default(),
-                });
+            none.push(self.run_child(&env, Tool::None, config.without_tool(), None)?);
+            if let Tool::None = tool {
+                continue;
             }
+            // Records of earlier runs would only fill the disk.
+            let _ = std::fs::remove_dir_all(&out_dir);
+            // A peer writes where it runs.
+            let cwd = match tool {
+                Tool::Peer(_) => {
+                    std::fs::create_dir_all(&out_dir)
+                        .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+                    Some(out_dir.as_path())
+                }
+                _ => None,
+            };
+            runs.push(self.run_child(&env, tool, config, cwd)?);
+            // Every run's records are checked; the last one's are reported.
+            recorded = Some(match (tool, config.mode.selects()) {
+                (Tool::Peer(_), _) => peer_rows(&out_dir),
+                (_, true) => read_records(&out_dir)?,
+                // Nothing recorded, nothing written: no directory either.
+                (_, false) => read_records(&out_dir).unwrap_or_default(),
+            });
         }
         let none = Measurement::of(&none, config.dispatches, None);
         match recorded {
             Some(recorded) => {
-                let mut measured = Measurement::of(&tool, config.dispatches, Some(&recorded));
+                let mut measured = Measurement::of(&runs, config.dispatches, Some(&recorded));
                 measured.warnings = recorded.problems(config);
                 Ok((measured, none))
             }
             None => Ok((none.clone(), none)),
+        }
+    }
+
+    /// The tool of `mode`, with its `plan` for rtl-pmc.
+    fn tool<'a>(&self, mode: Mode, plan: Option<&'a Path>) -> Tool<'a> {
+        match (mode, plan) {
+            (Mode::Peer(peer), _) => Tool::Peer(peer),
+            (_, Some(plan)) => Tool::RtlPmc(plan),
+            (_, None) => Tool::None,
+        }
+    }
+
+    /// Where the runs of `mode` write their records.
+    fn out_dir(&self, mode: Mode) -> PathBuf {
+        match mode {
+            Mode::Peer(peer) => self.dir.join(format!("out-peer-{}", peer.name)),
+            _ => self.dir.join(format!("out-{}", mode.name())),
         }
     }
 
@@ -339,19 +413,23 @@ impl Bench {
         Ok(Some(path))
     }
 
-    /// Runs one child measurement.
+    /// Runs one child measurement, in `cwd` when given.
     fn run_child(
         &self,
         env: &[(String, String)],
-        plan: Option<&Path>,
+        tool: Tool<'_>,
         config: Config,
+        cwd: Option<&Path>,
     ) -> Result<Run, String> {
-        let (command, args) = self.child_command(Command::new(&self.exe), env, plan, config);
+        let (mut command, args) = self.child_command(Command::new(&self.exe), env, tool, config);
+        if let Some(cwd) = cwd {
+            command.current_dir(cwd);
+        }
         let what = format!("--child {}", args.join(" "));
         let per_dispatch = u32::try_from(config.dispatches).unwrap_or(u32::MAX);
         let limit = TIME_LIMIT.saturating_add(TIME_PER_DISPATCH.saturating_mul(per_dispatch));
         let (status, stdout, stderr) = run_with_limit(command, limit)
-            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.name()))?;
+            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.label()))?;
         let field = |name: &str| -> Option<f64> {
             stdout
                 .split_whitespace()
@@ -366,18 +444,19 @@ impl Bench {
             }),
             _ => Err(format!(
                 "{what} (mode {}) failed ({status}):\n{stdout}{stderr}",
-                config.mode.name()
+                config.mode.label()
             )),
         }
     }
 
     /// `command` (this program, or a program running it) made to run the child of `config`
-    /// in `env`, with the tool and `plan` when given; and the child's arguments.
+    /// in `env`, with `tool`; and the child's arguments. The simulated runtime's intercept mode
+    /// (`RTL_SIM_INTERCEPT`) is this program's, when set.
     fn child_command(
         &self,
         mut command: Command,
         env: &[(String, String)],
-        plan: Option<&Path>,
+        tool: Tool<'_>,
         config: Config,
     ) -> (Command, [String; 4]) {
         let args = [
@@ -397,9 +476,19 @@ impl Bench {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        if let Some(plan) = plan {
-            let tool = self.exe.with_file_name("librtl_pmc.so");
-            command.env("HSA_TOOLS_LIB", tool).env(PLAN_ENV, plan);
+        if let Ok(mode) = std::env::var(INTERCEPT_ENV) {
+            command.env(INTERCEPT_ENV, mode);
+        }
+        match tool {
+            Tool::None => {}
+            Tool::RtlPmc(plan) => {
+                let library = self.exe.with_file_name(RTL_PMC_LIBRARY);
+                command.env("HSA_TOOLS_LIB", library).env(PLAN_ENV, plan);
+            }
+            Tool::Peer(peer) => {
+                command.env("HSA_TOOLS_LIB", &peer.path);
+                command.envs(peer.env.iter().map(|(k, v)| (k, v)));
+            }
         }
         (command, args)
     }
@@ -410,7 +499,7 @@ impl Bench {
     pub fn instructions(&mut self, config: Config) -> Result<(Instructions, Instructions), String> {
         eprintln!(
             "counting instructions: mode={} threads={} queues={} gpus={} dispatches={} and twice as many",
-            config.mode.name(),
+            config.mode.label(),
             config.threads,
             config.queues,
             config.gpus,
@@ -418,19 +507,20 @@ impl Bench {
         );
         let env = self.system(config.gpus)?.env.clone();
         let plan = self.plan(config.mode, config.gpus)?;
-        let per_dispatch = |plan: Option<&Path>, config: Config| -> Result<Instructions, String> {
+        let tool = self.tool(config.mode, plan.as_deref());
+        let per_dispatch = |tool: Tool<'_>, config: Config| -> Result<Instructions, String> {
             let twice = Config {
                 dispatches: 2 * config.dispatches,
                 ..config
             };
-            let one = self.counted_child(&env, plan, config)?;
-            let two = self.counted_child(&env, plan, twice)?;
+            let one = self.counted_child(&env, tool, config)?;
+            let two = self.counted_child(&env, tool, twice)?;
             Ok(two.minus(&one).per(config.dispatches))
         };
-        let none = per_dispatch(None, config.without_tool())?;
-        match &plan {
-            Some(plan) => Ok((per_dispatch(Some(plan), config)?, none)),
-            None => Ok((none.clone(), none)),
+        let none = per_dispatch(Tool::None, config.without_tool())?;
+        match tool {
+            Tool::None => Ok((none.clone(), none)),
+            tool => Ok((per_dispatch(tool, config)?, none)),
         }
     }
 
@@ -438,7 +528,7 @@ impl Bench {
     fn counted_child(
         &self,
         env: &[(String, String)],
-        plan: Option<&Path>,
+        tool: Tool<'_>,
         config: Config,
     ) -> Result<Instructions, String> {
         let dir = self.dir.join("callgrind");
@@ -454,7 +544,15 @@ impl Bench {
                 dir.display()
             ))
             .arg(&self.exe);
-        let (mut command, args) = self.child_command(valgrind, env, plan, config);
+        let (mut command, args) = self.child_command(valgrind, env, tool, config);
+        // Each run's records are its own; a peer writes where it runs.
+        let out_dir = self.out_dir(config.mode);
+        let _ = std::fs::remove_dir_all(&out_dir);
+        if let Tool::Peer(_) = tool {
+            std::fs::create_dir_all(&out_dir)
+                .map_err(|e| format!("cannot create {}: {e}", out_dir.display()))?;
+            command.current_dir(&out_dir);
+        }
         // Write watches need userfaultfd, which valgrind does not run: command buffers are
         // compared in full instead.
         command.env("RTL_SIM_NO_WRITE_WATCH", "1");
@@ -462,14 +560,27 @@ impl Bench {
         let per_dispatch = u32::try_from(config.dispatches).unwrap_or(u32::MAX);
         let limit = TIME_LIMIT.saturating_add(CALLGRIND_PER_DISPATCH.saturating_mul(per_dispatch));
         let (status, stdout, stderr) = run_with_limit(command, limit)
-            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.name()))?;
+            .map_err(|e| format!("{what} (mode {}): {e}", config.mode.label()))?;
         if !status.success() {
             return Err(format!(
                 "{what} (mode {}) failed ({status}):\n{stdout}{stderr}",
-                config.mode.name()
+                config.mode.label()
             ));
         }
-        Instructions::read(&dir)
+        let mut counts = Instructions::read(&dir, tool.library(&self.exe).as_deref())?;
+        // The runs counted are checked for every dispatch recorded too.
+        let recorded = match tool {
+            Tool::None => return Ok(counts),
+            Tool::Peer(_) => peer_rows(&out_dir),
+            Tool::RtlPmc(_) => read_records(&out_dir).unwrap_or_default(),
+        };
+        let run = format!("the run of {} dispatches", config.dispatches);
+        counts.warnings = recorded
+            .problems(config)
+            .into_iter()
+            .map(|problem| format!("{run}: {problem}"))
+            .collect();
+        Ok(counts)
     }
 }
 
@@ -481,18 +592,22 @@ const CALLGRIND_PER_DISPATCH: Duration = Duration::from_millis(100);
 pub struct Instructions {
     /// The application's dispatching threads, with the tool's dispatch path.
     pub application: f64,
-    /// The tool's completion worker.
+    /// The tool's own threads (rtl-pmc's completion worker).
     pub worker: f64,
     /// The simulated GPUs' threads.
     pub gpu: f64,
     /// Every other thread (start-up, the simulator's helpers).
     pub other: f64,
+    /// What the records of the runs counted got wrong, one sentence each.
+    pub warnings: Vec<String>,
 }
 
 impl Instructions {
     /// The totals of callgrind's per-thread files in `dir`, each thread's role known by the
-    /// functions it ran.
-    fn read(dir: &Path) -> Result<Instructions, String> {
+    /// functions it ran: the tool's threads are those that ran code of its `library` (other
+    /// than the application's and the GPUs').
+    fn read(dir: &Path, library: Option<&Path>) -> Result<Instructions, String> {
+        let library = library.map(|l| l.display().to_string());
         let mut out = Instructions::default();
         let files = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         for file in files.flatten() {
@@ -511,10 +626,10 @@ impl Instructions {
             let ran = |function: &str| text.contains(function);
             let role = if ran("workload::dispatch_empty") {
                 &mut out.application
-            } else if ran("rtl_pmc::dispatch::completion::") {
-                &mut out.worker
             } else if ran("device::run") {
                 &mut out.gpu
+            } else if library.as_deref().is_some_and(ran) {
+                &mut out.worker
             } else {
                 &mut out.other
             };
@@ -529,6 +644,7 @@ impl Instructions {
             worker: self.worker - other.worker,
             gpu: self.gpu - other.gpu,
             other: self.other - other.other,
+            warnings: [other.warnings.as_slice(), &self.warnings].concat(),
         }
     }
 
@@ -539,6 +655,7 @@ impl Instructions {
             worker: self.worker / n,
             gpu: self.gpu / n,
             other: self.other / n,
+            warnings: self.warnings.clone(),
         }
     }
 
@@ -589,6 +706,49 @@ fn run_with_limit(
     };
     let text = |t: std::thread::JoinHandle<String>| t.join().unwrap_or_default();
     Ok((status, text(stdout), text(stderr)))
+}
+
+/// The dispatches a peer's SQLite output in `dir` holds: the rows of `rocpd_kernel_dispatch`
+/// (rocprofiler-sdk's rocpd schema) or else of `rocpd_op` (rocm-trace-lite's) of every `*.db`
+/// file there or in a directory below (rocprofiler-sdk writes under `<hostname>/`); none when
+/// there is no such table.
+fn peer_rows(dir: &Path) -> Recorded {
+    let mut recorded = Recorded {
+        peer: true,
+        ..Recorded::default()
+    };
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for path in entries.flatten().map(|e| e.path()) {
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().and_then(|e| e.to_str()) == Some("db") {
+                count_peer_rows(&path, &mut recorded);
+            }
+        }
+    }
+    recorded
+}
+
+/// Adds the dispatches of the SQLite file at `path` (see [`peer_rows`]) to `recorded`.
+fn count_peer_rows(path: &Path, recorded: &mut Recorded) {
+    let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let Ok(db) = rusqlite::Connection::open_with_flags(path, flags) else {
+        return;
+    };
+    for table in ["rocpd_kernel_dispatch", "rocpd_op"] {
+        let count = db.query_row(&format!("SELECT count(*) FROM {table}"), [], |r| {
+            r.get::<_, i64>(0)
+        });
+        if let Ok(n) = count {
+            recorded.dispatches += n.max(0) as u64;
+            recorded.tables += 1;
+            return;
+        }
+    }
 }
 
 /// Counts the records of every raw record file in `dir`.

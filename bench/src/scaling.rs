@@ -25,7 +25,7 @@ const TOOL_MODES: [Mode; 3] = [Mode::Timing, Mode::Counters2, Mode::Counters16];
 /// Dispatches per row of `mode` where dispatches are not the dimension.
 fn dispatches(mode: Mode) -> u64 {
     match mode {
-        Mode::None | Mode::Timing | Mode::Counters2 | Mode::Unselected2 => 100_000,
+        Mode::None | Mode::Timing | Mode::Counters2 | Mode::Unselected2 | Mode::Peer(_) => 100_000,
         Mode::Counters8 => 20_000,
         Mode::Counters16 => 10_000,
     }

@@ -13,6 +13,9 @@ use panels::{
 
 use crate::error::CliError;
 
+mod report_input;
+pub use report_input::{report_input, AnalyzedGpu, AnalyzedKernel, ReportInput};
+
 /// The command line of `rtl-pmc analyze`.
 #[derive(clap::Parser, Debug)]
 #[command(
@@ -41,6 +44,10 @@ struct AnalyzeArgs {
     /// values computed from estimated counters) instead of tables.
     #[arg(long)]
     csv: bool,
+    /// Also write the HTML report (speed-of-light from the panels, memory chart, roofline) to
+    /// FILE, by default DIR/results.html.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "")]
+    html: Option<PathBuf>,
 }
 
 /// A GPU constant and where its value came from.
@@ -121,62 +128,112 @@ pub fn run(argv: &[String]) -> Result<String, CliError> {
     } else {
         out.push_str("Kernel,Metric_ID,Metric,Column,Value,Error\n");
     }
-    for kernel in &workload.kernels {
-        let gpu = &workload.gpus[kernel.gpu];
-        let set = sets[kernel.gpu];
-        let constants: Constants = gpu
-            .constants
-            .iter()
-            .map(|c| (c.name.to_string(), c.value))
+    // Kernels are evaluated on as many threads as there are cores, each into its own text,
+    // printed in order.
+    let threads = std::thread::available_parallelism()
+        .map_or(1, usize::from)
+        .min(workload.kernels.len())
+        .max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut texts: Vec<(usize, Result<String, CliError>)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let at = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(kernel) = workload.kernels.get(at) else {
+                            break done;
+                        };
+                        let mut text = String::new();
+                        let result = kernel_panels(
+                            &mut text,
+                            kernel,
+                            &workload.gpus[kernel.gpu],
+                            sets[kernel.gpu],
+                            &blocks,
+                            normalization,
+                            &args,
+                        );
+                        done.push((at, result.map(|()| text)));
+                    }
+                })
+            })
             .collect();
-        if !args.csv {
-            let _ = writeln!(
-                out,
-                "\n== {} ({} on {}; {} dispatch{}, {} total)",
-                kernel.name,
-                gpu.arch,
-                gpu.label,
-                kernel.dispatches,
-                if kernel.dispatches == 1 { "" } else { "es" },
-                duration(kernel.total_ns)
-            );
-        }
-        for (section, table) in selected_tables(set, &blocks) {
-            let metric_filter = blocks.iter().find_map(|b| match b {
-                BlockId::Metric(s, t, m) if (*s, *t) == table.position() => Some(*m),
-                _ => None,
-            });
-            let mut evaluated =
-                panels::evaluate_table(set, table, &kernel.data, &constants, normalization)
-                    .map_err(|e| CliError::input(format!("analyze: table {}: {e}", table.id)))?;
-            if let Some(m) = metric_filter {
-                let wanted: Vec<String> = blocks
-                    .iter()
-                    .filter_map(|b| match b {
-                        BlockId::Metric(s, t, m) if (*s, *t) == table.position() => {
-                            Some(format!("{}.{m}", table.id))
-                        }
-                        _ => None,
-                    })
-                    .collect();
-                let _ = m;
-                let whole = blocks.iter().any(|b| {
-                    matches!(b, BlockId::All)
-                        || *b == BlockId::Section(section)
-                        || *b == BlockId::Table(table.position().0, table.position().1)
-                });
-                if !whole {
-                    evaluated.rows.retain(|r| wanted.contains(&r.id));
-                }
-            }
-            if args.csv {
-                csv_rows(&mut out, &kernel.name, &evaluated);
-            } else {
-                print_table(&mut out, &evaluated, args.decimal);
-            }
-        }
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().expect("a kernel's panels"))
+            .collect()
+    });
+    texts.sort_by_key(|(at, _)| *at);
+    for (_, text) in texts {
+        out.push_str(&text?);
     }
     Ok(out)
+}
+
+/// Appends one kernel's panels to `out`.
+fn kernel_panels(
+    out: &mut String,
+    kernel: &Kernel,
+    gpu: &GpuInfo,
+    set: &PanelSet,
+    blocks: &[BlockId],
+    normalization: Normalization,
+    args: &AnalyzeArgs,
+) -> Result<(), CliError> {
+    let constants: Constants = gpu
+        .constants
+        .iter()
+        .map(|c| (c.name.to_string(), c.value))
+        .collect();
+    if !args.csv {
+        let _ = writeln!(
+            out,
+            "\n== {} ({} on {}; {} dispatch{}, {} total)",
+            kernel.name,
+            gpu.arch,
+            gpu.label,
+            kernel.dispatches,
+            if kernel.dispatches == 1 { "" } else { "es" },
+            duration(kernel.total_ns)
+        );
+    }
+    for (section, table) in selected_tables(set, blocks) {
+        let metric_filter = blocks.iter().find_map(|b| match b {
+            BlockId::Metric(s, t, m) if (*s, *t) == table.position() => Some(*m),
+            _ => None,
+        });
+        let mut evaluated =
+            panels::evaluate_table(set, table, &kernel.data, &constants, normalization)
+                .map_err(|e| CliError::input(format!("analyze: table {}: {e}", table.id)))?;
+        if let Some(m) = metric_filter {
+            let wanted: Vec<String> = blocks
+                .iter()
+                .filter_map(|b| match b {
+                    BlockId::Metric(s, t, m) if (*s, *t) == table.position() => {
+                        Some(format!("{}.{m}", table.id))
+                    }
+                    _ => None,
+                })
+                .collect();
+            let _ = m;
+            let whole = blocks.iter().any(|b| {
+                matches!(b, BlockId::All)
+                    || *b == BlockId::Section(section)
+                    || *b == BlockId::Table(table.position().0, table.position().1)
+            });
+            if !whole {
+                evaluated.rows.retain(|r| wanted.contains(&r.id));
+            }
+        }
+        if args.csv {
+            csv_rows(out, &kernel.name, &evaluated);
+        } else {
+            print_table(out, &evaluated, args.decimal);
+        }
+    }
+    Ok(())
 }
 
 /// The metric tables the blocks select, in order, with their section id.
@@ -414,6 +471,7 @@ fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
     let bad = |e: String| CliError::input(format!("analyze: {}: {e}", path.display()));
     let mut reader = csv::ReaderBuilder::new()
         .flexible(false)
+        .buffer_capacity(READ_BUFFER)
         .from_path(path)
         .map_err(|e| bad(e.to_string()))?;
     let names: Vec<String> = reader
@@ -423,66 +481,290 @@ fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
         .map(str::to_string)
         .collect();
     let position = |column: &str| names.iter().position(|n| n == column);
-    let (kernel_at, gpu_at) = match &grouping {
-        Grouping::ByColumns { kernel, gpu } => (
-            Some(position(kernel).ok_or_else(|| bad(format!("no {kernel} column")))?),
-            gpu.and_then(position),
-        ),
-        Grouping::AsRows(_) => (None, None),
+    let key = match &grouping {
+        Grouping::ByColumns { kernel, gpu } => RowKey::Columns {
+            kernel: position(kernel).ok_or_else(|| bad(format!("no {kernel} column")))?,
+            gpu: gpu.and_then(position),
+        },
+        Grouping::AsRows(other) => RowKey::AsRows(other),
     };
-    let mut groups: Vec<Group> = match &grouping {
-        Grouping::AsRows(other) => other
+    // A large file grouped by its own columns is read in two halves at once: the second from
+    // the first line break past its middle. Its rows count only if that line break ends one of
+    // the first half's records (not one inside a quoted field) and the second half reads
+    // without error; otherwise the first half's reader goes on to the end alone.
+    let start = reader.position().byte();
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let split = match key {
+        RowKey::Columns { .. } => second_half(path, start, len),
+        RowKey::AsRows(_) => None,
+    };
+    let mut collector = Collector::new(names.len(), key, len.saturating_sub(start));
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let mut second = split.map(|at| {
+            let rest = Collector::new(names.len(), key, len.saturating_sub(at));
+            let cancel = &cancel;
+            scope.spawn(move || read_from(path, at, rest, cancel))
+        });
+        let mut record = csv::ByteRecord::new();
+        loop {
+            if let Some(at) = split.filter(|&at| reader.position().byte() >= at) {
+                if let Some(handle) = second.take() {
+                    let whole_records = reader.position().byte() == at;
+                    if !whole_records {
+                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if let (true, Ok(Some(rest))) = (whole_records, handle.join()) {
+                        collector.append(rest);
+                        break;
+                    }
+                }
+            }
+            let more = reader
+                .read_byte_record(&mut record)
+                .map_err(|e| bad(format!("line {}: {e}", collector.rows() + 2)))?;
+            if !more || !collector.add(&record) {
+                break;
+            }
+        }
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok(collector.finish(names))
+    })
+}
+
+/// The buffer of a CSV reader.
+const READ_BUFFER: usize = 1 << 20;
+
+/// Files smaller than this are read by one thread (in unit tests, all but the smallest are
+/// read in two halves).
+const SPLIT_SIZE: u64 = if cfg!(test) { 256 } else { 32 << 20 };
+
+/// Where the second half of a large file begins (past the line break after its middle), if
+/// it is worth reading apart.
+fn second_half(path: &Path, start: u64, len: u64) -> Option<u64> {
+    use std::io::{Read as _, Seek as _};
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 || len < SPLIT_SIZE || start >= len {
+        return None;
+    }
+    let middle = start + (len - start) / 2;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(std::io::SeekFrom::Start(middle)).ok()?;
+    let mut window = Vec::new();
+    file.take(READ_BUFFER as u64)
+        .read_to_end(&mut window)
+        .ok()?;
+    let at = middle + window.iter().position(|&b| b == b'\n')? as u64 + 1;
+    (at < len).then_some(at)
+}
+
+/// The records from byte `at` to the end, or nothing if one is not a whole row of the file.
+fn read_from<'a>(
+    path: &Path,
+    at: u64,
+    mut collector: Collector<'a>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Option<Collector<'a>> {
+    use std::io::Seek as _;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(std::io::SeekFrom::Start(at)).ok()?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .buffer_capacity(READ_BUFFER)
+        .from_reader(file);
+    let mut record = csv::ByteRecord::new();
+    while reader.read_byte_record(&mut record).ok()? {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) || record.len() != collector.width {
+            return None;
+        }
+        collector.add(&record);
+    }
+    Some(collector)
+}
+
+/// Which group a row belongs to.
+#[derive(Clone, Copy)]
+enum RowKey<'a> {
+    /// Its kernel column's (and GPU column's) value.
+    Columns { kernel: usize, gpu: Option<usize> },
+    /// The group of the other file's row of the same position.
+    AsRows(&'a GroupedCsv),
+}
+
+/// Rows gathered into their groups' columns as they are read.
+struct Collector<'a> {
+    width: usize,
+    key: RowKey<'a>,
+    groups: Vec<Group>,
+    index: HashMap<(String, String), usize>,
+    /// Each group's latest rows, row after row, moved into its columns a block at a time: the
+    /// values are written in the order they are read, and each column then grows by a run of
+    /// values rather than one value per row.
+    pending: Vec<Vec<f64>>,
+    row_group: Vec<usize>,
+    /// The bytes of the file this collector's rows are expected to span, and of those read
+    /// so far (about): what the columns' room is reserved from.
+    span: u64,
+    read: u64,
+}
+
+impl<'a> Collector<'a> {
+    fn new(width: usize, key: RowKey<'a>, span: u64) -> Collector<'a> {
+        let groups: Vec<Group> = match key {
+            RowKey::AsRows(other) => other
+                .groups
+                .iter()
+                .map(|(key, _)| (key.clone(), vec![Vec::new(); width]))
+                .collect(),
+            RowKey::Columns { .. } => Vec::new(),
+        };
+        Collector {
+            width,
+            key,
+            pending: vec![Vec::new(); groups.len()],
+            groups,
+            index: HashMap::new(),
+            row_group: Vec::new(),
+            span,
+            read: 0,
+        }
+    }
+
+    fn rows(&self) -> usize {
+        self.row_group.len()
+    }
+
+    /// The group of `key`, made if it is new.
+    fn group(&mut self, key: (String, String)) -> usize {
+        *self.index.entry(key.clone()).or_insert_with(|| {
+            self.groups.push((key, vec![Vec::new(); self.width]));
+            self.pending.push(Vec::new());
+            self.groups.len() - 1
+        })
+    }
+
+    /// Adds a record; false when it has no group (past the end of the other file's rows).
+    fn add(&mut self, record: &csv::ByteRecord) -> bool {
+        let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default());
+        let group = match self.key {
+            RowKey::AsRows(other) => match other.row_group.get(self.rows()) {
+                Some(&g) => g,
+                None => return false,
+            },
+            RowKey::Columns { kernel, gpu } => self.group((
+                gpu.map(|g| text(g).into_owned()).unwrap_or_default(),
+                text(kernel).into_owned(),
+            )),
+        };
+        let width = self.width;
+        let rows_so_far = self.rows() as f64 + 1.0;
+        let per_row = self.read as f64 / rows_so_far;
+        let rows = &mut self.pending[group];
+        self.read += (record.as_slice().len() + record.len()) as u64;
+        let at = rows.len();
+        rows.resize(at + width, f64::NAN);
+        for (value, field) in rows[at..].iter_mut().zip(record) {
+            *value = parse_value(field);
+        }
+        if rows.len() >= PENDING_ROWS * width {
+            let columns = &mut self.groups[group].1;
+            if columns.first().is_some_and(|c| c.capacity() == 0) {
+                // The group's share of the rows so far, of the rows expected.
+                let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
+                let expected = (share * self.span as f64 / per_row * 1.05) as usize;
+                columns.iter_mut().for_each(|c| c.reserve(expected));
+            }
+            spread(rows, columns);
+        }
+        self.row_group.push(group);
+        true
+    }
+
+    fn flush(&mut self) {
+        for (rows, (_, columns)) in self.pending.iter_mut().zip(&mut self.groups) {
+            spread(rows, columns);
+        }
+    }
+
+    /// Adds the rows `rest` read after this collector's, its columns copied by as many threads
+    /// as there are cores.
+    fn append(&mut self, mut rest: Collector<'a>) {
+        self.flush();
+        rest.flush();
+        let map: Vec<usize> = rest
             .groups
             .iter()
-            .map(|(key, _)| (key.clone(), vec![Vec::new(); names.len()]))
-            .collect(),
-        Grouping::ByColumns { .. } => Vec::new(),
-    };
-    let mut index: HashMap<(String, String), usize> = HashMap::new();
-    let mut row_group = Vec::new();
-    let mut record = csv::ByteRecord::new();
-    let mut row = 0;
-    while reader
-        .read_byte_record(&mut record)
-        .map_err(|e| bad(format!("line {}: {e}", row + 2)))?
-    {
-        let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default());
-        let group = match (&grouping, kernel_at) {
-            (Grouping::AsRows(other), _) => match other.row_group.get(row) {
-                Some(&g) => g,
-                None => break,
-            },
-            (_, Some(k)) => {
-                let key = (
-                    gpu_at.map(|g| text(g).into_owned()).unwrap_or_default(),
-                    text(k).into_owned(),
-                );
-                *index.entry(key.clone()).or_insert_with(|| {
-                    groups.push((key, vec![Vec::new(); names.len()]));
-                    groups.len() - 1
-                })
-            }
-            _ => 0,
-        };
-        let columns = &mut groups[group].1;
-        for (i, field) in record.iter().enumerate().take(columns.len()) {
-            columns[i].push(parse_value(field));
+            .map(|(key, _)| self.group(key.clone()))
+            .collect();
+        let mut incoming: Vec<Vec<Vec<f64>>> = vec![Vec::new(); self.groups.len()];
+        for (&at, (_, columns)) in map.iter().zip(rest.groups) {
+            incoming[at] = columns;
         }
-        row_group.push(group);
-        row += 1;
+        let mut pairs: Vec<(&mut Vec<f64>, Vec<f64>)> = self
+            .groups
+            .iter_mut()
+            .zip(incoming)
+            .flat_map(|((_, to), from)| to.iter_mut().zip(from))
+            .collect();
+        let threads = std::thread::available_parallelism().map_or(1, usize::from);
+        let chunk = pairs.len().div_ceil(threads).max(1);
+        std::thread::scope(|scope| {
+            for part in pairs.chunks_mut(chunk) {
+                scope.spawn(move || {
+                    for (to, from) in part {
+                        if to.is_empty() {
+                            std::mem::swap(*to, from);
+                        } else {
+                            to.extend_from_slice(from);
+                            *from = Vec::new();
+                        }
+                    }
+                });
+            }
+        });
+        self.row_group
+            .extend(rest.row_group.iter().map(|&g| map[g]));
     }
-    Ok(GroupedCsv {
-        names,
-        groups,
-        row_group,
-    })
+
+    fn finish(mut self, names: Vec<String>) -> GroupedCsv {
+        self.flush();
+        GroupedCsv {
+            names,
+            groups: self.groups,
+            row_group: self.row_group,
+        }
+    }
+}
+
+/// How many of a group's rows wait before they are moved into its columns.
+const PENDING_ROWS: usize = 64;
+
+/// Moves `rows` (whole rows, one value per column each) to the ends of `columns`.
+fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>]) {
+    let width = columns.len();
+    if width > 0 {
+        for (i, column) in columns.iter_mut().enumerate() {
+            column.extend(rows.iter().skip(i).step_by(width));
+        }
+    }
+    rows.clear();
 }
 
 /// A CSV field's value: counters are mostly plain integers, read digit by digit; anything
 /// else goes through `f64`'s parser; not a number is NaN.
 fn parse_value(field: &[u8]) -> f64 {
-    if !field.is_empty() && field.len() <= 15 && field.iter().all(u8::is_ascii_digit) {
-        return field.iter().fold(0u64, |n, d| n * 10 + u64::from(d - b'0')) as f64;
+    if !field.is_empty() && field.len() <= 15 {
+        let mut n = 0u64;
+        let mut digits = true;
+        for &d in field {
+            let digit = d.wrapping_sub(b'0');
+            digits &= digit <= 9;
+            n = n.wrapping_mul(10).wrapping_add(u64::from(digit));
+        }
+        if digits {
+            return n as f64;
+        }
     }
     std::str::from_utf8(field)
         .ok()
@@ -495,13 +777,17 @@ fn frame_of(names: &[String], columns: Vec<Vec<f64>>, rename: &dyn Fn(&str) -> S
     let rows = columns.first().map_or(0, Vec::len);
     let mut frame_columns: HashMap<String, Vec<f64>> = HashMap::new();
     let mut errors = HashMap::new();
+    let estimated: std::collections::HashSet<&str> = names
+        .iter()
+        .filter_map(|n| n.strip_suffix("_estimate"))
+        .collect();
     for (name, values) in names.iter().zip(columns) {
         // rtl-pmc's estimates: `<C>_estimate` stands for C, `<C>_error` is its error.
         if let Some(counter) = name.strip_suffix("_estimate") {
             frame_columns.insert(rename(counter), values);
         } else if let Some(counter) = name.strip_suffix("_error") {
             errors.insert(rename(counter), values);
-        } else if !names.iter().any(|n| *n == format!("{name}_estimate")) {
+        } else if !estimated.contains(name.as_str()) {
             frame_columns.insert(rename(name), values);
         }
     }
@@ -897,4 +1183,95 @@ fn profile_gpu(id: &str, agent: &HashMap<String, String>) -> Result<GpuInfo, Cli
         arch,
         constants,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `text` as a CSV file, reads it grouped by kernel, removes it; with where its
+    /// second half begins.
+    fn read_text(name: &str, text: &str) -> (Result<GroupedCsv, CliError>, Option<u64>) {
+        let path =
+            std::env::temp_dir().join(format!("rtl-pmc-analyze-{name}-{}.csv", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let read = read_csv(
+            &path,
+            Grouping::ByColumns {
+                kernel: "KernelName",
+                gpu: Some("gpu-id"),
+            },
+        );
+        let split = second_half(&path, 0, text.len() as u64);
+        std::fs::remove_file(&path).unwrap();
+        (read, split)
+    }
+
+    /// Rows of three kernels, each row's values its index and its index times 10; `name` makes
+    /// a kernel name of a row.
+    fn rows(count: usize, name: impl Fn(usize) -> String) -> String {
+        let mut text = String::from("gpu-id,KernelName,A,B\n");
+        for i in 0..count {
+            text.push_str(&format!("1,{},{i},{}\n", name(i), i * 10));
+        }
+        text
+    }
+
+    fn expect_groups(read: &GroupedCsv, count: usize, names: &[&str]) {
+        assert_eq!(read.names, ["gpu-id", "KernelName", "A", "B"]);
+        assert_eq!(
+            read.row_group,
+            (0..count).map(|i| i % 3).collect::<Vec<_>>()
+        );
+        for (g, (key, columns)) in read.groups.iter().enumerate() {
+            assert_eq!(key, &("1".to_string(), names[g].to_string()));
+            let a: Vec<f64> = (g..count).step_by(3).map(|i| i as f64).collect();
+            let b: Vec<f64> = a.iter().map(|x| x * 10.0).collect();
+            assert_eq!(columns[2], a, "group {g}");
+            assert_eq!(columns[3], b, "group {g}");
+        }
+    }
+
+    #[test]
+    fn a_file_read_in_two_halves_is_read_as_in_one() {
+        let text = rows(1000, |i| format!("k{}", i % 3));
+        let (read, split) = read_text("halves", &text);
+        assert!(split.is_some());
+        let read = read.unwrap();
+        expect_groups(&read, 1000, &["k0", "k1", "k2"]);
+    }
+
+    #[test]
+    fn a_line_break_inside_a_quoted_name_is_not_taken_for_a_row_end() {
+        // Every name holds line breaks, so the middle of the file falls inside one.
+        let names = [
+            "\"a\nb\nc\nd\nx\"",
+            "\"e\nf\nc\nd\ny\"",
+            "\"g\nh\nc\nd\nz\"",
+        ];
+        let text = rows(1000, |i| names[i % 3].to_string());
+        let (read, split) = read_text("quoted", &text);
+        let split = split.unwrap() as usize;
+        assert_eq!(text.as_bytes()[split - 1], b'\n');
+        assert!(
+            !text[split..].starts_with("1,"),
+            "the middle falls inside a name"
+        );
+        let read = read.unwrap();
+        expect_groups(
+            &read,
+            1000,
+            &["a\nb\nc\nd\nx", "e\nf\nc\nd\ny", "g\nh\nc\nd\nz"],
+        );
+    }
+
+    #[test]
+    fn a_bad_row_in_the_second_half_is_reported_at_its_line() {
+        let mut text = rows(1000, |i| format!("k{}", i % 3));
+        text.push_str("1,k0,5\n");
+        let (read, split) = read_text("bad-row", &text);
+        assert!(split.is_some());
+        let error = read.err().unwrap().to_string();
+        assert!(error.contains("line 1002: "), "{error}");
+    }
 }

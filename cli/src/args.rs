@@ -95,11 +95,11 @@ pub struct Args {
     pub output_directory: Option<PathBuf>,
 
     /// Base name of the merged result files (default: results); a file name, a trailing .csv,
-    /// .db, .json or .pftrace dropped.
+    /// .db, .json, .pftrace or .html dropped.
     #[arg(short = 'o', long, value_name = "NAME")]
     pub output_file: Option<String>,
 
-    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// Result formats to write: csv, json, rocpd, pftrace, html (any case; spaces or commas
     /// separate them).
     #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
     pub output_format: Vec<String>,
@@ -264,6 +264,8 @@ pub enum OutputFormat {
     Rocpd,
     /// results.pftrace (Perfetto).
     Pftrace,
+    /// results.html (a report to open in a web browser).
+    Html,
 }
 
 impl OutputFormat {
@@ -368,32 +370,7 @@ pub fn parse_size(text: &str) -> Result<u64, String> {
     number.checked_mul(1u64 << shift).ok_or_else(bad)
 }
 
-/// How dispatches of different passes are matched. Always by process (its rank among the
-/// run's processes, by pid), kernel, grid and workgroup sizes and the kernel's occurrence;
-/// the rule says where the occurrence is counted and what else must agree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
-pub enum PassMatch {
-    /// The same GPU and queue (by its order of creation on the GPU in the process); occurrence
-    /// counted per queue.
-    #[default]
-    Queue,
-    /// The same GPU, any queue; occurrence counted per GPU (work moves between queues).
-    Gpu,
-    /// Any GPU and queue; occurrence counted per process (work moves between GPUs).
-    Process,
-}
-
-impl PassMatch {
-    /// The GPU and queue parts of the match key of a dispatch on GPU `agent`, queue `queue`
-    /// (its creation order): 0 where the rule ignores them.
-    pub fn lane(self, agent: u32, queue: u32) -> (u32, u32) {
-        match self {
-            PassMatch::Queue => (agent, queue),
-            PassMatch::Gpu => (agent, 0),
-            PassMatch::Process => (0, 0),
-        }
-    }
-}
+pub use rtl_pmc_profile::join::PassMatch;
 
 #[cfg(test)]
 mod tests {

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::summary::{duration, grouped};
+use rtl_pmc_profile::files::summary::{duration, grouped};
 
 /// Names the cost file instead of the default place.
 pub const COSTS_ENV: &str = "RTL_PMC_REPLAY_COSTS";

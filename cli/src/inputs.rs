@@ -121,7 +121,7 @@ fn column(line: &str, offset: usize) -> usize {
 }
 
 /// The extensions of the merged result files, which `-o` may repeat.
-pub const MERGED_EXTENSIONS: [&str; 4] = ["csv", "db", "json", "pftrace"];
+pub const MERGED_EXTENSIONS: [&str; 5] = ["csv", "db", "json", "pftrace", "html"];
 
 /// The base name of the merged files from `-o` / `output_file`: a file name, without one of
 /// [`MERGED_EXTENSIONS`] (`-o name.csv` writes `name.csv`, not `name.csv.csv`).
@@ -152,7 +152,7 @@ pub fn parse_formats<'a>(
     for entry in entries {
         if split_names(entry).next().is_none() {
             return Err(format!(
-                "'{entry}' names no output format (expected csv, json, rocpd or pftrace)"
+                "'{entry}' names no output format (expected csv, json, rocpd, pftrace or html)"
             ));
         }
         for (_, name) in split_names(entry) {
@@ -160,7 +160,7 @@ pub fn parse_formats<'a>(
                 if name.eq_ignore_ascii_case("otf2") {
                     format!("'{name}' is a rocprofv3 format rtl-pmc does not write; use pftrace for a timeline")
                 } else {
-                    format!("unknown output format '{name}' (expected csv, json, rocpd or pftrace)")
+                    format!("unknown output format '{name}' (expected csv, json, rocpd, pftrace or html)")
                 }
             })?;
             formats.push(format);

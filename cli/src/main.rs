@@ -2,23 +2,21 @@
 //!
 //! The binary is glue: [`args`] defines the command line, [`inputs`] reads `--pmc` groups and
 //! input files, [`gpus`] finds the GPUs, [`planning`] turns counters into passes with the
-//! counter engine and the planner, and [`run`] runs the application once per pass. Every input
-//! problem is found before anything runs and reported as one line with exit code 2.
+//! counter engine and the planner, and [`run`] runs the application once per pass, handing
+//! each pass's records to the `rtl-pmc-profile` crate, which joins the passes, stores
+//! `results.db` and writes every file. Every input problem is found before anything runs and
+//! reported as one line with exit code 2.
 
 mod avail;
 mod costs;
 mod gpus;
 mod layout;
 mod merge;
-mod output;
 mod planning;
 mod replay;
+mod report;
 mod run;
 mod sim_env;
-mod summary;
-// Written for `--block`, whose command-line wiring comes next; tested on its own meanwhile.
-#[allow(dead_code)]
-mod workload_dir;
 
 use std::process::ExitCode;
 
@@ -446,6 +444,12 @@ fn help(topic: &[String]) -> Result<i32, CliError> {
 /// `rtl-pmc analyze DIR ...`: the panels, printed to stdout.
 fn analyze(argv: &[String]) -> Result<i32, CliError> {
     write_stdout(&rtl_pmc_cli::analyze::run(argv)?);
+    if let Some(input) = rtl_pmc_cli::analyze::report_input(argv)? {
+        let report = report::Report::from_analysis(&input);
+        let written = report::write(&report, &input.path)
+            .map_err(|e| CliError::input(format!("analyze: --html: {e}")))?;
+        eprintln!("rtl-pmc: wrote {}", written.display());
+    }
     Ok(0)
 }
 

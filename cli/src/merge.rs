@@ -5,16 +5,18 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::output::csv::{write_agent_info, AgentLabels, Table};
 use rtl_pmc_cli::args::PassMatch;
+use rtl_pmc_profile::files::csv::{write_agent_info, AgentLabels, Table};
 
-use crate::output::database::{Database, Unmatched};
-use crate::output::estimates::Estimates;
-use crate::output::files::write_merged_files_with;
-pub use crate::output::files::{Formats, OutputError};
-use crate::output::model::Agent;
-use crate::output::pass::{write_pass, CsvPaths, PassSpec};
 use crate::run::destination::process_file;
+use rtl_pmc_profile::files::csv::CsvPaths;
+use rtl_pmc_profile::files::write_merged_files_with;
+pub use rtl_pmc_profile::files::{Formats, OutputError};
+use rtl_pmc_profile::join::pass::{write_pass, PassSpec};
+use rtl_pmc_profile::join::unmatched_warning;
+use rtl_pmc_profile::model::Agent;
+use rtl_pmc_profile::store::database::Database;
+use rtl_pmc_profile::store::estimates::Estimates;
 
 /// Combines the databases `<dir>/<base>.db` of several runs (one per rank or host) into
 /// `output/<base>.db` and writes every file of `formats` there: passes with the same number are
@@ -47,7 +49,8 @@ pub fn merge_directories(
         })
         .collect::<Result<Vec<_>, _>>()?;
     refuse_repeated_inputs(inputs, &sources)?;
-    std::fs::create_dir_all(output).map_err(|e| crate::output::atomic::named(output, e))?;
+    std::fs::create_dir_all(output)
+        .map_err(|e| rtl_pmc_profile::files::atomic::named(output, e))?;
     let mut db = Database::create(&output.join(format!("{base}.db")))?;
     db.set_pass_match(pass_match);
     // The processes' command line as the first input ran it.
@@ -85,7 +88,7 @@ pub fn merge_directories(
     for &pass in &passes {
         let pass_dir = output.join(format!("pass_{pass}"));
         std::fs::create_dir_all(&pass_dir)
-            .map_err(|e| crate::output::atomic::named(&pass_dir, e))?;
+            .map_err(|e| rtl_pmc_profile::files::atomic::named(&pass_dir, e))?;
         let file_of = |pid: u32, kind: &str| process_file(&pass_dir, None, &[], pid, kind);
         let csv_of = |pid: u32, table: Table| file_of(pid, table.kind());
         let tables: &[Table] = match sources
@@ -136,7 +139,7 @@ pub fn merge_directories(
         }
     }
     for source in &sources {
-        crate::output::regions::copy(source, &db)?;
+        rtl_pmc_profile::store::regions::copy(source, &db)?;
         for derived in source.kernel_derived()? {
             db.add_kernel_derived(&derived)?;
         }
@@ -187,7 +190,7 @@ fn gpu_node(gpus: &mut Vec<Agent>, cpus: &[Agent], agent: &Agent) -> u32 {
 fn architectures_warning(
     db: &Database,
     inputs: &[PathBuf],
-) -> Result<Option<String>, crate::output::database::DatabaseError> {
+) -> Result<Option<String>, rtl_pmc_profile::store::database::DatabaseError> {
     // (kernel, architecture, input), in order of first dispatch.
     let rows: Vec<(String, String, u32)> = db.with_connection(|conn| {
         conn.prepare(
@@ -272,35 +275,6 @@ fn refuse_repeated_inputs(inputs: &[PathBuf], sources: &[Database]) -> Result<()
     Ok(())
 }
 
-/// The one warning about dispatches not joined in every pass, if any: how many, per pass, and
-/// the likely cause.
-pub fn unmatched_warning(unmatched: &Unmatched, rule: PassMatch) -> Option<String> {
-    let cause = match rule {
-        PassMatch::Queue => "the application spreads its work over threads, queues or GPUs differently from run to run (--pass-match gpu matches on any queue of the GPU, --pass-match process on any GPU)",
-        PassMatch::Gpu => "the application spreads its work over threads or GPUs differently from run to run (--pass-match process matches on any GPU)",
-        PassMatch::Process => "the application launches different kernels, sizes or counts from run to run",
-    };
-    unmatched_warning_for(unmatched, cause)
-}
-
-/// [`unmatched_warning`] with the likely cause given.
-pub fn unmatched_warning_for(unmatched: &Unmatched, cause: &str) -> Option<String> {
-    if unmatched.incomplete == 0 {
-        return None;
-    }
-    let per_pass: Vec<String> = unmatched
-        .per_pass
-        .iter()
-        .map(|(pass, all, alone)| format!("pass {pass}: {alone} of {all}"))
-        .collect();
-    Some(format!(
-        "{} of {} dispatches were not matched in every pass ({}); their counters from the passes that miss them are empty (None). Likely cause: {cause}",
-        unmatched.incomplete,
-        unmatched.merged,
-        per_pass.join(", ")
-    ))
-}
-
 /// `rtl-pmc merge`: combines the result directories of several runs (one per rank or host).
 #[derive(Debug, clap::Parser)]
 #[command(
@@ -315,12 +289,12 @@ struct MergeArgs {
     /// Base name of the result files (as given to the runs with -o).
     #[arg(short = 'o', long, value_name = "NAME", default_value = "results")]
     output_file: String,
-    /// Result formats to write: csv, json, rocpd, pftrace (any case; spaces or commas
+    /// Result formats to write: csv, json, rocpd, pftrace, html (any case; spaces or commas
     /// separate them).
     #[arg(short = 'f', long, value_name = "FORMAT", num_args = 1..)]
     output_format: Vec<String>,
     /// How many kernels the summary lists (by total time).
-    #[arg(long, value_name = "N", default_value_t = crate::summary::TOP_KERNELS)]
+    #[arg(long, value_name = "N", default_value_t = rtl_pmc_profile::files::summary::TOP_KERNELS)]
     summary_top: usize,
     /// How dispatches of different passes are matched (see rtl-pmc --help).
     #[arg(long, value_name = "RULE", default_value = "queue")]
@@ -362,6 +336,11 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
         args.pass_match,
     )
     .map_err(fail)?;
+    if asked.contains(&rtl_pmc_cli::args::OutputFormat::Html) {
+        let path = args.output_directory.join(format!("{base}.html"));
+        let report = crate::report::Report::build(&db, &estimates).map_err(|e| fail(e.into()))?;
+        written.push(crate::report::write(&report, &path).map_err(fail)?);
+    }
     let unmatched = db.unmatched().map_err(|e| fail(e.into()))?;
     if let Some(warning) = architectures_warning(&db, &args.inputs).map_err(|e| fail(e.into()))? {
         eprintln!("rtl-pmc: warning: {warning}");
@@ -372,7 +351,8 @@ pub fn main(argv: &[String]) -> Result<i32, crate::error::CliError> {
     for warning in estimates.warnings() {
         eprintln!("rtl-pmc: warning: {warning}");
     }
-    let summary = crate::summary::render(&db, &[], args.summary_top).map_err(|e| fail(e.into()))?
+    let summary = rtl_pmc_profile::files::summary::render(&db, &[], args.summary_top)
+        .map_err(|e| fail(e.into()))?
         + &estimates
             .summary(&db, args.summary_top)
             .map_err(|e| fail(e.into()))?;

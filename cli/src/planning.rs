@@ -11,7 +11,7 @@ use rtl_pmc::passes::plan_file::{AgentPlan, EventGroup, PlanEvent, RunPlan, PLAN
 use rtl_pmc::passes::{
     plan_group, refusal, Counter, Event, GroupPlan, Limits, PlanError, PlanOptions,
 };
-use rtl_pmc_counters::{Catalog, CounterKind, Error as EngineError, HwEvent};
+use rtl_pmc_counters::{Catalog, CounterDef, CounterKind, Error as EngineError, HwEvent, Origin};
 
 use crate::error::CliError;
 use crate::inputs::{Collection, CounterName, Job, Settings};
@@ -76,6 +76,47 @@ impl ArchCatalog {
             )
         }));
         Ok(ArchCatalog { catalog, limits })
+    }
+
+    /// One note per event of `plan` past the last event aqlprofile lists for its block that no
+    /// built-in counter defines (so only an extra file's counter does): it is programmed as
+    /// given, and nothing says what the GPU counts for it.
+    fn unlisted_event_notes(&self, plan: &GroupPlan<HwEvent>) -> Vec<String> {
+        let catalog = &self.catalog;
+        let defines = |c: &CounterDef, e: &HwEvent| matches!(&c.kind, CounterKind::Basic { block, event, .. } if *block == e.block && *event == e.event);
+        let mut notes: Vec<String> = Vec::new();
+        for event in plan.passes.iter().flat_map(|p| &p.events) {
+            let Some(last) = catalog.block(&event.block).and_then(|b| b.max_event_id) else {
+                continue;
+            };
+            if event.event <= last
+                || catalog
+                    .counters()
+                    .any(|c| c.origin == Origin::Builtin && defines(c, event))
+            {
+                continue;
+            }
+            let Some((counter, path, line)) = catalog.counters().find_map(|c| match &c.origin {
+                Origin::Extra { path, line } if defines(c, event) => Some((c, path, line)),
+                _ => None,
+            }) else {
+                continue;
+            };
+            let note = format!(
+                "{}: {} ({}:{line}) is {} event {}, past the block's events aqlprofile lists \
+                 (0-{last}) and no built-in counter's: it is collected as given, and its value is \
+                 whatever the GPU counts for that event",
+                self.arch(),
+                counter.name,
+                path.display(),
+                event.block,
+                event.event
+            );
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+        notes
     }
 
     fn arch(&self) -> &str {
@@ -330,6 +371,7 @@ pub fn plan_profile(
                 for cat in catalogs {
                     let plan = cat.plan(&job.label, names, options)?;
                     notes.extend(split_note(cat.arch(), &job.label, &plan, "passes"));
+                    notes.extend(cat.unlisted_event_notes(&plan));
                     job_bound = job_bound.max(plan.lower_bound);
                     per_arch.push(plan);
                 }

@@ -18,7 +18,7 @@ use rtl_pmc_cli::args::{ReplayMode, DEFAULT_REPLAY_MEMORY_BUDGET};
 use crate::costs::Measured;
 use crate::error::CliError;
 use crate::planning::ProfilePlan;
-use crate::summary::{duration, grouped};
+use rtl_pmc_profile::files::summary::{duration, grouped};
 
 /// How a profile's passes are collected.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -27,18 +27,20 @@ use rtl_pmc_counters::{Catalog, CounterKind, Topology};
 use crate::args::{LogLevel, OutputFormat};
 use crate::error::CliError;
 use crate::gpus::{self, Gpu};
-use crate::merge::{unmatched_warning, unmatched_warning_for, Formats, OutputError};
-use crate::output::csv::{write_agent_info, write_kernel_stats, AgentLabels, Table};
-use crate::output::database::{CounterInfo, Database};
-use crate::output::estimates::Estimates;
-use crate::output::files::write_merged_files_with;
-use crate::output::model::Agent;
-use crate::output::pass::{write_pass, CsvPaths, PassSpec};
-use crate::output::process_files::write_process_files;
-use crate::output::regions;
-use crate::output::rocpd::RunInfo;
 use crate::planning::{ArchCatalog, ProfilePlan};
 use crate::replay::Replay;
+use rtl_pmc_profile::files::csv::CsvPaths;
+use rtl_pmc_profile::files::csv::{write_agent_info, write_kernel_stats, AgentLabels, Table};
+use rtl_pmc_profile::files::write_merged_files_with;
+use rtl_pmc_profile::files::{Formats, OutputError};
+use rtl_pmc_profile::join::pass::{write_pass, PassSpec};
+use rtl_pmc_profile::join::process_files::write_process_files;
+use rtl_pmc_profile::join::{unmatched_warning, unmatched_warning_for};
+use rtl_pmc_profile::model::Agent;
+use rtl_pmc_profile::model::{CounterInfo, RunInfo};
+use rtl_pmc_profile::store::database::Database;
+use rtl_pmc_profile::store::estimates::Estimates;
+use rtl_pmc_profile::store::regions;
 
 pub use child::exit_code;
 
@@ -126,6 +128,7 @@ pub fn formats(asked: &[OutputFormat]) -> Formats {
         json: asked.contains(&OutputFormat::Json),
         rocpd: asked.contains(&OutputFormat::Rocpd),
         pftrace: asked.contains(&OutputFormat::Pftrace),
+        kernel_trace: false,
     }
 }
 
@@ -403,7 +406,11 @@ pub fn run(
         .iter()
         .flat_map(|r| r.settings.output_format.iter().copied())
         .collect();
-    let formats = formats(&asked);
+    let formats = Formats {
+        kernel_trace: plan.runs.iter().any(|r| r.settings.kernel_trace),
+        ..formats(&asked)
+    };
+    let html = asked.contains(&OutputFormat::Html);
     let library = library_path()?;
     let Some((program, arguments)) = options.app.split_first() else {
         return Err(CliError::input("no application given"));
@@ -799,8 +806,8 @@ pub fn run(
     for warning in estimates.warnings() {
         options.warn(warning);
     }
-    let mut summary =
-        crate::summary::render(&db, &[], options.summary_top).map_err(output_error)?;
+    let mut summary = rtl_pmc_profile::files::summary::render(&db, &[], options.summary_top)
+        .map_err(output_error)?;
     summary.push_str(
         &estimates
             .summary(&db, options.summary_top)
@@ -816,6 +823,11 @@ pub fn run(
         let path = directory.join(format!("{base}_kernel_stats.csv"));
         written.push(write_kernel_stats(&path, &stats).map_err(|e| io_error(&path, e))?);
     }
+    // The report reads the per-kernel totals this handle kept while inserting.
+    let report = match html {
+        true => Some(crate::report::Report::build(&db, &estimates).map_err(output_error)?),
+        false => None,
+    };
     // The merged files are read from the database while its commit writes rocpd's tables.
     let (db_path, merged) = db
         .commit_while(formats.rocpd, |db| {
@@ -833,6 +845,10 @@ pub fn run(
         );
     }
     written.extend(merged);
+    if let Some(report) = report {
+        let path = directory.join(format!("{base}.html"));
+        written.push(crate::report::write(&report, &path).map_err(output_error)?);
+    }
     written.extend(db_path);
     if any(|s| s.output_config) {
         let path = directory.join(format!("{base}_config.json"));

@@ -269,37 +269,70 @@ fn command_line_groups_come_before_file_groups() {
     );
 }
 
-#[test]
-fn extra_counters_are_planned_like_built_in_ones() {
-    let s = Scratch::new("extra");
-    let extra = s.file(
+/// An extra-counter file in `s` defining `name` on gfx90a and gfx942 as `definition` (its
+/// `block`+`event` or `expression` lines); the counter's definition is on line 8.
+fn extra_counter_file(s: &Scratch, name: &str, definition: &str) -> String {
+    s.file(
         "extra.yaml",
-        "rocprofiler-sdk:
+        &format!(
+            "rocprofiler-sdk:
   counters-schema-version: 1
   counters:
-    - name: GRBM_GUI_ACTIVE_SUM
+    - name: {name}
       description: \"Unit: cycles\"
       properties: []
       definitions:
         - architectures: [gfx90a, gfx942]
-          expression: reduce(GRBM_GUI_ACTIVE,max)*CU_NUM
-",
-    );
-    let out = rtl_pmc(&[
-        "--plan",
-        "--arch",
-        "gfx942",
-        "-E",
-        &extra,
-        "--pmc",
+{definition}"
+        ),
+    )
+}
+
+/// `--plan --arch ARCH -E EXTRA --pmc COUNTER SQ_WAVES`.
+fn plan_extra(arch: &str, extra: &str, counter: &str) -> Output {
+    rtl_pmc(&[
+        "--plan", "--arch", arch, "-E", extra, "--pmc", counter, "SQ_WAVES",
+    ])
+}
+
+#[test]
+fn extra_counters_are_planned_like_built_in_ones() {
+    let s = Scratch::new("extra");
+    let extra = extra_counter_file(
+        &s,
         "GRBM_GUI_ACTIVE_SUM",
-        "SQ_WAVES",
-    ]);
+        "          expression: reduce(GRBM_GUI_ACTIVE,max)*CU_NUM\n",
+    );
     assert_plan(
-        &out,
+        &plan_extra("gfx942", &extra, "GRBM_GUI_ACTIVE_SUM"),
         "pass 1: GRBM_GUI_ACTIVE_SUM SQ_WAVES\npasses: 1 (lower bound: 1)\n",
         "",
     );
+}
+
+#[test]
+fn an_event_past_the_blocks_listed_events_is_planned_and_said() {
+    // rocprof-compute's SQC_DCACHE_INFLIGHT_LEVEL: SQ event 337, which aqlprofile's gfx90a
+    // tables do not reach (its SQ events end at 303) and no built-in counter of gfx90a names.
+    let s = Scratch::new("past-events");
+    let extra = extra_counter_file(
+        &s,
+        "SQC_DCACHE_INFLIGHT_LEVEL",
+        "          block: SQ\n          event: 337\n",
+    );
+    let plan = |arch: &str| plan_extra(arch, &extra, "SQC_DCACHE_INFLIGHT_LEVEL");
+    let stdout = "pass 1: SQC_DCACHE_INFLIGHT_LEVEL SQ_WAVES\npasses: 1 (lower bound: 1)\n";
+    assert_plan(
+        &plan("gfx90a"),
+        stdout,
+        &format!(
+            "rtl-pmc: gfx90a: SQC_DCACHE_INFLIGHT_LEVEL ({extra}:8) is SQ event 337, past the \
+             block's events aqlprofile lists (0-303) and no built-in counter's: it is collected as \
+             given, and its value is whatever the GPU counts for that event\n"
+        ),
+    );
+    // gfx942's SQ events reach 373: nothing to say.
+    assert_plan(&plan("gfx942"), stdout, "");
 }
 
 #[test]
@@ -661,7 +694,7 @@ fn job_file_errors_name_the_key_and_what_it_accepts() {
             "format.yaml",
             "jobs:\n  - pmc: [SQ_WAVES]\n    output_format: {csv: 1}\n",
             "3:20",
-            "output_format must be a format or a list of formats (csv, json, rocpd or pftrace)",
+            "output_format must be a format or a list of formats (csv, json, rocpd, pftrace or html)",
         ),
         (
             "groups.yaml",
@@ -1140,7 +1173,7 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         ),
         (
             vec!["--output-format", "csv, xml"],
-            "-f/--output-format: unknown output format 'xml' (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: unknown output format 'xml' (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["--log-level", "loud"],
@@ -1164,15 +1197,15 @@ fn rocprofv3_settings_are_checked_before_the_application() {
         ),
         (
             vec!["-f", ""],
-            "-f/--output-format: '' names no output format (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: '' names no output format (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["-f", "csv", " , "],
-            "-f/--output-format: ' , ' names no output format (expected csv, json, rocpd or pftrace)".into(),
+            "-f/--output-format: ' , ' names no output format (expected csv, json, rocpd, pftrace or html)".into(),
         ),
         (
             vec!["-i", no_format.as_str()],
-            format!("{no_format}:3:20: output_format: '' names no output format (expected csv, json, rocpd or pftrace)"),
+            format!("{no_format}:3:20: output_format: '' names no output format (expected csv, json, rocpd, pftrace or html)"),
         ),
         (
             vec!["--kernel-iteration-range", "[1-2"],

@@ -62,6 +62,20 @@ impl Dimension {
         }
     }
 
+    /// rocprofiler-sdk's number of this dimension (`rocprofiler_profile_counter_instance_types`,
+    /// where 0 is `DIMENSION_NONE`), which rocprofv3 writes as a dimension's `id`.
+    pub fn rocprofiler_sdk_id(self) -> u32 {
+        match self {
+            Dimension::Xcc => 1,
+            Dimension::Aid => 2,
+            Dimension::ShaderEngine => 3,
+            Dimension::Agent => 4,
+            Dimension::ShaderArray => 5,
+            Dimension::Wgp => 6,
+            Dimension::Instance => 7,
+        }
+    }
+
     /// Parses an expression name such as `DIMENSION_XCC`.
     pub fn from_name(name: &str) -> Option<Dimension> {
         Dimension::ALL.into_iter().find(|d| d.name() == name)

@@ -38,6 +38,7 @@ mod extra;
 mod list;
 mod panel_expr;
 mod resolve;
+mod sdk_order;
 mod suggest;
 mod topology;
 
@@ -48,4 +49,5 @@ pub use expr::{Accumulation, BinaryOp, Expr, ReduceOp};
 pub use list::{format_list_avail, list_avail, CounterListing, Definition};
 pub use panel_expr::{ArithOp, ChannelIndex, CompareOp, Function, PanelExpr};
 pub use resolve::{CounterSet, CounterValue, ResolvedEvent};
+pub use sdk_order::rocprofiler_sdk_position;
 pub use topology::{Topology, PROPERTY_NAMES};

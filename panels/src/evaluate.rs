@@ -257,21 +257,20 @@ impl<'a> Context<'a> {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
                 let shifted = self.shifted.borrow().is_some();
-                let base = match &*memo.borrow() {
-                    Some((t, v)) if !shifted && t == text => Some(v.clone()),
-                    _ => None,
-                };
-                let base = base.unwrap_or_else(|| {
-                    let v = self.eval(&expr, level, channel);
-                    if !shifted {
-                        *memo.borrow_mut() = Some((text.to_string(), v.clone()));
-                    }
-                    v
-                });
-                base.map(|v| match wrap {
-                    None => scalar(v),
-                    Some((f, q)) => scalar(call(f, v, q.map(Val::Scalar))),
-                })
+                if shifted || wrap.is_none() {
+                    return self.eval(&expr, level, channel).map(|v| wrapped(v, wrap));
+                }
+                // Evaluated once for all of the box's aggregates, which read it in place.
+                let mut memo = memo.borrow_mut();
+                if !matches!(&*memo, Some((t, _)) if t == text) {
+                    *memo = None;
+                }
+                let (_, v) = memo
+                    .get_or_insert_with(|| (text.to_string(), self.eval(&expr, level, channel)));
+                match v {
+                    Ok(v) => Ok(wrapped(borrowed(v), wrap)),
+                    Err(e) => Err(e.clone()),
+                }
             };
             Ok::<_, rtl_pmc_counters::Error>(match compute() {
                 Ok(v) => {
@@ -556,6 +555,31 @@ impl<'a> Context<'a> {
     }
 }
 
+/// A metric's value from its expression's value, through an aggregate if it has one.
+fn wrapped(v: Val<'_>, wrap: Option<(Function, Option<f64>)>) -> f64 {
+    match wrap {
+        None => scalar(v),
+        Some((f, q)) => scalar(call(f, v, q.map(Val::Scalar))),
+    }
+}
+
+/// A value read in place.
+fn borrowed<'b>(v: &'b Val<'_>) -> Val<'b> {
+    match v {
+        Val::Scalar(x) => Val::Scalar(*x),
+        Val::Series(s) => Val::Series(Cow::Borrowed(s)),
+    }
+}
+
+/// `x` without its fraction (as `f64::trunc`, done here with a conversion).
+fn trunc(x: f64) -> f64 {
+    if x.abs() < 4_503_599_627_370_496.0 {
+        (x as i64 as f64).copysign(x)
+    } else {
+        x
+    }
+}
+
 fn truth(b: bool) -> f64 {
     if b {
         1.0
@@ -588,19 +612,42 @@ fn scalar(v: Val<'_>) -> f64 {
 fn map1<'a>(v: Val<'_>, f: impl Fn(f64) -> f64) -> Val<'a> {
     match v {
         Val::Scalar(x) => Val::Scalar(f(x)),
-        Val::Series(s) => owned(s.iter().copied().map(f).collect()),
+        Val::Series(s) => {
+            // A series computed here is rewritten in place rather than copied.
+            let mut s = s.into_owned();
+            s.iter_mut().for_each(|x| *x = f(*x));
+            owned(s)
+        }
     }
 }
 
 fn map2<'a>(a: Val<'_>, b: Val<'_>, f: impl Fn(f64, f64) -> f64) -> Val<'a> {
     match (a, b) {
         (Val::Scalar(x), Val::Scalar(y)) => Val::Scalar(f(x, y)),
-        (Val::Series(s), Val::Scalar(y)) => owned(s.iter().map(|&x| f(x, y)).collect()),
-        (Val::Scalar(x), Val::Series(s)) => owned(s.iter().map(|&y| f(x, y)).collect()),
+        (Val::Series(s), Val::Scalar(y)) => map1(Val::Series(s), |x| f(x, y)),
+        (Val::Scalar(x), Val::Series(s)) => map1(Val::Series(s), |y| f(x, y)),
         (Val::Series(s), Val::Series(t)) => {
+            // The result takes the place of an operand computed here; a shorter series has no
+            // value past its end.
             let n = s.len().max(t.len());
             let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(f64::NAN);
-            owned((0..n).map(|i| f(at(&s, i), at(&t, i))).collect())
+            match (s, t) {
+                (Cow::Owned(mut s), t) => {
+                    s.resize(n, f64::NAN);
+                    for (i, x) in s.iter_mut().enumerate() {
+                        *x = f(*x, at(&t, i));
+                    }
+                    owned(s)
+                }
+                (s, Cow::Owned(mut t)) => {
+                    t.resize(n, f64::NAN);
+                    for (i, y) in t.iter_mut().enumerate() {
+                        *y = f(at(&s, i), *y);
+                    }
+                    owned(t)
+                }
+                (s, t) => owned((0..n).map(|i| f(at(&s, i), at(&t, i))).collect()),
+            }
         }
     }
 }
@@ -651,7 +698,7 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
         });
     }
     match function {
-        Function::Int => map1(a, f64::trunc),
+        Function::Int => map1(a, trunc),
         Function::Round => {
             let digits = second();
             let scale = 10f64.powi(digits as i32);
@@ -676,32 +723,43 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
 
 /// An aggregate over dispatches, skipping those without a value.
 fn aggregate(function: Function, values: &[f64], q: Option<f64>) -> f64 {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
+    let present = || values.iter().copied().filter(|x| !x.is_nan());
+    let count = present().count();
+    if count == 0 {
         return f64::NAN;
     }
-    let n = v.len() as f64;
+    let n = count as f64;
     match function {
-        Function::AggAvg => v.iter().sum::<f64>() / n,
-        Function::AggMin => v.iter().copied().fold(f64::INFINITY, f64::min),
-        Function::AggMax => v.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        Function::AggAvg => present().sum::<f64>() / n,
+        Function::AggMin => present().fold(f64::INFINITY, f64::min),
+        Function::AggMax => present().fold(f64::NEG_INFINITY, f64::max),
         Function::AggStd => {
-            if v.len() < 2 {
+            if count < 2 {
                 return f64::NAN;
             }
-            let mean = v.iter().sum::<f64>() / n;
-            (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+            let mean = present().sum::<f64>() / n;
+            (present().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
         }
         Function::AggMedian | Function::AggQuantile => {
+            let mut v: Vec<f64> = present().collect();
             let q = if function == Function::AggMedian {
                 0.5
             } else {
                 q.unwrap_or(f64::NAN)
             };
-            v.sort_by(f64::total_cmp);
             let pos = q * (n - 1.0);
-            let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
-            let (a, b) = (v[lo.min(v.len() - 1)], v[hi.min(v.len() - 1)]);
+            let last = v.len() - 1;
+            let (lo, hi) = (
+                (pos.floor() as usize).min(last),
+                (pos.ceil() as usize).min(last),
+            );
+            // The lo-th and hi-th values in order, without ordering the rest.
+            let (_, &mut a, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
+            let b = if hi > lo {
+                above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
+            } else {
+                a
+            };
             a + (b - a) * (pos - pos.floor())
         }
         _ => f64::NAN,

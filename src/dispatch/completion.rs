@@ -23,6 +23,7 @@
 //! batches costs the worker two wake-ups per batch, not one per dispatch.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,6 +32,7 @@ use super::records::{Record, RecordFile, Region, RegionKind, ReplayStats, Tally}
 use super::replay::Replay;
 use super::roctx::Roctx;
 use super::runtime::Hsa;
+use super::threads::Joinable;
 use crate::fast_map::FastMap;
 use crate::hsa::*;
 
@@ -89,11 +91,18 @@ impl Leftovers {
     }
 }
 
+/// A thread's signals taken from the pool, with the fork generation they were taken in.
+#[derive(Default)]
+pub struct SignalStash {
+    generation: u64,
+    signals: Vec<hsa_signal_t>,
+}
+
 thread_local! {
-    /// The calling thread's signals taken from the pool, with the fork generation they were
-    /// taken in.
-    static STASHED: std::cell::RefCell<(u64, Vec<hsa_signal_t>)> =
-        const { std::cell::RefCell::new((0, Vec::new())) };
+    /// The calling thread's stash, for callers that keep none of their own.
+    static STASHED: std::cell::Cell<SignalStash> = const {
+        std::cell::Cell::new(SignalStash { generation: 0, signals: Vec::new() })
+    };
 }
 
 /// Signals with value 1, reused.
@@ -118,22 +127,39 @@ impl SignalPool {
     /// per dispatch. A thread's stash outlives it; signals are never destroyed before the
     /// runtime is, so nothing is lost but their reuse.
     pub fn take(&self) -> Option<hsa_signal_t> {
+        let mut stash = STASHED.take();
+        let signal = self.take_from(&mut stash);
+        STASHED.set(stash);
+        signal
+    }
+
+    /// [`SignalPool::take`] with the caller's own stash.
+    #[inline]
+    pub fn take_from(&self, stash: &mut SignalStash) -> Option<hsa_signal_t> {
+        if let Some(signal) = stash.signals.pop() {
+            if stash.generation == super::interposer::fork_generation() {
+                return Some(signal);
+            }
+        }
+        self.refill(stash);
+        stash.signals.pop().or_else(|| self.hsa.signal_create(1))
+    }
+
+    /// Refills an empty stash (emptied of the parent's signals in a forked child).
+    #[cold]
+    fn refill(&self, stash: &mut SignalStash) {
         let generation = super::interposer::fork_generation();
-        let stashed = STASHED.with(|cell| {
-            let mut stash = cell.borrow_mut();
-            if stash.0 != generation {
-                // Signals of the parent process, in a forked child.
-                *stash = (generation, Vec::new());
-            }
-            if stash.1.is_empty() {
-                if let Ok(mut free) = self.free.lock() {
-                    let from = free.len().saturating_sub(STASH);
-                    stash.1.extend(free.drain(from..));
-                }
-            }
-            stash.1.pop()
-        });
-        stashed.or_else(|| self.hsa.signal_create(1))
+        if stash.generation != generation {
+            *stash = SignalStash {
+                generation,
+                signals: Vec::new(),
+            };
+        }
+        stash.signals.clear();
+        if let Ok(mut free) = self.free.lock() {
+            let from = free.len().saturating_sub(STASH);
+            stash.signals.extend(free.drain(from..));
+        }
     }
 
     /// Returns a signal nobody waits on or changes any more; it is set back to 1 here, on the
@@ -163,12 +189,12 @@ impl SignalPool {
 pub struct ChainLink {
     /// The signal the stop packet completes.
     pub signal: hsa_signal_t,
-    pool: Arc<SignalPool>,
+    pool: &'static SignalPool,
 }
 
 impl ChainLink {
     /// A link for `signal`, returned to `pool` when dropped.
-    pub fn new(signal: hsa_signal_t, pool: Arc<SignalPool>) -> ChainLink {
+    pub fn new(signal: hsa_signal_t, pool: &'static SignalPool) -> ChainLink {
         ChainLink { signal, pool }
     }
 }
@@ -188,6 +214,97 @@ pub struct Named {
     pub arch: &'static str,
     /// The kernel's name.
     pub kernel: &'static str,
+}
+
+/// What every record of a queue's dispatches repeats about the queue.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueFacts {
+    /// The GPU.
+    pub agent: hsa_agent_t,
+    /// The GPU's KFD node id.
+    pub node_id: u32,
+    /// The GPU's index among the process's GPUs.
+    pub gpu_index: u32,
+    /// The queue's id.
+    pub queue_id: u64,
+    /// Its place among the queues created on its GPU, from 1.
+    pub order: u32,
+    /// The GPU's architecture.
+    pub arch: &'static str,
+    /// Which queue it is (for flushing at queue destruction).
+    pub key: usize,
+}
+
+/// A dispatch run once, as the dispatch path hands it over: what only its submission knows.
+/// The worker makes its record (kernel name, resources, process id) when it takes it, so that
+/// the application's thread copies a fraction of a record and looks nothing up.
+pub struct Submitted {
+    /// The queue.
+    pub queue: QueueFacts,
+    /// The packet's kernel object, grid and workgroup sizes, LDS and scratch bytes.
+    pub kernel_object: u64,
+    pub grid: [u32; 3],
+    pub workgroup: [u16; 3],
+    pub lds: u32,
+    pub scratch: u32,
+    /// The packet's index in the application's queue.
+    pub queue_index: u64,
+    /// Process-wide dispatch id, in submission order.
+    pub dispatch: u64,
+    /// The submitting thread.
+    pub tid: u32,
+    /// The application's completion signal (0 for none).
+    pub app_signal: hsa_signal_t,
+    /// Our kernel completion signal.
+    pub kernel_signal: hsa_signal_t,
+    /// Counters, when collected.
+    pub counted: Option<CountedPart>,
+    /// The roctx ranges open on the submitting thread (ids, outermost first).
+    pub ranges: Vec<u64>,
+    /// The name of the innermost range, when it renames the kernel.
+    pub renamed: Option<&'static str>,
+}
+
+/// A dispatch handed to the worker: run once (the common case, made into a [`Pending`] by the
+/// worker), or pending already (kernel replay, forwarded, declined replay).
+pub enum Incoming {
+    Submitted(Submitted),
+    Pending(Box<Pending>),
+}
+
+impl Incoming {
+    fn queue(&self) -> usize {
+        match self {
+            Incoming::Submitted(s) => s.queue.key,
+            Incoming::Pending(p) => p.queue,
+        }
+    }
+
+    fn awaited_by_others(&self) -> bool {
+        match self {
+            Incoming::Submitted(s) => s.app_signal.handle != 0,
+            Incoming::Pending(p) => p.awaited_by_others(),
+        }
+    }
+
+    /// The worker's pending dispatch, its record made by `record`.
+    fn into_pending(self, record: &dyn Fn(&mut Submitted) -> Named) -> Pending {
+        match self {
+            Incoming::Submitted(mut s) => {
+                let named = record(&mut s);
+                let counted = s.counted.take();
+                Pending::new(
+                    named,
+                    s.queue.agent,
+                    s.kernel_signal,
+                    s.app_signal,
+                    counted,
+                    s.queue.key,
+                )
+            }
+            Incoming::Pending(p) => *p,
+        }
+    }
 }
 
 /// The counter part of a pending dispatch.
@@ -415,7 +532,9 @@ impl Drop for Pending {
 
 #[derive(Default)]
 struct Shared {
-    incoming: Vec<Pending>,
+    incoming: Vec<Incoming>,
+    /// Per queue, the dispatches the worker took and has not completed (those still in
+    /// `incoming` are counted there).
     outstanding: FastMap<usize, usize>,
     /// Dispatches nobody waits for handed over since the worker last took them.
     lazy: usize,
@@ -436,6 +555,8 @@ pub struct Completion {
     wake: Option<hsa_signal_t>,
     signals: Arc<SignalPool>,
     shared: Mutex<Shared>,
+    /// `shared.stopped`, read by the dispatch path without the lock.
+    stopped: AtomicBool,
     wake_up: Condvar,
     progress: Condvar,
     /// The raw record files: one, or one per event group with kernel replay.
@@ -446,6 +567,8 @@ pub struct Completion {
     output: PathBuf,
     /// Where the application's roctx events come from, when it has any.
     roctx: Option<Arc<Roctx>>,
+    /// The worker thread, joined once stopped.
+    thread: Joinable,
 }
 
 /// Which of `files` record files a record of event group `group` goes to: the group's own
@@ -561,24 +684,26 @@ impl Completion {
             wake,
             signals,
             shared: Mutex::new(Shared::default()),
+            stopped: AtomicBool::new(false),
             wake_up: Condvar::new(),
             progress: Condvar::new(),
             files: Mutex::new(files),
             tallies,
             output,
             roctx,
+            thread: Joinable::default(),
         });
         let worker = Arc::clone(&completion);
-        let spawned = std::thread::Builder::new()
-            .name("rtl-pmc-completion".into())
-            .spawn(move || {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
-                let mut shared = lock(&worker.shared);
-                shared.stopped = true;
-                worker.progress.notify_all();
-            });
-        if spawned.is_err() {
+        let spawned = completion.thread.spawn("rtl-pmc-completion", move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker.run()));
+            let mut shared = lock(&worker.shared);
+            shared.stopped = true;
+            worker.stopped.store(true, Ordering::Release);
+            worker.progress.notify_all();
+        });
+        if !spawned {
             lock(&completion.shared).stopped = true;
+            completion.stopped.store(true, Ordering::Release);
         }
         completion
     }
@@ -586,7 +711,7 @@ impl Completion {
     /// Whether the worker thread runs (dispatches must not be wrapped otherwise: nobody would
     /// complete the application's signals).
     pub fn is_running(&self) -> bool {
-        !lock(&self.shared).stopped
+        !self.stopped.load(Ordering::Acquire)
     }
 
     /// The (first) raw record file's path.
@@ -609,24 +734,41 @@ impl Completion {
 
     /// Hands wrapped dispatches to the worker, leaving `pending` empty (its room kept for the
     /// caller's next ones).
-    pub fn submit(&self, pending: &mut Vec<Pending>) {
+    pub fn submit(&self, pending: &mut Vec<Incoming>) {
         if pending.is_empty() {
             return;
         }
         let mut shared = lock(&self.shared);
         let mut awaited = false;
         for p in pending.iter() {
-            *shared.outstanding.entry(p.queue).or_insert(0) += 1;
             awaited |= p.awaited_by_others();
-            // A dispatch left out of counting is only forwarded: it leaves no record.
-            if p.uncounted.is_none() {
-                for pass in p.passes.iter() {
-                    self.expect(pass.counted.as_ref().map(|c| c.set.group as u32));
+            match p {
+                Incoming::Submitted(s) => {
+                    self.expect(s.counted.as_ref().map(|c| c.set.group as u32));
                 }
+                // A dispatch left out of counting is only forwarded: it leaves no record.
+                Incoming::Pending(p) if p.uncounted.is_none() => {
+                    for pass in p.passes.iter() {
+                        self.expect(pass.counted.as_ref().map(|c| c.set.group as u32));
+                    }
+                }
+                Incoming::Pending(_) => {}
             }
         }
         shared.lazy += pending.len();
         shared.incoming.append(pending);
+        if awaited || shared.lazy >= LAZY_LIMIT {
+            drop(self.nudge(shared));
+        }
+    }
+
+    /// Hands one dispatch run once to the worker, as [`Completion::submit`] does.
+    pub fn submit_one(&self, submitted: Submitted) {
+        self.expect(submitted.counted.as_ref().map(|c| c.set.group as u32));
+        let awaited = submitted.app_signal.handle != 0;
+        let mut shared = lock(&self.shared);
+        shared.lazy += 1;
+        shared.incoming.push(Incoming::Submitted(submitted));
         if awaited || shared.lazy >= LAZY_LIMIT {
             drop(self.nudge(shared));
         }
@@ -640,19 +782,42 @@ impl Completion {
         let mut shared = self.nudge(lock(&self.shared));
         loop {
             let busy = match queue {
-                Some(q) => shared.outstanding.get(&q).copied().unwrap_or(0) > 0,
-                None => shared.outstanding.values().any(|&n| n > 0),
+                Some(q) => {
+                    shared.outstanding.get(&q).copied().unwrap_or(0) > 0
+                        || shared.incoming.iter().any(|i| i.queue() == q)
+                }
+                None => shared.outstanding.values().any(|&n| n > 0) || !shared.incoming.is_empty(),
             };
             if !busy || shared.stopped || Instant::now() >= deadline {
                 break;
             }
             shared = self.await_progress(shared, deadline);
         }
+        drop(self.next_round(shared, deadline));
+    }
+
+    /// Waits until `deadline` for the worker to finish a round that starts after this call
+    /// (it takes whatever was handed over before); gives the lock back.
+    fn next_round<'a>(
+        &'a self,
+        mut shared: std::sync::MutexGuard<'a, Shared>,
+        deadline: Instant,
+    ) -> std::sync::MutexGuard<'a, Shared> {
         shared.flush_tickets += 1;
         let ticket = shared.flush_tickets;
         shared = self.nudge(shared);
         while shared.flushed < ticket && !shared.stopped && Instant::now() < deadline {
             shared = self.await_progress(shared, deadline);
+        }
+        shared
+    }
+
+    /// Waits (up to `timeout`) until the worker has taken every dispatch handed over so far
+    /// and made their records: what they name may be unloaded next.
+    pub fn take_handed_over(&self, timeout: Duration) {
+        let shared = lock(&self.shared);
+        if !shared.incoming.is_empty() {
+            drop(self.next_round(shared, Instant::now() + timeout));
         }
     }
 
@@ -673,7 +838,8 @@ impl Completion {
         shared
     }
 
-    /// Drains everything (up to `timeout`) and stops the worker; whether it stopped.
+    /// Drains everything (up to `timeout`) and stops the worker; whether it stopped (and its
+    /// thread has exited).
     pub fn stop(&self, timeout: Duration) -> bool {
         self.drain(None, timeout);
         let mut shared = lock(&self.shared);
@@ -683,12 +849,17 @@ impl Completion {
         while !shared.stopped && Instant::now() < deadline {
             shared = self.await_progress(shared, deadline);
         }
-        shared.stopped
+        let stopped = shared.stopped;
+        drop(shared);
+        if stopped {
+            self.thread.join();
+        }
+        stopped
     }
 
     fn run(&self) {
         let mut pending: Vec<Pending> = Vec::new();
-        let mut arrived: Vec<Pending> = Vec::new();
+        let mut arrived: Vec<Incoming> = Vec::new();
         // Per round: the queues of the dispatches completed.
         let mut finished: Vec<usize> = Vec::new();
         let mut left = Leftovers::default();
@@ -717,14 +888,14 @@ impl Completion {
                 shared.lazy = 0;
                 // Swapped, not copied, under the lock: the dispatch path waits for it.
                 std::mem::swap(&mut shared.incoming, &mut arrived);
+                for i in &arrived {
+                    *shared.outstanding.entry(i.queue()).or_insert(0) += 1;
+                }
                 (shared.stop, shared.flush_tickets)
             };
-            // Pending dispatches are a few hundred bytes each: when none is left from the last
-            // round, the arrivals become the pending list instead of being copied into it.
-            match pending.is_empty() {
-                true => std::mem::swap(&mut pending, &mut arrived),
-                false => pending.append(&mut arrived),
-            }
+            // Records are made here, off the application's threads.
+            let record = super::interposer::record_of;
+            pending.extend(arrived.drain(..).map(|i| i.into_pending(&record)));
             finished.clear();
             {
                 let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());

@@ -21,6 +21,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use super::runtime::Hsa;
+use super::threads::Joinable;
 use crate::hsa::*;
 
 /// How long the thread waits for signals before it looks again anyway.
@@ -69,6 +70,8 @@ pub struct CopyOrder {
     /// Holds the number of running copies: a window waiting to open waits for it to reach 0.
     busy: Mutex<Option<hsa_signal_t>>,
     stopped: Condvar,
+    /// The thread, joined once stopped.
+    joinable: Joinable,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -84,6 +87,7 @@ impl CopyOrder {
             wake: Mutex::new(None),
             busy: Mutex::new(None),
             stopped: Condvar::new(),
+            joinable: Joinable::default(),
         }
     }
 
@@ -128,15 +132,13 @@ impl CopyOrder {
             }
         }
         let me = Arc::clone(self);
-        let spawned = std::thread::Builder::new()
-            .name("rtl-pmc-copies".into())
-            .spawn(move || {
-                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.run()));
-                let mut state = lock(&me.state);
-                state.stopped = true;
-                me.stopped.notify_all();
-            });
-        if spawned.is_err() {
+        let spawned = self.joinable.spawn("rtl-pmc-copies", move || {
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| me.run()));
+            let mut state = lock(&me.state);
+            state.stopped = true;
+            me.stopped.notify_all();
+        });
+        if !spawned {
             return false;
         }
         state.thread = Some(pid);
@@ -271,6 +273,8 @@ impl CopyOrder {
                 .map(|r| r.0)
                 .unwrap_or_else(|p| p.into_inner().0);
         }
+        drop(state);
+        self.joinable.join();
         true
     }
 

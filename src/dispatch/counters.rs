@@ -554,6 +554,10 @@ struct Pools {
     abandoned: Vec<Box<PacketSet>>,
     /// After [`GpuCounters::close`]: sets given back are deleted at once.
     closed: bool,
+    /// Per group, how many dispatches found no set ready since the worker last made spares:
+    /// the worker makes as many more, so that the dispatch path makes sets only while the
+    /// pool grows to what is in flight.
+    short: Vec<usize>,
 }
 
 // SAFETY: the pools are behind a mutex; the rest is read-only after construction.
@@ -657,7 +661,15 @@ impl GpuCounters {
             let mut pools = counters.pools.lock().unwrap_or_else(|p| p.into_inner());
             pools.ready.push(vec![set]);
         }
+        counters.presize();
         Ok(counters)
+    }
+
+    /// Fills each group's pool to [`PRESIZED_SETS`] sets, so that the dispatch path does not
+    /// make sets while the pool grows to what is in flight; a set that cannot be made now is
+    /// made (or its failure reported) when a dispatch needs it.
+    fn presize(&self) {
+        self.make_spares(vec![PRESIZED_SETS - 1; self.groups.len()]);
     }
 
     /// The number of instances of `block` on this GPU, as aqlprofile's BLOCK_ID query reports it.
@@ -900,6 +912,10 @@ impl GpuCounters {
             if let Some(set) = pools.ready.get_mut(group).and_then(Vec::pop) {
                 return Ok(set);
             }
+            if pools.short.len() <= group {
+                pools.short.resize(group + 1, 0);
+            }
+            pools.short[group] += 1;
         }
         self.create(group)
     }
@@ -931,6 +947,27 @@ impl GpuCounters {
                 pools.ready.push(Vec::new());
             }
             pools.ready[set.group].push(set);
+        }
+        let short = std::mem::take(&mut pools.short);
+        drop(pools);
+        self.make_spares(short);
+    }
+
+    /// Makes `short[g]` more sets of each group `g` (at most [`SPARES_PER_ROUND`]) for the pool.
+    fn make_spares(&self, short: Vec<usize>) {
+        for (group, &n) in short.iter().enumerate() {
+            for _ in 0..n.min(SPARES_PER_ROUND) {
+                let Ok(set) = self.create(group) else { return };
+                let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+                if pools.closed {
+                    drop(pools);
+                    return self.release(set);
+                }
+                while pools.ready.len() <= group {
+                    pools.ready.push(Vec::new());
+                }
+                pools.ready[group].push(set);
+            }
         }
     }
 
@@ -1047,6 +1084,13 @@ impl EventSamples {
 /// Legacy sample ids below this are counted in a table (they number the samples of one
 /// instance on one XCC, so they are small).
 const SEEN_IDS: u32 = 1024;
+
+/// The packet sets of each group made when a GPU's counters are set up: one batch of 64
+/// dispatches in flight needs no more.
+const PRESIZED_SETS: usize = 64;
+
+/// The most spare packet sets of a group the completion worker makes in one round.
+const SPARES_PER_ROUND: usize = 64;
 
 /// Values collected by the data callbacks, with keys that sort them into v2 sample order: the
 /// v2 sample id, or (XCC, instance, sample id) packed for the legacy API.
@@ -1261,9 +1305,11 @@ unsafe extern "C" fn v2_laid_out_sample(
     let read = unsafe { &mut *(data as *mut LaidOut) };
     let n = read.reported;
     let key = sample_key(event, sample);
-    match (read.expected.get(n), read.values.get_mut(n)) {
-        (Some(e), Some(slot)) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
-            *slot = value;
+    // One bound for both: `read_laid_out` gives `values` the length of `expected`.
+    match read.expected.get(n) {
+        Some(e) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
+            // SAFETY: n < expected.len() == values.len().
+            unsafe { *read.values.get_unchecked_mut(n) = value };
             read.reported = n + 1;
         }
         _ => read.matches = false,

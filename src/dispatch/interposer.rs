@@ -1,7 +1,7 @@
 //! The installed wrappers: queue creation and destruction, executable freeze and destroy, and
 //! the intercept handler that rewrites dispatches.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -11,7 +11,10 @@ use std::time::Duration;
 
 use super::agents::{Agents, Gpu};
 use super::api::Tables;
-use super::completion::{ChainLink, Completion, CountedPart, Named, PassRun, Pending, SignalPool};
+use super::completion::{
+    ChainLink, Completion, CountedPart, Incoming, Named, PassRun, Pending, QueueFacts, SignalPool,
+    SignalStash, Submitted,
+};
 use super::config::Config;
 use super::counters::{Aqlprofile, GpuCounters};
 use super::descriptor::{kernel_resources, KernelResources, DESCRIPTOR_SIZE};
@@ -19,8 +22,8 @@ use super::kernel_names::{intern, KernelNames};
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
 use super::rewrite::{
-    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, ReplayWrapping,
-    Uncounted, Wrapping,
+    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, CounterWrapping,
+    ReplayWrapping, Uncounted, Wrapping,
 };
 use super::roctx::Roctx;
 use super::runtime::Hsa;
@@ -72,6 +75,8 @@ struct Chain {
     /// The last counted dispatch's link: its stop packet's signal, or with kernel replay the
     /// signal of the barrier after its last pass.
     last: Option<Arc<ChainLink>>,
+    /// The queue `last` was submitted to.
+    last_queue: usize,
     /// A signal whose value is how many of the dispatches not counted submitted since `last`
     /// still run (`None` before the first), which the next counted dispatch waits for.
     uncounted: Option<Arc<ChainLink>>,
@@ -80,12 +85,17 @@ struct Chain {
 /// One intercepted queue; the handler's user data.
 struct QueueState {
     gpu: Gpu,
-    /// The GPU's architecture, shared by every record of the queue.
-    arch: &'static str,
-    queue_id: u64,
-    /// Its place among the queues created on its GPU, from 1.
-    order: u32,
     key: usize,
+    /// What each record of its dispatches repeats about it.
+    facts: QueueFacts,
+    /// The GPU's counters, looked up once here rather than per dispatch.
+    counters: Option<Arc<GpuCounters>>,
+    /// Whether the GPU is meant to collect counters (even if that failed).
+    wants_counters: bool,
+    /// Whether every kernel dispatch of the queue is selected and run once with the same event
+    /// group, if any: no filter, no kernel replay, at most one group, no roctx ranges to read,
+    /// and counters on its GPU if it is meant to collect some.
+    plain: bool,
 }
 
 static INTERPOSER: OnceLock<Interposer> = OnceLock::new();
@@ -177,6 +187,7 @@ pub fn finish() {
         release_aqlprofile(session, stopped);
         if stopped {
             me.memory.release_buffers();
+            super::signals::uninstall();
         }
     }
 }
@@ -371,11 +382,16 @@ impl Interposer {
             );
             return None;
         }
-        let info = self.kernels.get(kernel.kernel_object);
-        let counters = session.counters.get(&queue.gpu.agent.handle);
-        if counters.is_none() && self.wants_counters(&queue.gpu) {
+        let counters = queue.counters.as_ref();
+        if counters.is_none() && queue.wants_counters {
             return None;
         }
+        // The record's name is looked up by the worker; here only when the filters read it.
+        let info = self
+            .selector
+            .reads_kernel_names()
+            .then(|| self.kernels.get(kernel.kernel_object));
+        let (name, symbol) = info.as_deref().map_or(("", ""), |i| (i.name, &i.symbol));
         let groups = counters.map_or(0, |c| c.group_count());
         let enclosing = self.enclosing();
         let thread = Submitter {
@@ -383,8 +399,8 @@ impl Interposer {
             enclosing: &enclosing,
         };
         let Decision::Wrap { mut group } = self.selector.decide_kernel(
-            info.name,
-            &info.symbol,
+            name,
+            symbol,
             queue.gpu.index,
             queue.gpu.node_id,
             groups,
@@ -399,12 +415,17 @@ impl Interposer {
                 let buffers = if batch {
                     Err(MULTI_PACKET.to_string())
                 } else {
+                    let info = self.kernels.get(kernel.kernel_object);
                     self.snapshot_buffers(queue, kernel, &info, replay.memory_budget)
                 };
                 match buffers {
                     Ok(buffers) => {
-                        let record =
-                            || self.record(session, queue, kernel, &info, queue_index, &thread);
+                        let record = || {
+                            let none = (hsa_signal_t::default(), None);
+                            let mut submitted =
+                                self.submitted(session, queue, kernel, queue_index, &thread, none);
+                            record_of(&mut submitted)
+                        };
                         let (prepared, pending) = self.prepare_replay(
                             session,
                             queue,
@@ -413,7 +434,7 @@ impl Interposer {
                             gpu_counters,
                             buffers,
                         )?;
-                        out.push(pending);
+                        out.push(Incoming::Pending(Box::new(pending)));
                         return Some(prepared);
                     }
                     Err(reason) => {
@@ -427,7 +448,7 @@ impl Interposer {
                 }
             }
         }
-        let Some(kernel_signal) = session.signals.take() else {
+        let Some(kernel_signal) = session.signals.take_from(submission.signals) else {
             warn_once(
                 "signals",
                 "cannot create signals; dispatches run unprofiled",
@@ -435,64 +456,99 @@ impl Interposer {
             return None;
         };
         let mut counted = None;
-        let mut chain_wait = [hsa_signal_t::default(); 2];
-        let mut packets = None;
+        let mut wrapping = Wrapping {
+            kernel_signal,
+            counters: None,
+        };
         if let Some(gpu_counters) = counters {
-            let set = match gpu_counters.take(group) {
-                Ok(set) => set,
-                Err(e) => {
-                    warn_once(
-                        "packets",
-                        &format!("{e}; affected dispatches run unprofiled"),
-                    );
-                    session.signals.give(kernel_signal);
-                    return None;
-                }
-            };
-            let Some(done_signal) = session.signals.take() else {
-                warn_once(
-                    "signals",
-                    "cannot create signals; dispatches run unprofiled",
-                );
-                gpu_counters.give_back(set);
+            let signals = &mut *submission.signals;
+            let Some((part, packets)) =
+                self.counted_part(session, queue, gpu_counters, group, signals)
+            else {
                 session.signals.give(kernel_signal);
                 return None;
             };
-            let done = Arc::new(ChainLink::new(done_signal, Arc::clone(&session.signals)));
-            let (previous, uncounted) = self.chain_after(session, queue, &done);
-            chain_wait = waits(&previous, &uncounted);
-            packets = Some(CounterPackets {
-                start: set.start,
-                read: set.read,
-                stop: set.stop,
-            });
-            counted = Some(CountedPart {
-                gpu: Arc::clone(gpu_counters),
-                set,
-                done,
-                previous,
-                uncounted,
-            });
+            wrapping.counters = Some(packets);
+            counted = Some(part);
         }
-        let wrapping = Wrapping {
-            kernel_signal,
-            counters: packets
-                .zip(counted.as_ref())
-                .map(|(p, c)| (p, c.done.signal, chain_wait)),
-        };
-        // Made where it is kept: a pending dispatch is a few hundred bytes, each move a copy.
-        out.push(Pending::new(
-            self.record(session, queue, kernel, &info, queue_index, &thread),
-            queue.gpu.agent,
-            kernel_signal,
-            kernel.completion_signal,
-            counted,
-            queue.key,
-        ));
-        if let Some(last) = out.last_mut() {
-            last.named.record.replay = declined;
+        let submitted = self.submitted(
+            session,
+            queue,
+            kernel,
+            queue_index,
+            &thread,
+            (kernel_signal, counted),
+        );
+        match declined {
+            None => out.push(Incoming::Submitted(submitted)),
+            Some(declined) => {
+                let mut submitted = submitted;
+                let mut named = record_of(&mut submitted);
+                named.record.replay = Some(declined);
+                out.push(Incoming::Pending(Box::new(Pending::new(
+                    named,
+                    queue.gpu.agent,
+                    kernel_signal,
+                    kernel.completion_signal,
+                    submitted.counted.take(),
+                    queue.key,
+                ))));
+            }
         }
         Some(Prepared::Once(wrapping))
+    }
+
+    /// The counter part of a dispatch counted with group `group` of `gpu_counters`, and the
+    /// packets wrapping it: its packet set, its stop packet's signal, and what it waits for
+    /// first; `None` (with a warning) when a set or signal cannot be had.
+    fn counted_part(
+        &self,
+        session: &'static Session,
+        queue: &QueueState,
+        gpu_counters: &Arc<GpuCounters>,
+        group: usize,
+        signals: &mut SignalStash,
+    ) -> Option<(CountedPart, CounterWrapping)> {
+        let set = match gpu_counters.take(group) {
+            Ok(set) => set,
+            Err(e) => {
+                warn_once(
+                    "packets",
+                    &format!("{e}; affected dispatches run unprofiled"),
+                );
+                return None;
+            }
+        };
+        let Some(done_signal) = session.signals.take_from(signals) else {
+            warn_once(
+                "signals",
+                "cannot create signals; dispatches run unprofiled",
+            );
+            gpu_counters.give_back(set);
+            return None;
+        };
+        let done = Arc::new(ChainLink::new(done_signal, &session.signals));
+        let (previous, uncounted, same_queue) = self.chain_after(session, queue, &done);
+        let mut chain_wait = waits(&previous, &uncounted);
+        if same_queue {
+            // The start packet's barrier bit waits for the previous counted dispatch's stop
+            // packet, ahead of it on the same queue (the handler sees a queue's packets in
+            // order).
+            chain_wait[0] = hsa_signal_t::default();
+        }
+        let packets = CounterPackets {
+            start: set.start,
+            read: set.read,
+            stop: set.stop,
+        };
+        let part = CountedPart {
+            gpu: Arc::clone(gpu_counters),
+            set,
+            done,
+            previous,
+            uncounted,
+        };
+        Some((part, (packets, done_signal, chain_wait)))
     }
 
     /// The chain of counted dispatches the queue's GPU takes part in, unless counted dispatches
@@ -514,24 +570,27 @@ impl Interposer {
     }
 
     /// Makes `link` the last counted dispatch of the queue's chain; the one before and the count
-    /// of the dispatches not counted since, to wait for (the count only while some still run).
+    /// of the dispatches not counted since, to wait for (the count only while some still run),
+    /// and whether the one before was submitted to the same queue.
     fn chain_after(
         &self,
         session: &'static Session,
         queue: &QueueState,
         link: &Arc<ChainLink>,
-    ) -> (Option<Arc<ChainLink>>, Option<Arc<ChainLink>>) {
+    ) -> (Option<Arc<ChainLink>>, Option<Arc<ChainLink>>, bool) {
         let Some(chain) = self.chain(session, queue) else {
-            return (None, None);
+            return (None, None, false);
         };
-        let (previous, uncounted) = {
+        let (previous, uncounted, same_queue) = {
             let mut chain = chain.lock().unwrap_or_else(|p| p.into_inner());
-            (chain.last.replace(Arc::clone(link)), chain.uncounted.take())
+            let same_queue = std::mem::replace(&mut chain.last_queue, queue.key) == queue.key;
+            let previous = chain.last.replace(Arc::clone(link));
+            (previous, chain.uncounted.take(), same_queue)
         };
         // Dropped (back to the pool) when every dispatch it counted has ended: no later one
         // joins it once taken from the chain.
         let uncounted = uncounted.filter(|u| self.hsa.signal_load(u.signal) != 0);
-        (previous, uncounted)
+        (previous, uncounted, same_queue)
     }
 
     /// How `kernel`, a dispatch that is not counted, is kept out of the counting windows of its
@@ -543,9 +602,9 @@ impl Interposer {
         session: &'static Session,
         queue: &QueueState,
         kernel: &hsa_kernel_dispatch_packet_t,
-        pending: &mut Vec<Pending>,
+        pending: &mut Vec<Incoming>,
     ) -> Option<Uncounted> {
-        if self.config.replay.is_none() && !session.counters.contains_key(&queue.gpu.agent.handle) {
+        if self.config.replay.is_none() && queue.counters.is_none() {
             return None;
         }
         let chain = self.chain(session, queue)?;
@@ -570,10 +629,7 @@ impl Interposer {
                     );
                     return None;
                 };
-                chain.uncounted = Some(Arc::new(ChainLink::new(
-                    signal,
-                    Arc::clone(&session.signals),
-                )));
+                chain.uncounted = Some(Arc::new(ChainLink::new(signal, &session.signals)));
                 signal
             }
         };
@@ -584,13 +640,13 @@ impl Interposer {
         if let Some(count) = chain.uncounted.as_ref().filter(|_| forwards) {
             if let Some(ours) = session.signals.take() {
                 forwarded = ours;
-                pending.push(Pending::forwarded(
+                pending.push(Incoming::Pending(Box::new(Pending::forwarded(
                     queue.gpu.agent,
                     ours,
                     kernel.completion_signal,
                     queue.key,
                     Arc::clone(count),
-                ));
+                ))));
             }
         }
         Some(Uncounted {
@@ -611,58 +667,45 @@ impl Interposer {
             })
     }
 
-    /// The record of a selected dispatch, complete but for what its completion gives, and the
-    /// names it is written with (the record's own are left empty: nothing is copied per
-    /// dispatch).
+    /// What the dispatch path hands over for a selected dispatch run with `kernel_signal` and
+    /// `counted`: its record is made from it by [`record_of`].
     #[inline]
-    fn record(
+    fn submitted(
         &self,
         session: &Session,
         queue: &QueueState,
         kernel: &hsa_kernel_dispatch_packet_t,
-        info: &super::kernel_names::KernelInfo,
         queue_index: u64,
         thread: &Submitter<'_>,
-    ) -> Named {
+        (kernel_signal, counted): (hsa_signal_t, Option<CountedPart>),
+    ) -> Submitted {
         let Submitter { tid, enclosing } = *thread;
-        let dispatch = session.dispatch_ids.fetch_add(1, Ordering::Relaxed);
-        let r = info.resources;
-        let name = match enclosing.ranges.last() {
-            Some(innermost) if self.config.kernel_rename => intern(&innermost.name),
-            _ => info.name,
+        let renamed = match enclosing.ranges.last() {
+            Some(innermost) if self.config.kernel_rename => Some(intern(&innermost.name)),
+            _ => None,
         };
-        let record = Record {
-            pid: pid(),
-            tid,
-            agent: queue.gpu.node_id,
-            gpu_index: queue.gpu.index,
-            queue: queue.queue_id,
-            queue_order: queue.order,
-            queue_index,
-            dispatch,
-            correlation: dispatch,
+        Submitted {
+            queue: queue.facts,
             kernel_object: kernel.kernel_object,
-            kernel_id: info.id,
-            signal: kernel.completion_signal.handle,
             grid: [kernel.grid_size_x, kernel.grid_size_y, kernel.grid_size_z],
             workgroup: [
-                kernel.workgroup_size_x.into(),
-                kernel.workgroup_size_y.into(),
-                kernel.workgroup_size_z.into(),
+                kernel.workgroup_size_x,
+                kernel.workgroup_size_y,
+                kernel.workgroup_size_z,
             ],
             lds: kernel.group_segment_size,
             scratch: kernel.private_segment_size,
-            arch_vgpr: r.arch_vgpr,
-            accum_vgpr: r.accum_vgpr,
-            sgpr: r.sgpr,
-            wave_size: r.wave_size,
-            ranges: enclosing.ranges.iter().map(|r| r.id).collect(),
-            ..Record::default()
-        };
-        Named {
-            record,
-            arch: queue.arch,
-            kernel: name,
+            queue_index,
+            dispatch: session.dispatch_ids.fetch_add(1, Ordering::Relaxed),
+            tid,
+            app_signal: kernel.completion_signal,
+            kernel_signal,
+            counted,
+            ranges: match enclosing.ranges.is_empty() {
+                true => Vec::new(),
+                false => enclosing.ranges.iter().map(|r| r.id).collect(),
+            },
+            renamed,
         }
     }
 
@@ -759,14 +802,14 @@ impl Interposer {
         let mut next = || taken.next().unwrap_or_default();
         let ready = next();
         let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
-        let link = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
-        let (mut previous, mut uncounted) = self.chain_after(session, queue, &link);
+        let link = Arc::new(ChainLink::new(next(), signals));
+        let (mut previous, mut uncounted, _) = self.chain_after(session, queue, &link);
         let after = waits(&previous, &uncounted);
         let mut runs = Vec::with_capacity(passes);
         let mut wrapped = Vec::with_capacity(passes);
         for (i, set) in sets.into_iter().enumerate() {
             let kernel_signal = next();
-            let done = Arc::new(ChainLink::new(next(), Arc::clone(signals)));
+            let done = Arc::new(ChainLink::new(next(), signals));
             let packets = CounterPackets {
                 start: set.start,
                 read: set.read,
@@ -822,12 +865,54 @@ fn waits(
     [signal(previous), signal(uncounted)]
 }
 
+/// The record of a submitted dispatch, complete but for what its completion gives, and the
+/// names it is written with (the record's own are left empty: nothing is copied per dispatch).
+/// Made on the completion worker when it takes the dispatch, before any application signal of
+/// that round completes: the kernel's executable is still loaded.
+pub(crate) fn record_of(s: &mut Submitted) -> Named {
+    let info = match interposer() {
+        Some(me) => me.kernels.get(s.kernel_object),
+        None => KernelNames::default().get(s.kernel_object),
+    };
+    let r = info.resources;
+    let record = Record {
+        pid: pid(),
+        tid: s.tid,
+        agent: s.queue.node_id,
+        gpu_index: s.queue.gpu_index,
+        queue: s.queue.queue_id,
+        queue_order: s.queue.order,
+        queue_index: s.queue_index,
+        dispatch: s.dispatch,
+        correlation: s.dispatch,
+        kernel_object: s.kernel_object,
+        kernel_id: info.id,
+        signal: s.app_signal.handle,
+        grid: s.grid,
+        workgroup: s.workgroup.map(u32::from),
+        lds: s.lds,
+        scratch: s.scratch,
+        arch_vgpr: r.arch_vgpr,
+        accum_vgpr: r.accum_vgpr,
+        sgpr: r.sgpr,
+        wave_size: r.wave_size,
+        ranges: std::mem::take(&mut s.ranges),
+        ..Record::default()
+    };
+    Named {
+        record,
+        arch: s.queue.arch,
+        kernel: s.renamed.unwrap_or(info.name),
+    }
+}
+
 /// A submission of the application being wrapped: the submitting thread, whether it holds
 /// several kernel dispatches, and the pending completions of those selected so far.
 struct Submission<'a> {
     tid: u32,
     batch: bool,
-    pending: &'a mut Vec<Pending>,
+    pending: &'a mut Vec<Incoming>,
+    signals: &'a mut SignalStash,
 }
 
 /// The thread submitting a dispatch: its id and the roctx ranges open on it.
@@ -883,29 +968,51 @@ fn pid() -> u32 {
     }
 }
 
-thread_local! {
-    /// The calling thread's id and the fork generation it was read in.
-    static TID: Cell<(u64, u32)> = const { Cell::new((u64::MAX, 0)) };
+/// What a thread submitting dispatches keeps from one submission to the next, taken out of its
+/// thread-local slot once per submission: its id, the packets a submission becomes and its
+/// wrapped dispatches (their room allocated once), and its signals.
+#[derive(Default)]
+struct SubmitterState {
+    /// The thread's id and the fork generation it was read in (`None` before it was read).
+    tid: Option<(u64, u32)>,
+    rewritten: Vec<AqlPacket>,
+    pending: Vec<Incoming>,
+    signals: SignalStash,
 }
 
-fn gettid() -> u32 {
-    let generation = fork_generation();
-    TID.with(|cached| match cached.get() {
-        (g, tid) if g == generation => tid,
-        _ => {
-            // SAFETY: gettid has no preconditions.
-            let tid = unsafe { libc::gettid() as u32 };
-            cached.set((generation, tid));
-            tid
+impl SubmitterState {
+    /// The calling thread's id, read once per thread (and again after a fork).
+    fn tid(&mut self) -> u32 {
+        let generation = fork_generation();
+        match self.tid {
+            Some((g, tid)) if g == generation => tid,
+            _ => {
+                // SAFETY: gettid has no preconditions.
+                let tid = unsafe { libc::gettid() as u32 };
+                self.tid = Some((generation, tid));
+                tid
+            }
         }
-    })
+    }
 }
 
 thread_local! {
-    /// The packets a submission becomes, and its wrapped dispatches: kept per thread, so
-    /// their room is allocated once.
-    static REWRITTEN: Cell<Vec<AqlPacket>> = const { Cell::new(Vec::new()) };
-    static PENDING: Cell<Vec<Pending>> = const { Cell::new(Vec::new()) };
+    /// The calling thread's [`SubmitterState`].
+    static SUBMITTER: RefCell<SubmitterState> = RefCell::new(SubmitterState::default());
+}
+
+/// Runs `body` with the calling thread's [`SubmitterState`]; a nested submission (a handler
+/// called while the thread is inside one) gets a fresh one.
+fn with_submitter(body: impl FnOnce(&mut SubmitterState)) {
+    let mut body = Some(body);
+    let _ = SUBMITTER.try_with(|cell| {
+        if let (Ok(mut state), Some(body)) = (cell.try_borrow_mut(), body.take()) {
+            body(&mut state);
+        }
+    });
+    if let Some(body) = body {
+        body(&mut SubmitterState::default());
+    }
 }
 
 /// The intercept handler: rewrites selected kernel dispatches and submits everything with one
@@ -954,10 +1061,36 @@ fn rewrite_and_submit(
         return;
     }
     let session = me.session();
-    let tid = gettid();
-    let mut out = REWRITTEN.with(Cell::take);
+    with_submitter(|thread| submit_with(me, session, queue, input, user_index, write, thread));
+}
+
+/// [`rewrite_and_submit`] with the calling thread's state.
+fn submit_with(
+    me: &'static Interposer,
+    session: &'static Session,
+    queue: &QueueState,
+    input: &[AqlPacket],
+    user_index: u64,
+    write: &dyn Fn(&[AqlPacket]),
+    thread: &mut SubmitterState,
+) {
+    let tid = thread.tid();
+    // Whether dispatches are wrapped at all: not one the short path could not wrap.
+    let mut wrapped = true;
+    if let ([packet], true) = (input, queue.plain && session.completion.is_running()) {
+        if one_dispatch(me, session, queue, packet, user_index, tid, thread, write) {
+            return;
+        }
+        wrapped = false;
+    }
+    let kernels = kernel_dispatches(input);
+    let SubmitterState {
+        rewritten: out,
+        pending,
+        signals,
+        ..
+    } = thread;
     out.clear();
-    let mut pending = PENDING.with(Cell::take);
     let batch = kernels > 1;
     let mut ordered = false;
     for (i, packet) in input.iter().enumerate() {
@@ -971,14 +1104,19 @@ fn rewrite_and_submit(
         let mut submission = Submission {
             tid,
             batch,
-            pending: &mut pending,
+            pending,
+            signals,
         };
-        match me.prepare(session, queue, &kernel, index, &mut submission) {
-            Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, &mut out),
-            Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, &mut out),
-            None => match me.uncounted(session, queue, &kernel, &mut pending) {
+        let prepared = match wrapped {
+            true => me.prepare(session, queue, &kernel, index, &mut submission),
+            false => None,
+        };
+        match prepared {
+            Some(Prepared::Once(wrapping)) => wrap(&kernel, &wrapping, out),
+            Some(Prepared::Replay(wrapping)) => wrap_replay(&kernel, &wrapping, out),
+            None => match me.uncounted(session, queue, &kernel, pending) {
                 Some(uncounted) => {
-                    order_uncounted(packet, &uncounted, &mut out);
+                    order_uncounted(packet, &uncounted, out);
                     ordered = true;
                 }
                 None => out.push(*packet),
@@ -986,13 +1124,72 @@ fn rewrite_and_submit(
         }
     }
     if pending.is_empty() {
-        write(if ordered { &out } else { input });
+        write(if ordered { out } else { input });
     } else {
-        write(&out);
-        session.completion.submit(&mut pending);
+        write(out);
+        session.completion.submit(pending);
     }
-    REWRITTEN.with(|cell| cell.set(out));
-    PENDING.with(|cell| cell.set(pending));
+}
+
+/// The one kernel dispatch `packet` of a submission to a queue whose dispatches are all
+/// selected and run once (see [`QueueState::plain`]): its completion signal replaced by one of
+/// ours, between counter packets when its GPU collects counters, and handed to the worker
+/// without the vectors of pending dispatches a batch goes through. Whether it was: when a
+/// signal or packet set cannot be had (a warning says so), nothing is written, and the general
+/// path runs the dispatch unprofiled, kept out of counting windows.
+#[allow(clippy::too_many_arguments)]
+fn one_dispatch(
+    me: &'static Interposer,
+    session: &'static Session,
+    queue: &QueueState,
+    packet: &AqlPacket,
+    queue_index: u64,
+    tid: u32,
+    thread: &mut SubmitterState,
+    write: &dyn Fn(&[AqlPacket]),
+) -> bool {
+    let Some(kernel_signal) = session.signals.take_from(&mut thread.signals) else {
+        warn_once(
+            "signals",
+            "cannot create signals; dispatches run unprofiled",
+        );
+        return false;
+    };
+    // SAFETY: a kernel dispatch packet (checked by the caller).
+    let kernel: hsa_kernel_dispatch_packet_t = unsafe { packet.cast() };
+    let mut counted = None;
+    match &queue.counters {
+        None => {
+            let mut timed = kernel;
+            timed.completion_signal = kernel_signal;
+            write(&[AqlPacket::from(&timed)]);
+        }
+        Some(gpu_counters) => {
+            let signals = &mut thread.signals;
+            let Some((part, packets)) = me.counted_part(session, queue, gpu_counters, 0, signals)
+            else {
+                session.signals.give(kernel_signal);
+                return false;
+            };
+            let wrapping = Wrapping {
+                kernel_signal,
+                counters: Some(packets),
+            };
+            thread.rewritten.clear();
+            wrap(&kernel, &wrapping, &mut thread.rewritten);
+            write(&thread.rewritten);
+            counted = Some(part);
+        }
+    }
+    let enclosing = Enclosing::default();
+    let submitter = Submitter {
+        tid,
+        enclosing: &enclosing,
+    };
+    let run = (kernel_signal, counted);
+    let submitted = me.submitted(session, queue, &kernel, queue_index, &submitter, run);
+    session.completion.submit_one(submitted);
+    true
 }
 
 /// Runs a wrapper body; a panic becomes `HSA_STATUS_ERROR`.
@@ -1085,12 +1282,28 @@ unsafe extern "C" fn queue_create(
             *count
         };
         warn_about_other_processes(session, &gpu);
+        // SAFETY: a live queue.
+        let queue_id = unsafe { (*created).id };
         let state = Box::new(QueueState {
-            order,
-            arch: intern(&gpu.arch),
+            facts: QueueFacts {
+                agent: gpu.agent,
+                node_id: gpu.node_id,
+                gpu_index: gpu.index,
+                queue_id,
+                order,
+                arch: intern(&gpu.arch),
+                key: created as usize,
+            },
+            counters: session.counters.get(&gpu.agent.handle).cloned(),
+            wants_counters: me.wants_counters(&gpu),
+            plain: me.config.replay.is_none()
+                && me.selector.selects_everything()
+                && me.roctx.is_none()
+                && match session.counters.get(&gpu.agent.handle) {
+                    Some(counters) => counters.group_count() <= 1,
+                    None => !me.wants_counters(&gpu),
+                },
             gpu,
-            // SAFETY: a live queue.
-            queue_id: unsafe { (*created).id },
             key: created as usize,
         });
         let state = Box::into_raw(state);
@@ -1191,6 +1404,11 @@ unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_sta
         return HSA_STATUS_ERROR;
     };
     let _ = catch_unwind(AssertUnwindSafe(|| {
+        // The records of dispatches handed over but not yet taken name their kernels when the
+        // worker takes them.
+        if let Some(session) = me.session.get() {
+            session.completion.take_handed_over(DRAIN_TIMEOUT);
+        }
         me.kernels.remove_executable(executable.handle)
     }));
     let Some(original) = me.hsa.core().hsa_executable_destroy_fn else {

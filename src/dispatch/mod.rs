@@ -43,6 +43,7 @@ pub mod roctx;
 pub mod runtime;
 pub mod selection;
 pub mod signals;
+pub mod threads;
 pub mod tracking;
 
 use std::collections::HashSet;

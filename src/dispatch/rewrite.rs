@@ -45,10 +45,13 @@ pub type CountedAfter = [hsa_signal_t; 2];
 pub struct Wrapping {
     /// Our signal that replaces the application's completion signal.
     pub kernel_signal: hsa_signal_t,
-    /// Counter collection: the packets, the signal the stop packet completes, and what to wait
-    /// for first.
-    pub counters: Option<(CounterPackets, hsa_signal_t, CountedAfter)>,
+    /// Counter collection, when collected.
+    pub counters: Option<CounterWrapping>,
 }
+
+/// How a counted dispatch is wrapped: the counter packets, the signal the stop packet
+/// completes, and what to wait for first.
+pub type CounterWrapping = (CounterPackets, hsa_signal_t, CountedAfter);
 
 /// How a dispatch that is not counted is kept out of the counting windows of a GPU.
 #[derive(Debug, Clone, Copy)]

@@ -54,6 +54,11 @@ pub struct Selector {
     exclude: Option<Regex>,
     roctx_include: Option<Regex>,
     group_interval: u64,
+    /// Whether a filter reads the per-process dispatch index or the launch counts; without
+    /// one, and with at most one group, a decision takes no lock.
+    counting: bool,
+    /// Whether no filter is set: every dispatch is selected.
+    everything: bool,
     state: Mutex<Counts>,
 }
 
@@ -83,12 +88,24 @@ impl Selector {
         self.roctx_include.is_some()
     }
 
+    /// Whether every dispatch is selected, whatever it is (no filter).
+    pub fn selects_everything(&self) -> bool {
+        self.everything
+    }
+
+    /// Whether selecting reads the kernel's name or symbol (name filters, launch counts).
+    pub fn reads_kernel_names(&self) -> bool {
+        self.include.is_some() || self.exclude.is_some() || self.counting
+    }
+
     /// A selector for `filters`, rotating groups every `group_interval` wrapped dispatches.
     pub fn new(filters: &KernelFilters, group_interval: u64) -> Result<Selector, SelectionError> {
         Ok(Selector {
             include: compile("kernel include", &filters.include_regex)?,
             exclude: compile("kernel exclude", &filters.exclude_regex)?,
             roctx_include: compile("roctx include", &filters.roctx_include_regex)?,
+            counting: filters.dispatches.is_some() || !filters.iterations.is_empty(),
+            everything: *filters == KernelFilters::default(),
             filters: filters.clone(),
             group_interval,
             state: Mutex::new(Counts::default()),
@@ -116,6 +133,16 @@ impl Selector {
         groups: usize,
         enclosing: &Enclosing,
     ) -> Decision {
+        if self.everything && groups <= 1 {
+            return Decision::Wrap { group: 0 };
+        }
+        if !self.counting && groups <= 1 {
+            // Nothing to count: index and launch select whatever they are.
+            return match self.selects(name, gpu, (0, 1), enclosing) {
+                true => Decision::Wrap { group: 0 },
+                false => Decision::Skip,
+            };
+        }
         let Ok(mut counts) = self.state.lock() else {
             return Decision::Skip;
         };
@@ -131,7 +158,25 @@ impl Selector {
                 1
             }
         };
-        let selected = self.filters.selects_dispatch(index)
+        if !self.selects(name, gpu, (index, launch), enclosing) {
+            return Decision::Skip;
+        }
+        let n = counts.wrapped_per_agent.entry(agent).or_insert(0);
+        let group = group_for_dispatch(*n, self.group_interval, groups);
+        *n += 1;
+        Decision::Wrap { group }
+    }
+
+    /// Whether the filters select the dispatch of kernel `name` on GPU `gpu` with the
+    /// per-process `index` and the kernel's `launch` count.
+    fn selects(
+        &self,
+        name: &str,
+        gpu: u32,
+        (index, launch): (u64, u64),
+        enclosing: &Enclosing,
+    ) -> bool {
+        self.filters.selects_dispatch(index)
             && self.filters.selects_gpu(gpu)
             && self.include.as_ref().is_none_or(|re| re.is_match(name))
             && !self.exclude.as_ref().is_some_and(|re| re.is_match(name))
@@ -140,14 +185,7 @@ impl Selector {
             && self
                 .roctx_include
                 .as_ref()
-                .is_none_or(|re| enclosing.ranges.iter().any(|r| re.is_match(&r.name)));
-        if !selected {
-            return Decision::Skip;
-        }
-        let n = counts.wrapped_per_agent.entry(agent).or_insert(0);
-        let group = group_for_dispatch(*n, self.group_interval, groups);
-        *n += 1;
-        Decision::Wrap { group }
+                .is_none_or(|re| enclosing.ranges.iter().any(|r| re.is_match(&r.name)))
     }
 }
 

@@ -77,6 +77,26 @@ pub fn install(tallies: &[&'static Tally]) {
     });
 }
 
+/// Puts back the actions ours replaced where ours are still in place, before this library may
+/// be unloaded: a signal must never reach a handler whose code is gone. Nothing is recorded
+/// after that, so there is nothing left for a handler to note.
+pub fn uninstall() {
+    let Some(previous) = PREVIOUS.get() else {
+        return;
+    };
+    for (i, &signal) in FATAL.iter().enumerate() {
+        // SAFETY: sigaction with valid pointers: reading the current action, and putting back
+        // the one read at install time only where the current one is ours.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current);
+            if current.sa_sigaction == on_fatal as *const () as usize {
+                libc::sigaction(signal, &previous.0[i], std::ptr::null_mut());
+            }
+        }
+    }
+}
+
 /// The handler: notes the signal, then hands it on.
 extern "C" fn on_fatal(signal: c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
     let _ = std::panic::catch_unwind(|| {

@@ -327,3 +327,25 @@ pub fn build_c_program(source: &str, name: &str) -> PathBuf {
     assert!(status.success(), "building {} failed", source.display());
     out
 }
+
+/// The rows of `query` as strings (NULL as "NULL"), one vector per row.
+pub fn query(conn: &rusqlite::Connection, sql: &str) -> Vec<Vec<String>> {
+    let mut stmt = conn.prepare(sql).unwrap_or_else(|e| panic!("{sql}: {e}"));
+    let columns = stmt.column_count();
+    stmt.query_map([], |r| {
+        (0..columns)
+            .map(|i| {
+                Ok(match r.get_ref(i)? {
+                    rusqlite::types::ValueRef::Null => "NULL".to_string(),
+                    rusqlite::types::ValueRef::Integer(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Real(v) => v.to_string(),
+                    rusqlite::types::ValueRef::Text(t) => String::from_utf8_lossy(t).into_owned(),
+                    rusqlite::types::ValueRef::Blob(_) => "BLOB".to_string(),
+                })
+            })
+            .collect()
+    })
+    .unwrap()
+    .collect::<Result<_, _>>()
+    .unwrap()
+}

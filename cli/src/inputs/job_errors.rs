@@ -23,7 +23,7 @@ const ACCEPTED: &[(&str, &str)] = &[
     ("output_file", "a file name"),
     (
         "output_format",
-        "a format or a list of formats (csv, json, rocpd or pftrace)",
+        "a format or a list of formats (csv, json, rocpd, pftrace or html)",
     ),
     ("summary_output_file", "stdout, stderr or a file name"),
     (

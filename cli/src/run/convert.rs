@@ -7,8 +7,8 @@ use rtl_pmc::dispatch::records::Record;
 use rtl_pmc::passes::plan_file::{PlanEvent, RunPlan};
 use rtl_pmc_counters::{Catalog, CounterKind, CounterSet, Topology};
 
-use crate::output::database::KernelDerived;
-use crate::output::model::{Agent, Counter, Dispatch};
+use rtl_pmc_profile::model::{Agent, Counter, Dispatch};
+use rtl_pmc_profile::store::database::KernelDerived;
 
 /// A counter set resolved for one GPU and event group, with the position in the records of
 /// each of its events.

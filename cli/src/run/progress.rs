@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::summary::duration;
+use rtl_pmc_profile::files::summary::duration;
 
 /// Progress over every run of the application that rtl-pmc makes, whichever profile it writes.
 pub struct Progress {

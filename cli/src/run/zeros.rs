@@ -2,7 +2,7 @@
 //! work, gathered while the pass is written and reported in one warning at the end of the run,
 //! like the all-zero reports users file against rocprofv3.
 
-use crate::output::model::Dispatch;
+use rtl_pmc_profile::model::Dispatch;
 
 /// The counters that count something in every dispatch, and why. A pass in which one of them
 /// is 0 for every dispatch that collected it did not really count.
@@ -126,7 +126,7 @@ fn and_list(items: &[impl AsRef<str>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::model::Counter;
+    use rtl_pmc_profile::model::Counter;
 
     fn dispatch(values: &[(&str, f64)]) -> Dispatch {
         Dispatch {

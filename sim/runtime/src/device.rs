@@ -236,6 +236,22 @@ pub fn kernel_duration_ns(grid: [u32; 3], workgroup: [u16; 3], cu_count: u32) ->
     (ns as u64).max(1)
 }
 
+/// Simulated duration of a dispatch of `kernel` in ns: rounds of workgroups over the CUs, or
+/// the kernel's memory traffic and math if they take longer (`segments`: LDS bytes per
+/// workgroup and scratch bytes per work-item).
+pub fn dispatch_duration_ns(
+    kernel: &str,
+    grid: [u32; 3],
+    workgroup: [u16; 3],
+    cu_count: u32,
+    wave_size: u32,
+    segments: [u32; 2],
+) -> u64 {
+    let items: u64 = grid.iter().map(|&g| u64::from(g)).product();
+    let least = gpu::kernels::least_ns(kernel, items, wave_size, segments[0], segments[1]);
+    kernel_duration_ns(grid, workgroup, cu_count).max((least as f64 * settings().slow) as u64)
+}
+
 impl DeviceState {
     /// Launches and retires whatever can be; returns when the device must next act (the
     /// earliest kernel end, minus the lead) and whether a queue waits on dependencies.
@@ -395,16 +411,23 @@ impl DeviceState {
                 scale,
             }
         });
-        let duration = kernel_duration_ns(grid, workgroup, device.cu_count);
-        let end = start
-            + variation.map_or(duration, |v| {
-                gpu::variation::apply(duration, v.scale).max(1)
-            });
         let wave_size = kernel
             .as_ref()
             .map(|k| k.meta.wavefront_size)
             .filter(|&w| w > 0)
             .unwrap_or(device.wave_size);
+        let duration = dispatch_duration_ns(
+            name,
+            grid,
+            workgroup,
+            device.cu_count,
+            wave_size,
+            [p.group_segment_size, p.private_segment_size],
+        );
+        let end = start
+            + variation.map_or(duration, |v| {
+                gpu::variation::apply(duration, v.scale).max(1)
+            });
         let computed = kernel.as_ref().is_some_and(|k| {
             run_on_host(&KernelLaunch {
                 kernarg: p.kernarg_address as *const u8,

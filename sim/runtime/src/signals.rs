@@ -32,6 +32,10 @@ pub struct SignalObj {
     group_waiters: AtomicU32,
     /// For doorbells: the queue whose packets a store announces.
     doorbell_queue: AtomicPtr<QueueObj>,
+    /// Value changes under way. A change is visible before its notification has run, and the
+    /// thread that sees it may destroy the signal at once: destruction waits until none is
+    /// under way, as ROCr keeps a signal alive while its own code still uses it.
+    busy: AtomicU32,
 }
 
 const _: () = {
@@ -134,6 +138,7 @@ impl SignalObj {
             waiters: AtomicU32::new(0),
             group_waiters: AtomicU32::new(0),
             doorbell_queue: AtomicPtr::new(std::ptr::null_mut()),
+            busy: AtomicU32::new(0),
         }))
     }
 
@@ -142,8 +147,23 @@ impl SignalObj {
     /// # Safety
     /// `signal` came from `create` and is not used afterwards.
     pub unsafe fn destroy(signal: *mut SignalObj) {
-        // SAFETY: per the contract, `signal` is a live Box allocation.
+        // SAFETY: per the contract, `signal` is live until freed below.
+        let busy = unsafe { &(*signal).busy };
+        while busy.load(SeqCst) != 0 {
+            std::thread::yield_now();
+        }
+        // SAFETY: per the contract, `signal` is a live Box allocation no change still uses.
         drop(unsafe { Box::from_raw(signal) });
+    }
+
+    /// Runs the value change `change` and its notification as one, for [`SignalObj::destroy`].
+    fn changing<T>(&self, change: impl FnOnce() -> T) -> T {
+        self.busy.fetch_add(1, SeqCst);
+        let result = change();
+        #[cfg(test)]
+        tests::pause_after_change();
+        self.busy.fetch_sub(1, SeqCst);
+        result
     }
 
     /// The handle of this signal.
@@ -176,14 +196,17 @@ impl SignalObj {
 
     /// Stores `value`; for doorbells, announces the queue's new packets.
     pub fn store(&self, value: i64) {
-        self.value.store(value, SeqCst);
-        let queue = self.doorbell_queue.load(SeqCst);
-        if !queue.is_null() {
-            // SAFETY: a doorbell's queue lives until the queue (and with it this signal) is destroyed.
-            unsafe { crate::queues::ring_doorbell(&*queue) };
-            return;
-        }
-        self.changed();
+        self.changing(|| {
+            self.value.store(value, SeqCst);
+            let queue = self.doorbell_queue.load(SeqCst);
+            if !queue.is_null() {
+                // SAFETY: a doorbell's queue lives until the queue (and with it this signal) is
+                // destroyed.
+                unsafe { crate::queues::ring_doorbell(&*queue) };
+                return;
+            }
+            self.changed();
+        })
     }
 
     /// Stores `value` without waking waiters.
@@ -193,23 +216,27 @@ impl SignalObj {
 
     /// Applies `op` atomically; returns the previous value.
     pub fn update(&self, op: impl Fn(i64) -> i64) -> i64 {
-        let old = self
-            .value
-            .fetch_update(SeqCst, SeqCst, |v| Some(op(v)))
-            .unwrap_or_else(|v| v);
-        self.changed();
-        old
+        self.changing(|| {
+            let old = self
+                .value
+                .fetch_update(SeqCst, SeqCst, |v| Some(op(v)))
+                .unwrap_or_else(|v| v);
+            self.changed();
+            old
+        })
     }
 
     /// Compare-and-swap; returns the observed value.
     pub fn cas(&self, expected: i64, value: i64) -> i64 {
-        let observed = match self.value.compare_exchange(expected, value, SeqCst, SeqCst) {
-            Ok(v) | Err(v) => v,
-        };
-        if observed == expected {
-            self.changed();
-        }
-        observed
+        self.changing(|| {
+            let observed = match self.value.compare_exchange(expected, value, SeqCst, SeqCst) {
+                Ok(v) | Err(v) => v,
+            };
+            if observed == expected {
+                self.changed();
+            }
+            observed
+        })
     }
 
     /// Writes dispatch timestamps (agent ticks = ns).
@@ -768,4 +795,53 @@ pub(crate) unsafe extern "C" fn hsa_amd_async_function(
         notify_global();
         HSA_STATUS_SUCCESS
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    thread_local! {
+        /// How long this thread stops between a value change and the end of its notification.
+        static PAUSE: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    }
+
+    /// Set once a paused change's notification is over.
+    static NOTIFIED: AtomicBool = AtomicBool::new(false);
+
+    /// Holds the calling thread inside its change for as long as its test asked.
+    pub(super) fn pause_after_change() {
+        let pause = PAUSE.with(Cell::get);
+        if !pause.is_zero() {
+            std::thread::sleep(pause);
+            NOTIFIED.store(true, SeqCst);
+        }
+    }
+
+    /// A waiter that destroys its signal the moment the value it waits for shows, while the
+    /// thread that set it is still notifying: the destruction waits for that thread, so the
+    /// notification never writes into freed memory.
+    #[test]
+    fn destroy_waits_for_a_change_under_way() {
+        let signal = SignalObj::create(AMD_SIGNAL_KIND_USER, 1);
+        let address = signal as usize;
+        let completer = std::thread::spawn(move || {
+            PAUSE.with(|p| p.set(Duration::from_millis(200)));
+            // SAFETY: the signal stays live until the waiter destroys it.
+            unsafe { &*(address as *const SignalObj) }.update(|v| v - 1);
+        });
+        // SAFETY: live until destroyed below, on this thread.
+        let value = unsafe { &*signal }.wait(HSA_SIGNAL_CONDITION_EQ, 0, u64::MAX);
+        assert_eq!(value, 0);
+        // SAFETY: created above and not used after this.
+        unsafe { SignalObj::destroy(signal) };
+        assert!(
+            NOTIFIED.load(SeqCst),
+            "destroyed while the change was notifying"
+        );
+        completer.join().unwrap();
+    }
 }

@@ -113,8 +113,24 @@ fn unrelated_counters_are_not_accidentally_equal() {
         }
     }
     // Only counters that mean the same thing agree: for one kernel that fills the window, the
-    // clock and the busy clock.
-    assert_eq!(equal, vec!["GRBM_COUNT=GRBM_GUI_ACTIVE".to_string()]);
+    // clock and the busy clock; the waves the SPI launches and the SQ receives; scalar cache
+    // misses and the requests they send to L2; L2 misses and the requests to DRAM (a single
+    // package has no other memory); the vector memory instructions the TA and TD see, and the stores
+    // the TCP and TD see.
+    let same: Vec<String> = [
+        "GRBM_COUNT=GRBM_GUI_ACTIVE",
+        "SQC_DCACHE_ATOMIC=SQC_TC_DATA_ATOMIC_REQ",
+        "SQC_DCACHE_MISSES=SQC_TC_DATA_READ_REQ",
+        "SQC_ICACHE_MISSES=SQC_TC_INST_REQ",
+        "SPI_CSN_WAVE=SQ_WAVES",
+        "TCC_EA0_RDREQ=TCC_EA0_RDREQ_DRAM",
+        "TCC_EA0_WRREQ=TCC_EA0_WRREQ_DRAM",
+        "TA_TOTAL_WAVEFRONTS=TD_LOAD_WAVEFRONT",
+        "TCP_TOTAL_WRITE=TD_STORE_WAVEFRONT",
+    ]
+    .map(String::from)
+    .to_vec();
+    assert_eq!(equal, same);
 }
 
 #[test]
@@ -311,4 +327,50 @@ fn a_window_accumulating_a_level_counter_reads_its_accumulated_ground_truth() {
             "{name} is not the level itself"
         );
     }
+}
+
+#[test]
+fn a_block_event_by_number_reads_as_a_window_programmed_with_it() {
+    // SQ event 337 has no name in the catalog (only rocprof-compute's counter file names it).
+    assert_eq!(tables().counter_name("gfx942", "SQ", 337), None);
+    for (accum, name) in [(0, "SQ/337"), (2, "SQ/337:HIGH_RES")] {
+        let device = 120 + accum;
+        let k = run(device, "gfx942", "saxpy", 1 << 18, 2_000_000, 2_500_000);
+        let truth = gpu::ground_truth(&k, &[name]).expect(name).remove(0).1;
+        let select = Select {
+            slot: Slot {
+                block: SQ,
+                instance: 0,
+                register: 0,
+            },
+            event: 337,
+            accum,
+        };
+        let out = read_window(device, &[&k], 2_000_000, 2_500_000, &[select]);
+        assert_eq!(out, truth, "{name}");
+        assert!(out.iter().sum::<u64>() > 0, "{name} counts");
+    }
+    // A named event by number is the named counter; a block the architecture lacks is refused.
+    let k = run(123, "gfx942", "saxpy", 1 << 18, 0, 500_000);
+    let event = tables()
+        .counter("gfx942", "SQ_IFETCH_LEVEL")
+        .expect("SQ_IFETCH_LEVEL")
+        .event;
+    let by_number = format!("SQ/{event}:HIGH_RES");
+    let truth = gpu::ground_truth(&k, &[&by_number, "SQ_IFETCH_LEVEL:HIGH_RES"]).expect("both");
+    assert_eq!(truth[0].1, truth[1].1);
+    assert_eq!(
+        gpu::ground_truth(&k, &["NOPE/1"]).unwrap_err().to_string(),
+        "counter NOPE/1 of gfx942 is in block NOPE, which aqlprofile does not expose"
+    );
+    let line = hsa_runtime64::gpu::truth_line(&k, &["SQ/337", "NOPE/1"]);
+    let parsed: serde_json::Value = serde_json::from_str(&line).expect("JSON");
+    assert_eq!(
+        parsed["counters"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect::<Vec<_>>(),
+        ["SQ/337"]
+    );
 }

@@ -3,7 +3,7 @@
 
 mod support;
 
-use hsa_runtime64::device::kernel_duration_ns;
+use hsa_runtime64::device::{dispatch_duration_ns, kernel_duration_ns};
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -286,11 +286,12 @@ fn dispatches_complete_with_model_timestamps() {
     for (s, g) in signals.iter().zip(grids) {
         assert_eq!(wait_zero(*s), 0);
         let (start, end) = dispatch_time(*s);
-        assert_eq!(
-            end - start,
-            kernel_duration_ns([g, 1, 1], [256, 1, 1], 304),
-            "grid {g}"
-        );
+        // The kernel object is unknown to the runtime, which names it by its address.
+        let duration =
+            dispatch_duration_ns("kernel_0x12345000", [g, 1, 1], [256, 1, 1], 304, 64, [0, 0]);
+        assert_eq!(end - start, duration, "grid {g}");
+        // Rounds of workgroups over the CUs, or longer when its traffic and math take longer.
+        assert!(duration >= kernel_duration_ns([g, 1, 1], [256, 1, 1], 304));
         assert!(start >= last_end, "barrier-bit dispatches must not overlap");
         last_end = end;
     }

@@ -18,6 +18,7 @@ pub mod arch;
 mod cp;
 #[path = "../../../gfx9.rs"]
 pub mod gfx9;
+pub mod kernels;
 pub mod model;
 #[path = "../../../pm4.rs"]
 pub mod pm4;

@@ -31,13 +31,20 @@ pub enum GroundTruthError {
 }
 
 /// A ground-truth counter name: a basic counter, or `NAME:LOW_RES` / `NAME:HIGH_RES` for an SQ
-/// counter accumulated at that resolution; the counter and the accumulation mode (0 none).
+/// counter accumulated at that resolution (the counter may be `BLOCK/EVENT`, see [`raw_event`]);
+/// the counter and the accumulation mode (0 none).
 fn accumulation(name: &str) -> (&str, u32) {
     match name.rsplit_once(':') {
         Some((counter, "LOW_RES")) => (counter, 1),
         Some((counter, "HIGH_RES")) => (counter, 2),
         _ => (name, 0),
     }
+}
+
+/// `BLOCK/EVENT` (`SQ/337`): a block's hardware event by number, named or not by the catalog.
+fn raw_event(name: &str) -> Option<(&str, u32)> {
+    let (block, event) = name.split_once('/')?;
+    Some((block, event.parse().ok()?))
 }
 
 /// The values dispatch `run` contributes to each named basic counter (or accumulated SQ counter,
@@ -55,36 +62,36 @@ pub fn ground_truth(
         .map(|&asked| {
             let (name, accum) = accumulation(asked);
             let t = tables();
-            let counter =
-                t.counter(run.arch, name)
-                    .ok_or_else(|| GroundTruthError::UnknownCounter {
-                        arch: run.arch.to_string(),
-                        name: name.to_string(),
+            let (block_name, event) = match raw_event(name) {
+                Some(raw) => raw,
+                None => {
+                    let counter = t.counter(run.arch, name).ok_or_else(|| {
+                        GroundTruthError::UnknownCounter {
+                            arch: run.arch.to_string(),
+                            name: name.to_string(),
+                        }
                     })?;
-            let block = t.block_by_name(run.arch, &counter.block).ok_or_else(|| {
+                    (counter.block.as_str(), counter.event)
+                }
+            };
+            let block = t.block_by_name(run.arch, block_name).ok_or_else(|| {
                 GroundTruthError::UnknownBlock {
                     arch: run.arch.to_string(),
                     name: name.to_string(),
-                    block: counter.block.clone(),
+                    block: block_name.to_string(),
                 }
             })?;
             // Names that alias one hardware event read what the hardware counts: the values of
-            // the event's first name, as the GPU names a programmed event.
+            // the event's first name, as the GPU names a programmed event (none for an event
+            // only a counter file names).
             let hardware = t
-                .counter_name(run.arch, &counter.block, counter.event)
-                .unwrap_or(name);
-            let values = match class_of(Some(hardware)) {
+                .counter_name(run.arch, block_name, event)
+                .or_else(|| raw_event(name).is_none().then_some(name));
+            let values = match class_of(hardware) {
                 Class::Window if accum == 0 => {
                     vec![dispatch.cycles; block.layout(&info.geometry).positions()]
                 }
-                _ => event_values(
-                    &dispatch,
-                    &info.geometry,
-                    block,
-                    Some(hardware),
-                    counter.event,
-                    accum,
-                ),
+                _ => event_values(&dispatch, &info.geometry, block, hardware, event, accum),
             };
             Ok((asked.to_string(), values))
         })
@@ -118,7 +125,13 @@ pub fn line(run: &KernelRun, names: &[&str]) -> String {
     let known: Vec<&str> = names
         .iter()
         .copied()
-        .filter(|n| tables().counter(run.arch, accumulation(n).0).is_some())
+        .filter(|n| {
+            let name = accumulation(n).0;
+            match raw_event(name) {
+                Some((block, _)) => tables().block_by_name(run.arch, block).is_some(),
+                None => tables().counter(run.arch, name).is_some(),
+            }
+        })
         .collect();
     let values = ground_truth(run, &known).unwrap_or_default();
     let counters: Vec<String> = values

@@ -13,9 +13,8 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 
-use super::atomic::AtomicFile;
-use super::model::{Agent, Dispatch};
-use super::regions::RegionRow;
+use crate::files::atomic::AtomicFile;
+use crate::model::{Agent, Dispatch, RegionRow};
 
 /// `perfetto.protos.Trace`.
 #[derive(Clone, PartialEq, Message)]

@@ -1,17 +1,25 @@
 //! The files of a profile written from its database: a pass's `counter_collection.csv` and the
-//! merged `results.*`.
+//! merged `results.*`. The writers ([`csv`], [`json`], [`perfetto`], [`summary`]) import only the
+//! model ([`crate::model`]) and write each file atomically ([`atomic`]); this module reads the
+//! store and hands them what they write.
+
+pub mod atomic;
+pub mod csv;
+pub mod json;
+pub mod perfetto;
+pub mod rocprof_compute;
+pub mod summary;
 
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::sync_channel;
 
-use super::csv::{AgentLabels, ResultsWriter, Table};
-use super::database::{Database, DatabaseError};
-use super::estimates::Estimates;
-use super::json::JsonWriter;
-use super::model::Dispatch;
-use super::pass::{CounterCollectionFiles, CsvPaths};
-use super::perfetto::PerfettoWriter;
+use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, ResultsWriter, Table};
+use crate::files::json::JsonWriter;
+use crate::files::perfetto::PerfettoWriter;
+use crate::model::Dispatch;
+use crate::store::database::{Database, DatabaseError};
+use crate::store::estimates::Estimates;
 
 /// Why outputs could not be written.
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +46,9 @@ pub struct Formats {
     pub rocpd: bool,
     /// `results.pftrace`.
     pub pftrace: bool,
+    /// `results.json` lists every dispatch in `buffer_records.kernel_dispatch`, as rocprofv3
+    /// does with `--kernel-trace`.
+    pub kernel_trace: bool,
 }
 
 impl Default for Formats {
@@ -48,6 +59,7 @@ impl Default for Formats {
             json: false,
             rocpd: true,
             pftrace: false,
+            kernel_trace: false,
         }
     }
 }
@@ -69,7 +81,7 @@ pub fn write_counter_collection(
 /// The roctx part of `results.json`: the regions of the first pass and each of its dispatches'
 /// enclosing ranges, by region id.
 fn roctx_json(
-    regions: &[super::regions::RegionRow],
+    regions: &[crate::model::RegionRow],
     dispatch_ranges: &[(u32, u64, Vec<i64>)],
 ) -> serde_json::Value {
     let regions: Vec<serde_json::Value> = regions
@@ -136,7 +148,7 @@ pub fn write_merged_files_with(
         true => Some(ResultsWriter::create(
             &dir.join(format!("{base}.csv")),
             &counters,
-            estimates,
+            Box::new(estimates.per_dispatch()),
         )?),
         false => None,
     };
@@ -215,10 +227,16 @@ pub fn write_merged_files_with(
         (written, read)
     });
     // A writer that stopped says why; the reader's error otherwise.
-    let (csv, json, trace) = written?;
+    let (csv, mut json, trace) = written?;
     read?;
+    if let (Some(w), true) = (json.as_mut(), formats.kernel_trace) {
+        w.kernel_dispatches()?;
+        db.for_each_merged(false, |d: &Dispatch| -> Result<(), OutputError> {
+            Ok(w.write_kernel_dispatch(d)?)
+        })?;
+    }
     let regions = match json.is_some() || trace.is_some() {
-        true => super::regions::first_pass(db)?,
+        true => crate::store::regions::first_pass(db)?,
         false => Vec::new(),
     };
     let mut written = Vec::new();
@@ -230,7 +248,7 @@ pub fn write_merged_files_with(
             true => None,
             false => Some(roctx_json(
                 &regions,
-                &super::regions::first_pass_dispatch_ranges(db)?,
+                &crate::store::regions::first_pass_dispatch_ranges(db)?,
             )),
         };
         written.push(w.commit(roctx.as_ref().map(|v| ("rtl-pmc-roctx", v)))?);

@@ -8,7 +8,7 @@
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`super::rocpd`]): per dispatch and counter the total
+//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the total
 //!   and, for counters with several positions, the per-dimension values as a JSON array under
 //!   `dimension_values` in `extdata`. Each value is stored there once, as it is inserted: its row
 //!   id is the dispatch row's id shifted left by [`PMC_BITS`] plus the counter id, so a
@@ -27,21 +27,24 @@
 //!
 //! Passes are joined while they are inserted: each dispatch's process order, occurrence and
 //! merged dispatch are worked out from small per-process and per-kernel tables as it arrives,
-//! which holds while dispatches arrive in start order ([`super::pass`] sees to that); a pass
+//! which holds while dispatches arrive in start order ([`crate::join::pass`] sees to that); a pass
 //! that breaks it is joined again in SQL at its end. The summary's figures are gathered on the
-//! way in too ([`super::totals`]).
+//! way in too ([`crate::store::totals`]).
 
 use std::path::{Path, PathBuf};
 
 use rusqlite::{params, Connection};
 
-use super::atomic::temporary_path;
-use super::estimates::Sampled;
-use super::fast_map::FastMap;
-use super::model::{push_integer_bytes, Agent, Counter, Dispatch};
-use super::rocpd::{self, FirstRows, RunInfo};
-use super::totals::{IdleGaps, Launches, MergedLaunches, Timeline, Totals};
-use rtl_pmc_cli::args::PassMatch;
+use crate::fast_map::FastMap;
+use crate::files::atomic::temporary_path;
+use crate::join::PassMatch;
+use crate::model::{
+    push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps, KernelCounter,
+    KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
+};
+use crate::store::rocpd::{self, FirstRows};
+use crate::store::sampled::Sampled;
+use crate::store::totals::{Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +150,21 @@ CREATE VIEW rtl_pmc_dimension AS
   FROM rtl_pmc_value v JOIN rtl_counter p ON p.id = v.pmc_id,
        json_each(coalesce(v.dimension_values, json_array(v.value))) j
   WHERE v.reported;
+";
+
+/// rtl-pmc's roctx tables, created when a pass has regions and before the rocpd projection.
+pub(super) const REGION_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS rtl_region(
+  id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
+  kind TEXT NOT NULL, name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
+  end_tid INTEGER NOT NULL, depth INTEGER NOT NULL, parent_id INTEGER REFERENCES rtl_region(id),
+  roctx_id INTEGER NOT NULL, object INTEGER NOT NULL, problem TEXT);
+CREATE TABLE IF NOT EXISTS rtl_dispatch_range(
+  pass INTEGER NOT NULL, pid INTEGER NOT NULL, dispatch_id INTEGER NOT NULL,
+  depth INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id),
+  innermost INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
+  dispatch_row_id INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id));
 ";
 
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
@@ -346,42 +364,6 @@ const DISPATCH_COLUMNS: &str = "k.pid, k.tid, k.agent, k.queue_id, k.queue_index
   k.workgroup_y, k.workgroup_z, k.lds, k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr,
   k.wave_size, k.signal, k.start_ns, k.end_ns, k.queue_order, k.symbol_id";
 
-/// One kernel's line of the `rtl_top` view.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelTime {
-    /// Kernel name.
-    pub kernel: String,
-    /// Dispatches.
-    pub calls: u64,
-    /// Total kernel time, ns.
-    pub total_ns: u64,
-    /// Average kernel time, ns.
-    pub average_ns: f64,
-    /// Share of all kernel time, percent.
-    pub percent: f64,
-}
-
-/// One kernel's durations over its merged dispatches (`--stats`).
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelStats {
-    /// Kernel name.
-    pub kernel: String,
-    /// Dispatches.
-    pub calls: u64,
-    /// Total duration, ns.
-    pub total_ns: u64,
-    /// Average duration, ns.
-    pub average_ns: f64,
-    /// Share of all kernels' total duration, percent.
-    pub percent: f64,
-    /// Shortest duration, ns.
-    pub min_ns: u64,
-    /// Longest duration, ns.
-    pub max_ns: u64,
-    /// Population standard deviation of the duration, ns.
-    pub stddev_ns: f64,
-}
-
 /// A derived counter's value for one kernel in one pass, recomputed from its inputs summed over
 /// the kernel's dispatches (see [`Database::add_kernel_derived`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -396,75 +378,6 @@ pub struct KernelDerived {
     pub value: f64,
     /// The dispatches whose inputs were summed.
     pub dispatches: u64,
-}
-
-/// One counter of one kernel in the summary.
-#[derive(Debug, Clone, PartialEq)]
-pub struct KernelCounter {
-    /// Counter name.
-    pub name: String,
-    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
-    pub value: f64,
-    /// Its unit as the catalog gives it, empty for none.
-    pub unit: String,
-}
-
-/// What the counter catalog says of a counter, for rocpd's `rocpd_info_pmc`.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct CounterInfo {
-    /// Counter name.
-    pub name: String,
-    /// Unit (`percent`, `cycles`, ...), empty for none.
-    pub unit: String,
-    /// What it measures.
-    pub description: String,
-    /// Its hardware block, for a basic counter.
-    pub block: Option<String>,
-    /// Its expression, for a derived counter.
-    pub expression: Option<String>,
-    /// Whether it is derived.
-    pub derived: bool,
-}
-
-/// What a profile's JSON header says beside the agents (see [`Database::facts`]).
-#[derive(Debug, Clone, Default)]
-pub struct ProfileFacts {
-    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
-    pub counters: Vec<(i64, CounterInfo, String)>,
-    /// The kernel names by database id.
-    pub kernels: Vec<(i64, String)>,
-    /// The application processes of the merged dispatches.
-    pub processes: Vec<u32>,
-    /// The first start and the last end of a merged dispatch, ns (0 when none).
-    pub span: (u64, u64),
-    /// The application's command line and environment.
-    pub run: RunInfo,
-}
-
-/// One GPU's line of the `rtl_busy` view.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AgentBusy {
-    /// KFD node id.
-    pub agent: u32,
-    /// gfx name ('' when unknown).
-    pub name: String,
-    /// Dispatches.
-    pub dispatches: u64,
-    /// Sum of kernel times, ns.
-    pub busy_ns: u64,
-    /// Busy time over the span from the first start to the last end, percent.
-    pub busy_percent: f64,
-}
-
-/// The dispatches that could not be joined in every pass.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Unmatched {
-    /// Merged dispatches (after joining).
-    pub merged: u64,
-    /// Merged dispatches missing from at least one pass.
-    pub incomplete: u64,
-    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
-    pub per_pass: Vec<(u32, u64, u64)>,
 }
 
 /// A dispatch's lane: the run of launches its occurrence is counted in, per input source,
@@ -1053,7 +966,7 @@ fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
 
 impl Database {
     /// The connection and the file's name, for the tables other modules keep in the same
-    /// database ([`super::regions`]).
+    /// database ([`crate::store::regions`]).
     pub fn connection(&self) -> (&Connection, &Path) {
         (&self.conn, &self.target)
     }
@@ -2048,12 +1961,19 @@ impl Database {
             [],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64)),
         ))?;
+        let symbol_ids = self.err(self.conn.query_row(
+            "SELECT coalesce(min(k.symbol_id) > 0, 0) FROM rtl_merged_dispatch m
+             JOIN rtl_dispatch k ON k.id = m.first_dispatch",
+            [],
+            |r| r.get(0),
+        ))?;
         Ok(ProfileFacts {
             counters,
             kernels,
             processes,
             span,
             run: self.run_info()?,
+            symbol_ids,
         })
     }
 
@@ -2640,11 +2560,18 @@ impl Database {
                 .execute_batch("PRAGMA temp.cache_size=-2048; BEGIN"),
         )?;
         // The roctx tables exist once a pass had regions; the projection reads them anyway.
-        self.err(self.conn.execute_batch(super::regions::SCHEMA))?;
+        self.err(self.conn.execute_batch(REGION_SCHEMA))?;
         self.make_values()?;
         let agents: Vec<(i64, u32)> = self.first_agents.iter().map(|(&p, &a)| (p, a)).collect();
+        let described: Vec<(u32, String)> =
+            crate::agent_info::agents_json(&self.agents()?, &self.cpus()?)
+                .into_iter()
+                .map(|(node, agent)| (node, agent.to_string()))
+                .collect();
         let first = self.first_rows.as_ref();
-        self.err(rocpd::write(&self.conn, &self.guid, &run, &agents, first))?;
+        self.err(rocpd::write(
+            &self.conn, &self.guid, &run, &agents, &described, first,
+        ))?;
         self.err(self.conn.execute_batch("COMMIT"))
     }
 

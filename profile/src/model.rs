@@ -1,6 +1,8 @@
 //! The neutral data model every writer consumes: one [`Dispatch`] per kernel dispatch with its
-//! counter values, and one [`Agent`] per GPU. Writers know nothing about how the data was
-//! collected; converters turn raw interposer records into this model.
+//! counter values, and one [`Agent`] per GPU; and what the store reports of the whole profile
+//! ([`ProfileFacts`], [`RunInfo`], [`Node`], [`KernelStats`], [`RegionRow`], [`Unmatched`]).
+//! Writers import this module alone: they know nothing about how the data was collected or
+//! stored; converters turn raw interposer records into this model.
 
 /// One GPU, as `agent_info.csv` and the database describe it.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -127,6 +129,17 @@ impl Dispatch {
         };
     }
 
+    /// The counters in rocprofv3's order: by their position in rocprofiler-sdk's counter
+    /// definitions (rocprofiler-sdk's counter ids follow it), then the counters those do not
+    /// define in [`Dispatch::counters`]' order.
+    pub fn counters_in_rocprofv3_order(&self) -> Vec<&Counter> {
+        let mut counters: Vec<&Counter> = self.counters.iter().collect();
+        counters.sort_by_key(|c| {
+            rtl_pmc_counters::rocprofiler_sdk_position(&c.name).unwrap_or(usize::MAX)
+        });
+        counters
+    }
+
     /// Work-items in the grid (x·y·z).
     pub fn grid_size(&self) -> u64 {
         self.grid.iter().map(|&v| u64::from(v)).product()
@@ -145,6 +158,242 @@ impl Dispatch {
 
 /// A counter value as text: integers without a fraction, other values in Rust's shortest
 /// round-trip form (what [`push_value`] appends).
+/// One kernel's durations over its merged dispatches (`--stats`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelStats {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total duration, ns.
+    pub total_ns: u64,
+    /// Average duration, ns.
+    pub average_ns: f64,
+    /// Share of all kernels' total duration, percent.
+    pub percent: f64,
+    /// Shortest duration, ns.
+    pub min_ns: u64,
+    /// Longest duration, ns.
+    pub max_ns: u64,
+    /// Population standard deviation of the duration, ns.
+    pub stddev_ns: f64,
+}
+
+/// What the counter catalog says of a counter, for rocpd's `rocpd_info_pmc`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CounterInfo {
+    /// Counter name.
+    pub name: String,
+    /// Unit (`percent`, `cycles`, ...), empty for none.
+    pub unit: String,
+    /// What it measures.
+    pub description: String,
+    /// Its hardware block, for a basic counter.
+    pub block: Option<String>,
+    /// Its expression, for a derived counter.
+    pub expression: Option<String>,
+    /// Whether it is derived.
+    pub derived: bool,
+}
+
+/// What a profile's JSON header says beside the agents (see `Database::facts`).
+#[derive(Debug, Clone, Default)]
+pub struct ProfileFacts {
+    /// The counters: database id, catalog facts, dimensions (`DIMENSION_XCC[0:7] ...`).
+    pub counters: Vec<(i64, CounterInfo, String)>,
+    /// The kernel names by database id.
+    pub kernels: Vec<(i64, String)>,
+    /// The application processes of the merged dispatches.
+    pub processes: Vec<u32>,
+    /// The first start and the last end of a merged dispatch, ns (0 when none).
+    pub span: (u64, u64),
+    /// The application's command line and environment.
+    pub run: RunInfo,
+    /// Every merged dispatch has its kernel symbol's id (rocprofiler-sdk's `kernel_id`).
+    pub symbol_ids: bool,
+}
+
+/// What the database says of the run beyond its dispatches.
+#[derive(Debug, Clone, Default)]
+pub struct RunInfo {
+    /// The application's command line.
+    pub command: Vec<String>,
+    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
+    /// `(NAME, value)` pairs.
+    pub environment: Vec<(String, String)>,
+    /// The application processes' parent (rtl-pmc itself), when it is known.
+    pub ppid: Option<u32>,
+}
+
+/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
+#[derive(Debug, Clone, Default)]
+pub struct Node {
+    /// `/etc/machine-id` (the host name when there is none).
+    pub machine_id: String,
+    /// uname's system name.
+    pub system_name: String,
+    /// uname's node name.
+    pub hostname: String,
+    /// uname's release.
+    pub release: String,
+    /// uname's version.
+    pub version: String,
+    /// uname's machine.
+    pub hardware_name: String,
+    /// uname's domain name.
+    pub domain_name: String,
+}
+
+/// One region: a range, a mark, a control or naming call, or a misuse.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionRow {
+    /// Row id (after `store_pass`; in `pair`'s output, the index in its vector).
+    pub id: i64,
+    /// The pass it was recorded in.
+    pub pass: u32,
+    /// Process id.
+    pub pid: u32,
+    /// The thread that began it.
+    pub tid: u32,
+    /// See the module's table.
+    pub kind: String,
+    /// The message or name.
+    pub name: Option<String>,
+    /// Begin, ns on the dispatch clock.
+    pub start_ns: u64,
+    /// End, ns (equal to the begin for instants).
+    pub end_ns: u64,
+    /// The thread that ended it.
+    pub end_tid: u32,
+    /// Push/pop level from 0, else -1.
+    pub depth: i32,
+    /// The enclosing push/pop range (row id; index in `pair`'s output).
+    pub parent: Option<i64>,
+    /// The application's range id, 0 for none.
+    pub roctx_id: u64,
+    /// The object of a naming or control call; the count of dropped events.
+    pub object: u64,
+    /// What was wrong, if anything.
+    pub problem: Option<String>,
+}
+
+/// The dispatches that could not be joined in every pass.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unmatched {
+    /// Merged dispatches (after joining).
+    pub merged: u64,
+    /// Merged dispatches missing from at least one pass.
+    pub incomplete: u64,
+    /// Per pass: `(pass, its dispatches, those not joined in every pass)`.
+    pub per_pass: Vec<(u32, u64, u64)>,
+}
+
+/// One kernel's line of the `rtl_top` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelTime {
+    /// Kernel name.
+    pub kernel: String,
+    /// Dispatches.
+    pub calls: u64,
+    /// Total kernel time, ns.
+    pub total_ns: u64,
+    /// Average kernel time, ns.
+    pub average_ns: f64,
+    /// Share of all kernel time, percent.
+    pub percent: f64,
+}
+
+/// One counter of one kernel in the summary.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelCounter {
+    /// Counter name.
+    pub name: String,
+    /// Its value over the kernel's dispatches (see [`Database::kernel_counters`]).
+    pub value: f64,
+    /// Its unit as the catalog gives it, empty for none.
+    pub unit: String,
+}
+
+/// One GPU's line of the `rtl_busy` view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentBusy {
+    /// KFD node id.
+    pub agent: u32,
+    /// gfx name ('' when unknown).
+    pub name: String,
+    /// Dispatches.
+    pub dispatches: u64,
+    /// Sum of kernel times, ns.
+    pub busy_ns: u64,
+    /// Busy time over the span from the first start to the last end, percent.
+    pub busy_percent: f64,
+}
+
+/// The upper bounds of the idle-gap buckets, ns; the last bucket holds every longer gap.
+pub const GAP_BOUNDS_NS: [u64; 7] = [
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    1_000_000,
+    10_000_000,
+    100_000_000,
+];
+
+/// The idle gaps between the dispatches of one GPU, counted per bucket of [`GAP_BOUNDS_NS`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct IdleGaps {
+    /// Gaps per bucket, shortest first.
+    pub counts: [u64; 8],
+}
+
+impl IdleGaps {
+    /// Counts one gap of `ns`.
+    pub fn add(&mut self, ns: u64) {
+        let bucket = GAP_BOUNDS_NS
+            .iter()
+            .position(|&bound| ns < bound)
+            .unwrap_or(GAP_BOUNDS_NS.len());
+        self.counts[bucket] += 1;
+    }
+
+    /// Both sets of gaps together.
+    pub fn merge(&mut self, other: &IdleGaps) {
+        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
+            *mine += theirs;
+        }
+    }
+}
+
+/// What the summary reads of a stored profile: the narrow interface between the store and the
+/// summary, which thus knows nothing of how the profile is stored.
+pub trait SummarySource {
+    /// Why a read failed.
+    type Error;
+    /// Every kernel with its merged dispatches' times, by total time, longest first.
+    fn kernel_times(&self) -> Result<Vec<KernelTime>, Self::Error>;
+    /// The counters of `kernel` over its merged dispatches, in the profile's counter order.
+    fn kernel_counters(&self, kernel: &str) -> Result<Vec<KernelCounter>, Self::Error>;
+    /// Each GPU's busy time, by KFD node.
+    fn busy(&self) -> Result<Vec<AgentBusy>, Self::Error>;
+    /// Each GPU's idle gaps, by KFD node.
+    fn idle_gaps(&self) -> Vec<(u32, IdleGaps)>;
+    /// The summary's lines about roctx regions and their misuse.
+    fn region_lines(&self) -> Result<Vec<String>, Self::Error>;
+}
+
+/// The columns `results.csv` adds for counters estimated rather than measured in some
+/// dispatches: the narrow interface between the estimates and the CSV writer.
+pub trait EstimateColumns {
+    /// The names of the columns, after `EndNs`.
+    fn columns(&self) -> Vec<String>;
+    /// Appends the fields of those columns for `d`, each after a comma.
+    fn push_fields(&self, line: &mut String, d: &Dispatch);
+}
+
+/// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
+pub const MISSING: &str = "None";
+
 #[cfg(test)]
 pub fn format_value(value: f64) -> String {
     let mut text = String::new();

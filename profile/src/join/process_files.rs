@@ -5,11 +5,11 @@
 
 use std::path::PathBuf;
 
-use super::csv::AgentLabels;
-use super::database::Database;
-use super::files::{Formats, OutputError};
-use super::json::JsonWriter;
-use super::pass::{write_pass, PassSpec};
+use crate::files::csv::AgentLabels;
+use crate::files::json::JsonWriter;
+use crate::files::{Formats, OutputError};
+use crate::join::pass::{write_pass, PassSpec};
+use crate::store::database::Database;
 
 /// Writes the JSON and rocpd files `formats` asks for of every process in `pids` that ran in
 /// `pass`, each at the path `path_of(pid, extension)` gives; returns them in that order.
@@ -33,9 +33,9 @@ pub fn write_process_files(
     let info: Vec<_> = facts.counters.iter().map(|(_, i, _)| i.clone()).collect();
     let mut written = Vec::new();
     for &pid in pids {
-        let mine = |d: &super::model::Dispatch| d.pid == pid;
+        let mine = |d: &crate::model::Dispatch| d.pid == pid;
         if formats.json {
-            let own = super::database::ProfileFacts {
+            let own = crate::model::ProfileFacts {
                 processes: vec![pid],
                 ..facts.clone()
             };

@@ -4,15 +4,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
-use super::csv::{write_agent_info, AgentLabels, Table};
-use super::database::{AgentBusy, Database, KernelTime};
-use super::files::write_counter_collection;
-use super::model::{Agent, Counter, Dispatch};
-use crate::merge::{Formats, OutputError};
-use crate::output::files::write_merged_files;
+use crate::files::csv::{write_agent_info, AgentLabels, Table};
+use crate::files::write_counter_collection;
+use crate::files::write_merged_files;
+use crate::files::{Formats, OutputError};
+use crate::model::{Agent, Counter, Dispatch};
+use crate::model::{AgentBusy, KernelTime};
+use crate::store::database::Database;
 
 /// The names and values of a kernel's counters.
-fn named_values(counters: Vec<super::database::KernelCounter>) -> Vec<(String, f64)> {
+fn named_values(counters: Vec<crate::model::KernelCounter>) -> Vec<(String, f64)> {
     counters.into_iter().map(|c| (c.name, c.value)).collect()
 }
 
@@ -198,6 +199,7 @@ fn passes_join_by_process_order_kernel_and_occurrence() {
         json: true,
         rocpd: true,
         pftrace: false,
+        kernel_trace: false,
     };
     let written = write_merged_files(&db, &dir, "results", formats).unwrap();
     assert_eq!(
@@ -231,7 +233,7 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     assert_eq!(tool["counters"][0]["id"], json!({"handle": 1}));
     assert_eq!(
         tool["counters"][0]["dimensions"],
-        json!([{"id": 0, "instance_size": 2, "name": "DIMENSION_XCC"}])
+        json!([{"id": 1, "instance_size": 2, "name": "DIMENSION_XCC"}])
     );
     assert_eq!(tool["agents"][0]["cu_count"], 304);
     assert_eq!(tool["agents"][0]["id"], json!({"handle": 2}));
@@ -240,13 +242,14 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
         .as_array()
         .unwrap();
     assert_eq!(records.len(), 5);
-    // One value per dimension position, each named by its counter's id.
+    // One value per dimension position, each named by its counter's id, the counters in
+    // rocprofiler-sdk's order (GRBM_COUNT before SQ_WAVES).
     assert_eq!(
         records[0]["records"],
         json!([
-            {"counter_id": {"handle": 1}, "value": 8.0},
-            {"counter_id": {"handle": 1}, "value": 8.0},
             {"counter_id": {"handle": 2}, "value": 3000.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
+            {"counter_id": {"handle": 1}, "value": 8.0},
         ])
     );
     let data = &records[0]["dispatch_data"];
@@ -267,7 +270,7 @@ Index,KernelName,gpu-id,queue-id,queue-index,pid,tid,grd,wgr,lds,scr,arch_vgpr,a
     // vmul's second launch in pass 2 has no partner in pass 1.
     assert_eq!(
         db.unmatched().unwrap(),
-        super::database::Unmatched {
+        crate::model::Unmatched {
             merged: 5,
             incomplete: 1,
             per_pass: vec![(1, 4, 0), (2, 5, 1)]
@@ -373,7 +376,7 @@ fn an_uncommitted_database_leaves_nothing() {
 fn summary_lists_kernels_gpus_and_counters() {
     let dir = temp_dir("summary");
     let db = two_passes(&dir);
-    let text = crate::summary::render(&db, &[dir.join("results.csv")], 10).unwrap();
+    let text = crate::files::summary::render(&db, &[dir.join("results.csv")], 10).unwrap();
     let gaps = [
         "  idle gaps between its dispatches: 7",
         "        < 10 us          7  ##############################",
@@ -401,7 +404,7 @@ rtl-pmc: GPU 2 (gfx942): busy 2.90 us in 5 dispatches (19.3% of its active span)
     );
     assert_eq!(text, expected);
     // A shorter list says what it leaves out.
-    let text = crate::summary::render(&db, &[], 1).unwrap();
+    let text = crate::files::summary::render(&db, &[], 1).unwrap();
     let expected = format!(
         "\
 rtl-pmc: top kernels by total time
@@ -468,6 +471,7 @@ fn perfetto_trace_decodes_with_perfettos_protos() {
         json: false,
         rocpd: false,
         pftrace: true,
+        kernel_trace: false,
     };
     let written = write_merged_files(&db, &dir, "results", formats).unwrap();
     let path = dir.join("results.pftrace");
@@ -475,7 +479,8 @@ fn perfetto_trace_decodes_with_perfettos_protos() {
     let bytes = std::fs::read(&path).unwrap();
     // Our own messages read it back: 3 descriptors + per dispatch begin, end and 2 events per
     // counter value (9 values in 5 dispatches).
-    let trace = <super::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
+    let trace =
+        <crate::files::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
     assert_eq!(trace.packet.len(), 3 + 1 + 5 * 2 + 9 * 2);
     let Some(decoded) = decode_with_perfetto(&path) else {
         eprintln!(
@@ -572,7 +577,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
         contents.push(std::fs::read_to_string(path).unwrap());
     }
     contents.push(std::fs::read_to_string(dir.join("results.csv")).unwrap());
-    contents.push(crate::summary::render(&db, &[], 10).unwrap());
+    contents.push(crate::files::summary::render(&db, &[], 10).unwrap());
     contents.push(format!("{:?}", db.unmatched().unwrap()));
     // What the summary gathered while inserting is what the database's views say.
     let top = db.top(usize::MAX).unwrap();
@@ -641,7 +646,7 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
 
 #[test]
 fn the_join_while_inserting_equals_the_join_in_sql() {
-    use super::pass::{write_pass, PassSpec, PassWritten, REORDER_WINDOW};
+    use crate::join::pass::{write_pass, PassSpec, PassWritten, REORDER_WINDOW};
     let per_process = 1 + REORDER_WINDOW as u64 / 3;
     let passes = [
         (1, interleaved_pass(1, per_process, 0)),
@@ -677,7 +682,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     for kernel in extra {
         assert_eq!(launches(1, kernel), launches(0, kernel) + 1);
     }
-    let unmatched = super::database::Unmatched {
+    let unmatched = crate::model::Unmatched {
         merged: 3 * per_process + 2,
         incomplete: 2,
         per_pass: vec![(1, 3 * per_process, 0), (2, 3 * per_process + 2, 2)],
@@ -768,7 +773,7 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
 
 #[test]
 fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() {
-    use super::pass::{write_pass, PassSpec};
+    use crate::join::pass::{write_pass, PassSpec};
     let dir = temp_dir("counter-order");
     let mut db = Database::create(&dir.join("results.db")).unwrap();
     let a = || counter("A", &[1.0]);
@@ -921,7 +926,8 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             let names: Vec<&String> = totals.keys().collect();
             assert_eq!(names, ["GRBM_COUNT", "SQ_WAVES", "TCC_HIT"]);
             assert_eq!(totals["GRBM_COUNT"], grbm);
-            // Each counter's two positions once, from the pass that reports it.
+            // Each counter's two positions once, from the pass that reports it, the counters
+            // in rocprofiler-sdk's order (GRBM_COUNT, SQ_WAVES, TCC_HIT).
             let ids: Vec<&Value> = d["records"]
                 .as_array()
                 .unwrap()
@@ -931,10 +937,10 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             assert_eq!(
                 ids,
                 [
-                    &json!(1),
-                    &json!(1),
                     &json!(2),
                     &json!(2),
+                    &json!(1),
+                    &json!(1),
                     &json!(3),
                     &json!(3)
                 ]
@@ -949,7 +955,7 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
                 ("TCC_HIT".to_string(), 20.0)
             ]
         );
-        let summary = crate::summary::render(&db, &[], 10).unwrap();
+        let summary = crate::files::summary::render(&db, &[], 10).unwrap();
         assert!(summary.contains("GRBM_COUNT=400"), "{summary}");
         let path = db.commit(true).unwrap().unwrap();
         let conn = rusqlite::Connection::open(path).unwrap();
@@ -1002,7 +1008,7 @@ fn roctx_regions_become_process_thread_and_range_tracks() {
         utf8: true,
         object: 0,
     };
-    let rows = super::regions::pair(
+    let rows = crate::store::regions::pair(
         1,
         &[
             event(RegionKind::NameThread, 8, 0, -1, 5, Some("main")),
@@ -1019,11 +1025,12 @@ fn roctx_regions_become_process_thread_and_range_tracks() {
     );
     let dir = temp_dir("roctx-pftrace");
     let path = dir.join("roctx.pftrace");
-    let mut writer = super::perfetto::PerfettoWriter::create(&path, &[]).unwrap();
+    let mut writer = crate::files::perfetto::PerfettoWriter::create(&path, &[]).unwrap();
     writer.write_regions(&rows).unwrap();
     writer.commit().unwrap();
     let bytes = std::fs::read(&path).unwrap();
-    let trace = <super::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
+    let trace =
+        <crate::files::perfetto::Trace as prost::Message>::decode(bytes.as_slice()).unwrap();
     let lines: Vec<String> = trace
         .packet
         .iter()
@@ -1089,7 +1096,7 @@ fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
     let dir = temp_dir("roctx-summary");
     let db = Database::create(&dir.join("results.db")).unwrap();
     assert_eq!(
-        super::regions::summary_lines(&db).unwrap(),
+        crate::store::regions::summary_lines(&db).unwrap(),
         Vec::<String>::new()
     );
     let first = vec![
@@ -1103,10 +1110,10 @@ fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
         event(2, RegionKind::Mark, 0, 10, Some("m"), 0),
         event(2, RegionKind::Pause, 0, 11, None, 0),
     ];
-    super::regions::store_pass(&db, 1, &[first.clone(), second], &[]).unwrap();
-    super::regions::store_pass(&db, 2, &[first], &[]).unwrap();
+    crate::store::regions::store_pass(&db, 1, &[first.clone(), second], &[]).unwrap();
+    crate::store::regions::store_pass(&db, 2, &[first], &[]).unwrap();
     assert_eq!(
-        super::regions::summary_lines(&db).unwrap(),
+        crate::store::regions::summary_lines(&db).unwrap(),
         [
             "rtl-pmc: roctx (pass 1): 2 ranges, 1 mark, 1 pause or resume in 2 processes",
             "rtl-pmc: warning: roctx: 2 roctxRangeStop calls of ids no open range has (ignored)",
@@ -1121,7 +1128,7 @@ fn roctx_summary_counts_what_was_recorded_and_each_misuse() {
 /// the second launching `extra` more (and joined in SQL then); with `impossible`, one value of
 /// a percentage lies outside 0-100.
 fn rotating_profile(dir: &Path, extra: u64, impossible: bool) -> Database {
-    use super::database::CounterInfo;
+    use crate::model::CounterInfo;
     let mut db = Database::create(&dir.join("results.db")).unwrap();
     db.add_agent(&gpu()).unwrap();
     for pass in 1..=2u32 {
@@ -1166,7 +1173,7 @@ fn rotating_profile(dir: &Path, extra: u64, impossible: bool) -> Database {
 
 #[test]
 fn estimates_from_the_moments_gathered_while_inserting_equal_those_read_back() {
-    use super::estimates::Estimates;
+    use crate::store::estimates::Estimates;
     for (extra, impossible) in [(0, false), (3, false), (0, true)] {
         let dir = temp_dir(&format!("gathered-{extra}-{impossible}"));
         let db = rotating_profile(&dir, extra, impossible);

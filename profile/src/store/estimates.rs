@@ -24,9 +24,10 @@ use std::fmt::Write as _;
 use rusqlite::Connection;
 use serde_json::{json, Value};
 
-use super::database::{Database, DatabaseError, PMC_BITS};
-use super::fast_map::FastMap;
-use super::model::{push_value, Dispatch};
+use crate::fast_map::FastMap;
+use crate::model::{push_value, Dispatch, EstimateColumns};
+use crate::store::database::{Database, DatabaseError, PMC_BITS};
+use crate::store::sampled::{Cell, CounterRanges, Moments, Range, Sampled, StratumKey};
 
 /// Estimates from fewer measured dispatches than this are unreliable (rank estimates from fewer
 /// than two measuring ranks are).
@@ -183,127 +184,6 @@ pub fn t975(degrees: u64) -> f64 {
     }
 }
 
-/// Values are summed exactly, so that estimates do not depend on the order dispatches are read
-/// in: scaled by 2^SCALE_BITS, values that are then integers (every count, and halves,
-/// quarters, ... of them) go into 128-bit integer sums; any other value makes the moments fall
-/// back to floating-point sums.
-const SCALE_BITS: i32 = 10;
-
-/// Count, sum and sum of squares of measured values, and how many were impossible.
-#[derive(Debug, Clone, Copy, Default)]
-struct Moments {
-    n: u64,
-    /// Σx and Σx², scaled by 2^SCALE_BITS and 2^(2·SCALE_BITS), while every value allowed it.
-    exact: Option<(i128, i128)>,
-    /// Σx and Σx² in floating point, always kept.
-    sum: f64,
-    squares: f64,
-    /// Measured values outside the counter's possible range.
-    outside: u64,
-}
-
-impl Moments {
-    fn add(&mut self, x: f64) {
-        if self.n == 0 {
-            self.exact = Some((0, 0));
-        }
-        self.n += 1;
-        self.sum += x;
-        self.squares += x * x;
-        let scaled = x * f64::from(1u32 << SCALE_BITS);
-        self.exact = self.exact.and_then(|(s, q)| {
-            if scaled.fract() != 0.0 || scaled.abs() >= 9.007_199_254_740_992e15 {
-                return None;
-            }
-            let v = scaled as i128;
-            Some((s.checked_add(v)?, q.checked_add(v.checked_mul(v)?)?))
-        });
-    }
-
-    fn merge(&mut self, o: &Moments) {
-        if o.n == 0 {
-            return;
-        }
-        self.exact = match (self.n, self.exact, o.exact) {
-            (0, _, e) => e,
-            (_, Some((s, q)), Some((os, oq))) => s.checked_add(os).zip(q.checked_add(oq)),
-            _ => None,
-        };
-        self.n += o.n;
-        self.sum += o.sum;
-        self.squares += o.squares;
-        self.outside += o.outside;
-    }
-
-    /// Σx, exact whenever the values allowed it.
-    fn total(&self) -> f64 {
-        match self.exact {
-            Some((s, _)) => s as f64 / f64::from(1u32 << SCALE_BITS),
-            None => self.sum,
-        }
-    }
-
-    /// The sample variance (divisor n − 1), from `n·Σx² − (Σx)²` computed exactly where it can
-    /// be; never negative.
-    fn variance(&self) -> Option<f64> {
-        if self.n < 2 {
-            return None;
-        }
-        let n = self.n as f64;
-        let pairs = n * (n - 1.0);
-        let exact = self.exact.and_then(|(s, q)| {
-            let spread = (self.n as i128)
-                .checked_mul(q)?
-                .checked_sub(s.checked_mul(s)?)?;
-            Some(spread as f64 / pairs / f64::from(1u32 << (2 * SCALE_BITS)))
-        });
-        let variance = exact.unwrap_or_else(|| (n * self.squares - self.sum * self.sum) / pairs);
-        Some(variance.max(0.0))
-    }
-}
-
-/// What values of a counter can be true.
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct Range {
-    low: f64,
-    high: Option<f64>,
-}
-
-impl Range {
-    /// Counts are never negative; derived counters that are percentages lie in 0–100; other
-    /// derived counters may be anything.
-    fn of(derived: bool, unit: &str, description: &str) -> Option<Range> {
-        let unit = unit.trim().to_ascii_lowercase();
-        let percentage = matches!(unit.as_str(), "percent" | "%" | "pct")
-            || description
-                .trim_start()
-                .to_ascii_lowercase()
-                .starts_with("percentage");
-        match (derived, percentage) {
-            (_, true) => Some(Range {
-                low: 0.0,
-                high: Some(100.0),
-            }),
-            (false, false) => Some(Range {
-                low: 0.0,
-                high: None,
-            }),
-            (true, false) => None,
-        }
-    }
-
-    fn holds(&self, v: f64) -> bool {
-        v >= self.low && self.high.is_none_or(|h| v <= h)
-    }
-
-    fn text(&self) -> String {
-        match self.high {
-            Some(h) => format!("{}–{}", self.low, h),
-            None => format!("≥ {}", self.low),
-        }
-    }
-}
-
 /// The runs (ranks) that collected the same counters.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RankGroup {
@@ -368,129 +248,8 @@ CREATE TABLE rtl_drift(kernel TEXT NOT NULL, quantity TEXT NOT NULL, pass INTEGE
   drifting INTEGER NOT NULL);
 ";
 
-/// Key of a stratum in SQL: kernel id, then grid, workgroup and the GPU's architecture (its
-/// `gfx_target_version`).
-type StratumKey = (i64, [u32; 7]);
-
-/// One counter's sums in one stratum of one run, with the counter's possible range.
-type Cell = (i64, Moments, Option<Range>);
-
-/// One counter's sums in one stratum of one run as gathered: counter id, moments, least and
-/// greatest value.
-type GatheredCell = (i64, Moments, f64, f64);
-
-/// The counters by id: name, derived, possible range.
-type CounterRanges = FastMap<i64, (String, bool, Option<Range>)>;
-
-/// The moments of the values of each stratum, run and counter, gathered while the values are
-/// inserted, in the order they are stored (see [`Database::sampled`]), so that the estimates
-/// need not read every value back. Each counter also keeps its least and greatest value: when
-/// both lie in the counter's possible range, so does every value.
-/// With them, per stratum and run its merged dispatches (while every pass was joined as it was
-/// inserted), and per kernel and pass the dispatches and their total duration.
-#[derive(Debug, Default)]
-pub struct Sampled {
-    cells: FastMap<(StratumKey, i64), Vec<GatheredCell>>,
-    population: Option<FastMap<(StratumKey, i64), u64>>,
-    durations: FastMap<(i64, u32), (u64, i64)>,
-    /// Each GPU's `gfx_target_version`, by KFD node.
-    versions: FastMap<u32, u32>,
-}
-
 /// The SQL of the `gfx_target_version` of the GPU whose node is in column `agent`.
 const ARCH_OF_AGENT: &str = "coalesce((SELECT CAST(json_extract(a.properties, '$.gfx_target_version')      AS INTEGER) FROM rtl_agent a WHERE a.node_id = agent), 0)";
-
-impl Sampled {
-    /// The stratum and run of dispatch `d` of kernel `kernel_id`, read from input `source`.
-    fn stratum_key(&self, source: u32, d: &Dispatch, kernel_id: i64) -> (StratumKey, i64) {
-        let [gx, gy, gz] = d.grid;
-        let [wx, wy, wz] = d.workgroup;
-        let arch = self.versions.get(&d.agent).copied().unwrap_or(0);
-        (
-            (kernel_id, [gx, gy, gz, wx, wy, wz, arch]),
-            i64::from(source),
-        )
-    }
-
-    /// The GPU of KFD node `node` has architecture `gfx_target_version`.
-    pub fn set_agent(&mut self, node: u32, gfx_target_version: u32) {
-        self.versions.insert(node, gfx_target_version);
-    }
-}
-
-impl Sampled {
-    /// Nothing yet.
-    pub fn new() -> Sampled {
-        Sampled {
-            population: Some(FastMap::default()),
-            ..Sampled::default()
-        }
-    }
-
-    /// Adds dispatch `d` of kernel `kernel_id` in `pass`, read from input `source`, with its
-    /// values (counter id, total).
-    pub fn add(
-        &mut self,
-        source: u32,
-        pass: u32,
-        d: &Dispatch,
-        kernel_id: i64,
-        values: impl Iterator<Item = (i64, f64)>,
-    ) {
-        let duration = self.durations.entry((kernel_id, pass)).or_default();
-        duration.0 += 1;
-        duration.1 += d.end_ns as i64 - d.start_ns as i64;
-        let key = self.stratum_key(source, d, kernel_id);
-        let cell = self.cells.entry(key).or_default();
-        for (pmc, v) in values {
-            // A dispatch's counters come in the same order each time: the next slot is
-            // usually the one wanted.
-            let at = match cell.iter().position(|c| c.0 == pmc) {
-                Some(at) => at,
-                None => {
-                    cell.push((pmc, Moments::default(), v, v));
-                    cell.len() - 1
-                }
-            };
-            let (_, moments, low, high) = &mut cell[at];
-            moments.add(v);
-            *low = low.min(v);
-            *high = high.max(v);
-        }
-    }
-
-    /// Counts a new merged dispatch, `d` (of kernel `kernel_id`, from input `source`).
-    pub fn add_merged(&mut self, source: u32, d: &Dispatch, kernel_id: i64) {
-        let key = self.stratum_key(source, d, kernel_id);
-        if let Some(population) = &mut self.population {
-            *population.entry(key).or_default() += 1;
-        }
-    }
-
-    /// Forgets the merged dispatches counted: a pass was joined in SQL.
-    pub fn lose_population(&mut self) {
-        self.population = None;
-    }
-
-    /// The cells of the estimates, each with its counter's range; `None` when some value lies
-    /// outside its counter's range (or is not a number), whose count the moments lack.
-    fn cells(&self, counters: &CounterRanges) -> Option<FastMap<(StratumKey, i64), Vec<Cell>>> {
-        let mut cells: FastMap<(StratumKey, i64), Vec<Cell>> = FastMap::default();
-        for (&key, per_counter) in &self.cells {
-            let mut out = Vec::with_capacity(per_counter.len());
-            for &(pmc, moments, low, high) in per_counter {
-                let range = counters.get(&pmc).and_then(|c| c.2);
-                let within = |v: f64| !v.is_nan() && range.is_none_or(|r| r.holds(v));
-                if !within(low) || !within(high) {
-                    return None;
-                }
-                out.push((pmc, moments, range));
-            }
-            cells.insert(key, out);
-        }
-        Some(cells)
-    }
-}
 
 impl Estimates {
     /// Computes every estimate from `db` and keeps them in its `rtl_*` tables.
@@ -704,16 +463,7 @@ impl Estimates {
         })
     }
 
-    /// The names of the extra `results.csv` columns: `<COUNTER>_estimate` and
-    /// `<COUNTER>_error` for every counter not measured on every dispatch of some stratum.
-    pub fn csv_columns(&self) -> Vec<String> {
-        self.sampled_counters()
-            .iter()
-            .flat_map(|c| [format!("{c}_estimate"), format!("{c}_error")])
-            .collect()
-    }
-
-    /// What [`Estimates::push_csv_fields`] needs, by stratum and counter.
+    /// The extra `results.csv` columns, by stratum and counter.
     pub fn per_dispatch(&self) -> PerDispatch {
         let counters: Vec<String> = self
             .sampled_counters()
@@ -897,11 +647,20 @@ pub struct PerDispatch {
     arch_of: HashMap<u32, String>,
 }
 
-impl PerDispatch {
+impl EstimateColumns for PerDispatch {
+    /// `<COUNTER>_estimate` and `<COUNTER>_error` for every counter not measured on every
+    /// dispatch of some stratum.
+    fn columns(&self) -> Vec<String> {
+        self.counters
+            .iter()
+            .flat_map(|c| [format!("{c}_estimate"), format!("{c}_error")])
+            .collect()
+    }
+
     /// Appends `,estimate,error` for each column counter of `d`: the measured value and 0 where
     /// it was measured; else the stratum's mean and the spread of one dispatch about it
     /// (`s·sqrt(1 + 1/n)`), or `None` where no dispatch of the stratum measured it.
-    pub fn push_csv_fields(&self, line: &mut String, d: &Dispatch) {
+    fn push_fields(&self, line: &mut String, d: &Dispatch) {
         let stratum = Stratum::of(d, &self.arch_of);
         for name in &self.counters {
             line.push(',');
@@ -916,13 +675,13 @@ impl PerDispatch {
                     line.push(',');
                     match error {
                         Some(e) => push_value(line, *e),
-                        None => line.push_str(super::csv::MISSING),
+                        None => line.push_str(crate::model::MISSING),
                     }
                 }
                 None => {
-                    line.push_str(super::csv::MISSING);
+                    line.push_str(crate::model::MISSING);
                     line.push(',');
-                    line.push_str(super::csv::MISSING);
+                    line.push_str(crate::model::MISSING);
                 }
             }
         }

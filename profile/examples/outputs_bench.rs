@@ -4,28 +4,22 @@
 //! read while the database's commit writes rocpd's tables), with the same functions. Prints rows/s per step and in
 //! total, the peak resident memory, which should not grow with N, and the size of the files.
 //!
-//! `cargo run --release -p rtl-pmc-cli --example outputs_bench -- [DISPATCHES] [DIR] [--processes P]`
+//! `cargo run --release -p rtl-pmc-profile --example outputs_bench -- [DISPATCHES] [DIR] [--processes P]`
 //!
 //! With `--processes P`, each pass holds P processes of DISPATCHES dispatches each, on a GPU of
 //! their own, their dispatches interleaved in time (P ranks of a job profiled in one directory).
 //! `RTL_PMC_BENCH_KEEP=1` keeps the files written.
 
-#[allow(dead_code)]
-#[path = "../src/output/mod.rs"]
-mod output;
-#[allow(dead_code)]
-#[path = "../src/summary.rs"]
-mod summary;
-
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use output::csv::{AgentLabels, Table};
-use output::database::Database;
-use output::estimates::Estimates;
-use output::files::{write_merged_files_with, Formats};
-use output::model::{Counter, Dispatch};
-use output::pass::{write_pass, PassSpec};
+use rtl_pmc_profile::files::csv::{AgentLabels, Table};
+use rtl_pmc_profile::files::summary;
+use rtl_pmc_profile::files::{write_merged_files_with, Formats};
+use rtl_pmc_profile::join::pass::{write_pass, PassSpec};
+use rtl_pmc_profile::model::{Counter, Dispatch};
+use rtl_pmc_profile::store::database::Database;
+use rtl_pmc_profile::store::estimates::Estimates;
 
 /// The process every dispatch comes from.
 const PID: u32 = 4242;

@@ -14,22 +14,8 @@ use std::path::Path;
 use rtl_pmc::dispatch::records::{Region, RegionKind};
 use rusqlite::{params, Connection};
 
-use super::database::{Database, DatabaseError};
-
-/// rtl-pmc's roctx tables, created when a pass has regions and before the rocpd projection.
-pub(super) const SCHEMA: &str = "
-CREATE TABLE IF NOT EXISTS rtl_region(
-  id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, pid INTEGER NOT NULL, tid INTEGER NOT NULL,
-  kind TEXT NOT NULL, name TEXT, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
-  end_tid INTEGER NOT NULL, depth INTEGER NOT NULL, parent_id INTEGER REFERENCES rtl_region(id),
-  roctx_id INTEGER NOT NULL, object INTEGER NOT NULL, problem TEXT);
-CREATE TABLE IF NOT EXISTS rtl_dispatch_range(
-  pass INTEGER NOT NULL, pid INTEGER NOT NULL, dispatch_id INTEGER NOT NULL,
-  depth INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id),
-  innermost INTEGER NOT NULL);
-CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
-  dispatch_row_id INTEGER NOT NULL, region_id INTEGER NOT NULL REFERENCES rtl_region(id));
-";
+use crate::model::RegionRow;
+use crate::store::database::{Database, DatabaseError, REGION_SCHEMA as SCHEMA};
 
 /// The misuses a region can record.
 pub const UNBALANCED_POP: &str = "roctxRangePop with no range open";
@@ -41,39 +27,6 @@ pub const OPEN_AT_EXIT: &str = "open at exit";
 pub const NOT_UTF8: &str = "name not UTF-8";
 /// Events the roctx library could not keep.
 pub const DROPPED: &str = "events dropped";
-
-/// One region: a range, a mark, a control or naming call, or a misuse.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegionRow {
-    /// Row id (after [`store_pass`]; in [`pair`]'s output, the index in its vector).
-    pub id: i64,
-    /// The pass it was recorded in.
-    pub pass: u32,
-    /// Process id.
-    pub pid: u32,
-    /// The thread that began it.
-    pub tid: u32,
-    /// See the module's table.
-    pub kind: String,
-    /// The message or name.
-    pub name: Option<String>,
-    /// Begin, ns on the dispatch clock.
-    pub start_ns: u64,
-    /// End, ns (equal to the begin for instants).
-    pub end_ns: u64,
-    /// The thread that ended it.
-    pub end_tid: u32,
-    /// Push/pop level from 0, else -1.
-    pub depth: i32,
-    /// The enclosing push/pop range (row id; index in [`pair`]'s output).
-    pub parent: Option<i64>,
-    /// The application's range id, 0 for none.
-    pub roctx_id: u64,
-    /// The object of a naming or control call; the count of dropped events.
-    pub object: u64,
-    /// What was wrong, if anything.
-    pub problem: Option<String>,
-}
 
 fn kind_name(kind: RegionKind) -> &'static str {
     match kind {

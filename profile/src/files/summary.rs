@@ -9,8 +9,7 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::output::database::{Database, DatabaseError};
-use crate::output::totals::{IdleGaps, GAP_BOUNDS_NS};
+use crate::model::{IdleGaps, SummarySource, GAP_BOUNDS_NS};
 
 /// How many kernels the summary lists unless told otherwise (`--summary-top`).
 pub const TOP_KERNELS: usize = 10;
@@ -116,9 +115,9 @@ fn gap_histogram(out: &mut String, gaps: &IdleGaps) {
 }
 
 /// The summary text of `db` with at most `top` kernels, listing `files` at the end.
-pub fn render(db: &Database, files: &[PathBuf], top: usize) -> Result<String, DatabaseError> {
+pub fn render<S: SummarySource>(db: &S, files: &[PathBuf], top: usize) -> Result<String, S::Error> {
     let mut out = String::new();
-    let all = db.top(usize::MAX)?;
+    let all = db.kernel_times()?;
     let listed = &all[..all.len().min(top)];
     if all.is_empty() {
         out.push_str("rtl-pmc: no kernel dispatch was profiled\n");
@@ -190,7 +189,7 @@ pub fn render(db: &Database, files: &[PathBuf], top: usize) -> Result<String, Da
             gap_histogram(&mut out, g);
         }
     }
-    for line in crate::output::regions::summary_lines(db)? {
+    for line in db.region_lines()? {
         let _ = writeln!(out, "{line}");
     }
     for file in files {

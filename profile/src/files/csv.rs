@@ -4,10 +4,12 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::atomic::AtomicFile;
-use super::database::KernelStats;
-use super::model::{
+use crate::agent_info::{agent_info_value, AGENT_INFO_COLUMNS};
+use crate::fast_map::FastMap;
+use crate::files::atomic::AtomicFile;
+use crate::model::{
     push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
+    EstimateColumns, KernelStats, MISSING,
 };
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
@@ -59,106 +61,6 @@ pub const KERNEL_TRACE_COLUMNS: [&str; 22] = [
     "Grid_Size_Z",
 ];
 
-/// rocprofv3's `agent_info.csv` columns, in its order: `(column, KFD property)`; entries
-/// without a property are filled from the agent itself (see [`agent_info_value`]).
-pub const AGENT_INFO_COLUMNS: [(&str, &str); 53] = [
-    ("Node_Id", ""),
-    ("Logical_Node_Id", ""),
-    ("Agent_Type", ""),
-    ("Cpu_Cores_Count", "cpu_cores_count"),
-    ("Simd_Count", "simd_count"),
-    ("Cpu_Core_Id_Base", "cpu_core_id_base"),
-    ("Simd_Id_Base", "simd_id_base"),
-    ("Max_Waves_Per_Simd", "max_waves_per_simd"),
-    ("Lds_Size_In_Kb", "lds_size_in_kb"),
-    ("Gds_Size_In_Kb", "gds_size_in_kb"),
-    ("Num_Gws", "num_gws"),
-    ("Wave_Front_Size", "wave_front_size"),
-    ("Num_Xcc", "num_xcc"),
-    ("Cu_Count", "cu_count"),
-    ("Array_Count", "array_count"),
-    ("Num_Shader_Banks", ""),
-    ("Simd_Arrays_Per_Engine", "simd_arrays_per_engine"),
-    ("Cu_Per_Simd_Array", "cu_per_simd_array"),
-    ("Simd_Per_Cu", "simd_per_cu"),
-    ("Max_Slots_Scratch_Cu", "max_slots_scratch_cu"),
-    ("Gfx_Target_Version", "gfx_target_version"),
-    ("Vendor_Id", "vendor_id"),
-    ("Device_Id", "device_id"),
-    ("Location_Id", "location_id"),
-    ("Domain", "domain"),
-    ("Drm_Render_Minor", "drm_render_minor"),
-    ("Num_Sdma_Engines", "num_sdma_engines"),
-    ("Num_Sdma_Xgmi_Engines", "num_sdma_xgmi_engines"),
-    ("Num_Sdma_Queues_Per_Engine", "num_sdma_queues_per_engine"),
-    ("Num_Cp_Queues", "num_cp_queues"),
-    ("Max_Engine_Clk_Ccompute", "max_engine_clk_ccompute"),
-    ("Max_Engine_Clk_Fcompute", "max_engine_clk_fcompute"),
-    ("Sdma_Fw_Version", "sdma_fw_version"),
-    ("Fw_Version", "fw_version"),
-    ("Capability", "capability"),
-    ("Cu_Per_Engine", ""),
-    ("Max_Waves_Per_Cu", ""),
-    ("Family_Id", "family_id"),
-    ("Workgroup_Max_Size", ""),
-    ("Grid_Max_Size", ""),
-    ("Local_Mem_Size", "local_mem_size"),
-    ("Hive_Id", "hive_id"),
-    ("Gpu_Id", "gpu_id"),
-    ("Workgroup_Max_Dim_X", ""),
-    ("Workgroup_Max_Dim_Y", ""),
-    ("Workgroup_Max_Dim_Z", ""),
-    ("Grid_Max_Dim_X", ""),
-    ("Grid_Max_Dim_Y", ""),
-    ("Grid_Max_Dim_Z", ""),
-    ("Name", ""),
-    ("Vendor_Name", ""),
-    ("Product_Name", ""),
-    ("Model_Name", ""),
-];
-
-/// The largest work-group of an AMD GPU, in work-items, also per dimension.
-const WORKGROUP_MAX: u64 = 1024;
-/// The largest grid of an AMD GPU, in work-items, and per dimension (x, y, z): the limits
-/// rocprofiler-sdk reports for every GPU agent.
-const GRID_MAX: u64 = u32::MAX as u64;
-const GRID_MAX_DIM: [u64; 3] = [i32::MAX as u64, u16::MAX as u64, u16::MAX as u64];
-
-/// The value of `column` (with KFD `property`) for `agent`, a CPU when `cpu`, as
-/// rocprofiler-sdk derives it from the KFD topology.
-fn agent_info_value(column: &str, property: &str, agent: &Agent, cpu: bool) -> String {
-    let p = |name: &str| agent.property(name);
-    let gpu_only = |value: u64| if cpu { 0 } else { value };
-    // Shader engines: arrays over arrays per engine (0 when the node gives none).
-    let engines = p("array_count")
-        .checked_div(p("simd_arrays_per_engine"))
-        .unwrap_or(0);
-    match column {
-        "Node_Id" | "Logical_Node_Id" => agent.node_id.to_string(),
-        "Agent_Type" => if cpu { "CPU" } else { "GPU" }.to_string(),
-        // A CPU counts its cores as compute units.
-        "Cu_Count" if cpu => p("cpu_cores_count").to_string(),
-        // The node's own `num_xcc` (0 on a CPU node), 1 when KFD does not give one.
-        "Num_Xcc" => agent.find_property("num_xcc").unwrap_or(1).to_string(),
-        "Num_Shader_Banks" => engines.to_string(),
-        "Cu_Per_Engine" => p("cu_count").checked_div(engines).unwrap_or(0).to_string(),
-        "Max_Waves_Per_Cu" => (p("simd_per_cu") * p("max_waves_per_simd")).to_string(),
-        "Workgroup_Max_Size"
-        | "Workgroup_Max_Dim_X"
-        | "Workgroup_Max_Dim_Y"
-        | "Workgroup_Max_Dim_Z" => gpu_only(WORKGROUP_MAX).to_string(),
-        "Grid_Max_Size" => gpu_only(GRID_MAX).to_string(),
-        "Grid_Max_Dim_X" => gpu_only(GRID_MAX_DIM[0]).to_string(),
-        "Grid_Max_Dim_Y" => gpu_only(GRID_MAX_DIM[1]).to_string(),
-        "Grid_Max_Dim_Z" => gpu_only(GRID_MAX_DIM[2]).to_string(),
-        "Name" => agent.name.clone(),
-        "Vendor_Name" => if cpu { "CPU" } else { "AMD" }.to_string(),
-        "Product_Name" => agent.product_name.clone(),
-        "Model_Name" => agent.model_name.clone(),
-        _ => p(property).to_string(),
-    }
-}
-
 /// The fixed leading columns of rocprof v1's `results.csv`, before the counters.
 pub const RESULTS_LEADING_COLUMNS: [&str; 17] = [
     "Index",
@@ -179,9 +81,6 @@ pub const RESULTS_LEADING_COLUMNS: [&str; 17] = [
     "sig",
     "obj",
 ];
-
-/// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
-pub const MISSING: &str = "None";
 
 fn csv_error(e: csv::Error) -> io::Error {
     match e.into_kind() {
@@ -341,7 +240,7 @@ impl CounterCollectionWriter {
         prefix.push(',');
         let line = &mut self.line;
         line.clear();
-        for c in &d.counters {
+        for c in d.counters_in_rocprofv3_order() {
             line.push_str(prefix);
             push_quoted(line, &c.name);
             line.push(',');
@@ -479,19 +378,19 @@ pub struct ResultsWriter {
     counters: Vec<String>,
     index: u64,
     line: String,
-    estimates: super::estimates::PerDispatch,
+    estimates: Box<dyn EstimateColumns + Send>,
 }
 
 impl ResultsWriter {
     /// Starts `path` with the counter columns `counters` (in this order), and after `EndNs` the
-    /// columns of counters `estimates` has for unmeasured dispatches.
+    /// columns `estimates` gives for unmeasured dispatches.
     pub fn create(
         path: &Path,
         counters: &[String],
-        estimates: &super::estimates::Estimates,
+        estimates: Box<dyn EstimateColumns + Send>,
     ) -> io::Result<ResultsWriter> {
         let mut out = AtomicFile::create(path)?;
-        let extra = estimates.csv_columns();
+        let extra = estimates.columns();
         let header: Vec<&str> = RESULTS_LEADING_COLUMNS
             .iter()
             .copied()
@@ -505,7 +404,7 @@ impl ResultsWriter {
             counters: counters.to_vec(),
             index: 0,
             line: String::new(),
-            estimates: estimates.per_dispatch(),
+            estimates,
         })
     }
 
@@ -546,7 +445,7 @@ impl ResultsWriter {
             }
         }
         push_fields(line, &[d.start_ns, d.end_ns]);
-        self.estimates.push_csv_fields(line, d);
+        self.estimates.push_fields(line, d);
         line.push('\n');
         self.out.write_all(line.as_bytes())?;
         self.index += 1;
@@ -556,6 +455,74 @@ impl ResultsWriter {
     /// Finishes the file and gives it its name.
     pub fn commit(self) -> io::Result<PathBuf> {
         self.out.commit()
+    }
+}
+
+/// The path of a process's file of a table, by pid.
+pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
+
+/// The per-process CSV files of a pass being written: for every process, one file of each
+/// table asked for (processes given the same path share the file).
+pub struct CounterCollectionFiles<'a> {
+    paths: &'a CsvPaths<'a>,
+    tables: &'a [Table],
+    labels: &'a AgentLabels,
+    by_pid: FastMap<u32, Vec<usize>>,
+    files: Vec<(PathBuf, CounterCollectionWriter)>,
+}
+
+impl<'a> CounterCollectionFiles<'a> {
+    /// No file yet; each is created with the first dispatch of a process it holds.
+    pub fn new(
+        paths: &'a CsvPaths<'a>,
+        tables: &'a [Table],
+        labels: &'a AgentLabels,
+    ) -> CounterCollectionFiles<'a> {
+        CounterCollectionFiles {
+            paths,
+            tables,
+            labels,
+            by_pid: FastMap::default(),
+            files: Vec::new(),
+        }
+    }
+
+    /// The files of process `pid`, created when new.
+    fn of(&mut self, pid: u32) -> io::Result<Vec<usize>> {
+        if let Some(indices) = self.by_pid.get(&pid) {
+            return Ok(indices.clone());
+        }
+        let mut indices = Vec::with_capacity(self.tables.len());
+        for &table in self.tables {
+            let path = (self.paths)(pid, table);
+            let i = match self.files.iter().position(|(p, _)| *p == path) {
+                Some(i) => i,
+                None => {
+                    let out = CounterCollectionWriter::of(table, &path, self.labels)?;
+                    self.files.push((path, out));
+                    self.files.len() - 1
+                }
+            };
+            indices.push(i);
+        }
+        self.by_pid.insert(pid, indices.clone());
+        Ok(indices)
+    }
+
+    /// Appends `d` to its process's files.
+    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
+        for i in self.of(d.pid)? {
+            self.files[i].1.write(d)?;
+        }
+        Ok(())
+    }
+
+    /// Gives every file its name; returns them in the order they were started.
+    pub fn commit(self) -> io::Result<Vec<PathBuf>> {
+        self.files
+            .into_iter()
+            .map(|(_, out)| out.commit())
+            .collect()
     }
 }
 

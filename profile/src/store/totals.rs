@@ -3,7 +3,8 @@
 //! number of dispatches. They equal what the database's views `top`, `busy` and
 //! `kernel_counters` answer.
 
-use super::fast_map::FastMap;
+use crate::fast_map::FastMap;
+use crate::model::IdleGaps;
 
 /// A sum of floating-point values with SQLite's compensation (Kahan-Babuska-Neumaier), so it
 /// equals `sum()` over the same values.
@@ -61,42 +62,6 @@ impl Launches {
         self.busy_ns += other.busy_ns;
         self.first_ns = self.first_ns.min(other.first_ns);
         self.last_ns = self.last_ns.max(other.last_ns);
-    }
-}
-
-/// The upper bounds of the idle-gap buckets, ns; the last bucket holds every longer gap.
-pub const GAP_BOUNDS_NS: [u64; 7] = [
-    10_000,
-    20_000,
-    50_000,
-    100_000,
-    1_000_000,
-    10_000_000,
-    100_000_000,
-];
-
-/// The idle gaps between the dispatches of one GPU, counted per bucket of [`GAP_BOUNDS_NS`].
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct IdleGaps {
-    /// Gaps per bucket, shortest first.
-    pub counts: [u64; 8],
-}
-
-impl IdleGaps {
-    /// Counts one gap of `ns`.
-    pub fn add(&mut self, ns: u64) {
-        let bucket = GAP_BOUNDS_NS
-            .iter()
-            .position(|&bound| ns < bound)
-            .unwrap_or(GAP_BOUNDS_NS.len());
-        self.counts[bucket] += 1;
-    }
-
-    /// Both sets of gaps together.
-    pub fn merge(&mut self, other: &IdleGaps) {
-        for (mine, theirs) in self.counts.iter_mut().zip(other.counts) {
-            *mine += theirs;
-        }
     }
 }
 

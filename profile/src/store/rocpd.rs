@@ -20,31 +20,20 @@
 //!   over the counter's dimension positions (rocprofv3 writes one row per position and its
 //!   views sum them; the positions are in `rtl_pmc_dimension`, the pass in `rtl_dispatch`).
 //!   This table is not a copy: it is where rtl-pmc stores the values as each pass is written,
-//!   and `rtl_pmc_value` is a view over it (see [`super::database`]);
+//!   and `rtl_pmc_value` is a view over it (see [`crate::store::database`]);
 //! - the application's roctx ranges and marks (of the processes above) as `rocpd_region` rows
 //!   with their `rocpd_event` (category `MARKER_CORE_RANGE_API` or `MARKER_CORE_API`), and each
 //!   dispatch's innermost enclosing range as its `region_name_id`;
-//! - processes, threads, the CPU and GPU agents, queues (ids numbered from 1, the handle in
-//!   `extdata`; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
+//! - processes, threads, the CPU and GPU agents, queues (their handles as ids when distinct,
+//!   else numbered from 1; the handle in `extdata`; named `Queue 0`, `Queue 1`, ... by first
+//!   dispatch; 0 is rocprofv3's "Default Queue"), the default stream, one code object per
 //!   process and GPU (code objects are not traced: no URI) and one kernel symbol per process,
 //!   GPU and kernel name.
 
 use rusqlite::{params, Connection};
 
-use super::fast_map::FastMap;
-use super::model::Dispatch;
-
-/// What the database says of the run beyond its dispatches.
-#[derive(Debug, Clone, Default)]
-pub struct RunInfo {
-    /// The application's command line.
-    pub command: Vec<String>,
-    /// The environment the application inherited (without what rtl-pmc adds for a pass), as
-    /// `(NAME, value)` pairs.
-    pub environment: Vec<(String, String)>,
-    /// The application processes' parent (rtl-pmc itself), when it is known.
-    pub ppid: Option<u32>,
-}
+use crate::fast_map::FastMap;
+use crate::model::{Dispatch, Node, RunInfo};
 
 /// A run's GUID: a version 7 UUID (milliseconds since the epoch, then random bits).
 pub fn new_guid() -> String {
@@ -292,7 +281,7 @@ const TABLES: &[TableSpec] = &[
 ];
 
 /// The rocpd table that holds the counter values. rtl-pmc stores each value there once, as the
-/// passes are written (see [`super::database`]), rather than copying them at the commit.
+/// passes are written (see [`crate::store::database`]), rather than copying them at the commit.
 pub const VALUES: &str = "pmc_event";
 
 /// The DDL of rocpd table `name` of run `guid`, with table suffix `uuid`, and the unsuffixed
@@ -577,7 +566,8 @@ const GROUPED: &str = "
 INSERT INTO rocpd_info_thread(id, nid, ppid, pid, tid, start, end)
   SELECT tid, :nid, :ppid, min(pid), tid, min(start_ns), max(end_ns) FROM rocpd_first GROUP BY tid;
 CREATE TEMP TABLE rocpd_queue AS
-  SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, queue_id AS handle
+  SELECT row_number() OVER (ORDER BY min(event)) AS id,
+         row_number() OVER (ORDER BY min(event)) - 1 AS ordinal, pid, queue_id AS handle
   FROM rocpd_first GROUP BY pid, queue_id;
 CREATE TEMP TABLE rocpd_code_object AS
   SELECT row_number() OVER (ORDER BY min(event)) AS id, pid, agent FROM rocpd_first
@@ -593,9 +583,13 @@ CREATE TEMP TABLE rocpd_symbol AS
 /// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
 /// Kernel symbols keep the ids the interposer gave them (rocprofiler-sdk's `kernel_id`) when
 /// each has its own, as within one process; else they are numbered by first merged dispatch.
+/// Queues likewise keep their handles as ids when those are distinct; they are named
+/// `Queue 0`, `Queue 1`, ... by first dispatch, as rocprofv3 names them.
 const FILL: &str = "
 UPDATE rocpd_symbol SET id = symbol
   WHERE (SELECT count(*) = count(DISTINCT symbol) AND min(symbol) > 0 FROM rocpd_symbol);
+UPDATE rocpd_queue SET id = handle
+  WHERE (SELECT count(*) = count(DISTINCT handle) AND min(handle) > 0 FROM rocpd_queue);
 CREATE TEMP TABLE rocpd_roctx AS
   SELECT r.*, coalesce((SELECT max(id) FROM rtl_merged_dispatch), 0)
               + row_number() OVER (ORDER BY r.start_ns, r.id) AS event
@@ -613,7 +607,7 @@ INSERT OR IGNORE INTO rocpd_info_thread(id, nid, ppid, pid, tid)
   SELECT DISTINCT tid, :nid, :ppid, pid, tid FROM rocpd_roctx;
 INSERT INTO rocpd_info_queue(id, nid, pid, name) VALUES (0, :nid, :pid0, 'Default Queue');
 INSERT INTO rocpd_info_queue(id, nid, pid, name, extdata)
-  SELECT id, :nid, pid, 'Queue ' || id, json_object('handle', handle) FROM rocpd_queue;
+  SELECT id, :nid, pid, 'Queue ' || ordinal, json_object('handle', handle) FROM rocpd_queue;
 INSERT INTO rocpd_info_stream(id, nid, pid, name) VALUES (0, :nid, :pid0, 'Default Stream');
 INSERT INTO rocpd_info_agent(id, nid, pid, type, absolute_index, logical_index, type_index, uuid,
                              name, model_name, vendor_name, product_name, user_name)
@@ -632,8 +626,11 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
   accum_vgpr_count, extdata)
   SELECT y.id, :nid, y.pid, y.code_object, s.string, s.string, f.kernel_object, f.lds, f.scratch,
          f.sgpr, f.arch_vgpr, f.accum_vgpr,
-         json_object('kernel_id', y.id, 'formatted_kernel_name', s.string,
-                     'kernel_address', json_object('handle', f.kernel_object))
+         json_object('size', 88, 'kernel_id', y.id, 'kernel_name', s.string,
+                     'kernel_object', f.kernel_object, 'group_segment_size', f.lds,
+                     'private_segment_size', f.scratch, 'sgpr_count', f.sgpr,
+                     'arch_vgpr_count', f.arch_vgpr, 'accum_vgpr_count', f.accum_vgpr,
+                     'formatted_kernel_name', s.string)
   FROM rocpd_symbol y JOIN rtl_string s ON s.id = y.kernel_id
   JOIN rtl_merged_dispatch m ON m.id = y.first JOIN rtl_dispatch f ON f.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
@@ -672,7 +669,8 @@ INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, de
   SELECT c.id, :nid, :pid0,
          coalesce((SELECT a.agent FROM temp.rtl_pmc_agent a WHERE a.pmc_id = c.id),
                   (SELECT min(node_id) FROM rtl_agent WHERE cpu = 0)),
-         'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block, c.expression, 0,
+         'GPU', c.name, c.name, c.description, 'rocm', c.unit, 'ABS', c.block,
+         coalesce(c.expression, ''), 0,
          c.derived
   FROM rtl_counter c ORDER BY c.id;
 DROP TABLE temp.rocpd_roctx;
@@ -681,25 +679,6 @@ DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
 DROP TABLE temp.rtl_pmc_agent;
 ";
-
-/// This machine as rocpd's node row and rocprofv3's JSON metadata describe it.
-#[derive(Debug, Clone, Default)]
-pub struct Node {
-    /// `/etc/machine-id` (the host name when there is none).
-    pub machine_id: String,
-    /// uname's system name.
-    pub system_name: String,
-    /// uname's node name.
-    pub hostname: String,
-    /// uname's release.
-    pub release: String,
-    /// uname's version.
-    pub version: String,
-    /// uname's machine.
-    pub hardware_name: String,
-    /// uname's domain name.
-    pub domain_name: String,
-}
 
 impl Node {
     /// This machine.
@@ -758,13 +737,16 @@ fn hash(text: &str) -> i64 {
 }
 
 /// Writes rocpd's tables, views and rows for run `guid` from the `rtl_*` tables of `conn`;
-/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it;
-/// `first`, when given, holds the small tables' rows gathered while the passes were joined.
+/// `agents` names, per counter id, the GPU of the first dispatch (by row) with a value of it,
+/// and gives each agent's JSON by KFD node (its `extdata`, and that of its counters, as
+/// rocprofv3 writes them); `first`, when given, holds the small tables' rows gathered while the
+/// passes were joined.
 pub fn write(
     conn: &Connection,
     guid: &str,
     run: &RunInfo,
     agents: &[(i64, u32)],
+    described: &[(u32, String)],
     first: Option<&FirstRows>,
 ) -> rusqlite::Result<()> {
     let uuid = uuid_suffix(guid);
@@ -876,6 +858,17 @@ pub fn write(
         None => conn.execute_batch(&bound(GROUPED))?,
     }
     conn.execute_batch(&bound(FILL))?;
+    let mut describe = conn.prepare(&format!(
+        "UPDATE \"rocpd_info_agent{uuid}\" SET extdata = ?2 WHERE id = ?1"
+    ))?;
+    for (node, agent) in described {
+        describe.execute(params![node, agent])?;
+    }
+    conn.execute_batch(&format!(
+        "UPDATE \"rocpd_info_pmc{uuid}\" SET extdata = coalesce(
+           (SELECT a.extdata FROM \"rocpd_info_agent{uuid}\" a
+            WHERE a.id = \"rocpd_info_pmc{uuid}\".agent_id), '{{}}')"
+    ))?;
     conn.execute_batch(&format!("DROP {first_kind} temp.rocpd_first"))
 }
 
@@ -947,7 +940,8 @@ impl FirstRows {
             stmt.execute(params![tid, pid, start, end])?;
         }
         conn.execute_batch(
-            "CREATE TEMP TABLE rocpd_queue(id INTEGER, pid INTEGER, handle INTEGER);
+            "CREATE TEMP TABLE rocpd_queue(id INTEGER, ordinal INTEGER, pid INTEGER,
+               handle INTEGER);
              CREATE TEMP TABLE rocpd_code_object(id INTEGER, pid INTEGER, agent INTEGER);
              CREATE TEMP TABLE rocpd_symbol(id INTEGER, pid INTEGER, agent INTEGER,
                kernel_id INTEGER, code_object INTEGER, first INTEGER, symbol INTEGER);",
@@ -958,9 +952,9 @@ impl FirstRows {
             .map(|(&(pid, h), &e)| (e, pid, h))
             .collect();
         queues.sort_unstable();
-        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_queue VALUES (?1, ?2, ?3)")?;
+        let mut stmt = conn.prepare("INSERT INTO temp.rocpd_queue VALUES (?1, ?2, ?3, ?4)")?;
         for (id, (_, pid, handle)) in queues.into_iter().enumerate() {
-            stmt.execute(params![id as i64 + 1, pid, handle])?;
+            stmt.execute(params![id as i64 + 1, id as i64, pid, handle])?;
         }
         // A code object's first merged dispatch is the first of its kernels'.
         let mut objects: FastMap<(u32, u32), i64> = FastMap::default();

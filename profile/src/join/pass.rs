@@ -10,11 +10,10 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
-use super::csv::{AgentLabels, CounterCollectionWriter, Table};
-use super::database::{Database, DatabaseError, Extdata};
-use super::fast_map::FastMap;
-use super::files::{write_counter_collection, OutputError};
-use super::model::Dispatch;
+use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
+use crate::files::{write_counter_collection, OutputError};
+use crate::model::Dispatch;
+use crate::store::database::{Database, DatabaseError, Extdata};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -145,74 +144,6 @@ pub struct PassWritten {
     pub csv: Vec<PathBuf>,
     /// The dispatches of the pass.
     pub dispatches: u64,
-}
-
-/// The path of a process's file of a table, by pid.
-pub type CsvPaths<'a> = dyn Fn(u32, Table) -> PathBuf + Sync + 'a;
-
-/// The per-process CSV files of a pass being written: for every process, one file of each
-/// table asked for (processes given the same path share the file).
-pub struct CounterCollectionFiles<'a> {
-    paths: &'a CsvPaths<'a>,
-    tables: &'a [Table],
-    labels: &'a AgentLabels,
-    by_pid: FastMap<u32, Vec<usize>>,
-    files: Vec<(PathBuf, CounterCollectionWriter)>,
-}
-
-impl<'a> CounterCollectionFiles<'a> {
-    /// No file yet; each is created with the first dispatch of a process it holds.
-    pub fn new(
-        paths: &'a CsvPaths<'a>,
-        tables: &'a [Table],
-        labels: &'a AgentLabels,
-    ) -> CounterCollectionFiles<'a> {
-        CounterCollectionFiles {
-            paths,
-            tables,
-            labels,
-            by_pid: FastMap::default(),
-            files: Vec::new(),
-        }
-    }
-
-    /// The files of process `pid`, created when new.
-    fn of(&mut self, pid: u32) -> io::Result<Vec<usize>> {
-        if let Some(indices) = self.by_pid.get(&pid) {
-            return Ok(indices.clone());
-        }
-        let mut indices = Vec::with_capacity(self.tables.len());
-        for &table in self.tables {
-            let path = (self.paths)(pid, table);
-            let i = match self.files.iter().position(|(p, _)| *p == path) {
-                Some(i) => i,
-                None => {
-                    let out = CounterCollectionWriter::of(table, &path, self.labels)?;
-                    self.files.push((path, out));
-                    self.files.len() - 1
-                }
-            };
-            indices.push(i);
-        }
-        self.by_pid.insert(pid, indices.clone());
-        Ok(indices)
-    }
-
-    /// Appends `d` to its process's files.
-    pub fn write(&mut self, d: &Dispatch) -> io::Result<()> {
-        for i in self.of(d.pid)? {
-            self.files[i].1.write(d)?;
-        }
-        Ok(())
-    }
-
-    /// Gives every file its name; returns them in the order they were started.
-    pub fn commit(self) -> io::Result<Vec<PathBuf>> {
-        self.files
-            .into_iter()
-            .map(|(_, out)| out.commit())
-            .collect()
-    }
 }
 
 /// Dispatches handed between threads together, with whether every dispatch so far, these
