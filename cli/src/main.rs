@@ -8,6 +8,7 @@
 //! reported as one line with exit code 2.
 
 mod avail;
+mod blocks;
 mod costs;
 mod gpus;
 mod layout;
@@ -220,10 +221,27 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         }
     }
 
-    let jobs = inputs::collect_jobs(args)?;
+    let mut jobs = inputs::collect_jobs(args)?;
+    // Resolved before anything runs: a bad id is refused with the other input errors.
+    let blocks = match args.block.is_empty() {
+        true => None,
+        false => {
+            let archs = architectures(args, &sim)?;
+            let (_, gpus) = detect_gpus(&sim)?;
+            let blocks = blocks::resolve(&args.block, &archs, &gpus)?;
+            jobs.push(blocks.job(inputs::cli_settings(args)?));
+            // Kernel replay where it applies, unless a replay mode was asked for.
+            if jobs.iter().all(|j| j.settings.replay_mode.is_none()) {
+                for job in &mut jobs {
+                    job.settings.replay_mode = Some(args::ReplayMode::Auto);
+                }
+            }
+            Some(blocks)
+        }
+    };
     if jobs.is_empty() {
         return Err(CliError::input(
-            "nothing to collect: give --pmc COUNTER..., -i FILE or --kernel-trace",
+            "nothing to collect: give --pmc COUNTER..., -i FILE, --block ID... or --kernel-trace",
         ));
     }
     check_against_gpus(args, &sim, &jobs)?;
@@ -301,6 +319,7 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         finishing: finishing.as_ref().map(|f| &f.saved),
         agent_index: args.agent_index,
         layout: run::destination::PassLayout::of_input(args.input.as_deref(), !args.pmc.is_empty()),
+        blocks: blocks.as_ref(),
     };
     let mut destinations = profiles
         .iter()
