@@ -8,6 +8,7 @@ use rtl_pmc_cli::rocprof_compute::rocprof_compute_input_files;
 
 use crate::error::CliError;
 use crate::gpus::Gpu;
+use crate::planning::ArchCatalog;
 
 /// What `--block` asks for, per the architectures it was resolved on.
 #[derive(Debug, Clone)]
@@ -20,6 +21,10 @@ pub struct Blocks {
     pub input_files: Vec<Vec<String>>,
     /// L2 channels per XCD, for `sysinfo.csv`.
     pub l2_channels_per_xcd: u32,
+    /// The XCDs of each architecture's GPU, for its channel counters.
+    pub xcds: Vec<(String, u32)>,
+    /// What was left out, one line per architecture.
+    pub left_out: Vec<String>,
     /// The GPU model rocprof-compute names the workload directory after (`MI300X`).
     pub gpu_model: String,
 }
@@ -55,9 +60,10 @@ impl Blocks {
     }
 }
 
-/// Resolves `ids` on each architecture of `archs` (the GPUs `gpus` give each one's XCDs):
-/// every id must name a panel on every one of them.
-pub fn resolve(ids: &[String], archs: &[String], gpus: &[Gpu]) -> Result<Blocks, CliError> {
+/// Resolves `ids` on the architecture of each of `catalogs` (the GPUs `gpus` give each one's
+/// XCDs): every id must name a panel on every one of them. Counters the panels name that an
+/// architecture does not have are left out, each architecture's named in [`Blocks::left_out`].
+pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result<Blocks, CliError> {
     let parsed = ids
         .iter()
         .map(|id| BlockId::parse(id).map_err(|e| CliError::input(format!("--block: {e}"))))
@@ -66,7 +72,11 @@ pub fn resolve(ids: &[String], archs: &[String], gpus: &[Gpu]) -> Result<Blocks,
     let mut levels: Vec<String> = Vec::new();
     let mut channels = 0;
     let mut gpu_model = String::new();
-    for arch in archs {
+    let mut xcds = Vec::new();
+    let mut left_out = Vec::new();
+    for catalog in catalogs {
+        let catalog = &catalog.catalog;
+        let arch = catalog.arch();
         let set = panels::load(arch).map_err(|e| CliError::input(format!("--block: {e}")))?;
         let l2 = l2_channels_per_xcd(arch).ok_or_else(|| {
             CliError::input(format!("--block: rocprof-compute has no panels for {arch}"))
@@ -81,21 +91,42 @@ pub fn resolve(ids: &[String], archs: &[String], gpus: &[Gpu]) -> Result<Blocks,
         };
         channels = l2;
         gpu_model = gpu_model_of(arch).unwrap_or(arch).to_string();
+        xcds.push((arch.to_string(), num_xcd));
         let layout = CounterLayout {
             num_xcd,
             l2_channels_per_xcd: l2,
         };
         let needs = panels::counters_for_blocks(set, &parsed, &layout)
             .map_err(|e| CliError::input(format!("--block: {e}")))?;
-        for name in needs.counters {
-            if !counters.contains(&name) {
-                counters.push(name);
+        let known = |name: &str| {
+            catalog
+                .counter(name.split('[').next().unwrap_or(name))
+                .is_some()
+        };
+        let mut missing: Vec<&str> = Vec::new();
+        for name in &needs.counters {
+            if !known(name) {
+                let base = name.split('[').next().unwrap_or(name);
+                if !missing.contains(&base) {
+                    missing.push(base);
+                }
+            } else if !counters.contains(name) {
+                counters.push(name.clone());
             }
         }
-        for level in needs.levels {
-            if !levels.contains(&level.level) {
-                levels.push(level.level);
+        for level in &needs.levels {
+            if !known(&level.level) {
+                missing.push(&level.level);
+            } else if !levels.contains(&level.level) {
+                levels.push(level.level.clone());
             }
+        }
+        if !missing.is_empty() {
+            left_out.push(format!(
+                "--block {}: {arch} has no {}; the panels' metrics that use them are left empty",
+                ids.join(","),
+                missing.join(", ")
+            ));
         }
     }
     let input_files = rocprof_compute_input_files(counters.iter().map(String::as_str), &levels)
@@ -109,6 +140,8 @@ pub fn resolve(ids: &[String], archs: &[String], gpus: &[Gpu]) -> Result<Blocks,
         counters,
         input_files,
         l2_channels_per_xcd: channels,
+        xcds,
         gpu_model,
+        left_out,
     })
 }

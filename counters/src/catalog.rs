@@ -415,6 +415,70 @@ impl Catalog {
         Ok(true)
     }
 
+    /// Defines `NAME[i]` as rocprof-compute's definitions of a GPU with `xcds` XCDs do: channel
+    /// `i` counted across the XCDs, `i / channels` its XCD and `i % channels` its instance there
+    /// (rocprof's own form, [`Catalog::add_rocprof_form`], with one XCD). Returns whether it
+    /// added `name`; an index beyond the GPU's channels is [`Error::Expression`].
+    pub fn add_channel_counter(&mut self, name: &str, xcds: u32) -> Result<bool, Error> {
+        let parsed = name
+            .strip_suffix(']')
+            .and_then(|n| n.split_once('['))
+            .and_then(|(base, i)| Some((base, i.parse::<u64>().ok()?)));
+        let Some((base, index)) = parsed.filter(|_| xcds > 1) else {
+            return self.add_rocprof_form(name);
+        };
+        let Some(def) = self.counter(base) else {
+            return Ok(false);
+        };
+        if self.counter(name).is_some() {
+            return Ok(false);
+        }
+        let instances = self
+            .hardware_events(base)?
+            .iter()
+            .filter_map(|e| self.block(&e.block))
+            .map(|b| u64::from(b.instances_per_xcc))
+            .max()
+            .unwrap_or(1);
+        if index >= instances * u64::from(xcds) {
+            return Err(Error::Expression {
+                counter: name.to_string(),
+                message: format!(
+                    "{base} has channels 0-{} on {} with {xcds} XCDs",
+                    instances * u64::from(xcds) - 1,
+                    self.arch
+                ),
+            });
+        }
+        let (xcd, channel) = (index / instances, index % instances);
+        let kind = CounterKind::Derived {
+            expression: format!(
+                "select({base},[DIMENSION_XCC=[{xcd}], DIMENSION_INSTANCE=[{channel}]])"
+            ),
+        };
+        let description = format!(
+            "{base} on XCD {xcd}, instance {channel}: {}",
+            def.description
+        );
+        let def = CounterDef::new(
+            name.to_string(),
+            description,
+            None,
+            kind,
+            Origin::RocprofForm,
+        );
+        let before = self.len();
+        self.push(def).map_err(|message| Error::Expression {
+            counter: name.to_string(),
+            message,
+        })?;
+        if let Err(e) = self.hardware_events(name) {
+            self.truncate(before);
+            return Err(e);
+        }
+        Ok(true)
+    }
+
     /// Every block, by aqlprofile block id.
     pub fn blocks(&self) -> impl Iterator<Item = &Block> {
         self.blocks.iter()
