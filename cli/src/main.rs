@@ -251,7 +251,7 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
     };
     if jobs.is_empty() {
         return Err(CliError::input(
-            "nothing to collect: give --pmc COUNTER..., -i FILE, --block ID... or --kernel-trace",
+            "nothing to collect: give --pmc COUNTER..., -i FILE or --kernel-trace",
         ));
     }
     check_against_gpus(args, &sim, &jobs)?;
