@@ -92,7 +92,7 @@ fn profile_blocks(
 }
 
 /// The ground-truth line of the execution that started at `start` and ended at `end`.
-fn truth_at<'a>(truth: &'a [serde_json::Value], start: u64, end: u64) -> &'a serde_json::Value {
+fn truth_at(truth: &[serde_json::Value], start: u64, end: u64) -> &serde_json::Value {
     let found: Vec<&serde_json::Value> = truth
         .iter()
         .filter(|t| t["start"] == start && t["end"] == end)

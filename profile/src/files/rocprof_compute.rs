@@ -359,7 +359,6 @@ fn sysinfo_text(agent: &Agent, info: &WorkloadInfo) -> io::Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::files::atomic::AtomicFile;
     use crate::model::Counter;
 
     fn counter(name: &str, total: f64) -> Counter {
