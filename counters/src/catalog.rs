@@ -357,13 +357,7 @@ impl Catalog {
             let Some(def) = self.counter(base) else {
                 return Ok(false);
             };
-            let instances = self
-                .hardware_events(base)?
-                .iter()
-                .filter_map(|e| self.block(&e.block))
-                .map(|b| b.instances_per_xcc)
-                .max()
-                .unwrap_or(1);
+            let instances = self.instances_per_xcc(base)?;
             let index: u64 = index.parse().unwrap_or(u64::MAX);
             if index >= u64::from(instances) {
                 return Err(Error::Expression {
@@ -395,6 +389,17 @@ impl Catalog {
                 format!("{base} accumulated over the kernel's cycles ({resolution})"),
             )
         };
+        self.add_form(name, expression, description)
+    }
+
+    /// Adds derived counter `name` (`expression`) as one of rocprof's forms, unless it does not
+    /// resolve to hardware events.
+    fn add_form(
+        &mut self,
+        name: &str,
+        expression: String,
+        description: String,
+    ) -> Result<bool, Error> {
         let kind = CounterKind::Derived { expression };
         let def = CounterDef::new(
             name.to_string(),
@@ -415,6 +420,17 @@ impl Catalog {
         Ok(true)
     }
 
+    /// Instances per XCC of the blocks counter `base` counts in.
+    fn instances_per_xcc(&self, base: &str) -> Result<u32, Error> {
+        Ok(self
+            .hardware_events(base)?
+            .iter()
+            .filter_map(|e| self.block(&e.block))
+            .map(|b| b.instances_per_xcc)
+            .max()
+            .unwrap_or(1))
+    }
+
     /// Defines `NAME[i]` as rocprof-compute's definitions of a GPU with `xcds` XCDs do: channel
     /// `i` counted across the XCDs, `i / channels` its XCD and `i % channels` its instance there
     /// (rocprof's own form, [`Catalog::add_rocprof_form`], with one XCD). Returns whether it
@@ -433,13 +449,7 @@ impl Catalog {
         if self.counter(name).is_some() {
             return Ok(false);
         }
-        let instances = self
-            .hardware_events(base)?
-            .iter()
-            .filter_map(|e| self.block(&e.block))
-            .map(|b| u64::from(b.instances_per_xcc))
-            .max()
-            .unwrap_or(1);
+        let instances = u64::from(self.instances_per_xcc(base)?);
         if index >= instances * u64::from(xcds) {
             return Err(Error::Expression {
                 counter: name.to_string(),
@@ -451,32 +461,13 @@ impl Catalog {
             });
         }
         let (xcd, channel) = (index / instances, index % instances);
-        let kind = CounterKind::Derived {
-            expression: format!(
-                "select({base},[DIMENSION_XCC=[{xcd}], DIMENSION_INSTANCE=[{channel}]])"
-            ),
-        };
+        let expression =
+            format!("select({base},[DIMENSION_XCC=[{xcd}], DIMENSION_INSTANCE=[{channel}]])");
         let description = format!(
             "{base} on XCD {xcd}, instance {channel}: {}",
             def.description
         );
-        let def = CounterDef::new(
-            name.to_string(),
-            description,
-            None,
-            kind,
-            Origin::RocprofForm,
-        );
-        let before = self.len();
-        self.push(def).map_err(|message| Error::Expression {
-            counter: name.to_string(),
-            message,
-        })?;
-        if let Err(e) = self.hardware_events(name) {
-            self.truncate(before);
-            return Err(e);
-        }
-        Ok(true)
+        self.add_form(name, expression, description)
     }
 
     /// Every block, by aqlprofile block id.
