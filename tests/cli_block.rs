@@ -322,3 +322,30 @@ fn one_run_equals_one_run_per_rocprof_compute_input_file() {
     }
     assert!(compared > 4 * 50, "{compared}");
 }
+
+#[test]
+fn every_counter_of_the_workload_is_the_ground_truth_on_gfx90a() {
+    let (_, workload, truth, _) = profile_blocks("block-gfx90a", "gfx90a", "MI200", "2,18");
+    assert_workload_is_truth(&workload, &truth);
+    // One XCD: the channel counters are rocprof's own form.
+    let header = std::fs::read_to_string(workload.join("pmc_perf.csv")).unwrap();
+    assert!(header.lines().next().unwrap().contains(",TCC_HIT[31],"));
+}
+
+#[test]
+fn block_all_with_plan_shows_the_passes_and_what_the_architecture_lacks() {
+    let dir = scratch("block-plan");
+    let out = rtl_pmc(&dir, "gfx942", &["--block", "all", "--plan"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(stderr(&out).starts_with(
+        "rtl-pmc: warning: --block all: gfx942 has no SQ_VMEM_TA_ADDR_FIFO_FULL, SQ_VMEM_TA_CMD_FIFO_FULL, SQ_VMEM_WR_TA_DATA_FIFO_FULL, SQC_DCACHE_INFLIGHT_LEVEL; the panels' metrics that use them are left empty\n"
+    ), "{}", stderr(&out));
+    let plan = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert_eq!(plan.lines().filter(|l| l.starts_with("pass ")).count(), 12);
+    assert!(plan.contains("\npasses: 12 (lower bound: 12)\n"), "{plan}");
+    assert!(plan.contains("\nreplay mode auto: kernel replay: 1 run of the application, 12 passes per selected dispatch"), "{plan}");
+    assert!(
+        !dir.join("truth.jsonl").exists(),
+        "the application did not run"
+    );
+}
