@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{artifact, read_table, scratch, sim_env};
+use common::{artifact, read_table, samples, scratch, sim_env, total};
 
 /// Columns of `pmc_perf.csv` that are not counters.
 const NOT_COUNTERS: [&str; 15] = [
@@ -105,23 +105,13 @@ fn truth_at(truth: &[serde_json::Value], start: u64, end: u64) -> &serde_json::V
     found[0]
 }
 
-fn samples(t: &serde_json::Value, name: &str) -> Vec<u64> {
-    t["counters"][name]
-        .as_array()
-        .unwrap_or_else(|| panic!("no truth for {name}"))
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect()
-}
-
 /// A `pmc_perf.csv` counter's true value: `X[i]` channel `i` across the XCDs (XCD-major, as
 /// rocprof-compute numbers them), `X_sum` and basic counters summed over their samples.
 fn truth_value(t: &serde_json::Value, counter: &str) -> f64 {
     if let Some((base, index)) = counter.strip_suffix(']').and_then(|c| c.split_once('[')) {
         return samples(t, base)[index.parse::<usize>().unwrap()] as f64;
     }
-    let base = counter.strip_suffix("_sum").unwrap_or(counter);
-    samples(t, base).iter().sum::<u64>() as f64
+    total(t, counter.strip_suffix("_sum").unwrap_or(counter)) as f64
 }
 
 fn number(text: &str) -> f64 {
@@ -168,7 +158,7 @@ fn assert_workload_is_truth(workload: &Path, truth: &[serde_json::Value]) -> usi
                 number(&row["End_Timestamp"]) as u64,
             );
             assert_eq!(number(&row[&level]), truth_value(t, &level), "{level}");
-            let accumulated: u64 = samples(t, &format!("{level}:HIGH_RES")).iter().sum();
+            let accumulated = total(t, &format!("{level}:HIGH_RES"));
             assert_eq!(number(&row["SQ_ACCUM_PREV_HIRES"]), accumulated as f64);
             compared += 2;
         }
