@@ -957,6 +957,18 @@ fn read_rocprof_compute(dir: &Path) -> Result<Workload, CliError> {
 
 /// Figures a GPU's KFD properties do not give, per architecture, as rocprof-compute's system
 /// information reports them for a real GPU of that architecture.
+/// L2 channels (TCC instances) per XCD of architecture `arch`, if known.
+pub fn l2_channels_per_xcd(arch: &str) -> Option<u32> {
+    let (_, figures) = architecture_figures(arch)?;
+    let (_, channels) = figures.iter().find(|(n, _)| *n == "l2_channels_per_xcd")?;
+    Some(*channels as u32)
+}
+
+/// The GPU model rocprof-compute knows architecture `arch` by (`MI300X`), if known.
+pub fn gpu_model_of(arch: &str) -> Option<&'static str> {
+    architecture_figures(arch).map(|(model, _)| model)
+}
+
 fn architecture_figures(arch: &str) -> Option<(&'static str, [(&'static str, f64); 6])> {
     match arch {
         "gfx90a" => Some((

@@ -176,6 +176,11 @@ pub struct Args {
     #[arg(long)]
     pub plan: bool,
 
+    /// Collect the counters of rocprof-compute's panels (section `2`, table `2.1`, metric
+    /// `2.1.0`, or `all`) and write them as a rocprof-compute workload directory too.
+    #[arg(long, value_name = "ID", num_args = 1.., value_delimiter = ',')]
+    pub block: Vec<String>,
+
     /// Plan for this GPU architecture (e.g. gfx942) instead of the GPUs present.
     #[arg(long, value_name = "gfxNNN")]
     pub arch: Option<String>,

@@ -191,7 +191,7 @@ fn contradicting_names(at: &str) -> CliError {
 }
 
 /// The settings given on the command line, checked.
-fn cli_settings(args: &Args) -> Result<Settings, CliError> {
+pub fn cli_settings(args: &Args) -> Result<Settings, CliError> {
     if args.truncate_kernels && args.mangled_kernels {
         return Err(contradicting_names(
             "--truncate-kernels and --mangled-kernels",

@@ -13,4 +13,5 @@ pub mod args;
 pub mod error;
 pub mod filters;
 pub mod inputs;
+pub mod rocprof_compute;
 pub mod unsupported;

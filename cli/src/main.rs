@@ -8,6 +8,7 @@
 //! reported as one line with exit code 2.
 
 mod avail;
+mod blocks;
 mod costs;
 mod gpus;
 mod layout;
@@ -220,7 +221,34 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         }
     }
 
-    let jobs = inputs::collect_jobs(args)?;
+    let mut jobs = inputs::collect_jobs(args)?;
+    let extra = extra_files(args)?;
+    let mut catalogs = match jobs.is_empty() && args.block.is_empty() {
+        true => Vec::new(),
+        false => architectures(args, &sim)?
+            .iter()
+            .map(|arch| ArchCatalog::load(arch, &extra))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    // Resolved before anything runs: a bad id is refused with the other input errors.
+    let blocks = match args.block.is_empty() {
+        true => None,
+        false => {
+            let (_, gpus) = detect_gpus(&sim)?;
+            let blocks = blocks::resolve(&args.block, &catalogs, &gpus)?;
+            for note in &blocks.left_out {
+                eprintln!("rtl-pmc: warning: {note}");
+            }
+            jobs.push(blocks.job(inputs::cli_settings(args)?));
+            // Kernel replay where it applies, unless a replay mode was asked for.
+            if jobs.iter().all(|j| j.settings.replay_mode.is_none()) {
+                for job in &mut jobs {
+                    job.settings.replay_mode = Some(args::ReplayMode::Auto);
+                }
+            }
+            Some(blocks)
+        }
+    };
     if jobs.is_empty() {
         return Err(CliError::input(
             "nothing to collect: give --pmc COUNTER..., -i FILE or --kernel-trace",
@@ -232,12 +260,15 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         .iter()
         .find_map(|j| j.settings.log_level)
         .unwrap_or_default();
-    let extra = extra_files(args)?;
-    let mut catalogs = architectures(args, &sim)?
-        .iter()
-        .map(|arch| ArchCatalog::load(arch, &extra))
-        .collect::<Result<Vec<_>, _>>()?;
     for catalog in &mut catalogs {
+        if let Some(blocks) = &blocks {
+            let xcds = blocks
+                .xcds
+                .iter()
+                .find(|(arch, _)| arch == catalog.catalog.arch())
+                .map_or(1, |(_, n)| *n);
+            catalog.add_channel_counters(&blocks.counters, xcds)?;
+        }
         catalog.add_rocprof_forms(&jobs)?;
     }
     let options = PlanOptions {
@@ -301,6 +332,7 @@ fn run_cli(args: &Args, finishing: Option<Finishing>) -> Result<i32, CliError> {
         finishing: finishing.as_ref().map(|f| &f.saved),
         agent_index: args.agent_index,
         layout: run::destination::PassLayout::of_input(args.input.as_deref(), !args.pmc.is_empty()),
+        blocks: blocks.as_ref(),
     };
     let mut destinations = profiles
         .iter()

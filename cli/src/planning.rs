@@ -60,6 +60,17 @@ impl ArchCatalog {
         Ok(())
     }
 
+    /// Defines the channel counters (`TCC_HIT[17]`) of `names` as rocprof-compute does on a
+    /// GPU with `xcds` XCDs; an error names the flag.
+    pub fn add_channel_counters(&mut self, names: &[String], xcds: u32) -> Result<(), CliError> {
+        for name in names.iter().filter(|n| n.ends_with(']')) {
+            self.catalog
+                .add_channel_counter(name, xcds)
+                .map_err(|e| CliError::input(format!("--block: {e}")))?;
+        }
+        Ok(())
+    }
+
     /// The built-in catalog of `arch` plus the `-E` files, in order.
     pub fn load(arch: &str, extra_files: &[impl AsRef<Path>]) -> Result<ArchCatalog, CliError> {
         let mut catalog = Catalog::builtin(arch).map_err(|e| CliError::input(e.to_string()))?;

@@ -13,6 +13,7 @@ pub mod destination;
 pub mod paths;
 pub mod progress;
 pub mod unfinished;
+mod workload;
 pub mod zeros;
 
 use std::collections::HashMap;
@@ -93,6 +94,9 @@ pub struct RunOptions<'a> {
     pub agent_index: rtl_pmc_cli::args::AgentIndex,
     /// How pass directories and per-process files are named.
     pub layout: destination::PassLayout,
+    /// `--block`: the panels whose counters are collected, written as a rocprof-compute
+    /// workload directory too.
+    pub blocks: Option<&'a crate::blocks::Blocks>,
 }
 
 impl RunOptions<'_> {
@@ -828,6 +832,16 @@ pub fn run(
         true => Some(crate::report::Report::build(&db, &estimates).map_err(output_error)?),
         false => None,
     };
+    if let Some(blocks) = options.blocks {
+        let runs = match replay {
+            Replay::Kernel { .. } => 1,
+            Replay::Application => plan.runs.len(),
+        };
+        summary.push_str(&blocks.runs_line(runs));
+        if workload::write(&db, &directory, options.app, blocks)?.is_some() {
+            written.push(directory.join("workloads"));
+        }
+    }
     // The merged files are read from the database while its commit writes rocpd's tables.
     let (db_path, merged) = db
         .commit_while(formats.rocpd, |db| {

@@ -357,13 +357,7 @@ impl Catalog {
             let Some(def) = self.counter(base) else {
                 return Ok(false);
             };
-            let instances = self
-                .hardware_events(base)?
-                .iter()
-                .filter_map(|e| self.block(&e.block))
-                .map(|b| b.instances_per_xcc)
-                .max()
-                .unwrap_or(1);
+            let instances = self.instances_per_xcc(base)?;
             let index: u64 = index.parse().unwrap_or(u64::MAX);
             if index >= u64::from(instances) {
                 return Err(Error::Expression {
@@ -395,6 +389,17 @@ impl Catalog {
                 format!("{base} accumulated over the kernel's cycles ({resolution})"),
             )
         };
+        self.add_form(name, expression, description)
+    }
+
+    /// Adds derived counter `name` (`expression`) as one of rocprof's forms, unless it does not
+    /// resolve to hardware events.
+    fn add_form(
+        &mut self,
+        name: &str,
+        expression: String,
+        description: String,
+    ) -> Result<bool, Error> {
         let kind = CounterKind::Derived { expression };
         let def = CounterDef::new(
             name.to_string(),
@@ -413,6 +418,56 @@ impl Catalog {
             return Err(e);
         }
         Ok(true)
+    }
+
+    /// Instances per XCC of the blocks counter `base` counts in.
+    fn instances_per_xcc(&self, base: &str) -> Result<u32, Error> {
+        Ok(self
+            .hardware_events(base)?
+            .iter()
+            .filter_map(|e| self.block(&e.block))
+            .map(|b| b.instances_per_xcc)
+            .max()
+            .unwrap_or(1))
+    }
+
+    /// Defines `NAME[i]` as rocprof-compute's definitions of a GPU with `xcds` XCDs do: channel
+    /// `i` counted across the XCDs, `i / channels` its XCD and `i % channels` its instance there
+    /// (rocprof's own form, [`Catalog::add_rocprof_form`], with one XCD). Returns whether it
+    /// added `name`; an index beyond the GPU's channels is [`Error::Expression`].
+    pub fn add_channel_counter(&mut self, name: &str, xcds: u32) -> Result<bool, Error> {
+        let parsed = name
+            .strip_suffix(']')
+            .and_then(|n| n.split_once('['))
+            .and_then(|(base, i)| Some((base, i.parse::<u64>().ok()?)));
+        let Some((base, index)) = parsed.filter(|_| xcds > 1) else {
+            return self.add_rocprof_form(name);
+        };
+        let Some(def) = self.counter(base) else {
+            return Ok(false);
+        };
+        if self.counter(name).is_some() {
+            return Ok(false);
+        }
+        let instances = u64::from(self.instances_per_xcc(base)?);
+        if index >= instances * u64::from(xcds) {
+            return Err(Error::Expression {
+                counter: name.to_string(),
+                message: format!(
+                    "{base} has channels 0-{} on {} with {xcds} XCDs",
+                    instances * u64::from(xcds) - 1,
+                    self.arch
+                ),
+            });
+        }
+        let (xcd, channel) = (index / instances, index % instances);
+        let expression =
+            format!("select({base},[DIMENSION_XCC=[{xcd}], DIMENSION_INSTANCE=[{channel}]])");
+        let description = format!(
+            "{base} on XCD {xcd}, instance {channel}: {}",
+            def.description
+        );
+        self.add_form(name, expression, description)
     }
 
     /// Every block, by aqlprofile block id.

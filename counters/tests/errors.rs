@@ -367,3 +367,39 @@ fn rocprof_forms_name_counters_of_the_catalog() {
     );
     assert_eq!(catalog.len(), before);
 }
+
+#[test]
+fn rocprof_compute_channel_counters_count_channels_across_xcds() {
+    let mut catalog = Catalog::builtin("gfx942").unwrap();
+    let builtins = catalog.len();
+    assert!(!catalog.add_channel_counter("NOPE[3]", 8).unwrap());
+    assert!(catalog.add_channel_counter("TCC_HIT[17]", 8).unwrap());
+    assert!(catalog.add_channel_counter("TCC_HIT[127]", 8).unwrap());
+    // One XCD: rocprof's own form.
+    assert!(catalog.add_channel_counter("TCC_MISS[3]", 1).unwrap());
+    assert_eq!(catalog.len(), builtins + 3);
+    let expression = |name: &str| match &catalog.counter(name).unwrap().kind {
+        rtl_pmc_counters::CounterKind::Derived { expression } => expression.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        expression("TCC_HIT[17]"),
+        "select(TCC_HIT,[DIMENSION_XCC=[1], DIMENSION_INSTANCE=[1]])"
+    );
+    assert_eq!(
+        expression("TCC_HIT[127]"),
+        "select(TCC_HIT,[DIMENSION_XCC=[7], DIMENSION_INSTANCE=[15]])"
+    );
+    assert_eq!(
+        expression("TCC_MISS[3]"),
+        "select(TCC_MISS,[DIMENSION_INSTANCE=[3]])"
+    );
+    assert_eq!(
+        catalog
+            .add_channel_counter("TCC_HIT[128]", 8)
+            .unwrap_err()
+            .to_string(),
+        "counter 'TCC_HIT[128]': TCC_HIT has channels 0-127 on gfx942 with 8 XCDs"
+    );
+    assert_eq!(catalog.len(), builtins + 3);
+}

@@ -336,10 +336,15 @@ pub fn assert_success(output: &Output) {
 
 /// The sum over its samples of `counter` in ground-truth line `t`.
 pub fn total(t: &serde_json::Value, counter: &str) -> u64 {
+    samples(t, counter).iter().sum()
+}
+
+/// The samples of `counter` in ground-truth line `t`, one per instance.
+pub fn samples(t: &serde_json::Value, counter: &str) -> Vec<u64> {
     t["counters"][counter]
         .as_array()
         .unwrap_or_else(|| panic!("no {counter} in {t}"))
         .iter()
         .map(|v| v.as_u64().unwrap())
-        .sum()
+        .collect()
 }

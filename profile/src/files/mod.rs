@@ -7,6 +7,7 @@ pub mod atomic;
 pub mod csv;
 pub mod json;
 pub mod perfetto;
+pub mod rocprof_compute;
 pub mod summary;
 
 use std::io;
