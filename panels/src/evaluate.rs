@@ -631,6 +631,20 @@ fn map2<'a>(a: Val<'_>, b: Val<'_>, f: impl Fn(f64, f64) -> f64) -> Val<'a> {
             // value past its end.
             let n = s.len().max(t.len());
             let at = |v: &[f64], i: usize| v.get(i).copied().unwrap_or(f64::NAN);
+            if s.len() == t.len() {
+                // Series of one length (the usual case): element by element, no bounds to test.
+                return match (s, t) {
+                    (Cow::Owned(mut s), t) => {
+                        s.iter_mut().zip(t.iter()).for_each(|(x, &y)| *x = f(*x, y));
+                        owned(s)
+                    }
+                    (s, Cow::Owned(mut t)) => {
+                        t.iter_mut().zip(s.iter()).for_each(|(y, &x)| *y = f(x, *y));
+                        owned(t)
+                    }
+                    (s, t) => owned(s.iter().zip(t.iter()).map(|(&x, &y)| f(x, y)).collect()),
+                };
+            }
             match (s, t) {
                 (Cow::Owned(mut s), t) => {
                     s.resize(n, f64::NAN);
@@ -669,6 +683,17 @@ fn where3<'a>(c: Val<'a>, t: Val<'a>, f: Val<'a>) -> Val<'a> {
                 Val::Scalar(x) => *x,
                 Val::Series(s) => s.get(i).copied().unwrap_or(f64::NAN),
             };
+            if let (Val::Series(cs), Val::Series(ts), Val::Scalar(f)) = (&c, &t, &f) {
+                // `if(condition, series, constant)` over series of one length (the usual case).
+                if cs.len() == n && ts.len() == n {
+                    return owned(
+                        cs.iter()
+                            .zip(ts.iter())
+                            .map(|(&c, &t)| pick(c, t, *f))
+                            .collect(),
+                    );
+                }
+            }
             owned(
                 (0..n)
                     .map(|i| pick(at(&c, i), at(&t, i), at(&f, i)))
