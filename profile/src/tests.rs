@@ -1207,6 +1207,12 @@ fn databases_of_another_layout_are_refused_by_name() {
              profile again with this one to merge",
         ),
         (
+            "extdata.db",
+            "CREATE TABLE e(id, extdata); CREATE VIEW rtl_pmc_value AS SELECT id FROM e",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
             "other.db",
             "CREATE TABLE t(x)",
             "not an rtl-pmc database (it has no rtl_pmc_value)",
