@@ -80,12 +80,22 @@ impl Leftovers {
         }
     }
 
-    /// Returns the signals and packet sets to their pools.
+    /// Returns the signals and packet sets to their pools, and has each GPU make the spare sets
+    /// its pools lack.
     fn give_back(&mut self, signals: &SignalPool) {
         signals.give_all(&mut self.signals);
         for (gpu, sets) in &mut self.sets {
+            gpu.give_back_all(sets);
+        }
+    }
+
+    /// Returns the packet sets read so far to their pools, before an application's signal is
+    /// completed: the dispatches it submits once it sees that signal find them ready instead
+    /// of making sets while the worker still holds them.
+    fn return_sets(&mut self) {
+        for (gpu, sets) in &mut self.sets {
             if !sets.is_empty() {
-                gpu.give_back_all(sets);
+                gpu.return_all(sets);
             }
         }
     }
@@ -1092,6 +1102,9 @@ impl Completion {
                 None => {
                     files.write(&named);
                     left.keep_values(named.record.counters);
+                    if p.app_signal.handle != 0 {
+                        left.return_sets();
+                    }
                     self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
                 }
             }

@@ -935,19 +935,13 @@ impl GpuCounters {
 
     /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
     /// lock, leaving `sets` empty.
+    /// Then makes the spare sets the dispatch path found missing, and those that keep each
+    /// group's pool at [`LOW_WATER`].
     #[allow(clippy::vec_box)]
     pub fn give_back_all(&self, sets: &mut Vec<Box<PacketSet>>) {
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        if pools.closed {
-            drop(pools);
-            return sets.drain(..).for_each(|set| self.release(set));
-        }
-        for set in sets.drain(..) {
-            while pools.ready.len() <= set.group {
-                pools.ready.push(Vec::new());
-            }
-            pools.ready[set.group].push(set);
-        }
+        let Some(mut pools) = self.put_back(sets) else {
+            return;
+        };
         let mut short = std::mem::take(&mut pools.short);
         short.resize(self.groups.len(), 0);
         for (group, n) in short.iter_mut().enumerate() {
@@ -956,6 +950,33 @@ impl GpuCounters {
         }
         drop(pools);
         self.make_spares(short);
+    }
+
+    /// Returns packet sets whose values were read, under one lock, leaving `sets` empty, and
+    /// makes no spares: the worker returns a round's sets this way before it completes an
+    /// application's signal, so that the dispatches the application submits next find them.
+    #[allow(clippy::vec_box)]
+    pub fn return_all(&self, sets: &mut Vec<Box<PacketSet>>) {
+        drop(self.put_back(sets));
+    }
+
+    /// Puts `sets` into their pools; the pools, still locked, unless closed (the sets are
+    /// deleted then).
+    #[allow(clippy::vec_box)]
+    fn put_back(&self, sets: &mut Vec<Box<PacketSet>>) -> Option<std::sync::MutexGuard<'_, Pools>> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if pools.closed {
+            drop(pools);
+            sets.drain(..).for_each(|set| self.release(set));
+            return None;
+        }
+        for set in sets.drain(..) {
+            while pools.ready.len() <= set.group {
+                pools.ready.push(Vec::new());
+            }
+            pools.ready[set.group].push(set);
+        }
+        Some(pools)
     }
 
     /// Makes `short[g]` more sets of each group `g` (at most [`SPARES_PER_ROUND`]) for the pool.
