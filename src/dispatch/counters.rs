@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::agents::{Agents, Gpu};
+use super::rewrite::{CounterPackets, CounterTemplate};
 use super::runtime::Hsa;
 use crate::hsa::*;
 use crate::passes::plan_file::PlanEvent;
@@ -518,6 +519,25 @@ pub struct PacketSet {
     owner: Owner,
     /// Which group of the GPU it programs.
     pub group: usize,
+    /// The packets of a dispatch counted with it, built once.
+    pub template: CounterTemplate,
+}
+
+impl PacketSet {
+    /// aqlprofile's packets.
+    pub fn packets(&self) -> CounterPackets {
+        CounterPackets {
+            start: self.start,
+            read: self.read,
+            stop: self.stop,
+        }
+    }
+
+    /// The set with its template built from its packets.
+    fn templated(mut self) -> PacketSet {
+        self.template = CounterTemplate::new(&self.packets());
+        self
+    }
 }
 
 enum Owner {
@@ -789,13 +809,15 @@ impl GpuCounters {
                 .store(true, Ordering::SeqCst);
             return Err(self.error("aqlprofile_pmc_create_packets", status));
         }
-        Ok(PacketSet {
+        let set = PacketSet {
             start: packets.start_packet,
             read: Some(packets.read_packet),
             stop: packets.stop_packet,
             owner: Owner::V2(handle),
             group,
-        })
+            template: CounterTemplate::default(),
+        };
+        Ok(set.templated())
     }
 
     fn create_legacy(
@@ -843,6 +865,7 @@ impl GpuCounters {
             stop: hsa_ext_amd_aql_pm4_packet_t::default(),
             owner: Owner::Legacy { profile, events },
             group,
+            template: CounterTemplate::default(),
         };
         let Owner::Legacy { profile, events } = &mut set.owner else {
             unreachable!("just built as legacy");
@@ -869,7 +892,7 @@ impl GpuCounters {
                 set.read = Some(packet);
             }
         }
-        Ok(set)
+        Ok(set.templated())
     }
 
     /// Frees the buffers of a packet set that the legacy library owns no part of.
