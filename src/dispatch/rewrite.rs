@@ -476,6 +476,65 @@ mod tests {
     }
 
     #[test]
+    fn a_set_template_is_refilled_per_dispatch_and_written_as_it_is_unless_it_waits() {
+        let packets = CounterPackets {
+            start: pm4_body(1),
+            read: Some(pm4_body(2)),
+            stop: pm4_body(3),
+        };
+        let mut template = CounterTemplate::new(&packets);
+        let w = |done: u64| Wrapping {
+            kernel_signal: sig(0xB0B),
+            counters: Some((packets, sig(done), [sig(0); 2])),
+        };
+        for (done, grid) in [(0xD0E, 1024), (0xD1E, 2048)] {
+            let mut k = kernel();
+            k.grid_size_x = grid;
+            let mut out = Vec::new();
+            let filled = template.fill(&k, sig(0xB0B), sig(done)).to_vec();
+            let mut expected = Vec::new();
+            wrap(&k, &w(done), &mut expected);
+            assert_eq!(filled.len(), 4);
+            let dwords = |p: &[AqlPacket]| p.iter().map(|p| p.dwords).collect::<Vec<_>>();
+            assert_eq!(dwords(&filled), dwords(&expected));
+            // SAFETY: a kernel dispatch packet in the kernel's slot.
+            let written: hsa_kernel_dispatch_packet_t = unsafe { filled[1].cast() };
+            assert_eq!(
+                (written.grid_size_x, filled[3].completion_signal()),
+                (grid, sig(done))
+            );
+            let direct = wrap_counted(&filled, &[sig(0); 2], &mut out);
+            assert_eq!(dwords(direct), dwords(&filled));
+            assert!(
+                out.is_empty(),
+                "nothing to wait for: the set's packets as they are"
+            );
+            let after = [sig(0x9AE), sig(0)];
+            let waiting = wrap_counted(&filled, &after, &mut out).to_vec();
+            assert_eq!(waiting.len(), 5);
+            assert_eq!(waiting[0].packet_type(), HSA_PACKET_TYPE_BARRIER_AND);
+            assert_eq!(dwords(&waiting[1..]), dwords(&filled));
+        }
+        // Without a read packet: start, kernel, stop.
+        let mut legacy = CounterTemplate::new(&CounterPackets {
+            read: None,
+            ..packets
+        });
+        let filled = legacy.fill(&kernel(), sig(0xB0B), sig(0xD0E));
+        let types: Vec<u16> = filled.iter().map(AqlPacket::packet_type).collect();
+        assert_eq!(
+            types,
+            [
+                HSA_PACKET_TYPE_VENDOR_SPECIFIC,
+                HSA_PACKET_TYPE_KERNEL_DISPATCH,
+                HSA_PACKET_TYPE_VENDOR_SPECIFIC
+            ]
+        );
+        assert_eq!(filled[2].completion_signal(), sig(0xD0E));
+        assert_eq!(filled[0].completion_signal(), sig(0));
+    }
+
+    #[test]
     fn replays_run_the_kernel_once_per_pass_between_gates() {
         let packets = CounterPackets {
             start: pm4_body(1),
