@@ -126,6 +126,19 @@ pub struct SignalStash {
     links: Vec<Arc<ChainLink>>,
 }
 
+impl SignalStash {
+    /// Empties the stash of what it holds from before a fork, in a forked child.
+    fn renew(&mut self) {
+        let generation = super::interposer::fork_generation();
+        if self.generation != generation {
+            *self = SignalStash {
+                generation,
+                ..SignalStash::default()
+            };
+        }
+    }
+}
+
 thread_local! {
     /// The calling thread's stash, for callers that keep none of their own.
     static STASHED: std::cell::Cell<SignalStash> = const {
@@ -173,13 +186,7 @@ impl SignalPool {
     /// Refills an empty stash of links (emptied of the parent's in a forked child).
     #[cold]
     fn refill_links(&self, stash: &mut SignalStash) {
-        let generation = super::interposer::fork_generation();
-        if stash.generation != generation {
-            *stash = SignalStash {
-                generation,
-                ..SignalStash::default()
-            };
-        }
+        stash.renew();
         if let Ok(mut links) = self.links.lock() {
             let from = links.len().saturating_sub(STASH);
             stash.links.extend(links.drain(from..));
@@ -228,13 +235,7 @@ impl SignalPool {
     /// Refills an empty stash (emptied of the parent's signals in a forked child).
     #[cold]
     fn refill(&self, stash: &mut SignalStash) {
-        let generation = super::interposer::fork_generation();
-        if stash.generation != generation {
-            *stash = SignalStash {
-                generation,
-                ..SignalStash::default()
-            };
-        }
+        stash.renew();
         stash.signals.clear();
         if let Ok(mut free) = self.free.lock() {
             let from = free.len().saturating_sub(STASH);
