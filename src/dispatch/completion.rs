@@ -55,6 +55,8 @@ const SPARE_VALUES: usize = 64;
 /// pools), and what the next reads reuse.
 #[derive(Default)]
 struct Leftovers {
+    /// Chain links nobody holds any more, kept with their signals for the next dispatches.
+    links: Vec<Arc<ChainLink>>,
     /// Signals nobody waits on any more.
     signals: Vec<hsa_signal_t>,
     /// Packet sets whose values were read, by GPU (boxed as their pools keep them).
@@ -62,8 +64,6 @@ struct Leftovers {
     sets: Vec<(Arc<GpuCounters>, Vec<Box<PacketSet>>)>,
     /// Counter value vectors of records written, for the next reads to fill.
     values: Vec<Vec<Vec<u64>>>,
-    /// Chain links nobody holds any more, kept with their signals for the next dispatches.
-    links: Vec<Arc<ChainLink>>,
 }
 
 impl Leftovers {
@@ -75,17 +75,6 @@ impl Leftovers {
         }
     }
 
-    /// Releases a counted dispatch's hold on a chain link: one nobody else holds is kept for
-    /// reuse (a link another thread lets go of at the same time is freed instead, its signal
-    /// returned to the pool).
-    fn link(&mut self, link: Option<Arc<ChainLink>>) {
-        if let Some(mut link) = link {
-            if Arc::get_mut(&mut link).is_some() {
-                self.links.push(link);
-            }
-        }
-    }
-
     /// Keeps the value vectors of a written record for the next reads.
     fn keep_values(&mut self, counters: Vec<Vec<u64>>) {
         if !counters.is_empty() && self.values.len() < SPARE_VALUES {
@@ -93,8 +82,9 @@ impl Leftovers {
         }
     }
 
-    /// Returns the signals and packet sets to their pools, and has each GPU make the spare sets
-    /// its pools lack.
+    /// Returns the signals and packet sets to their pools.
+    ///
+    /// Each GPU makes the spare sets its pools lack then.
     fn give_back(&mut self, signals: &SignalPool) {
         signals.give_all(&mut self.signals);
         signals.give_links(&mut self.links);
@@ -112,6 +102,17 @@ impl Leftovers {
         for (gpu, sets) in &mut self.sets {
             if !sets.is_empty() {
                 gpu.return_all(sets);
+            }
+        }
+    }
+
+    /// Releases a counted dispatch's hold on a chain link: one nobody else holds is kept for
+    /// reuse (a link another thread lets go of at the same time is freed instead, its signal
+    /// returned to the pool).
+    fn link(&mut self, link: Option<Arc<ChainLink>>) {
+        if let Some(mut link) = link {
+            if Arc::get_mut(&mut link).is_some() {
+                self.links.push(link);
             }
         }
     }
