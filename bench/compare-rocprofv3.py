@@ -61,8 +61,11 @@ PER_RUN = {
 
 
 def run(cmd, env, log):
+    # In the workload's directory: rocprofv3 keeps its buffers in `.rocprofv3/` where it runs.
     with open(log, "w") as out:
-        status = subprocess.run(cmd, env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        status = subprocess.run(
+            cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=Path(log).parent
+        ).returncode
     if status != 0:
         sys.exit(f"{' '.join(map(str, cmd))} exited {status}; see {log}")
 
@@ -600,11 +603,15 @@ def main():
     parser.add_argument("--app", default=str(ROOT / "target/debug/rtl-demo-app"))
     parser.add_argument("--only", nargs="*", help="workload names to run (default: all)")
     args = parser.parse_args()
+    # Each tool runs in its workload's directory.
+    for name in ("rocprofv3", "rtl_pmc", "app"):
+        if "/" in getattr(args, name):
+            setattr(args, name, str(Path(getattr(args, name)).resolve()))
     total = documented = 0
     for name, arch, app_args, per_run in WORKLOADS:
         if args.only and name not in args.only:
             continue
-        out = Path(args.out) / name
+        out = Path(args.out).resolve() / name
         subprocess.run(["rm", "-rf", str(out)], check=True)
         out.mkdir(parents=True)
         theirs, ours = profile(args.rocprofv3, args.rtl_pmc, args.app, arch, app_args, out)
