@@ -9,8 +9,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rtl_pmc_counters::{ArithOp, ChannelIndex, CompareOp, Function, PanelExpr};
+use rtl_pmc_counters::{ArithOp, ChannelIndex, Function, PanelExpr};
 
+use crate::chunked::{self, compare, floored_mod, is_true, least_greatest, trunc, truth};
 use crate::{ColumnKind, Metric, PanelSet, Table, TableStyle};
 
 /// The frame of the main per-dispatch counters (the others are named after a level counter).
@@ -476,7 +477,135 @@ impl<'a> Context<'a> {
         Ok(v)
     }
 
+    /// The value of `e`: its element-wise steps done chunk by chunk (see [`chunked`]), a step
+    /// at a time when its series differ in length or an input is shifted by its error.
     fn eval(
+        &self,
+        e: &PanelExpr,
+        level: Option<&str>,
+        channel: Option<u32>,
+    ) -> Result<Val<'a>, Failure> {
+        let leaf = matches!(
+            e,
+            PanelExpr::Number(_)
+                | PanelExpr::None
+                | PanelExpr::Name(_)
+                | PanelExpr::Indexed(..)
+                | PanelExpr::Variable(_)
+        );
+        if leaf || self.shifted.borrow().is_some() {
+            return self.steps(e, level, channel);
+        }
+        let mut inputs = Vec::new();
+        let step = self.chunk_steps(e, level, channel, &mut inputs)?;
+        let mut rows = None;
+        for input in &inputs {
+            if let Val::Series(s) = input {
+                match rows {
+                    Some(n) if n != s.len() => return self.steps(e, level, channel),
+                    _ => rows = Some(s.len()),
+                }
+            }
+        }
+        let inputs: Vec<chunked::Input<'_>> = inputs
+            .iter()
+            .map(|v| match v {
+                Val::Scalar(x) => chunked::Input::Scalar(*x),
+                Val::Series(s) => chunked::Input::Series(s),
+            })
+            .collect();
+        Ok(match chunked::evaluate(&step, &inputs, rows) {
+            chunked::Value::Scalar(x) => Val::Scalar(x),
+            chunked::Value::Series(s) => owned(s),
+        })
+    }
+
+    /// `e` as steps over its inputs, which are evaluated (in the order [`Context::steps`]
+    /// evaluates them) and appended to `inputs`; an aggregate is an input.
+    fn chunk_steps(
+        &self,
+        e: &PanelExpr,
+        level: Option<&str>,
+        channel: Option<u32>,
+        inputs: &mut Vec<Val<'a>>,
+    ) -> Result<chunked::Step, Failure> {
+        use chunked::{Binary, Step, Unary};
+        let sub = |e: &PanelExpr, inputs: &mut Vec<Val<'a>>| {
+            self.chunk_steps(e, level, channel, inputs).map(Box::new)
+        };
+        Ok(match e {
+            PanelExpr::Negate(a) => Step::Unary(Unary::Negate, sub(a, inputs)?),
+            PanelExpr::Not(a) => Step::Unary(Unary::Not, sub(a, inputs)?),
+            PanelExpr::Arith(op, a, b) => {
+                Step::Binary(Binary::Arith(*op), sub(a, inputs)?, sub(b, inputs)?)
+            }
+            PanelExpr::Compare(op, a, b) => {
+                Step::Binary(Binary::Compare(*op), sub(a, inputs)?, sub(b, inputs)?)
+            }
+            PanelExpr::And(parts) | PanelExpr::Or(parts) => {
+                let op = match e {
+                    PanelExpr::And(_) => Binary::And,
+                    _ => Binary::Or,
+                };
+                let mut acc = sub(&parts[0], inputs)?;
+                for p in &parts[1..] {
+                    acc = Box::new(Step::Binary(op, acc, sub(p, inputs)?));
+                }
+                *acc
+            }
+            PanelExpr::If(c, t, f) => Step::Pick(sub(c, inputs)?, sub(t, inputs)?, sub(f, inputs)?),
+            PanelExpr::Call(function, args) if !function.is_aggregate() => {
+                let a = sub(&args[0], inputs)?;
+                let b = match args.get(1) {
+                    Some(b) => Some(sub(b, inputs)?),
+                    None => None,
+                };
+                let b_or_none = |b: Option<Box<Step>>, inputs: &mut Vec<Val<'a>>| {
+                    b.unwrap_or_else(|| {
+                        inputs.push(Val::Scalar(f64::NAN));
+                        Box::new(Step::Input(inputs.len() - 1))
+                    })
+                };
+                match function {
+                    Function::Int => Step::Unary(Unary::Int, a),
+                    Function::Round => {
+                        // The digits are the second argument's value (its first, for a series).
+                        let digits = match b.as_deref() {
+                            Some(Step::Input(i)) => match &inputs[*i] {
+                                Val::Scalar(x) => *x,
+                                Val::Series(s) => s.first().copied().unwrap_or(f64::NAN),
+                            },
+                            Some(_) => return self.input(e, level, channel, inputs),
+                            None => f64::NAN,
+                        };
+                        Step::Unary(Unary::Round(10f64.powi(digits as i32)), a)
+                    }
+                    Function::Mod => {
+                        Step::Binary(Binary::Arith(ArithOp::Mod), a, b_or_none(b, inputs))
+                    }
+                    Function::Least => Step::Binary(Binary::Least, a, b_or_none(b, inputs)),
+                    Function::Greatest => Step::Binary(Binary::Greatest, a, b_or_none(b, inputs)),
+                    _ => *a,
+                }
+            }
+            _ => return self.input(e, level, channel, inputs),
+        })
+    }
+
+    /// `e` evaluated as an input of a chunked expression.
+    fn input(
+        &self,
+        e: &PanelExpr,
+        level: Option<&str>,
+        channel: Option<u32>,
+        inputs: &mut Vec<Val<'a>>,
+    ) -> Result<chunked::Step, Failure> {
+        inputs.push(self.steps(e, level, channel)?);
+        Ok(chunked::Step::Input(inputs.len() - 1))
+    }
+
+    /// The value of `e`, a step at a time, each step a whole series.
+    fn steps(
         &self,
         e: &PanelExpr,
         level: Option<&str>,
@@ -514,16 +643,7 @@ impl<'a> Context<'a> {
             PanelExpr::Compare(op, a, b) => {
                 let (a, b) = (self.eval(a, level, channel)?, self.eval(b, level, channel)?);
                 let op = *op;
-                map2(a, b, move |x, y| {
-                    truth(match op {
-                        CompareOp::Eq => x == y,
-                        CompareOp::Ne => x != y,
-                        CompareOp::Lt => x < y,
-                        CompareOp::Le => x <= y,
-                        CompareOp::Gt => x > y,
-                        CompareOp::Ge => x >= y,
-                    })
-                })
+                map2(a, b, move |x, y| truth(compare(op, x, y)))
             }
             PanelExpr::And(parts) | PanelExpr::Or(parts) => {
                 let is_and = matches!(e, PanelExpr::And(_));
@@ -531,7 +651,7 @@ impl<'a> Context<'a> {
                 for p in &parts[1..] {
                     let v = self.eval(p, level, channel)?;
                     acc = map2(acc, v, |x, y| {
-                        let (x, y) = (x != 0.0 && !x.is_nan(), y != 0.0 && !y.is_nan());
+                        let (x, y) = (is_true(x), is_true(y));
                         truth(if is_and { x && y } else { x || y })
                     });
                 }
@@ -571,34 +691,8 @@ fn borrowed<'b>(v: &'b Val<'_>) -> Val<'b> {
     }
 }
 
-/// `x` without its fraction (as `f64::trunc`, done here with a conversion).
-fn trunc(x: f64) -> f64 {
-    if x.abs() < 4_503_599_627_370_496.0 {
-        (x as i64 as f64).copysign(x)
-    } else {
-        x
-    }
-}
-
-fn truth(b: bool) -> f64 {
-    if b {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 fn finite_or_inf(v: f64) -> Option<f64> {
     (!v.is_nan()).then_some(v)
-}
-
-fn floored_mod(x: f64, y: f64) -> f64 {
-    let r = x % y;
-    if r != 0.0 && (r < 0.0) != (y < 0.0) {
-        r + y
-    } else {
-        r
-    }
 }
 
 /// A metric's value: a scalar, or the mean of a series left unaggregated.
@@ -667,7 +761,7 @@ fn map2<'a>(a: Val<'_>, b: Val<'_>, f: impl Fn(f64, f64) -> f64) -> Val<'a> {
 }
 
 fn where3<'a>(c: Val<'a>, t: Val<'a>, f: Val<'a>) -> Val<'a> {
-    let pick = |c: f64, t: f64, f: f64| if c != 0.0 && !c.is_nan() { t } else { f };
+    let pick = |c: f64, t: f64, f: f64| if is_true(c) { t } else { f };
     match (&c, &t, &f) {
         (Val::Scalar(c), Val::Scalar(t), Val::Scalar(f)) => Val::Scalar(pick(*c, *t, *f)),
         _ => {
@@ -733,13 +827,7 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
         Function::Least | Function::Greatest => {
             let least = function == Function::Least;
             map2(a, b.unwrap_or(Val::Scalar(f64::NAN)), move |x, y| {
-                if x.is_nan() || y.is_nan() {
-                    f64::NAN
-                } else if least {
-                    x.min(y)
-                } else {
-                    x.max(y)
-                }
+                least_greatest(least, x, y)
             })
         }
         _ => a,
@@ -865,6 +953,62 @@ mod tests {
         assert_eq!(one("mod(-7, 3)", &d), Some(2.0));
         assert_eq!(one("agg_avg($GRBM_GUI_ACTIVE_PER_XCD)", &d), None);
         assert_eq!(one("agg_max(A) / $num_xcd", &d), Some(1.25));
+    }
+
+    /// Series of 2,500 dispatches (more than two chunks) with zeros of both signs, missing,
+    /// infinite and fractional values.
+    fn awkward_data() -> KernelData {
+        let special = [0.0, -0.0, f64::NAN, f64::INFINITY, -2.5, 7.5, 1e300];
+        let series = |seed: usize| -> Vec<f64> {
+            (0..2500)
+                .map(|i| {
+                    let k = i * 7 + seed * 13;
+                    if k % 5 == 0 {
+                        special[k % special.len()]
+                    } else {
+                        (k % 97) as f64 * 0.37 - 11.0
+                    }
+                })
+                .collect()
+        };
+        let (a, b, c) = (series(1), series(2), series(3));
+        data(&[("A", &a), ("B", &b), ("C", &c)])
+    }
+
+    #[test]
+    fn chunked_steps_give_the_values_of_single_steps() {
+        let d = awkward_data();
+        let set = load("gfx942").unwrap();
+        let constants: Constants = [("num_xcd".to_string(), 8.0)].into_iter().collect();
+        let context = Context {
+            panels: set,
+            data: &d,
+            constants: &constants,
+            normalization: Normalization::PerKernel,
+            variables: Default::default(),
+            shifted: Default::default(),
+        };
+        let texts = [
+            "if(A + B != 0, 100 * A / (A + B), none)",
+            "-A * B - C / $num_xcd + mod(A, 3) - mod(B, C)",
+            "not (A > B) and (C <= 2) or (A == B) and not (C != 1) and B",
+            "least(A, B) + greatest(B, 0.5) - int(C / 7) + round(A, 1) + round(B, -1)",
+            "if(A >= 0, if(B < 0, none, B), C) + agg_max(A) - agg_avg(B) * 2",
+            "1 + 2 * $num_xcd",
+            "int(B) / 1 + (A - C) * (A + C)",
+        ];
+        let bits = |v: &Val<'_>| -> Vec<u64> {
+            match v {
+                Val::Scalar(x) => vec![x.to_bits()],
+                Val::Series(s) => s.iter().map(|x| x.to_bits()).collect(),
+            }
+        };
+        for text in texts {
+            let e = PanelExpr::parse("t", text).unwrap();
+            let chunked = context.eval(&e, None, None).unwrap();
+            let single = context.steps(&e, None, None).unwrap();
+            assert_eq!(bits(&chunked), bits(&single), "{text}");
+        }
     }
 
     #[test]
