@@ -252,8 +252,7 @@ impl<'a> Context<'a> {
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
         // A box table's five aggregates share one evaluation of their expression.
-        let memo: std::cell::RefCell<Option<(String, Result<Val<'a>, Failure>)>> =
-            Default::default();
+        let memo: std::cell::RefCell<Option<BoxMemo<'a>>> = Default::default();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
@@ -263,13 +262,16 @@ impl<'a> Context<'a> {
                 }
                 // Evaluated once for all of the box's aggregates, which read it in place.
                 let mut memo = memo.borrow_mut();
-                if !matches!(&*memo, Some((t, _)) if t == text) {
+                if !matches!(&*memo, Some(m) if m.text == text) {
                     *memo = None;
                 }
-                let (_, v) = memo
-                    .get_or_insert_with(|| (text.to_string(), self.eval(&expr, level, channel)));
-                match v {
-                    Ok(v) => Ok(wrapped(borrowed(v), wrap)),
+                let memo = memo.get_or_insert_with(|| BoxMemo {
+                    text: text.to_string(),
+                    value: self.eval(&expr, level, channel),
+                    quartiles: None,
+                });
+                match &memo.value {
+                    Ok(v) => Ok(box_aggregate(v, wrap, &mut memo.quartiles)),
                     Err(e) => Err(e.clone()),
                 }
             };
@@ -675,6 +677,34 @@ impl<'a> Context<'a> {
     }
 }
 
+/// A box table's expression evaluated once for its five aggregates.
+struct BoxMemo<'a> {
+    text: String,
+    value: Result<Val<'a>, Failure>,
+    /// Its quartiles, computed together when the first is asked for.
+    quartiles: Option<[f64; 3]>,
+}
+
+/// The quantiles of a box table.
+const QUARTILES: [f64; 3] = [0.25, 0.5, 0.75];
+
+/// One of a box table's aggregates of `v`, its quartiles taken from `quartiles`.
+fn box_aggregate(
+    v: &Val<'_>,
+    wrap: Option<(Function, Option<f64>)>,
+    quartiles: &mut Option<[f64; 3]>,
+) -> f64 {
+    let q = match wrap {
+        Some((Function::AggMedian, _)) => Some(0.5),
+        Some((Function::AggQuantile, q)) => q,
+        _ => None,
+    };
+    match (v, q.and_then(|q| QUARTILES.iter().position(|&x| x == q))) {
+        (Val::Series(s), Some(at)) => quartiles.get_or_insert_with(|| quantiles(s, QUARTILES))[at],
+        _ => wrapped(borrowed(v), wrap),
+    }
+}
+
 /// A metric's value from its expression's value, through an aggregate if it has one.
 fn wrapped(v: Val<'_>, wrap: Option<(Function, Option<f64>)>) -> f64 {
     match wrap {
@@ -836,47 +866,63 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
 
 /// An aggregate over dispatches, skipping those without a value.
 fn aggregate(function: Function, values: &[f64], q: Option<f64>) -> f64 {
-    let present = || values.iter().copied().filter(|x| !x.is_nan());
-    let count = present().count();
-    if count == 0 {
-        return f64::NAN;
-    }
-    let n = count as f64;
-    match function {
-        Function::AggAvg => present().sum::<f64>() / n,
-        Function::AggMin => present().fold(f64::INFINITY, f64::min),
-        Function::AggMax => present().fold(f64::NEG_INFINITY, f64::max),
+    let mut count = 0usize;
+    let present = values.iter().copied().filter(|x| !x.is_nan());
+    // The count is taken in the same pass as the sum, least or greatest.
+    let counted = present.clone().inspect(|_| count += 1);
+    let value = match function {
+        Function::AggAvg => counted.sum::<f64>() / count as f64,
+        Function::AggMin => counted.fold(f64::INFINITY, f64::min),
+        Function::AggMax => counted.fold(f64::NEG_INFINITY, f64::max),
         Function::AggStd => {
-            if count < 2 {
+            let n = counted.count() as f64;
+            if n < 2.0 {
                 return f64::NAN;
             }
-            let mean = present().sum::<f64>() / n;
-            (present().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+            let mean = present.clone().sum::<f64>() / n;
+            return (present.map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt();
         }
-        Function::AggMedian | Function::AggQuantile => {
-            let mut v: Vec<f64> = present().collect();
-            let q = if function == Function::AggMedian {
-                0.5
-            } else {
-                q.unwrap_or(f64::NAN)
-            };
-            let pos = q * (n - 1.0);
-            let last = v.len() - 1;
-            let (lo, hi) = (
-                (pos.floor() as usize).min(last),
-                (pos.ceil() as usize).min(last),
-            );
-            // The lo-th and hi-th values in order, without ordering the rest.
-            let (_, &mut a, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
-            let b = if hi > lo {
-                above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
-            } else {
-                a
-            };
-            a + (b - a) * (pos - pos.floor())
-        }
-        _ => f64::NAN,
+        Function::AggMedian => return quantiles(values, [0.5])[0],
+        Function::AggQuantile => return quantiles(values, [q.unwrap_or(f64::NAN)])[0],
+        _ => return f64::NAN,
+    };
+    if count == 0 {
+        f64::NAN
+    } else {
+        value
     }
+}
+
+/// The quantiles `qs` of the values present (linear between the two nearest), from one
+/// copy of them: each order statistic is selected among the values not below the one before.
+fn quantiles<const N: usize>(values: &[f64], qs: [f64; N]) -> [f64; N] {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return [f64::NAN; N];
+    }
+    let n = v.len() as f64;
+    let last = v.len() - 1;
+    // v[start..] holds the values from the start-th in order on.
+    let mut start = 0;
+    qs.map(|q| {
+        let pos = q * (n - 1.0);
+        let (lo, hi) = (
+            (pos.floor() as usize).min(last),
+            (pos.ceil() as usize).min(last),
+        );
+        if lo < start {
+            start = 0;
+        }
+        // The lo-th and hi-th values in order, without ordering the rest.
+        let (_, &mut a, above) = v[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
+        let b = if hi > lo {
+            above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
+        } else {
+            a
+        };
+        start = lo;
+        a + (b - a) * (pos - pos.floor())
+    })
 }
 
 #[cfg(test)]
@@ -1009,6 +1055,26 @@ mod tests {
             let single = context.steps(&e, None, None).unwrap();
             assert_eq!(bits(&chunked), bits(&single), "{text}");
         }
+    }
+
+    #[test]
+    fn quartiles_taken_together_are_those_taken_one_by_one() {
+        let d = awkward_data();
+        let frame = &d.frames[MAIN_FRAME];
+        for name in ["A", "B", "C"] {
+            let values = &frame.columns[name];
+            for len in [0, 1, 2, 3, 4, 5, 10, 2500] {
+                let values = &values[..len];
+                let one_by_one =
+                    QUARTILES.map(|q| aggregate(Function::AggQuantile, values, Some(q)));
+                let together = quantiles(values, QUARTILES);
+                assert_eq!(one_by_one.map(f64::to_bits), together.map(f64::to_bits));
+            }
+        }
+        assert_eq!(
+            aggregate(Function::AggMedian, &[4.0, f64::NAN, 1.0, 3.0], None),
+            3.0
+        );
     }
 
     #[test]
