@@ -269,9 +269,15 @@ impl<'a> Context<'a> {
                     text: text.to_string(),
                     value: self.eval(&expr, level, channel),
                     quartiles: None,
+                    extremes: None,
                 });
                 match &memo.value {
-                    Ok(v) => Ok(box_aggregate(v, wrap, &mut memo.quartiles)),
+                    Ok(v) => Ok(box_aggregate(
+                        v,
+                        wrap,
+                        &mut memo.quartiles,
+                        &mut memo.extremes,
+                    )),
                     Err(e) => Err(e.clone()),
                 }
             };
@@ -683,25 +689,56 @@ struct BoxMemo<'a> {
     value: Result<Val<'a>, Failure>,
     /// Its quartiles, computed together when the first is asked for.
     quartiles: Option<[f64; 3]>,
+    /// Its least and greatest values, found in one pass when the first is asked for.
+    extremes: Option<[f64; 2]>,
 }
 
 /// The quantiles of a box table.
 const QUARTILES: [f64; 3] = [0.25, 0.5, 0.75];
 
-/// One of a box table's aggregates of `v`, its quartiles taken from `quartiles`.
+/// One of a box table's aggregates of `v`, its quartiles taken from `quartiles` and its
+/// least and greatest values from `extremes`.
 fn box_aggregate(
     v: &Val<'_>,
     wrap: Option<(Function, Option<f64>)>,
     quartiles: &mut Option<[f64; 3]>,
+    extremes: &mut Option<[f64; 2]>,
 ) -> f64 {
-    let q = match wrap {
+    let Val::Series(s) = v else {
+        return wrapped(borrowed(v), wrap);
+    };
+    let quartile = match wrap {
         Some((Function::AggMedian, _)) => Some(0.5),
         Some((Function::AggQuantile, q)) => q,
         _ => None,
-    };
-    match (v, q.and_then(|q| QUARTILES.iter().position(|&x| x == q))) {
-        (Val::Series(s), Some(at)) => quartiles.get_or_insert_with(|| quantiles(s, QUARTILES))[at],
+    }
+    .and_then(|q| QUARTILES.iter().position(|&x| x == q));
+    match (wrap, quartile) {
+        (_, Some(at)) => quartiles.get_or_insert_with(|| quantiles(s, QUARTILES))[at],
+        (Some((Function::AggMin, _)), _) => {
+            extremes.get_or_insert_with(|| least_and_greatest(s))[0]
+        }
+        (Some((Function::AggMax, _)), _) => {
+            extremes.get_or_insert_with(|| least_and_greatest(s))[1]
+        }
         _ => wrapped(borrowed(v), wrap),
+    }
+}
+
+/// The least and greatest values present, in one pass (each as `agg_min` and `agg_max`
+/// find it).
+fn least_and_greatest(values: &[f64]) -> [f64; 2] {
+    let mut count = 0usize;
+    let (mut least, mut greatest) = (f64::INFINITY, f64::NEG_INFINITY);
+    for x in values.iter().copied().filter(|x| !x.is_nan()) {
+        least = least.min(x);
+        greatest = greatest.max(x);
+        count += 1;
+    }
+    if count == 0 {
+        [f64::NAN; 2]
+    } else {
+        [least, greatest]
     }
 }
 
@@ -1058,7 +1095,7 @@ mod tests {
     }
 
     #[test]
-    fn quartiles_taken_together_are_those_taken_one_by_one() {
+    fn a_box_s_aggregates_taken_together_are_those_taken_one_by_one() {
         let d = awkward_data();
         let frame = &d.frames[MAIN_FRAME];
         for name in ["A", "B", "C"] {
@@ -1069,6 +1106,9 @@ mod tests {
                     QUARTILES.map(|q| aggregate(Function::AggQuantile, values, Some(q)));
                 let together = quantiles(values, QUARTILES);
                 assert_eq!(one_by_one.map(f64::to_bits), together.map(f64::to_bits));
+                let extremes = [Function::AggMin, Function::AggMax]
+                    .map(|f| aggregate(f, values, None).to_bits());
+                assert_eq!(extremes, least_and_greatest(values).map(f64::to_bits));
             }
         }
         assert_eq!(
