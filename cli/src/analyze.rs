@@ -743,8 +743,7 @@ const PENDING_ROWS: usize = 64;
 /// Moves `rows` (whole rows, one value per column each) to the ends of `columns`.
 fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>]) {
     let width = columns.len();
-    if width > 0 {
-        let count = rows.len() / width;
+    if let Some(count) = rows.len().checked_div(width) {
         for (i, column) in columns.iter_mut().enumerate() {
             // Indexed from a range, the column's room is made once for the whole run.
             column.extend((0..count).map(|r| rows[r * width + i]));

@@ -569,10 +569,7 @@ impl<'a> Context<'a> {
                     None => None,
                 };
                 let b_or_none = |b: Option<Box<Step>>, inputs: &mut Vec<Val<'a>>| {
-                    b.unwrap_or_else(|| {
-                        inputs.push(Val::Scalar(f64::NAN));
-                        Box::new(Step::Input(inputs.len() - 1))
-                    })
+                    b.unwrap_or_else(|| Box::new(input(inputs, Val::Scalar(f64::NAN))))
                 };
                 match function {
                     Function::Int => Step::Unary(Unary::Int, a),
@@ -583,7 +580,7 @@ impl<'a> Context<'a> {
                                 Val::Scalar(x) => *x,
                                 Val::Series(s) => s.first().copied().unwrap_or(f64::NAN),
                             },
-                            Some(_) => return self.input(e, level, channel, inputs),
+                            Some(_) => return Ok(input(inputs, self.steps(e, level, channel)?)),
                             None => f64::NAN,
                         };
                         Step::Unary(Unary::Round(10f64.powi(digits as i32)), a)
@@ -596,20 +593,8 @@ impl<'a> Context<'a> {
                     _ => *a,
                 }
             }
-            _ => return self.input(e, level, channel, inputs),
+            _ => return Ok(input(inputs, self.steps(e, level, channel)?)),
         })
-    }
-
-    /// `e` evaluated as an input of a chunked expression.
-    fn input(
-        &self,
-        e: &PanelExpr,
-        level: Option<&str>,
-        channel: Option<u32>,
-        inputs: &mut Vec<Val<'a>>,
-    ) -> Result<chunked::Step, Failure> {
-        inputs.push(self.steps(e, level, channel)?);
-        Ok(chunked::Step::Input(inputs.len() - 1))
     }
 
     /// The value of `e`, a step at a time, each step a whole series.
@@ -740,6 +725,12 @@ fn least_and_greatest(values: &[f64]) -> [f64; 2] {
     } else {
         [least, greatest]
     }
+}
+
+/// `v` as an input of a chunked expression.
+fn input<'a>(inputs: &mut Vec<Val<'a>>, v: Val<'a>) -> chunked::Step {
+    inputs.push(v);
+    chunked::Step::Input(inputs.len() - 1)
 }
 
 /// A metric's value from its expression's value, through an aggregate if it has one.
@@ -1046,7 +1037,7 @@ mod tests {
             (0..2500)
                 .map(|i| {
                     let k = i * 7 + seed * 13;
-                    if k % 5 == 0 {
+                    if k.is_multiple_of(5) {
                         special[k % special.len()]
                     } else {
                         (k % 97) as f64 * 0.37 - 11.0
