@@ -9,8 +9,9 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use rtl_pmc_counters::{ArithOp, ChannelIndex, CompareOp, Function, PanelExpr};
+use rtl_pmc_counters::{ArithOp, ChannelIndex, Function, PanelExpr};
 
+use crate::chunked::{self, compare, floored_mod, is_true, least_greatest, trunc, truth};
 use crate::{ColumnKind, Metric, PanelSet, Table, TableStyle};
 
 /// The frame of the main per-dispatch counters (the others are named after a level counter).
@@ -251,8 +252,7 @@ impl<'a> Context<'a> {
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
         // A box table's five aggregates share one evaluation of their expression.
-        let memo: std::cell::RefCell<Option<(String, Result<Val<'a>, Failure>)>> =
-            Default::default();
+        let memo: std::cell::RefCell<Option<BoxMemo<'a>>> = Default::default();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
@@ -262,13 +262,22 @@ impl<'a> Context<'a> {
                 }
                 // Evaluated once for all of the box's aggregates, which read it in place.
                 let mut memo = memo.borrow_mut();
-                if !matches!(&*memo, Some((t, _)) if t == text) {
+                if !matches!(&*memo, Some(m) if m.text == text) {
                     *memo = None;
                 }
-                let (_, v) = memo
-                    .get_or_insert_with(|| (text.to_string(), self.eval(&expr, level, channel)));
-                match v {
-                    Ok(v) => Ok(wrapped(borrowed(v), wrap)),
+                let memo = memo.get_or_insert_with(|| BoxMemo {
+                    text: text.to_string(),
+                    value: self.eval(&expr, level, channel),
+                    quartiles: None,
+                    extremes: None,
+                });
+                match &memo.value {
+                    Ok(v) => Ok(box_aggregate(
+                        v,
+                        wrap,
+                        &mut memo.quartiles,
+                        &mut memo.extremes,
+                    )),
                     Err(e) => Err(e.clone()),
                 }
             };
@@ -476,7 +485,120 @@ impl<'a> Context<'a> {
         Ok(v)
     }
 
+    /// The value of `e`: its element-wise steps done chunk by chunk (see [`chunked`]), a step
+    /// at a time when its series differ in length or an input is shifted by its error.
     fn eval(
+        &self,
+        e: &PanelExpr,
+        level: Option<&str>,
+        channel: Option<u32>,
+    ) -> Result<Val<'a>, Failure> {
+        let leaf = matches!(
+            e,
+            PanelExpr::Number(_)
+                | PanelExpr::None
+                | PanelExpr::Name(_)
+                | PanelExpr::Indexed(..)
+                | PanelExpr::Variable(_)
+        );
+        if leaf || self.shifted.borrow().is_some() {
+            return self.steps(e, level, channel);
+        }
+        let mut inputs = Vec::new();
+        let step = self.chunk_steps(e, level, channel, &mut inputs)?;
+        let mut rows = None;
+        for input in &inputs {
+            if let Val::Series(s) = input {
+                match rows {
+                    Some(n) if n != s.len() => return self.steps(e, level, channel),
+                    _ => rows = Some(s.len()),
+                }
+            }
+        }
+        let inputs: Vec<chunked::Input<'_>> = inputs
+            .iter()
+            .map(|v| match v {
+                Val::Scalar(x) => chunked::Input::Scalar(*x),
+                Val::Series(s) => chunked::Input::Series(s),
+            })
+            .collect();
+        Ok(match chunked::evaluate(&step, &inputs, rows) {
+            chunked::Value::Scalar(x) => Val::Scalar(x),
+            chunked::Value::Series(s) => owned(s),
+        })
+    }
+
+    /// `e` as steps over its inputs, which are evaluated (in the order [`Context::steps`]
+    /// evaluates them) and appended to `inputs`; an aggregate is an input.
+    fn chunk_steps(
+        &self,
+        e: &PanelExpr,
+        level: Option<&str>,
+        channel: Option<u32>,
+        inputs: &mut Vec<Val<'a>>,
+    ) -> Result<chunked::Step, Failure> {
+        use chunked::{Binary, Step, Unary};
+        let sub = |e: &PanelExpr, inputs: &mut Vec<Val<'a>>| {
+            self.chunk_steps(e, level, channel, inputs).map(Box::new)
+        };
+        Ok(match e {
+            PanelExpr::Negate(a) => Step::Unary(Unary::Negate, sub(a, inputs)?),
+            PanelExpr::Not(a) => Step::Unary(Unary::Not, sub(a, inputs)?),
+            PanelExpr::Arith(op, a, b) => {
+                Step::Binary(Binary::Arith(*op), sub(a, inputs)?, sub(b, inputs)?)
+            }
+            PanelExpr::Compare(op, a, b) => {
+                Step::Binary(Binary::Compare(*op), sub(a, inputs)?, sub(b, inputs)?)
+            }
+            PanelExpr::And(parts) | PanelExpr::Or(parts) => {
+                let op = match e {
+                    PanelExpr::And(_) => Binary::And,
+                    _ => Binary::Or,
+                };
+                let mut acc = sub(&parts[0], inputs)?;
+                for p in &parts[1..] {
+                    acc = Box::new(Step::Binary(op, acc, sub(p, inputs)?));
+                }
+                *acc
+            }
+            PanelExpr::If(c, t, f) => Step::Pick(sub(c, inputs)?, sub(t, inputs)?, sub(f, inputs)?),
+            PanelExpr::Call(function, args) if !function.is_aggregate() => {
+                let a = sub(&args[0], inputs)?;
+                let b = match args.get(1) {
+                    Some(b) => Some(sub(b, inputs)?),
+                    None => None,
+                };
+                let b_or_none = |b: Option<Box<Step>>, inputs: &mut Vec<Val<'a>>| {
+                    b.unwrap_or_else(|| Box::new(input(inputs, Val::Scalar(f64::NAN))))
+                };
+                match function {
+                    Function::Int => Step::Unary(Unary::Int, a),
+                    Function::Round => {
+                        // The digits are the second argument's value (its first, for a series).
+                        let digits = match b.as_deref() {
+                            Some(Step::Input(i)) => match &inputs[*i] {
+                                Val::Scalar(x) => *x,
+                                Val::Series(s) => s.first().copied().unwrap_or(f64::NAN),
+                            },
+                            Some(_) => return Ok(input(inputs, self.steps(e, level, channel)?)),
+                            None => f64::NAN,
+                        };
+                        Step::Unary(Unary::Round(10f64.powi(digits as i32)), a)
+                    }
+                    Function::Mod => {
+                        Step::Binary(Binary::Arith(ArithOp::Mod), a, b_or_none(b, inputs))
+                    }
+                    Function::Least => Step::Binary(Binary::Least, a, b_or_none(b, inputs)),
+                    Function::Greatest => Step::Binary(Binary::Greatest, a, b_or_none(b, inputs)),
+                    _ => *a,
+                }
+            }
+            _ => return Ok(input(inputs, self.steps(e, level, channel)?)),
+        })
+    }
+
+    /// The value of `e`, a step at a time, each step a whole series.
+    fn steps(
         &self,
         e: &PanelExpr,
         level: Option<&str>,
@@ -514,16 +636,7 @@ impl<'a> Context<'a> {
             PanelExpr::Compare(op, a, b) => {
                 let (a, b) = (self.eval(a, level, channel)?, self.eval(b, level, channel)?);
                 let op = *op;
-                map2(a, b, move |x, y| {
-                    truth(match op {
-                        CompareOp::Eq => x == y,
-                        CompareOp::Ne => x != y,
-                        CompareOp::Lt => x < y,
-                        CompareOp::Le => x <= y,
-                        CompareOp::Gt => x > y,
-                        CompareOp::Ge => x >= y,
-                    })
-                })
+                map2(a, b, move |x, y| truth(compare(op, x, y)))
             }
             PanelExpr::And(parts) | PanelExpr::Or(parts) => {
                 let is_and = matches!(e, PanelExpr::And(_));
@@ -531,7 +644,7 @@ impl<'a> Context<'a> {
                 for p in &parts[1..] {
                     let v = self.eval(p, level, channel)?;
                     acc = map2(acc, v, |x, y| {
-                        let (x, y) = (x != 0.0 && !x.is_nan(), y != 0.0 && !y.is_nan());
+                        let (x, y) = (is_true(x), is_true(y));
                         truth(if is_and { x && y } else { x || y })
                     });
                 }
@@ -555,6 +668,71 @@ impl<'a> Context<'a> {
     }
 }
 
+/// A box table's expression evaluated once for its five aggregates.
+struct BoxMemo<'a> {
+    text: String,
+    value: Result<Val<'a>, Failure>,
+    /// Its quartiles, computed together when the first is asked for.
+    quartiles: Option<[f64; 3]>,
+    /// Its least and greatest values, found in one pass when the first is asked for.
+    extremes: Option<[f64; 2]>,
+}
+
+/// The quantiles of a box table.
+const QUARTILES: [f64; 3] = [0.25, 0.5, 0.75];
+
+/// One of a box table's aggregates of `v`, its quartiles taken from `quartiles` and its
+/// least and greatest values from `extremes`.
+fn box_aggregate(
+    v: &Val<'_>,
+    wrap: Option<(Function, Option<f64>)>,
+    quartiles: &mut Option<[f64; 3]>,
+    extremes: &mut Option<[f64; 2]>,
+) -> f64 {
+    let Val::Series(s) = v else {
+        return wrapped(borrowed(v), wrap);
+    };
+    let quartile = match wrap {
+        Some((Function::AggMedian, _)) => Some(0.5),
+        Some((Function::AggQuantile, q)) => q,
+        _ => None,
+    }
+    .and_then(|q| QUARTILES.iter().position(|&x| x == q));
+    match (wrap, quartile) {
+        (_, Some(at)) => quartiles.get_or_insert_with(|| quantiles(s, QUARTILES))[at],
+        (Some((Function::AggMin, _)), _) => {
+            extremes.get_or_insert_with(|| least_and_greatest(s))[0]
+        }
+        (Some((Function::AggMax, _)), _) => {
+            extremes.get_or_insert_with(|| least_and_greatest(s))[1]
+        }
+        _ => wrapped(borrowed(v), wrap),
+    }
+}
+
+/// The least and greatest values present, in one pass (each as `agg_min` and `agg_max`
+/// find it).
+fn least_and_greatest(values: &[f64]) -> [f64; 2] {
+    let mut count = 0usize;
+    let (mut least, mut greatest) = (f64::INFINITY, f64::NEG_INFINITY);
+    for x in values.iter().copied().filter(|x| !x.is_nan()) {
+        least = least.min(x);
+        greatest = greatest.max(x);
+        count += 1;
+    }
+    if count == 0 {
+        [f64::NAN; 2]
+    } else {
+        [least, greatest]
+    }
+}
+
+/// `v` as an input of a chunked expression.
+fn input<'a>(inputs: &mut Vec<Val<'a>>, v: Val<'a>) -> chunked::Step {
+    inputs.push(v);
+    chunked::Step::Input(inputs.len() - 1)
+}
+
 /// A metric's value from its expression's value, through an aggregate if it has one.
 fn wrapped(v: Val<'_>, wrap: Option<(Function, Option<f64>)>) -> f64 {
     match wrap {
@@ -571,34 +749,8 @@ fn borrowed<'b>(v: &'b Val<'_>) -> Val<'b> {
     }
 }
 
-/// `x` without its fraction (as `f64::trunc`, done here with a conversion).
-fn trunc(x: f64) -> f64 {
-    if x.abs() < 4_503_599_627_370_496.0 {
-        (x as i64 as f64).copysign(x)
-    } else {
-        x
-    }
-}
-
-fn truth(b: bool) -> f64 {
-    if b {
-        1.0
-    } else {
-        0.0
-    }
-}
-
 fn finite_or_inf(v: f64) -> Option<f64> {
     (!v.is_nan()).then_some(v)
-}
-
-fn floored_mod(x: f64, y: f64) -> f64 {
-    let r = x % y;
-    if r != 0.0 && (r < 0.0) != (y < 0.0) {
-        r + y
-    } else {
-        r
-    }
 }
 
 /// A metric's value: a scalar, or the mean of a series left unaggregated.
@@ -667,7 +819,7 @@ fn map2<'a>(a: Val<'_>, b: Val<'_>, f: impl Fn(f64, f64) -> f64) -> Val<'a> {
 }
 
 fn where3<'a>(c: Val<'a>, t: Val<'a>, f: Val<'a>) -> Val<'a> {
-    let pick = |c: f64, t: f64, f: f64| if c != 0.0 && !c.is_nan() { t } else { f };
+    let pick = |c: f64, t: f64, f: f64| if is_true(c) { t } else { f };
     match (&c, &t, &f) {
         (Val::Scalar(c), Val::Scalar(t), Val::Scalar(f)) => Val::Scalar(pick(*c, *t, *f)),
         _ => {
@@ -733,13 +885,7 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
         Function::Least | Function::Greatest => {
             let least = function == Function::Least;
             map2(a, b.unwrap_or(Val::Scalar(f64::NAN)), move |x, y| {
-                if x.is_nan() || y.is_nan() {
-                    f64::NAN
-                } else if least {
-                    x.min(y)
-                } else {
-                    x.max(y)
-                }
+                least_greatest(least, x, y)
             })
         }
         _ => a,
@@ -748,47 +894,63 @@ fn call<'a>(function: Function, a: Val<'a>, b: Option<Val<'a>>) -> Val<'a> {
 
 /// An aggregate over dispatches, skipping those without a value.
 fn aggregate(function: Function, values: &[f64], q: Option<f64>) -> f64 {
-    let present = || values.iter().copied().filter(|x| !x.is_nan());
-    let count = present().count();
-    if count == 0 {
-        return f64::NAN;
-    }
-    let n = count as f64;
-    match function {
-        Function::AggAvg => present().sum::<f64>() / n,
-        Function::AggMin => present().fold(f64::INFINITY, f64::min),
-        Function::AggMax => present().fold(f64::NEG_INFINITY, f64::max),
+    let mut count = 0usize;
+    let present = values.iter().copied().filter(|x| !x.is_nan());
+    // The count is taken in the same pass as the sum, least or greatest.
+    let counted = present.clone().inspect(|_| count += 1);
+    let value = match function {
+        Function::AggAvg => counted.sum::<f64>() / count as f64,
+        Function::AggMin => counted.fold(f64::INFINITY, f64::min),
+        Function::AggMax => counted.fold(f64::NEG_INFINITY, f64::max),
         Function::AggStd => {
-            if count < 2 {
+            let n = counted.count() as f64;
+            if n < 2.0 {
                 return f64::NAN;
             }
-            let mean = present().sum::<f64>() / n;
-            (present().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt()
+            let mean = present.clone().sum::<f64>() / n;
+            return (present.map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1.0)).sqrt();
         }
-        Function::AggMedian | Function::AggQuantile => {
-            let mut v: Vec<f64> = present().collect();
-            let q = if function == Function::AggMedian {
-                0.5
-            } else {
-                q.unwrap_or(f64::NAN)
-            };
-            let pos = q * (n - 1.0);
-            let last = v.len() - 1;
-            let (lo, hi) = (
-                (pos.floor() as usize).min(last),
-                (pos.ceil() as usize).min(last),
-            );
-            // The lo-th and hi-th values in order, without ordering the rest.
-            let (_, &mut a, above) = v.select_nth_unstable_by(lo, f64::total_cmp);
-            let b = if hi > lo {
-                above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
-            } else {
-                a
-            };
-            a + (b - a) * (pos - pos.floor())
-        }
-        _ => f64::NAN,
+        Function::AggMedian => return quantiles(values, [0.5])[0],
+        Function::AggQuantile => return quantiles(values, [q.unwrap_or(f64::NAN)])[0],
+        _ => return f64::NAN,
+    };
+    if count == 0 {
+        f64::NAN
+    } else {
+        value
     }
+}
+
+/// The quantiles `qs` of the values present (linear between the two nearest), from one
+/// copy of them: each order statistic is selected among the values not below the one before.
+fn quantiles<const N: usize>(values: &[f64], qs: [f64; N]) -> [f64; N] {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    if v.is_empty() {
+        return [f64::NAN; N];
+    }
+    let n = v.len() as f64;
+    let last = v.len() - 1;
+    // v[start..] holds the values from the start-th in order on.
+    let mut start = 0;
+    qs.map(|q| {
+        let pos = q * (n - 1.0);
+        let (lo, hi) = (
+            (pos.floor() as usize).min(last),
+            (pos.ceil() as usize).min(last),
+        );
+        if lo < start {
+            start = 0;
+        }
+        // The lo-th and hi-th values in order, without ordering the rest.
+        let (_, &mut a, above) = v[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
+        let b = if hi > lo {
+            above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
+        } else {
+            a
+        };
+        start = lo;
+        a + (b - a) * (pos - pos.floor())
+    })
 }
 
 #[cfg(test)]
@@ -865,6 +1027,85 @@ mod tests {
         assert_eq!(one("mod(-7, 3)", &d), Some(2.0));
         assert_eq!(one("agg_avg($GRBM_GUI_ACTIVE_PER_XCD)", &d), None);
         assert_eq!(one("agg_max(A) / $num_xcd", &d), Some(1.25));
+    }
+
+    /// Series of 2,500 dispatches (more than two chunks) with zeros of both signs, missing,
+    /// infinite and fractional values.
+    fn awkward_data() -> KernelData {
+        let special = [0.0, -0.0, f64::NAN, f64::INFINITY, -2.5, 7.5, 1e300];
+        let series = |seed: usize| -> Vec<f64> {
+            (0..2500)
+                .map(|i| {
+                    let k = i * 7 + seed * 13;
+                    if k.is_multiple_of(5) {
+                        special[k % special.len()]
+                    } else {
+                        (k % 97) as f64 * 0.37 - 11.0
+                    }
+                })
+                .collect()
+        };
+        let (a, b, c) = (series(1), series(2), series(3));
+        data(&[("A", &a), ("B", &b), ("C", &c)])
+    }
+
+    #[test]
+    fn chunked_steps_give_the_values_of_single_steps() {
+        let d = awkward_data();
+        let set = load("gfx942").unwrap();
+        let constants: Constants = [("num_xcd".to_string(), 8.0)].into_iter().collect();
+        let context = Context {
+            panels: set,
+            data: &d,
+            constants: &constants,
+            normalization: Normalization::PerKernel,
+            variables: Default::default(),
+            shifted: Default::default(),
+        };
+        let texts = [
+            "if(A + B != 0, 100 * A / (A + B), none)",
+            "-A * B - C / $num_xcd + mod(A, 3) - mod(B, C)",
+            "not (A > B) and (C <= 2) or (A == B) and not (C != 1) and B",
+            "least(A, B) + greatest(B, 0.5) - int(C / 7) + round(A, 1) + round(B, -1)",
+            "if(A >= 0, if(B < 0, none, B), C) + agg_max(A) - agg_avg(B) * 2",
+            "1 + 2 * $num_xcd",
+            "int(B) / 1 + (A - C) * (A + C)",
+        ];
+        let bits = |v: &Val<'_>| -> Vec<u64> {
+            match v {
+                Val::Scalar(x) => vec![x.to_bits()],
+                Val::Series(s) => s.iter().map(|x| x.to_bits()).collect(),
+            }
+        };
+        for text in texts {
+            let e = PanelExpr::parse("t", text).unwrap();
+            let chunked = context.eval(&e, None, None).unwrap();
+            let single = context.steps(&e, None, None).unwrap();
+            assert_eq!(bits(&chunked), bits(&single), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_box_s_aggregates_taken_together_are_those_taken_one_by_one() {
+        let d = awkward_data();
+        let frame = &d.frames[MAIN_FRAME];
+        for name in ["A", "B", "C"] {
+            let values = &frame.columns[name];
+            for len in [0, 1, 2, 3, 4, 5, 10, 2500] {
+                let values = &values[..len];
+                let one_by_one =
+                    QUARTILES.map(|q| aggregate(Function::AggQuantile, values, Some(q)));
+                let together = quantiles(values, QUARTILES);
+                assert_eq!(one_by_one.map(f64::to_bits), together.map(f64::to_bits));
+                let extremes = [Function::AggMin, Function::AggMax]
+                    .map(|f| aggregate(f, values, None).to_bits());
+                assert_eq!(extremes, least_and_greatest(values).map(f64::to_bits));
+            }
+        }
+        assert_eq!(
+            aggregate(Function::AggMedian, &[4.0, f64::NAN, 1.0, 3.0], None),
+            3.0
+        );
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! ```
 #![deny(missing_docs)]
 
+mod chunked;
 mod definitions;
 mod evaluate;
 mod selection;
