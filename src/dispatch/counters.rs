@@ -1518,7 +1518,8 @@ mod tests {
             reported
         };
         let extra = (two_xccs(|_| 0)[0].0, 4, 9);
-        let cases: [(&dyn Fn(&mut V2Samples), usize); 5] = [
+        type Change<'a> = &'a dyn Fn(&mut V2Samples);
+        let cases: [(Change, usize); 5] = [
             // A sample more: refused at it.
             (&|r| r.push(extra), 7),
             // One fewer.

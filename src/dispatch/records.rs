@@ -921,6 +921,13 @@ unsafe fn pack_events<'c>(mut out: *mut u8, events: impl Iterator<Item = &'c [u6
             out.cast::<[u8; 4]>()
                 .write_unaligned((values.len() as u32).to_le_bytes());
             out = out.add(4);
+            // An event of zeros (an event that did not happen) in one pass.
+            if values.len() > GROUP * GROUP && values.iter().fold(0, |any, v| any | v) == 0 {
+                let groups = values.len().div_ceil(GROUP);
+                out.write_bytes(0, groups);
+                out = out.add(groups);
+                continue;
+            }
             for block in values.chunks(GROUP * GROUP) {
                 if block.iter().fold(0, |any, v| any | v) == 0 {
                     // As many zero masks as the block has groups, at most eight.

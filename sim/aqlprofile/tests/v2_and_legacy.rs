@@ -20,6 +20,16 @@ fn tcc_events() -> Vec<PmcEvent> {
         .collect()
 }
 
+/// SQ_WAVES of shader engine instance 0.
+fn sq_waves() -> PmcEvent {
+    PmcEvent {
+        block_index: 0,
+        event_id: SQ_WAVES,
+        flags: 0,
+        block_name: SQ,
+    }
+}
+
 #[test]
 fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
     let agent = register("gfx942", 8, 32, 304, 1);
@@ -53,13 +63,7 @@ fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
 #[test]
 fn sq_samples_come_per_xcc_then_shader_engine() {
     let agent = register("gfx942", 8, 32, 304, 1);
-    let events = [PmcEvent {
-        block_index: 0,
-        event_id: SQ_WAVES,
-        flags: 0,
-        block_name: SQ,
-    }];
-    let session = create(agent, &events).expect("packets");
+    let session = create(agent, &[sq_waves()]).expect("packets");
     let k = run(11, 1, "vadd", 1 << 20, 5_000, 105_000);
     gpu::kernel_started(&k);
     execute(11, &session.packets.start, 5_000);
@@ -101,12 +105,7 @@ unsafe extern "C" fn stopping(
 fn a_callback_stops_iteration_with_info_break_or_an_error() {
     let agent = register("gfx942", 8, 32, 304, 1);
     let mut events = tcc_events();
-    events.push(PmcEvent {
-        block_index: 0,
-        event_id: SQ_WAVES,
-        flags: 0,
-        block_name: SQ,
-    });
+    events.push(sq_waves());
     let session = create(agent, &events).expect("packets");
     let k = run(12, 1, "vadd", 1 << 20, 1_000_000, 1_200_000);
     gpu::kernel_started(&k);
