@@ -988,6 +988,24 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
              WHERE NOT v.reported GROUP BY k.pass",
         );
         assert_eq!(repeats, [(2, 3, 888.0)]);
+        // Their positions went with them: every position left is a reported value's.
+        let positions: Vec<(i64, i64, f64)> = rows3(
+            &conn,
+            "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
+             FROM rtl_pmc_positions p LEFT JOIN rocpd_pmc_event v ON v.id = p.id,
+                  json_each(p.dimension_values) j
+             GROUP BY 1 ORDER BY 1",
+        );
+        assert_eq!(positions, [(1, 6, 64.0), (2, 6, 800.0), (3, 6, 32.0)]);
+        let repeated: String = conn
+            .query_row(
+                "SELECT group_concat(dimension_values, ' ') FROM
+                   (SELECT dimension_values FROM rtl_pmc_repeat ORDER BY dispatch_id)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(repeated, "[111,111] [222,222] [111,111]");
         outputs.push((csv, summary));
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1203,6 +1221,12 @@ fn databases_of_another_layout_are_refused_by_name() {
         (
             "earlier.db",
             "CREATE TABLE rtl_pmc_value(dispatch_id, pmc_id, value)",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "extdata.db",
+            "CREATE TABLE e(id, extdata); CREATE VIEW rtl_pmc_value AS SELECT id FROM e",
             "written by an earlier rtl-pmc, which stored the counter values in another layout; \
              profile again with this one to merge",
         ),

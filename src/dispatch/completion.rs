@@ -52,6 +52,8 @@ const STASH: usize = 32;
 /// pools).
 #[derive(Default)]
 struct Leftovers {
+    /// Chain links nobody holds any more, kept with their signals for the next dispatches.
+    links: Vec<Arc<ChainLink>>,
     /// Signals nobody waits on any more.
     signals: Vec<hsa_signal_t>,
     /// Packet sets whose values were read, by GPU (boxed as their pools keep them).
@@ -69,34 +71,77 @@ impl Leftovers {
     }
 
     /// Returns the signals and packet sets to their pools.
+    ///
+    /// Each GPU makes the spare sets its pools lack then.
     fn give_back(&mut self, signals: &SignalPool) {
         signals.give_all(&mut self.signals);
+        signals.give_links(&mut self.links);
+        for (gpu, sets) in &mut self.sets {
+            gpu.give_back_all(sets);
+        }
+    }
+
+    /// Returns the signals, chain links and packet sets left so far to their pools, before an
+    /// application's signal is completed: the dispatches it submits once it sees that signal
+    /// find them ready instead of making new ones while the worker still holds these.
+    fn return_early(&mut self, signals: &SignalPool) {
+        signals.give_all(&mut self.signals);
+        signals.give_links(&mut self.links);
         for (gpu, sets) in &mut self.sets {
             if !sets.is_empty() {
-                gpu.give_back_all(sets);
+                gpu.return_all(sets);
+            }
+        }
+    }
+
+    /// Releases a counted dispatch's hold on a chain link: one nobody else holds is kept for
+    /// reuse (a link another thread lets go of at the same time is freed instead, its signal
+    /// returned to the pool).
+    fn link(&mut self, link: Option<Arc<ChainLink>>) {
+        if let Some(mut link) = link {
+            if Arc::get_mut(&mut link).is_some() {
+                self.links.push(link);
             }
         }
     }
 }
 
-/// A thread's signals taken from the pool, with the fork generation they were taken in.
+/// A thread's signals and chain links taken from the pool, with the fork generation they were
+/// taken in.
 #[derive(Default)]
 pub struct SignalStash {
     generation: u64,
     signals: Vec<hsa_signal_t>,
+    links: Vec<Arc<ChainLink>>,
+}
+
+impl SignalStash {
+    /// Empties the stash of what it holds from before a fork, in a forked child.
+    fn renew(&mut self) {
+        let generation = super::interposer::fork_generation();
+        if self.generation != generation {
+            *self = SignalStash {
+                generation,
+                ..SignalStash::default()
+            };
+        }
+    }
 }
 
 thread_local! {
     /// The calling thread's stash, for callers that keep none of their own.
     static STASHED: std::cell::Cell<SignalStash> = const {
-        std::cell::Cell::new(SignalStash { generation: 0, signals: Vec::new() })
+        std::cell::Cell::new(SignalStash { generation: 0, signals: Vec::new(), links: Vec::new() })
     };
 }
 
-/// Signals with value 1, reused.
+/// Signals with value 1, reused, and chain links holding such signals.
 pub struct SignalPool {
     hsa: Arc<Hsa>,
     free: Mutex<Vec<hsa_signal_t>>,
+    /// Links the completion worker found nobody holds: a counted dispatch takes one with its
+    /// signal, without allocating.
+    links: Mutex<Vec<Arc<ChainLink>>>,
 }
 
 impl SignalPool {
@@ -105,6 +150,49 @@ impl SignalPool {
         SignalPool {
             hsa,
             free: Mutex::new(Vec::new()),
+            links: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A chain link with a signal of value 1 from the caller's stash, refilled [`STASH`] links
+    /// at a time from those the worker gave back, or else made; `None` if the runtime cannot
+    /// create a signal.
+    #[inline]
+    pub fn take_link(&'static self, stash: &mut SignalStash) -> Option<Arc<ChainLink>> {
+        if stash.generation == super::interposer::fork_generation() {
+            if let Some(link) = stash.links.pop() {
+                return Some(link);
+            }
+        }
+        self.refill_links(stash);
+        if let Some(link) = stash.links.pop() {
+            return Some(link);
+        }
+        let signal = self.take_from(stash)?;
+        Some(Arc::new(ChainLink::new(signal, self)))
+    }
+
+    /// Refills an empty stash of links (emptied of the parent's in a forked child).
+    #[cold]
+    fn refill_links(&self, stash: &mut SignalStash) {
+        stash.renew();
+        if let Ok(mut links) = self.links.lock() {
+            let from = links.len().saturating_sub(STASH);
+            stash.links.extend(links.drain(from..));
+        }
+    }
+
+    /// Returns links nobody holds any more, their signals set back to 1, leaving `links` empty.
+    pub fn give_links(&self, links: &mut Vec<Arc<ChainLink>>) {
+        if links.is_empty() {
+            return;
+        }
+        for link in links.iter() {
+            self.hsa.signal_store(link.signal, 1);
+        }
+        match self.links.lock() {
+            Ok(mut free) => free.append(links),
+            Err(_) => links.clear(),
         }
     }
 
@@ -136,13 +224,7 @@ impl SignalPool {
     /// Refills an empty stash (emptied of the parent's signals in a forked child).
     #[cold]
     fn refill(&self, stash: &mut SignalStash) {
-        let generation = super::interposer::fork_generation();
-        if stash.generation != generation {
-            *stash = SignalStash {
-                generation,
-                signals: Vec::new(),
-            };
-        }
+        stash.renew();
         stash.signals.clear();
         if let Ok(mut free) = self.free.lock() {
             let from = free.len().saturating_sub(STASH);
@@ -162,6 +244,9 @@ impl SignalPool {
 
     /// Returns signals as [`SignalPool::give`] does, under one lock, leaving `signals` empty.
     pub fn give_all(&self, signals: &mut Vec<hsa_signal_t>) {
+        if signals.is_empty() {
+            return;
+        }
         for signal in signals.iter() {
             self.hsa.signal_store(*signal, 1);
         }
@@ -1069,25 +1154,32 @@ impl Completion {
                 kernel: p.named.kernel,
             };
             // A dispatch run once is written at once, its values straight from where they were
-            // read, then the application sees it complete; replayed passes wait for their stats.
+            // read; replayed passes keep theirs and wait for their stats.
             match (&p.replay, &counted) {
                 (Some(_), Some(c)) => {
                     named.record.counters = c.gpu.read(&c.set, |values| values.to_vecs());
-                    p.finished.push(named);
                 }
-                (Some(_), None) => p.finished.push(named),
-                (None, Some(c)) => {
-                    c.gpu
-                        .read(&c.set, |values| files.write(&named, Some(values)));
-                    self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
-                }
-                (None, None) => {
-                    files.write(&named, None);
-                    self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
-                }
+                (Some(_), None) => {}
+                (None, Some(c)) => c
+                    .gpu
+                    .read(&c.set, |values| files.write(&named, Some(values))),
+                (None, None) => files.write(&named, None),
             }
-            if let Some(c) = counted {
-                left.set(&c.gpu, c.set);
+            if let Some(counted) = counted {
+                left.set(&counted.gpu, counted.set);
+                left.link(Some(counted.done));
+                left.link(counted.previous);
+                left.link(counted.uncounted);
+            }
+            // Then the application sees a dispatch run once complete.
+            match p.replay {
+                Some(_) => p.finished.push(named),
+                None => {
+                    if p.app_signal.handle != 0 {
+                        left.return_early(&self.signals);
+                    }
+                    self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
+                }
             }
             p.current += 1;
             if let Some(replay) = &mut p.replay {

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use super::agents::{Agents, Gpu};
 use super::records::Counters;
+use super::rewrite::{CounterPackets, CounterTemplate};
 use super::runtime::Hsa;
 use crate::hsa::*;
 use crate::passes::plan_file::PlanEvent;
@@ -657,6 +658,25 @@ pub struct PacketSet {
     owner: Owner,
     /// Which group of the GPU it programs.
     pub group: usize,
+    /// The packets of a dispatch counted with it, built once.
+    pub template: CounterTemplate,
+}
+
+impl PacketSet {
+    /// aqlprofile's packets.
+    pub fn packets(&self) -> CounterPackets {
+        CounterPackets {
+            start: self.start,
+            read: self.read,
+            stop: self.stop,
+        }
+    }
+
+    /// The set with its template built from its packets.
+    fn templated(mut self) -> PacketSet {
+        self.template = CounterTemplate::new(&self.packets());
+        self
+    }
 }
 
 enum Owner {
@@ -928,13 +948,15 @@ impl GpuCounters {
                 .store(true, Ordering::SeqCst);
             return Err(self.error("aqlprofile_pmc_create_packets", status));
         }
-        Ok(PacketSet {
+        let set = PacketSet {
             start: packets.start_packet,
             read: Some(packets.read_packet),
             stop: packets.stop_packet,
             owner: Owner::V2(handle),
             group,
-        })
+            template: CounterTemplate::default(),
+        };
+        Ok(set.templated())
     }
 
     fn create_legacy(
@@ -982,6 +1004,7 @@ impl GpuCounters {
             stop: hsa_ext_amd_aql_pm4_packet_t::default(),
             owner: Owner::Legacy { profile, events },
             group,
+            template: CounterTemplate::default(),
         };
         let Owner::Legacy { profile, events } = &mut set.owner else {
             unreachable!("just built as legacy");
@@ -1008,7 +1031,7 @@ impl GpuCounters {
                 set.read = Some(packet);
             }
         }
-        Ok(set)
+        Ok(set.templated())
     }
 
     /// Frees the buffers of a packet set that the legacy library owns no part of.
@@ -1074,19 +1097,13 @@ impl GpuCounters {
 
     /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
     /// lock, leaving `sets` empty.
+    /// Then makes the spare sets the dispatch path found missing, and those that keep each
+    /// group's pool at [`LOW_WATER`].
     #[allow(clippy::vec_box)]
     pub fn give_back_all(&self, sets: &mut Vec<Box<PacketSet>>) {
-        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
-        if pools.closed {
-            drop(pools);
-            return sets.drain(..).for_each(|set| self.release(set));
-        }
-        for set in sets.drain(..) {
-            while pools.ready.len() <= set.group {
-                pools.ready.push(Vec::new());
-            }
-            pools.ready[set.group].push(set);
-        }
+        let Some(mut pools) = self.put_back(sets) else {
+            return;
+        };
         let mut short = std::mem::take(&mut pools.short);
         short.resize(self.groups.len(), 0);
         for (group, n) in short.iter_mut().enumerate() {
@@ -1095,6 +1112,33 @@ impl GpuCounters {
         }
         drop(pools);
         self.make_spares(short);
+    }
+
+    /// Returns packet sets whose values were read, under one lock, leaving `sets` empty, and
+    /// makes no spares: the worker returns a round's sets this way before it completes an
+    /// application's signal, so that the dispatches the application submits next find them.
+    #[allow(clippy::vec_box)]
+    pub fn return_all(&self, sets: &mut Vec<Box<PacketSet>>) {
+        drop(self.put_back(sets));
+    }
+
+    /// Puts `sets` into their pools; the pools, still locked, unless closed (the sets are
+    /// deleted then).
+    #[allow(clippy::vec_box)]
+    fn put_back(&self, sets: &mut Vec<Box<PacketSet>>) -> Option<std::sync::MutexGuard<'_, Pools>> {
+        let mut pools = self.pools.lock().unwrap_or_else(|p| p.into_inner());
+        if pools.closed {
+            drop(pools);
+            sets.drain(..).for_each(|set| self.release(set));
+            return None;
+        }
+        for set in sets.drain(..) {
+            while pools.ready.len() <= set.group {
+                pools.ready.push(Vec::new());
+            }
+            pools.ready[set.group].push(set);
+        }
+        Some(pools)
     }
 
     /// Makes `short[g]` more sets of each group `g` (at most [`SPARES_PER_ROUND`]) for the pool.

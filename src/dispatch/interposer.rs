@@ -22,7 +22,7 @@ use super::kernel_names::{intern, KernelNames};
 use super::records::{Record, ReplayStats};
 use super::replay::{is_mapped, untracked_argument, HostBuffer, Memory, Replay};
 use super::rewrite::{
-    kernel_dispatches, order_uncounted, wrap, wrap_replay, CounterPackets, CounterWrapping,
+    kernel_dispatches, order_uncounted, wrap, wrap_counted, wrap_replay, CountedAfter,
     ReplayWrapping, Uncounted, Wrapping,
 };
 use super::roctx::Roctx;
@@ -90,6 +90,8 @@ struct QueueState {
     facts: QueueFacts,
     /// The GPU's counters, looked up once here rather than per dispatch.
     counters: Option<Arc<GpuCounters>>,
+    /// The chain of counted dispatches its GPU takes part in ([`Interposer::chain`]), likewise.
+    chain: Option<&'static Mutex<Chain>>,
     /// Whether the GPU is meant to collect counters (even if that failed).
     wants_counters: bool,
     /// Whether every kernel dispatch of the queue is selected and run once with the same event
@@ -462,13 +464,13 @@ impl Interposer {
         };
         if let Some(gpu_counters) = counters {
             let signals = &mut *submission.signals;
-            let Some((part, packets)) =
+            let Some((part, done, after)) =
                 self.counted_part(session, queue, gpu_counters, group, signals)
             else {
                 session.signals.give(kernel_signal);
                 return None;
             };
-            wrapping.counters = Some(packets);
+            wrapping.counters = Some((part.set.packets(), done, after));
             counted = Some(part);
         }
         let submitted = self.submitted(
@@ -498,9 +500,9 @@ impl Interposer {
         Some(Prepared::Once(wrapping))
     }
 
-    /// The counter part of a dispatch counted with group `group` of `gpu_counters`, and the
-    /// packets wrapping it: its packet set, its stop packet's signal, and what it waits for
-    /// first; `None` (with a warning) when a set or signal cannot be had.
+    /// The counter part of a dispatch counted with group `group` of `gpu_counters` (its packet
+    /// set and chain links), its stop packet's signal, and what it waits for first; `None` (with
+    /// a warning) when a set or signal cannot be had.
     fn counted_part(
         &self,
         session: &'static Session,
@@ -508,7 +510,7 @@ impl Interposer {
         gpu_counters: &Arc<GpuCounters>,
         group: usize,
         signals: &mut SignalStash,
-    ) -> Option<(CountedPart, CounterWrapping)> {
+    ) -> Option<(CountedPart, hsa_signal_t, CountedAfter)> {
         let set = match gpu_counters.take(group) {
             Ok(set) => set,
             Err(e) => {
@@ -519,7 +521,7 @@ impl Interposer {
                 return None;
             }
         };
-        let Some(done_signal) = session.signals.take_from(signals) else {
+        let Some(done) = session.signals.take_link(signals) else {
             warn_once(
                 "signals",
                 "cannot create signals; dispatches run unprofiled",
@@ -527,8 +529,8 @@ impl Interposer {
             gpu_counters.give_back(set);
             return None;
         };
-        let done = Arc::new(ChainLink::new(done_signal, &session.signals));
-        let (previous, uncounted, same_queue) = self.chain_after(session, queue, &done);
+        let done_signal = done.signal;
+        let (previous, uncounted, same_queue) = self.chain_after(queue, &done);
         let mut chain_wait = waits(&previous, &uncounted);
         if same_queue {
             // The start packet's barrier bit waits for the previous counted dispatch's stop
@@ -536,11 +538,6 @@ impl Interposer {
             // order).
             chain_wait[0] = hsa_signal_t::default();
         }
-        let packets = CounterPackets {
-            start: set.start,
-            read: set.read,
-            stop: set.stop,
-        };
         let part = CountedPart {
             gpu: Arc::clone(gpu_counters),
             set,
@@ -548,7 +545,7 @@ impl Interposer {
             previous,
             uncounted,
         };
-        Some((part, (packets, done_signal, chain_wait)))
+        Some((part, done_signal, chain_wait))
     }
 
     /// The chain of counted dispatches the queue's GPU takes part in, unless counted dispatches
@@ -557,14 +554,10 @@ impl Interposer {
     /// With kernel replay counted dispatches of all GPUs take turns: a dispatch replayed on one
     /// GPU restores the memory its first pass changed, and a kernel running meanwhile on another
     /// GPU would change memory in that window too, and lose it.
-    fn chain(
-        &self,
-        session: &'static Session,
-        queue: &QueueState,
-    ) -> Option<&'static Mutex<Chain>> {
+    fn chain(&self, session: &'static Session, gpu: &Gpu) -> Option<&'static Mutex<Chain>> {
         let key = match self.config.replay {
             Some(_) => ALL_GPUS,
-            None => queue.gpu.agent.handle,
+            None => gpu.agent.handle,
         };
         session.chains.get(&key).filter(|_| self.config.serialize)
     }
@@ -574,11 +567,10 @@ impl Interposer {
     /// and whether the one before was submitted to the same queue.
     fn chain_after(
         &self,
-        session: &'static Session,
         queue: &QueueState,
         link: &Arc<ChainLink>,
     ) -> (Option<Arc<ChainLink>>, Option<Arc<ChainLink>>, bool) {
-        let Some(chain) = self.chain(session, queue) else {
+        let Some(chain) = queue.chain else {
             return (None, None, false);
         };
         let (previous, uncounted, same_queue) = {
@@ -607,7 +599,7 @@ impl Interposer {
         if self.config.replay.is_none() && queue.counters.is_none() {
             return None;
         }
-        let chain = self.chain(session, queue)?;
+        let chain = queue.chain?;
         let mut chain = chain.lock().unwrap_or_else(|p| p.into_inner());
         let after = chain
             .last
@@ -803,19 +795,14 @@ impl Interposer {
         let ready = next();
         let gates: Vec<hsa_signal_t> = (0..=passes).map(|_| next()).collect();
         let link = Arc::new(ChainLink::new(next(), signals));
-        let (mut previous, mut uncounted, _) = self.chain_after(session, queue, &link);
+        let (mut previous, mut uncounted, _) = self.chain_after(queue, &link);
         let after = waits(&previous, &uncounted);
         let mut runs = Vec::with_capacity(passes);
         let mut wrapped = Vec::with_capacity(passes);
         for (i, set) in sets.into_iter().enumerate() {
             let kernel_signal = next();
             let done = Arc::new(ChainLink::new(next(), signals));
-            let packets = CounterPackets {
-                start: set.start,
-                read: set.read,
-                stop: set.stop,
-            };
-            wrapped.push((gates[i], kernel_signal, packets, done.signal));
+            wrapped.push((gates[i], kernel_signal, set.packets(), done.signal));
             runs.push(PassRun::new(
                 kernel_signal,
                 Some(CountedPart {
@@ -1166,18 +1153,15 @@ fn one_dispatch(
         }
         Some(gpu_counters) => {
             let signals = &mut thread.signals;
-            let Some((part, packets)) = me.counted_part(session, queue, gpu_counters, 0, signals)
+            let Some((mut part, done, after)) =
+                me.counted_part(session, queue, gpu_counters, 0, signals)
             else {
                 session.signals.give(kernel_signal);
                 return false;
             };
-            let wrapping = Wrapping {
-                kernel_signal,
-                counters: Some(packets),
-            };
-            thread.rewritten.clear();
-            wrap(&kernel, &wrapping, &mut thread.rewritten);
-            write(&thread.rewritten);
+            // Written from the set's own packets: nothing is built but the kernel's.
+            let packets = part.set.template.fill(&kernel, kernel_signal, done);
+            write(wrap_counted(packets, &after, &mut thread.rewritten));
             counted = Some(part);
         }
     }
@@ -1295,6 +1279,7 @@ unsafe extern "C" fn queue_create(
                 key: created as usize,
             },
             counters: session.counters.get(&gpu.agent.handle).cloned(),
+            chain: me.chain(session, &gpu),
             wants_counters: me.wants_counters(&gpu),
             plain: me.config.replay.is_none()
                 && me.selector.selects_everything()

@@ -142,22 +142,86 @@ pub fn order_uncounted(packet: &AqlPacket, uncounted: &Uncounted, out: &mut Vec<
 
 /// Appends the packets replacing `kernel` to `out`.
 pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mut Vec<AqlPacket>) {
-    let mut kernel = *kernel;
-    kernel.completion_signal = wrapping.kernel_signal;
     let Some((packets, done, after)) = &wrapping.counters else {
+        let mut kernel = *kernel;
+        kernel.completion_signal = wrapping.kernel_signal;
         out.push(AqlPacket::from(&kernel));
         return;
     };
-    if after.iter().any(|s| s.handle != 0) {
-        out.push(barrier_and(after, true, hsa_signal_t::default()));
+    let mut template = CounterTemplate::new(packets);
+    out.extend(wait_first(after));
+    out.extend_from_slice(template.fill(kernel, wrapping.kernel_signal, *done));
+}
+
+/// The barrier-AND a counted dispatch waits behind, unless it waits for nothing.
+fn wait_first(after: &CountedAfter) -> Option<AqlPacket> {
+    let waits = after.iter().any(|s| s.handle != 0);
+    waits.then(|| barrier_and(after, true, hsa_signal_t::default()))
+}
+
+/// A counted dispatch's packets, built once per packet set: start, a slot for the kernel, read
+/// (when aqlprofile has one) and stop, their headers set. Each dispatch fills in its kernel and
+/// the stop packet's signal ([`CounterTemplate::fill`]), so that a dispatch copies one packet
+/// instead of building four.
+#[derive(Clone, Copy, Default)]
+pub struct CounterTemplate {
+    packets: [AqlPacket; 4],
+    len: usize,
+}
+
+/// Where the kernel goes in a [`CounterTemplate`].
+const KERNEL_SLOT: usize = 1;
+
+impl CounterTemplate {
+    /// The template of aqlprofile's `packets`.
+    pub fn new(packets: &CounterPackets) -> CounterTemplate {
+        let none = hsa_signal_t::default();
+        let mut template = CounterTemplate {
+            packets: [pm4(packets.start, none); 4],
+            len: 0,
+        };
+        let rest = packets.read.iter().chain([&packets.stop]);
+        for (slot, packet) in template.packets[KERNEL_SLOT + 1..].iter_mut().zip(rest) {
+            *slot = pm4(*packet, none);
+            template.len += 1;
+        }
+        template.len += KERNEL_SLOT + 1;
+        template
     }
-    out.push(pm4(packets.start, hsa_signal_t::default()));
-    kernel.header |= BARRIER;
-    out.push(AqlPacket::from(&kernel));
-    if let Some(read) = packets.read {
-        out.push(pm4(read, hsa_signal_t::default()));
+
+    /// The packets around `kernel`, whose completion signal becomes `kernel_signal`, with the
+    /// stop packet completing `done`.
+    #[inline]
+    pub fn fill(
+        &mut self,
+        kernel: &hsa_kernel_dispatch_packet_t,
+        kernel_signal: hsa_signal_t,
+        done: hsa_signal_t,
+    ) -> &[AqlPacket] {
+        let mut kernel = *kernel;
+        kernel.completion_signal = kernel_signal;
+        kernel.header |= BARRIER;
+        self.packets[KERNEL_SLOT] = AqlPacket::from(&kernel);
+        self.packets[self.len - 1].set_completion_signal(done);
+        &self.packets[..self.len]
     }
-    out.push(pm4(packets.stop, *done));
+}
+
+/// The packets of a counted dispatch: `counted` (from [`CounterTemplate::fill`]) as they are
+/// when it waits for nothing first, else after a barrier-AND on `after`, in `out`.
+#[inline]
+pub fn wrap_counted<'a>(
+    counted: &'a [AqlPacket],
+    after: &CountedAfter,
+    out: &'a mut Vec<AqlPacket>,
+) -> &'a [AqlPacket] {
+    let Some(barrier) = wait_first(after) else {
+        return counted;
+    };
+    out.clear();
+    out.push(barrier);
+    out.extend_from_slice(counted);
+    out
 }
 
 /// How one dispatch is replayed once per event group (see [`super::replay`]).
@@ -409,6 +473,65 @@ mod tests {
                 HSA_PACKET_TYPE_VENDOR_SPECIFIC
             ]
         );
+    }
+
+    #[test]
+    fn a_set_template_is_refilled_per_dispatch_and_written_as_it_is_unless_it_waits() {
+        let packets = CounterPackets {
+            start: pm4_body(1),
+            read: Some(pm4_body(2)),
+            stop: pm4_body(3),
+        };
+        let mut template = CounterTemplate::new(&packets);
+        let w = |done: u64| Wrapping {
+            kernel_signal: sig(0xB0B),
+            counters: Some((packets, sig(done), [sig(0); 2])),
+        };
+        for (done, grid) in [(0xD0E, 1024), (0xD1E, 2048)] {
+            let mut k = kernel();
+            k.grid_size_x = grid;
+            let mut out = Vec::new();
+            let filled = template.fill(&k, sig(0xB0B), sig(done)).to_vec();
+            let mut expected = Vec::new();
+            wrap(&k, &w(done), &mut expected);
+            assert_eq!(filled.len(), 4);
+            let dwords = |p: &[AqlPacket]| p.iter().map(|p| p.dwords).collect::<Vec<_>>();
+            assert_eq!(dwords(&filled), dwords(&expected));
+            // SAFETY: a kernel dispatch packet in the kernel's slot.
+            let written: hsa_kernel_dispatch_packet_t = unsafe { filled[1].cast() };
+            assert_eq!(
+                (written.grid_size_x, filled[3].completion_signal()),
+                (grid, sig(done))
+            );
+            let direct = wrap_counted(&filled, &[sig(0); 2], &mut out);
+            assert_eq!(dwords(direct), dwords(&filled));
+            assert!(
+                out.is_empty(),
+                "nothing to wait for: the set's packets as they are"
+            );
+            let after = [sig(0x9AE), sig(0)];
+            let waiting = wrap_counted(&filled, &after, &mut out).to_vec();
+            assert_eq!(waiting.len(), 5);
+            assert_eq!(waiting[0].packet_type(), HSA_PACKET_TYPE_BARRIER_AND);
+            assert_eq!(dwords(&waiting[1..]), dwords(&filled));
+        }
+        // Without a read packet: start, kernel, stop.
+        let mut legacy = CounterTemplate::new(&CounterPackets {
+            read: None,
+            ..packets
+        });
+        let filled = legacy.fill(&kernel(), sig(0xB0B), sig(0xD0E));
+        let types: Vec<u16> = filled.iter().map(AqlPacket::packet_type).collect();
+        assert_eq!(
+            types,
+            [
+                HSA_PACKET_TYPE_VENDOR_SPECIFIC,
+                HSA_PACKET_TYPE_KERNEL_DISPATCH,
+                HSA_PACKET_TYPE_VENDOR_SPECIFIC
+            ]
+        );
+        assert_eq!(filled[2].completion_signal(), sig(0xD0E));
+        assert_eq!(filled[0].completion_signal(), sig(0));
     }
 
     #[test]

@@ -308,4 +308,10 @@ impl AqlPacket {
             handle: self.dwords[14] as u64 | ((self.dwords[15] as u64) << 32),
         }
     }
+
+    /// Sets the completion signal (bytes 56..64), at the same place in every packet type.
+    pub fn set_completion_signal(&mut self, signal: hsa_signal_t) {
+        self.dwords[14] = signal.handle as u32;
+        self.dwords[15] = (signal.handle >> 32) as u32;
+    }
 }

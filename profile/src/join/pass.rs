@@ -13,7 +13,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
 use crate::files::{write_counter_collection, OutputError};
 use crate::model::Dispatch;
-use crate::store::database::{Database, DatabaseError, Extdata};
+use crate::store::database::{Database, DatabaseError, Positions};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -151,8 +151,8 @@ pub struct PassWritten {
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
-    /// The counters' `extdata`, made on the way to the database thread.
-    extdata: Option<Extdata>,
+    /// The counters' per-position values, made on the way to the database thread.
+    positions: Option<Positions>,
 }
 
 /// How many dispatches go between threads at once, at most.
@@ -208,7 +208,7 @@ impl PassInput {
 fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
     let dispatches = std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH));
     let full = Batch {
-        extdata: Some(Extdata::of(&dispatches)),
+        positions: Some(Positions::of(&dispatches)),
         dispatches,
         sorted: batch.sorted,
     };
@@ -225,7 +225,7 @@ fn insert_all(
 ) -> Result<(), DatabaseError> {
     let mut to_csv = to_csv;
     for mut batch in from {
-        db.insert_many_with(pass, &mut batch.dispatches, batch.extdata.as_ref())?;
+        db.insert_many_with(pass, &mut batch.dispatches, batch.positions.as_ref())?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
         if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
@@ -283,7 +283,7 @@ pub fn write_pass<E: From<OutputError>>(
             batch: Batch {
                 dispatches: Vec::with_capacity(BATCH),
                 sorted: true,
-                extdata: None,
+                positions: None,
             },
             to_database,
             dispatches: 0,

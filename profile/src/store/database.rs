@@ -8,12 +8,14 @@
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
-//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the total
-//!   and, for counters with several positions, the per-dimension values as a JSON array under
-//!   `dimension_values` in `extdata`. Each value is stored there once, as it is inserted: its row
-//!   id is the dispatch row's id shifted left by [`PMC_BITS`] plus the counter id, so a
-//!   dispatch's values are one range of row ids, and its `event_id` is the merged dispatch. A
-//!   value that repeats one an earlier pass reported for the same merged dispatch moves to
+//! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the
+//!   total. Each value is stored there once, as it is inserted: its row id is the dispatch row's
+//!   id shifted left by [`PMC_BITS`] plus the counter id, so a dispatch's values are one range of
+//!   row ids, and its `event_id` is the merged dispatch;
+//! - `rtl_pmc_positions(id, dimension_values)`: for a value of a counter with several positions,
+//!   the per-position values as a JSON array, under the value's row id (rocpd's `extdata` keeps
+//!   rocpd's `{}`, so the positions are not paid for twice, in a key per row). A value that
+//!   repeats one an earlier pass reported for the same merged dispatch moves to
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
@@ -101,6 +103,7 @@ CREATE TABLE rtl_dispatch(
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
   symbol_id INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT NOT NULL);
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -278,11 +281,14 @@ pub const PMC_BITS: u32 = 20;
 /// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
 const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
 
-/// The key of the per-dimension values in a value's `extdata`.
-const DIMENSIONS_KEY: &str = "{\"dimension_values\":";
-
-/// What a value's `extdata` holds when it has a single position (rocpd's default).
+/// A value's `extdata` (rocpd's default): its per-position values are in `rtl_pmc_positions`.
 const NO_DIMENSIONS: &str = "{}";
+
+/// Per-position values rows: [`POSITIONS_FIELDS`] values each.
+const INSERT_POSITIONS: &str = "INSERT INTO rtl_pmc_positions(id, dimension_values) VALUES";
+
+/// The values of a row of [`INSERT_POSITIONS`].
+const POSITIONS_FIELDS: usize = 2;
 
 /// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
 /// it, its rocpd view and the `rtl_pmc_value` view.
@@ -291,9 +297,9 @@ fn values_table(guid: &str) -> (String, String) {
     let table = format!("\"rocpd_{}{uuid}\"", rocpd::VALUES);
     let ddl = format!(
         "{}CREATE VIEW rtl_pmc_value AS
-           SELECT id >> {PMC_BITS} AS dispatch_id, pmc_id, value,
-                  json_extract(extdata, '$.dimension_values') AS dimension_values, 1 AS reported
-           FROM {table}
+           SELECT v.id >> {PMC_BITS} AS dispatch_id, v.pmc_id, v.value,
+                  p.dimension_values, 1 AS reported
+           FROM {table} v LEFT JOIN rtl_pmc_positions p ON p.id = v.id
            UNION ALL
            SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
            FROM rtl_pmc_repeat;",
@@ -302,23 +308,18 @@ fn values_table(guid: &str) -> (String, String) {
     (table, ddl)
 }
 
-/// The per-dimension values of a value's `extdata` (empty when it has none).
-fn dimensions_of(extdata: &str) -> Vec<f64> {
-    extdata
-        .strip_prefix(DIMENSIONS_KEY)
-        .and_then(|rest| rest.strip_suffix('}'))
-        .and_then(|array| serde_json::from_str(array).ok())
-        .unwrap_or_default()
+/// The per-dimension values of a value's `dimension_values` (empty when it has none).
+fn dimensions_of(array: &str) -> Vec<f64> {
+    serde_json::from_str(array).unwrap_or_default()
 }
 
-/// Appends a value's `extdata` to `json`: its per-dimension values as a JSON array (integers
-/// without a fraction) under `dimension_values`; false, appending nothing, for a single value.
+/// Appends a value's per-dimension values to `json` as a JSON array (integers without a
+/// fraction); false, appending nothing, for a single value.
 fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
     use std::io::Write as _;
     if values.len() < 2 {
         return false;
     }
-    json.extend_from_slice(DIMENSIONS_KEY.as_bytes());
     json.push(b'[');
     for (i, v) in values.iter().enumerate() {
         if i > 0 {
@@ -330,31 +331,32 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
             let _ = write!(json, "{v}");
         }
     }
-    json.extend_from_slice(b"]}");
+    json.push(b']');
     true
 }
 
-/// The `extdata` of every counter of a batch of dispatches, in their counters' order, made
-/// before the batch reaches the thread that inserts it (see [`Database::insert_many_with`]).
+/// The per-position values of every counter of a batch of dispatches, in their counters'
+/// order, made before the batch reaches the thread that inserts it (see
+/// [`Database::insert_many_with`]).
 #[derive(Debug, Default)]
-pub struct Extdata {
+pub struct Positions {
     json: Vec<u8>,
-    /// Per counter, where its `extdata` ends in `json` (it starts where the one before ends;
+    /// Per counter, where its JSON array ends in `json` (it starts where the one before ends;
     /// empty for none).
     ends: Vec<usize>,
 }
 
-impl Extdata {
-    /// The `extdata` of the counters of `dispatches`.
-    pub fn of(dispatches: &[(u32, Dispatch)]) -> Extdata {
-        let mut extdata = Extdata::default();
+impl Positions {
+    /// The per-position values of the counters of `dispatches`.
+    pub fn of(dispatches: &[(u32, Dispatch)]) -> Positions {
+        let mut positions = Positions::default();
         for (_, d) in dispatches {
             for c in &d.counters {
-                push_dimension_json(&mut extdata.json, &c.values);
-                extdata.ends.push(extdata.json.len());
+                push_dimension_json(&mut positions.json, &c.values);
+                positions.ends.push(positions.json.len());
             }
         }
-        extdata
+        positions
     }
 }
 
@@ -718,8 +720,8 @@ impl MergedStatements<'_, '_> {
     }
 }
 
-/// A value waiting to be inserted: dispatch row, counter id, total, range of its `extdata` in
-/// the JSON buffer, merged dispatch.
+/// A value waiting to be inserted: dispatch row, counter id, total, range of its per-position
+/// values in the JSON buffer, merged dispatch.
 type PmcRow = (i64, i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
 
 /// A dispatch row waiting to be inserted: where the dispatch is in the batch, its row id, its
@@ -818,29 +820,28 @@ impl Drop for Database {
     }
 }
 
-/// The `extdata` column of a query of the values table: read only when wanted.
-fn extdata_column(wanted: bool) -> &'static str {
+/// The per-position values of a query of the values table (`v`): read only when wanted.
+fn positions_column(wanted: bool) -> &'static str {
     match wanted {
-        true => "v.extdata",
+        true => "(SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)",
         false => "NULL",
     }
 }
 
-/// The per-dimension values of a query of `rtl_pmc_repeat` as an `extdata`: read only when
-/// wanted.
+/// The per-position values of a query of `rtl_pmc_repeat`: read only when wanted.
 fn repeat_column(wanted: bool) -> &'static str {
     match wanted {
-        true => "'{\"dimension_values\":' || v.dimension_values || '}'",
+        true => "v.dimension_values",
         false => "NULL",
     }
 }
 
 /// Counter rows of a query of [`Database::stream`], one read ahead: (key, counter id, total),
-/// its `extdata` beside it.
+/// its per-position values beside it.
 struct CounterRows<'s> {
     source: CounterSource<'s>,
     ahead: Option<(i64, i64, f64)>,
-    extdata: String,
+    positions: String,
 }
 
 /// Counter rows handed from the thread that reads them, at once.
@@ -850,7 +851,7 @@ const COUNTER_BATCH: usize = 1024;
 enum CounterSource<'s> {
     /// A query on this thread.
     Rows(rusqlite::Rows<'s>),
-    /// A query on another thread (without `extdata`), its rows handed over in batches; an
+    /// A query on another thread (without per-position values), its rows handed over in batches; an
     /// error ends them.
     Batches {
         batch: std::vec::IntoIter<(i64, i64, f64)>,
@@ -859,9 +860,9 @@ enum CounterSource<'s> {
 }
 
 impl CounterRows<'_> {
-    /// Reads the next row ahead (its `extdata` only `with_dimensions`).
+    /// Reads the next row ahead (its per-position values only `with_dimensions`).
     fn advance(&mut self, with_dimensions: bool) -> rusqlite::Result<()> {
-        self.extdata.clear();
+        self.positions.clear();
         let (batch, from) = match &mut self.source {
             CounterSource::Rows(rows) => {
                 let Some(row) = rows.next()? else {
@@ -870,7 +871,7 @@ impl CounterRows<'_> {
                 };
                 if with_dimensions {
                     if let Ok(Some(text)) = row.get_ref(3)?.as_str_or_null() {
-                        self.extdata.push_str(text);
+                        self.positions.push_str(text);
                     }
                 }
                 self.ahead = Some((row.get(0)?, row.get(1)?, row.get(2)?));
@@ -1013,14 +1014,18 @@ impl Database {
             ),
         )?;
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
-        // rocpd's at the end with other row ids: read as this one's, they would be wrong.
+        // rocpd's at the end with other row ids; a later one kept the per-position values in
+        // rocpd's `extdata` rather than in `rtl_pmc_positions`: read as this one's, they would
+        // be wrong.
         let values = conn.query_row(
-            "SELECT type FROM sqlite_master WHERE name = 'rtl_pmc_value'",
+            "SELECT type || (SELECT count(*) FROM sqlite_master
+                             WHERE name = 'rtl_pmc_positions' AND type = 'table')
+             FROM sqlite_master WHERE name = 'rtl_pmc_value'",
             [],
             |r| r.get::<_, String>(0),
         );
         let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
-            Some("view") => None,
+            Some("view1") => None,
             Some(_) => Some(
                 "written by an earlier rtl-pmc, which stored the counter values in another \
                  layout; profile again with this one to merge",
@@ -1320,7 +1325,7 @@ impl Database {
         Ok(())
     }
 
-    /// [`Database::insert_many_with`], each counter's `extdata` made here.
+    /// [`Database::insert_many_with`], each counter's per-position values made here.
     #[cfg(test)]
     pub fn insert_many(
         &mut self,
@@ -1334,15 +1339,15 @@ impl Database {
     /// run), and puts each one's counters in the database's order (by counter id), the order
     /// every read of the database gives them in. Several at once are cheaper per dispatch:
     /// each statement is looked up once and the counters of all of them go in a few statements.
-    /// `extdata`, when given, is that of the counters of `dispatches` as given, made on another
+    /// `positions`, when given, are those of the counters of `dispatches` as given, made on another
     /// thread (it is made here when absent, or for dispatches whose counters are reordered).
     pub fn insert_many_with(
         &mut self,
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
-        extdata: Option<&Extdata>,
+        positions: Option<&Positions>,
     ) -> Result<(), DatabaseError> {
-        let mut extdata = extdata;
+        let mut positions = positions;
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
@@ -1353,7 +1358,7 @@ impl Database {
                 ids.push(self.counter_id(c)?);
             }
             if !ids[first..].is_sorted() {
-                extdata = None;
+                positions = None;
                 let mut by_id: Vec<(i64, Counter)> =
                     ids.drain(first..).zip(d.counters.drain(..)).collect();
                 by_id.sort_by_key(|p| p.0);
@@ -1363,7 +1368,7 @@ impl Database {
                 }
             }
         }
-        let r = self.insert_rows(pass, dispatches, &ids, extdata);
+        let r = self.insert_rows(pass, dispatches, &ids, positions);
         self.batch_ids = ids;
         r
     }
@@ -1374,7 +1379,7 @@ impl Database {
         pass: u32,
         dispatches: &[(u32, Dispatch)],
         ids: &[i64],
-        extdata: Option<&Extdata>,
+        positions: Option<&Positions>,
     ) -> Result<(), DatabaseError> {
         // Keys are looked up in the database once the merged dispatches may not all be in
         // memory by the end of this batch.
@@ -1400,8 +1405,8 @@ impl Database {
         rows.clear();
         json.clear();
         dispatch_rows.clear();
-        // Each counter's `extdata`: made already, or here.
-        let mut made = extdata.map(|e| {
+        // Each counter's per-position values: made already, or here.
+        let mut made = positions.map(|e| {
             json.extend_from_slice(&e.json);
             e.ends.iter().scan(0, |from, &end| {
                 let range = (*from < end).then_some(*from..end);
@@ -1554,16 +1559,36 @@ impl Database {
             (INSERT_PMC, PMC_FIELDS),
             &format!("INSERT INTO {}", self.values),
             &self.pmc_rows,
-            |stmt, from, (row, pmc, total, range, merged)| {
+            |stmt, from, (row, pmc, total, _, merged)| {
                 if !(0..=PMC_MASK).contains(pmc) {
                     return Err(rusqlite::Error::IntegralValueOutOfRange(from, *pmc));
                 }
-                let extdata = range.clone().and_then(|r| json.get(r));
                 stmt.raw_bind_parameter(from, row << PMC_BITS | pmc)?;
                 stmt.raw_bind_parameter(from + 1, merged)?;
                 stmt.raw_bind_parameter(from + 2, pmc)?;
                 stmt.raw_bind_parameter(from + 3, total)?;
-                stmt.raw_bind_parameter(from + 4, extdata.unwrap_or(NO_DIMENSIONS))
+                stmt.raw_bind_parameter(from + 4, NO_DIMENSIONS)
+            },
+        );
+        sql(path, r)?;
+        // The per-position values, of the counters that have several.
+        let positions: Vec<(i64, &str)> = self
+            .pmc_rows
+            .iter()
+            .filter_map(|(row, pmc, _, range, _)| {
+                let array = json.get(range.clone()?)?;
+                Some((row << PMC_BITS | pmc, array))
+            })
+            .collect();
+        let r = insert_chunked(
+            conn,
+            texts,
+            (INSERT_POSITIONS, POSITIONS_FIELDS),
+            "",
+            &positions,
+            |stmt, from, (id, array)| {
+                stmt.raw_bind_parameter(from, id)?;
+                stmt.raw_bind_parameter(from + 1, array)
             },
         );
         sql(path, r)
@@ -1645,7 +1670,8 @@ impl Database {
             let statements = [
                 format!(
                     "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
-                     SELECT k.id, v.pmc_id, v.value, json_extract(v.extdata, '$.dimension_values')
+                     SELECT k.id, v.pmc_id, v.value,
+                            (SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)
                      FROM rtl_dispatch k CROSS JOIN {values} v
                        ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
                      WHERE k.pass = ?1 AND EXISTS (
@@ -1655,6 +1681,12 @@ impl Database {
                 ),
                 format!(
                     "DELETE FROM {values} WHERE id IN (
+                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
+                       FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
+                       WHERE k.pass = ?1)"
+                ),
+                format!(
+                    "DELETE FROM rtl_pmc_positions WHERE id IN (
                        SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                        WHERE k.pass = ?1)"
@@ -2008,7 +2040,7 @@ impl Database {
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
         let values = &self.values;
-        let json = extdata_column(dimensions);
+        let json = positions_column(dimensions);
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
              FROM rtl_dispatch k CROSS JOIN {values} v
@@ -2055,7 +2087,7 @@ impl Database {
              ORDER BY m.start_ns, m.id"
         );
         let values = &self.values;
-        let json = extdata_column(dimensions);
+        let json = positions_column(dimensions);
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
@@ -2067,7 +2099,7 @@ impl Database {
     }
 
     /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of each of
-    /// `counters` (the key, counter id, total, `extdata`), all in the same key order, and calls
+    /// `counters` (the key, counter id, total, per-position values), all in the same key order, and calls
     /// `visit` with each dispatch and its counters (in counter order). One cursor for the
     /// dispatches and one per counter query, so each dispatch's columns are read once rather
     /// than once per counter.
@@ -2082,7 +2114,7 @@ impl Database {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
-        // A single counter query without parameters or `extdata` runs on the second connection
+        // A single counter query without parameters or per-position values runs on the second connection
         // of a reader (see [`Database::commit_while`]), on a thread of its own.
         let aside = match (counters, params, with_dimensions) {
             ([query], [], false) => self.aside.take().map(|conn| (conn, query)),
@@ -2107,7 +2139,7 @@ impl Database {
                         from,
                     },
                     ahead: None,
-                    extdata: String::new(),
+                    positions: String::new(),
                 });
                 scope.spawn(move || read_counters(conn, query, to))
             });
@@ -2116,7 +2148,7 @@ impl Database {
                 cursors.push(CounterRows {
                     source: CounterSource::Rows(self.err(stmt.query(params))?),
                     ahead: None,
-                    extdata: String::new(),
+                    positions: String::new(),
                 });
             }
             let zipped = (|| {
@@ -2150,7 +2182,7 @@ impl Database {
                                 .push_str(dimensions.get(&pmc).map_or("", String::as_str));
                             counter.values.clear();
                             if with_dimensions {
-                                counter.values = dimensions_of(&cursor.extdata);
+                                counter.values = dimensions_of(&cursor.positions);
                                 if counter.values.is_empty() {
                                     counter.values.push(total);
                                 }

@@ -95,13 +95,41 @@ unsafe extern "C" fn writer(pkts: *const c_void, pkt_count: u64) {
 }
 
 fn is_marker(packet: &AqlPacket) -> bool {
-    packet.packet_type() == HSA_PACKET_TYPE_VENDOR_SPECIFIC
-        && (packet.dwords[0] >> 16) as u8 == AMD_AQL_FORMAT_INTERCEPT_MARKER
+    is_marker_dword(packet.dwords[0])
+}
+
+/// Whether a packet whose first dword is `dword` is an intercept marker.
+fn is_marker_dword(dword: u32) -> bool {
+    header_type(dword as u16) == HSA_PACKET_TYPE_VENDOR_SPECIFIC
+        && (dword >> 16) as u8 == AMD_AQL_FORMAT_INTERCEPT_MARKER
 }
 
 /// Places packets on a hardware queue (markers call their callback with the index of the
 /// packet that follows), then rings its doorbell once.
+///
+/// Packets without markers that fit in the ring take their slots with one bump of the write
+/// index and are published in order from where the writer's caller has them; otherwise one at
+/// a time. Either way each header is published after its body, in packet order.
 fn submit(hw: &QueueObj, pkts: *const AqlPacket, count: u64) {
+    let n = count as usize;
+    // SAFETY: the writer's caller passes `count` packets, each starting with its header dword.
+    let first_dword = |i: usize| unsafe { std::ptr::read_unaligned(pkts.add(i) as *const u32) };
+    if count == 0 || count > hw.size() || (0..n).any(|i| is_marker_dword(first_dword(i))) {
+        return submit_each(hw, pkts, count);
+    }
+    let first = hw.write_index().fetch_add(count, SeqCst);
+    while first + count > hw.read_index().load(SeqCst) + hw.size() {
+        std::thread::sleep(std::time::Duration::from_micros(20));
+    }
+    for i in 0..n {
+        // SAFETY: as above; the slots from `first` on were reserved by the bump.
+        unsafe { hw.publish_from(first + i as u64, pkts.add(i)) };
+    }
+    ring(hw, first + count - 1);
+}
+
+/// [`submit`] one packet at a time, markers among them.
+fn submit_each(hw: &QueueObj, pkts: *const AqlPacket, count: u64) {
     let mut last = None;
     for i in 0..count as usize {
         // SAFETY: the writer's caller passes `count` packets.

@@ -122,6 +122,22 @@ impl QueueObj {
         self.slot_header(index).store(packet.dwords[0], SeqCst);
     }
 
+    /// [`QueueObj::publish`] from a packet that may be unaligned.
+    ///
+    /// # Safety
+    /// `packet` must point at 64 readable bytes.
+    pub unsafe fn publish_from(&self, index: u64, packet: *const AqlPacket) {
+        let slot = self.slot(index) as *mut u32;
+        let from = packet as *const u32;
+        // SAFETY: the slot belongs to the producer until its header is published; the caller
+        // promises 64 readable bytes, copied bytewise (no alignment needed).
+        unsafe {
+            std::ptr::copy_nonoverlapping(from.add(1) as *const u8, slot.add(1) as *mut u8, 60);
+            let header = std::ptr::read_unaligned(from);
+            self.slot_header(index).store(header, SeqCst);
+        }
+    }
+
     /// Marks slot `index` INVALID (consumed).
     pub fn invalidate(&self, index: u64) {
         self.slot_header(index)
