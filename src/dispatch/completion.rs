@@ -28,7 +28,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use super::counters::{GpuCounters, PacketSet};
-use super::records::{Record, RecordFile, Region, RegionKind, ReplayStats, Tally};
+use super::records::{Counters, Record, RecordFile, Region, RegionKind, ReplayStats, Tally};
 use super::replay::Replay;
 use super::roctx::Roctx;
 use super::runtime::Hsa;
@@ -47,12 +47,9 @@ const LAZY_LIMIT: usize = 256;
 /// Signals a thread takes from the pool at once.
 const STASH: usize = 32;
 
-/// Counter value vectors of written records kept for the next reads.
-const SPARE_VALUES: usize = 64;
-
 /// What the dispatches completed in one round of the worker leave, returned together at its
 /// end (one lock per pool and round, not per dispatch: the dispatch path takes from the same
-/// pools), and what the next reads reuse.
+/// pools).
 #[derive(Default)]
 struct Leftovers {
     /// Chain links nobody holds any more, kept with their signals for the next dispatches.
@@ -62,8 +59,6 @@ struct Leftovers {
     /// Packet sets whose values were read, by GPU (boxed as their pools keep them).
     #[allow(clippy::vec_box)]
     sets: Vec<(Arc<GpuCounters>, Vec<Box<PacketSet>>)>,
-    /// Counter value vectors of records written, for the next reads to fill.
-    values: Vec<Vec<Vec<u64>>>,
 }
 
 impl Leftovers {
@@ -72,13 +67,6 @@ impl Leftovers {
         match self.sets.iter_mut().find(|(g, _)| Arc::ptr_eq(g, gpu)) {
             Some((_, sets)) => sets.push(set),
             None => self.sets.push((Arc::clone(gpu), vec![set])),
-        }
-    }
-
-    /// Keeps the value vectors of a written record for the next reads.
-    fn keep_values(&mut self, counters: Vec<Vec<u64>>) {
-        if !counters.is_empty() && self.values.len() < SPARE_VALUES {
-            self.values.push(counters);
         }
     }
 
@@ -705,10 +693,11 @@ impl Files {
     }
 
     /// Writes one record through the file's mapping: in the page cache when this returns.
-    fn write(&mut self, named: &Named) {
+    /// Writes `named`, with `counters` as its values when given.
+    fn write(&mut self, named: &Named, counters: Option<Counters<'_>>) {
         let at = file_of(named.record.group, self.open.len());
         if let Some(file) = self.open[at].as_mut() {
-            file.push_named(&named.record, named.arch, named.kernel);
+            file.push_named(&named.record, named.arch, named.kernel, counters);
             self.flush(at);
         }
     }
@@ -1086,7 +1075,7 @@ impl Completion {
     /// Moves a dispatch on as far as its signals allow; whether it is complete. Its records (one
     /// per pass) are written to `files` as they complete (with kernel replay, together after the
     /// last pass), and always before the application's signal is completed; the signals and
-    /// packet sets it no longer needs go to `left`, whose value vectors its counter values fill.
+    /// packet sets it no longer needs go to `left`.
     fn advance(&self, p: &mut Pending, files: &mut Files, left: &mut Leftovers) -> bool {
         if let Some(count) = &p.uncounted {
             let signal = p.passes[0].kernel_signal;
@@ -1153,33 +1142,39 @@ impl Completion {
                 true => std::mem::take(&mut p.named.record),
                 false => p.named.record.clone(),
             };
-            let mut record = Record {
-                start: pass.start,
-                end: pass.end,
-                ..base
+            let counted = pass.counted.take();
+            let mut named = Named {
+                record: Record {
+                    start: pass.start,
+                    end: pass.end,
+                    group: counted.as_ref().map(|c| c.set.group as u32),
+                    ..base
+                },
+                arch: p.named.arch,
+                kernel: p.named.kernel,
             };
-            if let Some(counted) = pass.counted.take() {
-                record.group = Some(counted.set.group as u32);
-                record.counters = counted
+            // A dispatch run once is written at once, its values straight from where they were
+            // read; replayed passes keep theirs and wait for their stats.
+            match (&p.replay, &counted) {
+                (Some(_), Some(c)) => {
+                    named.record.counters = c.gpu.read(&c.set, |values| values.to_vecs());
+                }
+                (Some(_), None) => {}
+                (None, Some(c)) => c
                     .gpu
-                    .values(&counted.set, left.values.pop().unwrap_or_default());
+                    .read(&c.set, |values| files.write(&named, Some(values))),
+                (None, None) => files.write(&named, None),
+            }
+            if let Some(counted) = counted {
                 left.set(&counted.gpu, counted.set);
                 left.link(Some(counted.done));
                 left.link(counted.previous);
                 left.link(counted.uncounted);
             }
-            let named = Named {
-                record,
-                arch: p.named.arch,
-                kernel: p.named.kernel,
-            };
-            // A dispatch run once is written at once, then the application sees it complete;
-            // replayed passes wait for their stats.
+            // Then the application sees a dispatch run once complete.
             match p.replay {
                 Some(_) => p.finished.push(named),
                 None => {
-                    files.write(&named);
-                    left.keep_values(named.record.counters);
                     if p.app_signal.handle != 0 {
                         left.return_early(&self.signals);
                     }
@@ -1210,8 +1205,7 @@ impl Completion {
                             },
                             ..named
                         };
-                        files.write(&named);
-                        left.keep_values(named.record.counters);
+                        files.write(&named, None);
                     }
                     self.complete_app(std::mem::take(&mut p.app_signal), p.first_ts);
                 }

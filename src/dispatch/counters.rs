@@ -18,6 +18,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use super::agents::{Agents, Gpu};
+use super::records::Counters;
 use super::rewrite::{CounterPackets, CounterTemplate};
 use super::runtime::Hsa;
 use crate::hsa::*;
@@ -415,40 +416,198 @@ struct GroupEvents {
     by_legacy_event: HashMap<(u32, u32, u32), usize>,
     /// Samples each plan event had last time: the next read reserves as much.
     sizes: Vec<AtomicUsize>,
-    /// How the v2 API reported the samples last time.
-    v2_layout: Mutex<Option<Arc<V2Layout>>>,
+    /// How the v2 API reported the samples last time, and where their values go.
+    reader: Mutex<Option<Reader>>,
 }
 
-/// How the v2 API reported a group's samples: each sample's event and sample id, in order, and
-/// where its value goes. A read that reports the same samples in the same order (every read of
-/// a packet set does) has its values stored by the data callback into one preallocated array,
-/// checked sample by sample against this list, and sorted into plan events by [`V2Layout::runs`]
-/// afterwards: no matching per sample.
+/// How the v2 API reported a group's samples, and where each value goes in the record: a read
+/// whose samples come as the layout says has the data callback store each value straight into
+/// its place among the record's values (plan events laid end to end), so nothing is matched,
+/// sorted or copied per sample afterwards.
+///
+/// Every read of a group's packet sets reports the same samples in the same order (the library
+/// decodes the same events the same way), so a read checks the layout by its count and by the
+/// event and sample id of its first and last sample, in the callback's rare path; a read that
+/// differs in any of these is read again and matched sample by sample.
 #[derive(Debug)]
-struct V2Layout {
-    /// Each sample's event and sample id, as [`sample_key`] packs them.
-    samples: Vec<[u64; 3]>,
-    /// Consecutive reported samples of one plan event: (plan event, first sample, samples), in
-    /// reported order.
-    runs: Vec<(usize, usize, usize)>,
+struct Reader {
+    /// Owns the values of the last read: per plan event, its samples, laid end to end. Only
+    /// reached through `base`, which the slots point into.
+    values: Vec<u64>,
+    /// `values`' first element.
+    base: *mut u64,
     /// Samples per plan event.
     sizes: Vec<usize>,
+    /// For each sample in reported order, where its value goes (into `values`).
+    slots: Box<[*mut u64]>,
+    /// Positions in reported order checked (the first and the last), with the event and sample
+    /// id expected there, as [`sample_key`] packs them.
+    checks: Box<[(usize, [u64; 3])]>,
 }
 
-impl V2Layout {
-    /// The values of a read that matched this layout, stored in reported order, per plan event,
-    /// in the vectors of `values` (whatever they held is replaced; their room is reused).
-    fn sort(&self, reported: &[u64], mut values: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
-        values.resize_with(self.sizes.len(), Vec::new);
-        for (event, &n) in values.iter_mut().zip(&self.sizes) {
-            event.clear();
-            event.reserve(n);
+// SAFETY: the pointers point into the reader's own `values`, whose heap buffer never moves (it
+// is never resized); the reader is used by one thread at a time, behind its group's mutex.
+unsafe impl Send for Reader {}
+
+impl Reader {
+    /// The reader of samples reported as `reported`, whose plan event each is of `plan_event`
+    /// (entries of `group.events`), the samples of each plan event in order.
+    fn new(reported: &V2Samples, plan_event: &[usize], plan_events: usize) -> Reader {
+        let mut sizes = vec![0; plan_events];
+        for &p in plan_event {
+            sizes[p] += 1;
         }
-        for &(plan, first, n) in &self.runs {
-            values[plan].extend_from_slice(&reported[first..first + n]);
+        let mut values = vec![0u64; plan_event.len()];
+        let base = values.as_mut_ptr();
+        let mut next: Vec<usize> = sizes
+            .iter()
+            .scan(0, |offset, &n| {
+                let first = *offset;
+                *offset += n;
+                Some(first)
+            })
+            .collect();
+        let mut checks = Vec::new();
+        let mut slots = Vec::with_capacity(plan_event.len());
+        for (i, &p) in plan_event.iter().enumerate() {
+            let (event, id, _) = reported[i];
+            if i == 0 || i + 1 == plan_event.len() {
+                checks.push((i, sample_key(event, id)));
+            }
+            // SAFETY: `next[p]` < the end of plan event p's values, within `values`.
+            slots.push(unsafe { base.add(next[p]) });
+            next[p] += 1;
         }
-        values
+        Reader {
+            values,
+            base,
+            sizes,
+            slots: slots.into(),
+            checks: checks.into(),
+        }
     }
+
+    /// Reads a v2 packet set's values into place: whether the library reported the samples
+    /// the layout expects (else the values are not those of this read).
+    fn read(
+        &mut self,
+        iterate: aqlprofile_pmc_iterate_data_fn,
+        handle: aqlprofile_handle_t,
+    ) -> bool {
+        let slots = self.slots.as_ptr_range();
+        let checks = self.checks.as_ptr_range();
+        let mut filling = Filling {
+            next: slots.start,
+            stop: slots.end,
+            slots: slots.start,
+            end: slots.end,
+            checks: checks.start,
+            checks_end: checks.end,
+            wrong: false,
+        };
+        filling.stop = filling.next_stop();
+        let data = &mut filling as *mut Filling as *mut c_void;
+        // SAFETY: a live handle; `filling` and the slots and values it points into outlive the
+        // call.
+        unsafe { iterate(handle, Some(v2_slotted_sample), data) };
+        !filling.wrong && filling.next == slots.end && filling.checks == checks.end
+    }
+
+    /// The values of the last read.
+    fn counters(&self) -> Counters<'_> {
+        // SAFETY: `base` is `values`' buffer, of `values.len()` elements, not written while
+        // the returned view lives (reads take `&mut self`).
+        let values = unsafe { std::slice::from_raw_parts(self.base, self.values.len()) };
+        Counters::new(values, &self.sizes)
+    }
+}
+
+/// What the v2 data callback of [`Reader::read`] goes through: pointers into the reader's slots
+/// and checks, and whether a sample was not the one expected.
+struct Filling {
+    /// The slot of the next sample.
+    next: *const *mut u64,
+    /// Where the callback looks closer: the next checked position, or the end of the slots.
+    stop: *const *mut u64,
+    /// The slots.
+    slots: *const *mut u64,
+    /// Their end.
+    end: *const *mut u64,
+    /// The next check.
+    checks: *const (usize, [u64; 3]),
+    /// The end of the checks.
+    checks_end: *const (usize, [u64; 3]),
+    /// A sample was not the one the layout has at its position, or came after the last.
+    wrong: bool,
+}
+
+impl Filling {
+    /// The slot of the next check, or the end.
+    fn next_stop(&self) -> *const *mut u64 {
+        if self.checks == self.checks_end {
+            return self.end;
+        }
+        // SAFETY: `checks` is before `checks_end`; a checked position is within the slots.
+        unsafe { self.slots.add((*self.checks).0) }
+    }
+
+    /// A sample at a checked position, or beyond the last: stored when it is the one expected,
+    /// else the iteration stops.
+    #[cold]
+    #[inline(never)]
+    fn look_closer(
+        &mut self,
+        event: aqlprofile_pmc_event_t,
+        sample: u64,
+        value: u64,
+    ) -> hsa_status_t {
+        let expected = match self.wrong || self.checks == self.checks_end || self.next == self.end {
+            true => None,
+            // SAFETY: `checks` is before `checks_end`.
+            false => Some(unsafe { *self.checks }),
+        };
+        let at = (self.next as usize - self.slots as usize) / std::mem::size_of::<*mut u64>();
+        match expected {
+            Some((position, key)) if position == at && key == sample_key(event, sample) => {
+                // SAFETY: `next` is before the end of the slots, each pointing into the values;
+                // `checks` before its end.
+                unsafe {
+                    **self.next = value;
+                    self.next = self.next.add(1);
+                    self.checks = self.checks.add(1);
+                }
+                self.stop = self.next_stop();
+                HSA_STATUS_SUCCESS
+            }
+            _ => {
+                self.wrong = true;
+                HSA_STATUS_INFO_BREAK
+            }
+        }
+    }
+}
+
+/// Stores one sample of a [`Reader::read`]: a comparison, a store through its slot, and the
+/// next slot; the rest (checked positions, samples beyond the last) in
+/// [`Filling::look_closer`]. Nothing allocates or panics.
+unsafe extern "C" fn v2_slotted_sample(
+    event: aqlprofile_pmc_event_t,
+    sample: u64,
+    value: u64,
+    data: *mut c_void,
+) -> hsa_status_t {
+    // SAFETY: `data` is the Filling of `Reader::read`, alive for the iteration.
+    let filling = unsafe { &mut *(data as *mut Filling) };
+    if filling.next == filling.stop {
+        return filling.look_closer(event, sample, value);
+    }
+    // SAFETY: `next` is before `stop`, at most the end of the slots; each slot points into the
+    // reader's values.
+    unsafe {
+        **filling.next = value;
+        filling.next = filling.next.add(1);
+    }
+    HSA_STATUS_SUCCESS
 }
 
 impl GroupEvents {
@@ -468,43 +627,23 @@ impl GroupEvents {
             by_event,
             by_legacy_event,
             sizes: (0..plan_events).map(|_| AtomicUsize::new(0)).collect(),
-            v2_layout: Mutex::new(None),
+            reader: Mutex::new(None),
         }
-    }
-
-    /// The layout the v2 API reported this group's samples in last time, if any.
-    fn v2_layout(&self) -> Option<Arc<V2Layout>> {
-        self.v2_layout.lock().ok()?.clone()
     }
 
     /// Remembers how v2 samples that arrived in order were reported; samples of events the
     /// group does not have leave nothing to remember.
     fn remember_v2_layout(&self, reported: &V2Samples) {
         let mut samples = Samples::new(self, false);
-        let mut sizes = vec![0; self.sizes.len()];
-        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-        for (i, (event, ..)) in reported.iter().enumerate() {
+        let mut plan_event = Vec::with_capacity(reported.len());
+        for (event, ..) in reported {
             let Some(entry) = samples.entry(event) else {
                 return;
             };
-            let plan = self.plan_event[entry];
-            sizes[plan] += 1;
-            match runs.last_mut() {
-                Some((p, first, n)) if *p == plan && *first + *n == i => *n += 1,
-                _ => runs.push((plan, i, 1)),
-            }
+            plan_event.push(self.plan_event[entry]);
         }
-        let layout = V2Layout {
-            samples: reported
-                .iter()
-                .map(|&(e, id, _)| sample_key(e, id))
-                .collect(),
-            runs,
-            sizes,
-        };
-        if let Ok(mut remembered) = self.v2_layout.lock() {
-            *remembered = Some(Arc::new(layout));
-        }
+        let reader = Reader::new(reported, &plan_event, self.sizes.len());
+        *self.reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(reader);
     }
 }
 
@@ -1053,19 +1192,36 @@ impl GpuCounters {
         }
     }
 
-    /// The values of a completed packet set: per plan event, per sample in aqlprofile's
-    /// (v2) sample order: XCC, then block instance, then position within the instance. The
-    /// vectors of `reuse` (values of an earlier read that were written) hold them when the
-    /// group's layout is known, so that a read allocates nothing.
-    pub fn values(&self, set: &PacketSet, reuse: Vec<Vec<u64>>) -> Vec<Vec<u64>> {
+    /// Reads the values of a completed packet set and gives them to `take`: per plan event,
+    /// per sample in aqlprofile's (v2) sample order: XCC, then block instance, then position
+    /// within the instance. Once a group's layout is known, a read stores the values where
+    /// `take` finds them, allocating and copying nothing.
+    pub fn read<R>(&self, set: &PacketSet, take: impl FnOnce(Counters<'_>) -> R) -> R {
+        let group = &self.groups[set.group];
+        if let Owner::V2(handle) = &set.owner {
+            let mut reader = group.reader.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(reader) = reader.as_mut() {
+                let read = self.aqlprofile.call(|library| match library {
+                    Library::V2(v2) => reader.read(v2.iterate_data, *handle),
+                    Library::Legacy(_) => false,
+                });
+                if read == Some(true) {
+                    return take(reader.counters());
+                }
+            }
+        }
+        let values = self.values(set);
+        let sizes: Vec<usize> = values.iter().map(Vec::len).collect();
+        take(Counters::new(&values.concat(), &sizes))
+    }
+
+    /// The values of a completed packet set, matched sample by sample, as [`GpuCounters::read`]
+    /// gives them; a v2 read whose samples came in order leaves its group's layout for the
+    /// next reads.
+    fn values(&self, set: &PacketSet) -> Vec<Vec<u64>> {
         let group = &self.groups[set.group];
         let read = self.aqlprofile.call(|library| match (library, &set.owner) {
             (Library::V2(v2), Owner::V2(handle)) => {
-                if let Some(layout) = group.v2_layout() {
-                    if let Some(values) = read_laid_out(v2, *handle, &layout, reuse) {
-                        return Some(values);
-                    }
-                }
                 let capacity = group.sizes.iter().map(|s| s.load(Ordering::Relaxed)).sum();
                 let mut reported: V2Samples = Vec::with_capacity(capacity);
                 let data = &mut reported as *mut V2Samples as *mut c_void;
@@ -1302,75 +1458,6 @@ fn sample_key(event: aqlprofile_pmc_event_t, sample: u64) -> [u64; 3] {
     ]
 }
 
-/// What the v2 data callback fills when the group's layout is known: the values in reported
-/// order, in an array with room for exactly the samples the layout expects, and whether every
-/// sample so far was the one expected.
-struct LaidOut<'a> {
-    expected: &'a [[u64; 3]],
-    values: &'a mut [u64],
-    reported: usize,
-    matches: bool,
-}
-
-thread_local! {
-    /// The array [`LaidOut`] fills, kept for the thread's next read.
-    static LAID_OUT: std::cell::RefCell<Vec<u64>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Reads a v2 packet set's values expecting `layout`: `None` when the library reported anything
-/// else (the caller then matches sample by sample).
-fn read_laid_out(
-    v2: &V2,
-    handle: aqlprofile_handle_t,
-    layout: &V2Layout,
-    reuse: Vec<Vec<u64>>,
-) -> Option<Vec<Vec<u64>>> {
-    let read = |values: &mut Vec<u64>| {
-        let n = layout.samples.len();
-        if values.len() < n {
-            values.resize(n, 0);
-        }
-        let mut read = LaidOut {
-            expected: &layout.samples,
-            values: &mut values[..n],
-            reported: 0,
-            matches: true,
-        };
-        let data = &mut read as *mut LaidOut as *mut c_void;
-        // SAFETY: a live handle; `read` outlives the call.
-        unsafe { (v2.iterate_data)(handle, Some(v2_laid_out_sample), data) };
-        (read.matches && read.reported == n).then(|| layout.sort(read.values, reuse))
-    };
-    LAID_OUT.with(|scratch| match scratch.try_borrow_mut() {
-        Ok(mut values) => read(&mut values),
-        Err(_) => read(&mut Vec::new()),
-    })
-}
-
-/// Stores one sample of a read expecting a layout: a comparison and a store, nothing allocated
-/// and nothing that can panic.
-unsafe extern "C" fn v2_laid_out_sample(
-    event: aqlprofile_pmc_event_t,
-    sample: u64,
-    value: u64,
-    data: *mut c_void,
-) -> hsa_status_t {
-    // SAFETY: `data` is the LaidOut of `read_laid_out`, alive for the iteration.
-    let read = unsafe { &mut *(data as *mut LaidOut) };
-    let n = read.reported;
-    let key = sample_key(event, sample);
-    // One bound for both: `read_laid_out` gives `values` the length of `expected`.
-    match read.expected.get(n) {
-        Some(e) if (e[0] ^ key[0]) | (e[1] ^ key[1]) | (e[2] ^ key[2]) == 0 => {
-            // SAFETY: n < expected.len() == values.len().
-            unsafe { *read.values.get_unchecked_mut(n) = value };
-            read.reported = n + 1;
-        }
-        _ => read.matches = false,
-    }
-    HSA_STATUS_SUCCESS
-}
-
 unsafe extern "C" fn v2_sample(
     event: aqlprofile_pmc_event_t,
     sample: u64,
@@ -1406,4 +1493,100 @@ unsafe extern "C" fn legacy_sample(
         }
     }));
     HSA_STATUS_SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::RefCell;
+
+    thread_local! {
+        /// What [`report`] reports, and the samples it reported last.
+        static REPORTED: RefCell<(V2Samples, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    }
+
+    /// An `aqlprofile_pmc_iterate_data` reporting [`REPORTED`], stopping as AMD's does.
+    unsafe extern "C" fn report(
+        _: aqlprofile_handle_t,
+        callback: aqlprofile_pmc_data_callback_t,
+        data: *mut c_void,
+    ) -> hsa_status_t {
+        let samples = REPORTED.with(|r| r.borrow().0.clone());
+        let callback = callback.expect("a callback");
+        for (n, (event, id, value)) in samples.into_iter().enumerate() {
+            REPORTED.with(|r| r.borrow_mut().1 = n + 1);
+            // SAFETY: the reader's callback with its own data.
+            match unsafe { callback(event, id, value, data) } {
+                HSA_STATUS_SUCCESS => {}
+                HSA_STATUS_INFO_BREAK => return HSA_STATUS_SUCCESS,
+                other => return other,
+            }
+        }
+        HSA_STATUS_SUCCESS
+    }
+
+    /// Two XCCs of plan event 0 (block 14, two samples per XCC) and plan event 1 (block 7, one
+    /// per XCC), in v2 order, each value `value(position)`.
+    fn two_xccs(value: impl Fn(u64) -> u64) -> V2Samples {
+        let event = |block_name| aqlprofile_pmc_event_t {
+            block_index: 0,
+            event_id: 4,
+            flags: 0,
+            block_name,
+        };
+        let order = [(14, 0), (14, 1), (7, 0), (14, 2), (14, 3), (7, 1)];
+        (0u64..)
+            .zip(order)
+            .map(|(at, (block, id))| (event(block), id, value(at)))
+            .collect()
+    }
+
+    /// Reads with `reported`: whether the read was taken, and how many samples were reported.
+    fn read(reader: &mut Reader, reported: V2Samples) -> (bool, usize) {
+        REPORTED.with(|r| *r.borrow_mut() = (reported, 0));
+        let read = reader.read(report, aqlprofile_handle_t { handle: 1 });
+        (read, REPORTED.with(|r| r.borrow().1))
+    }
+
+    #[test]
+    fn values_land_in_plan_order_and_reads_of_another_layout_are_refused() {
+        let plan_event = [0, 0, 1, 0, 0, 1];
+        let mut reader = Reader::new(&two_xccs(|_| 0), &plan_event, 2);
+        assert_eq!(read(&mut reader, two_xccs(|at| 100 + at)), (true, 6));
+        let expected = vec![vec![100, 101, 103, 104], vec![102, 105]];
+        assert_eq!(reader.counters().to_vecs(), expected);
+
+        let with = |change: &dyn Fn(&mut V2Samples)| {
+            let mut reported = two_xccs(|at| 200 + at);
+            change(&mut reported);
+            reported
+        };
+        let extra = (two_xccs(|_| 0)[0].0, 4, 9);
+        type Change<'a> = &'a dyn Fn(&mut V2Samples);
+        let cases: [(Change, usize); 5] = [
+            // A sample more: refused at it.
+            (&|r| r.push(extra), 7),
+            // One fewer.
+            (&|r| r.truncate(5), 5),
+            // The first sample of another event, or id; the last of another id.
+            (&|r| r[0].0.block_index = 1, 1),
+            (&|r| r[0].1 = 7, 1),
+            (&|r| r[5].1 = 0, 6),
+        ];
+        for (change, reported) in cases {
+            assert_eq!(read(&mut reader, with(change)), (false, reported));
+        }
+        // The reader still reads its layout.
+        assert_eq!(read(&mut reader, two_xccs(|at| 300 + at)), (true, 6));
+        let expected = vec![vec![300, 301, 303, 304], vec![302, 305]];
+        assert_eq!(reader.counters().to_vecs(), expected);
+    }
+
+    #[test]
+    fn a_group_without_samples_reads_none() {
+        let mut reader = Reader::new(&Vec::new(), &[], 1);
+        assert_eq!(read(&mut reader, Vec::new()), (true, 0));
+        assert_eq!(reader.counters().to_vecs(), vec![Vec::<u64>::new()]);
+        assert_eq!(read(&mut reader, two_xccs(|_| 1)), (false, 1));
+    }
 }

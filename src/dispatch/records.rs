@@ -164,6 +164,45 @@ pub struct Record {
     pub counters: Vec<Vec<u64>>,
 }
 
+impl Record {
+    /// Its counter values, per event.
+    fn own_counters(&self) -> impl ExactSizeIterator<Item = &[u64]> + Clone {
+        self.counters.iter().map(Vec::as_slice)
+    }
+}
+
+/// A record's counter values held apart from it: per event (plan order), its samples, the
+/// events laid end to end.
+#[derive(Debug, Clone, Copy)]
+pub struct Counters<'a> {
+    values: &'a [u64],
+    sizes: &'a [usize],
+}
+
+impl<'a> Counters<'a> {
+    /// The values of events of `sizes` samples each, laid end to end in `values`, which holds
+    /// exactly their samples.
+    pub fn new(values: &'a [u64], sizes: &'a [usize]) -> Counters<'a> {
+        debug_assert_eq!(sizes.iter().sum::<usize>(), values.len());
+        Counters { values, sizes }
+    }
+
+    /// Each event's samples, in order.
+    pub fn events(self) -> impl ExactSizeIterator<Item = &'a [u64]> + Clone {
+        let mut rest = self.values;
+        self.sizes.iter().map(move |&n| {
+            let (event, after) = rest.split_at(n.min(rest.len()));
+            rest = after;
+            event
+        })
+    }
+
+    /// The values as a record holds them.
+    pub fn to_vecs(self) -> Vec<Vec<u64>> {
+        self.events().map(<[u64]>::to_vec).collect()
+    }
+}
+
 /// How kernel replay ran one dispatch.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReplayStats {
@@ -527,20 +566,36 @@ impl RecordFile {
     pub fn push(&mut self, record: &Record) {
         let arch = self.strings.owned(&mut self.buffer, &record.arch);
         let kernel = self.strings.owned(&mut self.buffer, &record.kernel);
-        self.push_dispatch(record, arch, kernel);
+        self.push_dispatch(record, arch, kernel, record.own_counters());
     }
 
     /// Appends one record to the buffer with its architecture and kernel name given apart
     /// (`record`'s own are not read), as strings kept for the life of the process (see
     /// [`super::kernel_names::intern`]): each is looked up by its address, not hashed, and a
-    /// record needs no copy of them.
-    pub fn push_named(&mut self, record: &Record, arch: &'static str, kernel: &'static str) {
+    /// record needs no copy of them. Its counter values are `counters` when given (`record`'s
+    /// own are not read then), so that values read elsewhere need no copy into the record.
+    pub fn push_named(
+        &mut self,
+        record: &Record,
+        arch: &'static str,
+        kernel: &'static str,
+        counters: Option<Counters<'_>>,
+    ) {
         let arch = self.strings.kept(&mut self.buffer, arch);
         let kernel = self.strings.kept(&mut self.buffer, kernel);
-        self.push_dispatch(record, arch, kernel);
+        match counters {
+            Some(counters) => self.push_dispatch(record, arch, kernel, counters.events()),
+            None => self.push_dispatch(record, arch, kernel, record.own_counters()),
+        }
     }
 
-    fn push_dispatch(&mut self, r: &Record, arch: u32, kernel: u32) {
+    fn push_dispatch<'c>(
+        &mut self,
+        r: &Record,
+        arch: u32,
+        kernel: u32,
+        counters: impl ExactSizeIterator<Item = &'c [u64]> + Clone,
+    ) {
         let declined = match &r.replay {
             Some(ReplayStats {
                 declined: Some(reason),
@@ -549,8 +604,7 @@ impl RecordFile {
             _ => NONE,
         };
         let b = &mut self.buffer;
-        let values: usize = r.counters.iter().map(Vec::len).sum();
-        b.reserve(HEAD + 8 * r.ranges.len() + 4 * r.counters.len() + values.div_ceil(GROUP) + 40);
+        b.reserve(HEAD + 8 * r.ranges.len() + 40);
         let at = begin_frame(b, DISPATCH);
         let mut head = Head::default();
         for v in [r.pid, r.tid, r.agent, r.gpu_index, arch] {
@@ -597,11 +651,8 @@ impl RecordFile {
         for v in &r.ranges {
             put_u64(b, *v);
         }
-        put_u32(b, r.counters.len() as u32);
-        for event in &r.counters {
-            put_u32(b, event.len() as u32);
-            put_values(b, event);
-        }
+        put_u32(b, counters.len() as u32);
+        put_events(b, counters);
         end_frame(b, at);
     }
 
@@ -814,59 +865,128 @@ const GROUP: usize = 8;
 /// Bytes of a LEB128 varint of a u64 at most.
 const VARINT: usize = 10;
 
-/// Appends one event's values in groups of [`GROUP`]: a byte whose bit `i` says whether the
-/// group's value `i` is not zero, then those values as LEB128 varints. Counters are mostly
-/// zero (instances a kernel did not use, events that did not happen) or small, so a sample
-/// takes a bit or a few bytes instead of eight; a group of zeros is one byte, and eight such
-/// groups are found with one pass over their 64 values.
-fn put_values(buffer: &mut Vec<u8>, values: &[u64]) {
-    let mut blocks = values.chunks_exact(GROUP * GROUP);
-    for block in &mut blocks {
-        if block.iter().fold(0, |any, v| any | v) == 0 {
-            buffer.extend_from_slice(&[0; GROUP]);
-        } else {
-            block
-                .chunks_exact(GROUP)
-                .for_each(|group| put_group(buffer, group));
-        }
-    }
-    for group in blocks.remainder().chunks(GROUP) {
-        put_group(buffer, group);
+/// Appends each event's sample count (`u32`) and values, packed in groups of [`GROUP`]: a
+/// byte whose bit `i` says whether the group's value `i` is not zero, then those values as
+/// LEB128 varints. Counters are mostly zero (instances a kernel did not use, events that did
+/// not happen) or small, so a sample takes a bit or a few bytes instead of eight; a group of
+/// zeros is one byte, and eight such groups are found with one pass over their 64 values.
+fn put_events<'c>(buffer: &mut Vec<u8>, events: impl Iterator<Item = &'c [u64]> + Clone) {
+    // Room for every value at its longest, so that the bytes are stored without a check each.
+    let room = |n: usize| 4 + n.div_ceil(GROUP) + VARINT * n;
+    buffer.reserve(events.clone().map(|e| room(e.len())).sum());
+    let start = buffer.len();
+    // SAFETY: `start` plus what `pack` writes, at most the room reserved, is initialised.
+    unsafe {
+        let end = pack(buffer.as_mut_ptr().add(start), events);
+        buffer.set_len(end.offset_from(buffer.as_ptr()) as usize);
     }
 }
 
-/// Appends one group of [`put_values`].
-fn put_group(buffer: &mut Vec<u8>, values: &[u64]) {
-    if values.iter().fold(0, |any, v| any | v) == 0 {
-        buffer.push(0);
-        return;
+/// Writes `events` as [`put_events`] says at `out`; the end of what it wrote.
+///
+/// # Safety
+/// `out` has room for `4 + n.div_ceil(GROUP) + VARINT * n` bytes per event of `n` samples.
+unsafe fn pack<'c>(out: *mut u8, events: impl Iterator<Item = &'c [u64]>) -> *mut u8 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU has AVX2; `out` as the caller guarantees.
+        return unsafe { pack_avx2(out, events) };
     }
-    let mut group = [0u8; 1 + GROUP * VARINT];
-    let mut mask = 0u8;
-    let mut len = 1;
-    for (i, &v) in values.iter().enumerate() {
-        if v != 0 {
-            mask |= 1 << i;
-            len += put_varint(&mut group[len..], v);
+    // SAFETY: as the caller guarantees.
+    unsafe { pack_events(out, events) }
+}
+
+/// [`pack_events`] with 256-bit vectors: 64 zeros are found in 16 instructions.
+///
+/// # Safety
+/// As [`pack`], on a CPU with AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn pack_avx2<'c>(out: *mut u8, events: impl Iterator<Item = &'c [u64]>) -> *mut u8 {
+    // SAFETY: as the caller guarantees.
+    unsafe { pack_events(out, events) }
+}
+
+/// The body of [`pack`].
+///
+/// # Safety
+/// As [`pack`].
+#[inline(always)]
+unsafe fn pack_events<'c>(mut out: *mut u8, events: impl Iterator<Item = &'c [u64]>) -> *mut u8 {
+    for values in events {
+        // SAFETY: each event writes its count, then per group at most its mask byte and VARINT
+        // bytes a value, within the room the caller guarantees; a block of zeros stores eight
+        // bytes, within the room of its group and value at least.
+        unsafe {
+            out.cast::<[u8; 4]>()
+                .write_unaligned((values.len() as u32).to_le_bytes());
+            out = out.add(4);
+            // An event of zeros (an event that did not happen) in one pass.
+            if values.len() > GROUP * GROUP && values.iter().fold(0, |any, v| any | v) == 0 {
+                let groups = values.len().div_ceil(GROUP);
+                out.write_bytes(0, groups);
+                out = out.add(groups);
+                continue;
+            }
+            for block in values.chunks(GROUP * GROUP) {
+                if block.iter().fold(0, |any, v| any | v) == 0 {
+                    // As many zero masks as the block has groups, at most eight.
+                    out.cast::<[u8; GROUP]>().write_unaligned([0; GROUP]);
+                    out = out.add(block.len().div_ceil(GROUP));
+                    continue;
+                }
+                let nonzero = block
+                    .iter()
+                    .enumerate()
+                    .fold(0u64, |bits, (i, &v)| bits | u64::from(v != 0) << i);
+                for (g, group) in block.chunks(GROUP).enumerate() {
+                    out = put_group(out, group, (nonzero >> (GROUP * g)) as u8);
+                }
+            }
         }
     }
-    group[0] = mask;
-    buffer.extend_from_slice(&group[..len]);
+    out
+}
+
+/// Writes one group of [`put_events`] at `out`, whose bit `i` of `mask` says whether value `i`
+/// is not zero; the end of what it wrote.
+///
+/// # Safety
+/// `out` has room for a byte and [`VARINT`] bytes per value; `mask` marks values of `values`
+/// only.
+#[inline(always)]
+unsafe fn put_group(out: *mut u8, values: &[u64], mask: u8) -> *mut u8 {
+    // SAFETY: room for the mask byte and a varint per value; the mask marks values of the
+    // group only.
+    unsafe {
+        out.write(mask);
+        let mut at = out.add(1);
+        let mut left = mask;
+        while left != 0 {
+            at = put_varint(at, *values.get_unchecked(left.trailing_zeros() as usize));
+            left &= left - 1;
+        }
+        at
+    }
 }
 
 /// Writes `value` as a LEB128 varint (seven bits a byte, low bits first, the high bit set on
-/// every byte but the last) at the start of `out`, which has room for [`VARINT`] bytes; the
-/// bytes written.
-#[inline]
-fn put_varint(out: &mut [u8], mut value: u64) -> usize {
-    let mut n = 0;
-    while value >= 0x80 {
-        out[n] = value as u8 | 0x80;
-        value >>= 7;
-        n += 1;
+/// every byte but the last) at `out`; the end of what it wrote.
+///
+/// # Safety
+/// `out` has room for [`VARINT`] bytes.
+#[inline(always)]
+unsafe fn put_varint(mut out: *mut u8, mut value: u64) -> *mut u8 {
+    // SAFETY: at most VARINT bytes, as the caller guarantees.
+    unsafe {
+        while value >= 0x80 {
+            out.write(value as u8 | 0x80);
+            value >>= 7;
+            out = out.add(1);
+        }
+        out.write(value as u8);
+        out.add(1)
     }
-    out[n] = value as u8;
-    n + 1
 }
 
 /// Starts a frame of `kind`; where its length goes, for [`end_frame`].
@@ -1201,7 +1321,7 @@ impl<'a> Fields<'a> {
         }
     }
 
-    /// One event's values as [`put_values`] writes them, after their count: at least a mask
+    /// One event's values as [`put_events`] writes them, after their count: at least a mask
     /// byte per group, so a count the frame cannot hold is damage, not an allocation.
     fn values(&mut self) -> Result<Vec<u64>, String> {
         let n = self.u32()? as usize;
@@ -1272,6 +1392,14 @@ impl Iterator for Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One event's values as [`put_events`] packs them, without their count.
+    fn put_values(buffer: &mut Vec<u8>, values: &[u64]) {
+        let at = buffer.len();
+        put_events(buffer, std::iter::once(values));
+        let count: Vec<u8> = buffer.drain(at..at + 4).collect();
+        assert_eq!(count, (values.len() as u32).to_le_bytes());
+    }
 
     fn temp(name: &str) -> PathBuf {
         std::env::temp_dir().join(format!("rtl-pmc-records-{}-{name}", std::process::id()))
@@ -1370,6 +1498,43 @@ mod tests {
     }
 
     #[test]
+    fn values_held_apart_from_their_record_are_written_as_its_own() {
+        let path = temp("held-apart");
+        let mut file = RecordFile::create(&path).unwrap();
+        let values: Vec<u64> = (0..200)
+            .map(|i| if i % 7 == 0 { i << 20 } else { 0 })
+            .collect();
+        let sizes = [64, 0, 3, 133];
+        let counters = Counters::new(&values, &sizes);
+        let events: Vec<Vec<u64>> = vec![
+            values[..64].to_vec(),
+            vec![],
+            values[64..67].to_vec(),
+            values[67..].to_vec(),
+        ];
+        assert_eq!(counters.to_vecs(), events);
+        let record = Record {
+            kernel: String::new(),
+            arch: String::new(),
+            counters: vec![vec![1, 2, 3]],
+            ..sample(1)
+        };
+        // The record's own values are not read when others are given.
+        file.push_named(&record, "gfx942", "vadd", Some(counters));
+        file.push_named(&record, "gfx942", "vadd", None);
+        file.flush().unwrap();
+        let named = |counters| Record {
+            arch: "gfx942".into(),
+            kernel: "vadd".into(),
+            counters,
+            ..record.clone()
+        };
+        let read_back: Vec<Record> = read(&path).map(Result::unwrap).collect();
+        assert_eq!(read_back, [named(events), named(vec![vec![1, 2, 3]])]);
+        std::fs::remove_file(&path).unwrap();
+    }
+
+    #[test]
     fn records_round_trip_with_every_field_and_strings_written_once() {
         let path = temp("round-trip");
         let mut file = RecordFile::create(&path).unwrap();
@@ -1409,8 +1574,8 @@ mod tests {
         for record in &all {
             file.push(record);
         }
-        file.push_named(&named, kept_arch, kept_kernel);
-        file.push_named(&named, kept_arch, kept_kernel);
+        file.push_named(&named, kept_arch, kept_kernel, None);
+        file.push_named(&named, kept_arch, kept_kernel, None);
         file.flush().unwrap();
         let mut expected = all.to_vec();
         expected.push(sample(4));

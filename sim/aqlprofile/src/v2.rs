@@ -25,14 +25,22 @@ pub(crate) fn agent(handle: aqlprofile_agent_handle_t) -> Option<Agent> {
     agents().get(usize::try_from(handle.handle).ok()?).cloned()
 }
 
-/// One sample `aqlprofile_pmc_iterate_data` reports: the event, its v2 sample id, and its
-/// index in the output buffer.
-type Reported = (aqlprofile_pmc_event_t, u64, usize);
+/// What `aqlprofile_pmc_iterate_data` reports of one packet set, decoded once (the packets are
+/// read many times): each sample's event and v2 sample id, in order, and the output slots their
+/// values are read from, as runs of consecutive slots (every sample's but after a misplaced AID
+/// event's, as AMD's decoder reads them).
+#[derive(Debug)]
+struct Reported {
+    /// Each sample's event, as the two words it is passed in (see [`event_words`]), and id.
+    samples: Box<[[u64; 3]]>,
+    /// (first sample, its slot, samples): these samples read consecutive slots.
+    runs: Box<[(usize, usize, usize)]>,
+}
 
 /// Buffers and layout of one `aqlprofile_pmc_create_packets` call.
 struct Session {
     /// What iterate_data reports, worked out once: the packets are read many times.
-    reported: Arc<[Reported]>,
+    reported: Arc<Reported>,
     output: *mut c_void,
     command: *mut c_void,
     dealloc: aqlprofile_memory_dealloc_callback_t,
@@ -417,21 +425,122 @@ pub unsafe extern "C" fn aqlprofile_pmc_create_packets(
     })
 }
 
-/// The samples of `plan` iterate_data reports, in output order.
-fn reported(plan: &Plan) -> Arc<[Reported]> {
-    plan.v2_reported_samples()
-        .into_iter()
-        .map(|(index, id, request)| {
-            let r = &plan.requests[request];
-            let event = aqlprofile_pmc_event_t {
-                block_index: r.block_index,
-                event_id: r.event_id,
-                flags: r.flags,
-                block_name: r.block_name,
+/// The samples of `plan` iterate_data reports, in order.
+fn reported(plan: &Plan) -> Arc<Reported> {
+    let samples = plan.v2_reported_samples();
+    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+    for (i, &(slot, ..)) in samples.iter().enumerate() {
+        match runs.last_mut() {
+            Some((_, first, count)) if *first + *count == slot => *count += 1,
+            _ => runs.push((i, slot, 1)),
+        }
+    }
+    let event = |request: usize| {
+        let r = &plan.requests[request];
+        aqlprofile_pmc_event_t {
+            block_index: r.block_index,
+            event_id: r.event_id,
+            flags: r.flags,
+            block_name: r.block_name,
+        }
+    };
+    Arc::new(Reported {
+        samples: samples
+            .iter()
+            .map(|&(_, id, request)| {
+                let [low, high] = event_words(event(request));
+                [low, high, id]
+            })
+            .collect(),
+        runs: runs.into(),
+    })
+}
+
+/// An event as two words: `block_index | event_id << 32`, `flags | block_name << 32` (its
+/// bytes, as the C ABI passes it in two registers).
+fn event_words(e: aqlprofile_pmc_event_t) -> [u64; 2] {
+    [
+        u64::from(e.block_index) | u64::from(e.event_id) << 32,
+        u64::from(e.flags) | u64::from(e.block_name) << 32,
+    ]
+}
+
+/// The event of [`event_words`].
+#[inline(always)]
+fn event_of([low, high]: [u64; 2]) -> aqlprofile_pmc_event_t {
+    aqlprofile_pmc_event_t {
+        block_index: low as u32,
+        event_id: (low >> 32) as u32,
+        flags: high as u32,
+        block_name: (high >> 32) as u32,
+    }
+}
+
+impl Reported {
+    /// Calls `callback` with every sample, its value read from `output` (or 0 when `ZEROS`),
+    /// until it returns something other than success: `HSA_STATUS_INFO_BREAK` stops with
+    /// success, anything else is returned.
+    ///
+    /// # Safety
+    /// `output` holds every slot of the runs; `callback` is the caller's, `userdata` its own.
+    #[inline(always)]
+    unsafe fn report<const ZEROS: bool>(
+        &self,
+        output: *const u64,
+        callback: unsafe extern "C" fn(
+            aqlprofile_pmc_event_t,
+            u64,
+            u64,
+            *mut c_void,
+        ) -> hsa_status_t,
+        userdata: *mut c_void,
+    ) -> hsa_status_t {
+        for &(first, slot, count) in self.runs.iter() {
+            let samples = &self.samples[first..first + count];
+            // SAFETY: the run's slots lie in the output buffer.
+            let values = unsafe { output.add(slot) };
+            // One sample, of `samples` and `values` from `at` on.
+            let report = |at: (*const [u64; 3], *const u64)| {
+                let value = match ZEROS {
+                    true => 0,
+                    // SAFETY: `at` is within the run, as its sample.
+                    false => unsafe { at.1.read_unaligned() },
+                };
+                // SAFETY: `at` is within the run; calling the caller's callback with its own
+                // userdata.
+                unsafe {
+                    let [low, high, id] = *at.0;
+                    callback(event_of([low, high]), id, value, userdata)
+                }
             };
-            (event, id, index)
-        })
-        .collect()
+            // Two samples a round.
+            let mut at = (samples.as_ptr(), values);
+            let mut status = HSA_STATUS_SUCCESS;
+            for _ in 0..count / 2 {
+                status = report(at);
+                if status != HSA_STATUS_SUCCESS {
+                    break;
+                }
+                // SAFETY: the second sample of the round is within the run.
+                status = report(unsafe { (at.0.add(1), at.1.add(1)) });
+                if status != HSA_STATUS_SUCCESS {
+                    break;
+                }
+                // SAFETY: at most one past the run's end.
+                at = unsafe { (at.0.add(2), at.1.add(2)) };
+            }
+            if status == HSA_STATUS_SUCCESS && count % 2 == 1 {
+                status = report(at);
+            }
+            if status != HSA_STATUS_SUCCESS {
+                return match status {
+                    HSA_STATUS_INFO_BREAK => HSA_STATUS_SUCCESS,
+                    other => other,
+                };
+            }
+        }
+        HSA_STATUS_SUCCESS
+    }
 }
 
 impl Session {
@@ -506,19 +615,11 @@ pub unsafe extern "C" fn aqlprofile_pmc_iterate_data(
             };
             (Arc::clone(&session.reported), session.output as *const u64)
         };
-        let zeros = crate::reports_zeros();
-        for &(event, id, index) in reported.iter() {
-            // SAFETY: the output buffer holds every sample of the plan, which `index` is one of.
-            let counted = unsafe { output.add(index).read_unaligned() };
-            let value = if zeros { 0 } else { counted };
-            // SAFETY: calling the caller's callback with its own userdata.
-            match unsafe { callback(event, id, value, userdata) } {
-                HSA_STATUS_SUCCESS => {}
-                HSA_STATUS_INFO_BREAK => return HSA_STATUS_SUCCESS,
-                other => return other,
-            }
+        // SAFETY: the output buffer holds every sample of the plan, the runs' slots among them.
+        match crate::reports_zeros() {
+            true => unsafe { reported.report::<true>(output, callback, userdata) },
+            false => unsafe { reported.report::<false>(output, callback, userdata) },
         }
-        HSA_STATUS_SUCCESS
     })
 }
 

@@ -20,6 +20,16 @@ fn tcc_events() -> Vec<PmcEvent> {
         .collect()
 }
 
+/// SQ_WAVES of shader engine instance 0.
+fn sq_waves() -> PmcEvent {
+    PmcEvent {
+        block_index: 0,
+        event_id: SQ_WAVES,
+        flags: 0,
+        block_name: SQ,
+    }
+}
+
 #[test]
 fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
     let agent = register("gfx942", 8, 32, 304, 1);
@@ -53,13 +63,7 @@ fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
 #[test]
 fn sq_samples_come_per_xcc_then_shader_engine() {
     let agent = register("gfx942", 8, 32, 304, 1);
-    let events = [PmcEvent {
-        block_index: 0,
-        event_id: SQ_WAVES,
-        flags: 0,
-        block_name: SQ,
-    }];
-    let session = create(agent, &events).expect("packets");
+    let session = create(agent, &[sq_waves()]).expect("packets");
     let k = run(11, 1, "vadd", 1 << 20, 5_000, 105_000);
     gpu::kernel_started(&k);
     execute(11, &session.packets.start, 5_000);
@@ -73,6 +77,65 @@ fn sq_samples_come_per_xcc_then_shader_engine() {
     assert_eq!(values, truth(&k, "SQ_WAVES"));
     // 4096 workgroups of 4 waves, spread evenly over 32 shader engines.
     assert_eq!(values, vec![512; 32]);
+}
+
+/// A data callback that records samples until it has `stop_after`, then returns `status`.
+struct Stopping {
+    seen: Vec<(PmcEvent, u64, u64)>,
+    stop_after: usize,
+    status: u32,
+}
+
+unsafe extern "C" fn stopping(
+    event: PmcEvent,
+    id: u64,
+    value: u64,
+    ud: *mut std::ffi::c_void,
+) -> u32 {
+    // SAFETY: `ud` is the Stopping of the test.
+    let s = unsafe { &mut *(ud as *mut Stopping) };
+    s.seen.push((event, id, value));
+    match s.seen.len() == s.stop_after {
+        true => s.status,
+        false => SUCCESS,
+    }
+}
+
+#[test]
+fn a_callback_stops_iteration_with_info_break_or_an_error() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let mut events = tcc_events();
+    events.push(sq_waves());
+    let session = create(agent, &events).expect("packets");
+    let k = run(12, 1, "vadd", 1 << 20, 1_000_000, 1_200_000);
+    gpu::kernel_started(&k);
+    execute(12, &session.packets.start, 1_000_000);
+    execute(12, &session.packets.read, 1_200_000);
+    let all = samples(&session);
+    assert_eq!(all.len(), 8 * (16 + 4));
+    const INFO_BREAK: u32 = 1;
+    const ERROR_INVALID_ARGUMENT: u32 = 0x1001;
+    // Within an event's samples on an XCC, at the end of one, and at the very last sample.
+    for stop_after in [1, 7, 16, 17, 20, 21, 159, 160] {
+        for (status, returned) in [
+            (INFO_BREAK, SUCCESS),
+            (ERROR_INVALID_ARGUMENT, ERROR_INVALID_ARGUMENT),
+        ] {
+            let mut s = Stopping {
+                seen: Vec::new(),
+                stop_after,
+                status,
+            };
+            // SAFETY: a live handle, a callback and its data.
+            let got = unsafe {
+                (lib().iterate_data)(session.handle, stopping, (&mut s as *mut Stopping).cast())
+            };
+            assert_eq!(got, returned, "{stop_after} {status}");
+            assert_eq!(s.seen, all[..stop_after], "{stop_after} {status}");
+        }
+    }
+    // SAFETY: a live handle.
+    unsafe { (lib().delete_packets)(session.handle) };
 }
 
 #[test]
