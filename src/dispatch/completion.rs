@@ -692,8 +692,8 @@ impl Files {
         Files { paths, open }
     }
 
-    /// Writes one record through the file's mapping: in the page cache when this returns.
-    /// Writes `named`, with `counters` as its values when given.
+    /// Writes `named`'s record through the file's mapping, with `counters` as its values when
+    /// given: in the page cache when this returns.
     fn write(&mut self, named: &Named, counters: Option<Counters<'_>>) {
         let at = file_of(named.record.group, self.open.len());
         if let Some(file) = self.open[at].as_mut() {

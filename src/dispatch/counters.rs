@@ -1096,8 +1096,7 @@ impl GpuCounters {
     }
 
     /// Returns packet sets whose values were read as [`GpuCounters::give_back`] does, under one
-    /// lock, leaving `sets` empty.
-    /// Then makes the spare sets the dispatch path found missing, and those that keep each
+    /// lock, leaving `sets` empty; then makes the spare sets the dispatch path found missing, and those that keep each
     /// group's pool at [`LOW_WATER`].
     #[allow(clippy::vec_box)]
     pub fn give_back_all(&self, sets: &mut Vec<Box<PacketSet>>) {

@@ -470,7 +470,7 @@ impl Interposer {
                 session.signals.give(kernel_signal);
                 return None;
             };
-            wrapping.counters = Some((part.set.packets(), done, after));
+            wrapping.counters = Some((part.set.template, done, after));
             counted = Some(part);
         }
         let submitted = self.submitted(

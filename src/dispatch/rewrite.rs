@@ -49,9 +49,9 @@ pub struct Wrapping {
     pub counters: Option<CounterWrapping>,
 }
 
-/// How a counted dispatch is wrapped: the counter packets, the signal the stop packet
+/// How a counted dispatch is wrapped: its packet set's packets, the signal the stop packet
 /// completes, and what to wait for first.
-pub type CounterWrapping = (CounterPackets, hsa_signal_t, CountedAfter);
+pub type CounterWrapping = (CounterTemplate, hsa_signal_t, CountedAfter);
 
 /// How a dispatch that is not counted is kept out of the counting windows of a GPU.
 #[derive(Debug, Clone, Copy)]
@@ -142,13 +142,13 @@ pub fn order_uncounted(packet: &AqlPacket, uncounted: &Uncounted, out: &mut Vec<
 
 /// Appends the packets replacing `kernel` to `out`.
 pub fn wrap(kernel: &hsa_kernel_dispatch_packet_t, wrapping: &Wrapping, out: &mut Vec<AqlPacket>) {
-    let Some((packets, done, after)) = &wrapping.counters else {
+    let Some((template, done, after)) = &wrapping.counters else {
         let mut kernel = *kernel;
         kernel.completion_signal = wrapping.kernel_signal;
         out.push(AqlPacket::from(&kernel));
         return;
     };
-    let mut template = CounterTemplate::new(packets);
+    let mut template = *template;
     out.extend(wait_first(after));
     out.extend_from_slice(template.fill(kernel, wrapping.kernel_signal, *done));
 }
@@ -163,7 +163,7 @@ fn wait_first(after: &CountedAfter) -> Option<AqlPacket> {
 /// (when aqlprofile has one) and stop, their headers set. Each dispatch fills in its kernel and
 /// the stop packet's signal ([`CounterTemplate::fill`]), so that a dispatch copies one packet
 /// instead of building four.
-#[derive(Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CounterTemplate {
     packets: [AqlPacket; 4],
     len: usize,
@@ -403,7 +403,11 @@ mod tests {
         };
         let w = Wrapping {
             kernel_signal: sig(0xB0B),
-            counters: Some((packets, sig(0xD0E), [sig(0x9AE), sig(0xE0)])),
+            counters: Some((
+                CounterTemplate::new(&packets),
+                sig(0xD0E),
+                [sig(0x9AE), sig(0xE0)],
+            )),
         };
         let mut out = Vec::new();
         wrap(&kernel(), &w, &mut out);
@@ -454,10 +458,10 @@ mod tests {
         let w = Wrapping {
             kernel_signal: sig(0xB0B),
             counters: Some((
-                CounterPackets {
+                CounterTemplate::new(&CounterPackets {
                     read: None,
                     ..packets
-                },
+                }),
                 sig(0xD0E),
                 [sig(0), sig(0)],
             )),
@@ -483,25 +487,27 @@ mod tests {
             stop: pm4_body(3),
         };
         let mut template = CounterTemplate::new(&packets);
-        let w = |done: u64| Wrapping {
-            kernel_signal: sig(0xB0B),
-            counters: Some((packets, sig(done), [sig(0); 2])),
-        };
         for (done, grid) in [(0xD0E, 1024), (0xD1E, 2048)] {
             let mut k = kernel();
             k.grid_size_x = grid;
             let mut out = Vec::new();
             let filled = template.fill(&k, sig(0xB0B), sig(done)).to_vec();
-            let mut expected = Vec::new();
-            wrap(&k, &w(done), &mut expected);
+            // A template refilled holds nothing of the dispatch before: it equals a new one's.
+            let expected = CounterTemplate::new(&packets)
+                .fill(&k, sig(0xB0B), sig(done))
+                .to_vec();
             assert_eq!(filled.len(), 4);
             let dwords = |p: &[AqlPacket]| p.iter().map(|p| p.dwords).collect::<Vec<_>>();
             assert_eq!(dwords(&filled), dwords(&expected));
             // SAFETY: a kernel dispatch packet in the kernel's slot.
             let written: hsa_kernel_dispatch_packet_t = unsafe { filled[1].cast() };
             assert_eq!(
-                (written.grid_size_x, filled[3].completion_signal()),
-                (grid, sig(done))
+                (
+                    written.grid_size_x,
+                    written.completion_signal,
+                    filled[3].completion_signal()
+                ),
+                (grid, sig(0xB0B), sig(done))
             );
             let direct = wrap_counted(&filled, &[sig(0); 2], &mut out);
             assert_eq!(dwords(direct), dwords(&filled));
