@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::{artifact, assert_success, scratch, sim_env, text};
+use common::{artifact, assert_success, samples, scratch, sim_env, text};
 use rtl_pmc::dispatch::records::{Record, ReplayStats};
 
 /// One counter per pass: three passes.
@@ -67,15 +67,6 @@ fn truth_of<'a>(truth: &'a [serde_json::Value], r: &Record) -> &'a serde_json::V
         .collect();
     assert_eq!(found.len(), 1, "ground truth of {r:?}");
     found[0]
-}
-
-fn samples(t: &serde_json::Value, counter: &str) -> Vec<u64> {
-    t["counters"][counter]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {counter} in {t}"))
-        .iter()
-        .map(|v| v.as_u64().unwrap())
-        .collect()
 }
 
 /// Checks the passes of a kernel replay run against the ground truth: every pass has a record

@@ -225,11 +225,12 @@ const BULK_PAGE_SIZE: u32 = 65536;
 /// Rows per insert statement, at most (a power of two).
 const ROWS_PER_STATEMENT: usize = 64;
 
-/// Counter value rows: [`PMC_FIELDS`] values each.
-const INSERT_PMC: &str = "(id, event_id, pmc_id, value, extdata) VALUES";
+/// Counter value rows: [`PMC_FIELDS`] values each; `extdata` keeps rocpd's default, `{}`
+/// (the per-position values are in `rtl_pmc_positions`).
+const INSERT_PMC: &str = "(id, event_id, pmc_id, value) VALUES";
 
 /// The values of a row of [`INSERT_PMC`].
-const PMC_FIELDS: usize = 5;
+const PMC_FIELDS: usize = 4;
 
 /// Binds `fields` to the parameters of `stmt` from index `from` on.
 fn bind_row<T: rusqlite::ToSql>(
@@ -280,9 +281,6 @@ pub const PMC_BITS: u32 = 20;
 
 /// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
 const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
-
-/// A value's `extdata` (rocpd's default): its per-position values are in `rtl_pmc_positions`.
-const NO_DIMENSIONS: &str = "{}";
 
 /// Per-position values rows: [`POSITIONS_FIELDS`] values each.
 const INSERT_POSITIONS: &str = "INSERT INTO rtl_pmc_positions(id, dimension_values) VALUES";
@@ -1566,8 +1564,7 @@ impl Database {
                 stmt.raw_bind_parameter(from, row << PMC_BITS | pmc)?;
                 stmt.raw_bind_parameter(from + 1, merged)?;
                 stmt.raw_bind_parameter(from + 2, pmc)?;
-                stmt.raw_bind_parameter(from + 3, total)?;
-                stmt.raw_bind_parameter(from + 4, NO_DIMENSIONS)
+                stmt.raw_bind_parameter(from + 3, total)
             },
         );
         sql(path, r)?;
