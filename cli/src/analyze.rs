@@ -690,6 +690,8 @@ impl<'a> Collector<'a> {
     /// Adds the rows `rest` read after this collector's, its columns copied by as many threads
     /// as there are cores.
     fn append(&mut self, mut rest: Collector<'a>) {
+        #[cfg(test)]
+        HALVES_JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.flush();
         rest.flush();
         let map: Vec<usize> = rest
@@ -736,6 +738,10 @@ impl<'a> Collector<'a> {
         }
     }
 }
+
+/// How many second halves were joined to their first (the unit tests check that one was).
+#[cfg(test)]
+static HALVES_JOINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// How many of a group's rows wait before they are moved into its columns.
 const PENDING_ROWS: usize = 64;
@@ -976,8 +982,6 @@ fn read_rocprof_compute(dir: &Path) -> Result<Workload, CliError> {
     })
 }
 
-/// Figures a GPU's KFD properties do not give, per architecture, as rocprof-compute's system
-/// information reports them for a real GPU of that architecture.
 /// L2 channels (TCC instances) per XCD of architecture `arch`, if known.
 pub fn l2_channels_per_xcd(arch: &str) -> Option<u32> {
     let (_, figures) = architecture_figures(arch)?;
@@ -990,6 +994,8 @@ pub fn gpu_model_of(arch: &str) -> Option<&'static str> {
     architecture_figures(arch).map(|(model, _)| model)
 }
 
+/// Figures a GPU's KFD properties do not give, per architecture, as rocprof-compute's system
+/// information reports them for a real GPU of that architecture.
 fn architecture_figures(arch: &str) -> Option<(&'static str, [(&'static str, f64); 6])> {
     match arch {
         "gfx90a" => Some((
@@ -1321,8 +1327,14 @@ mod tests {
     #[test]
     fn a_file_read_in_two_halves_is_read_as_in_one() {
         let text = rows(1000, |i| format!("k{}", i % 3));
+        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let before = joined();
         let (read, split) = read_text("halves", &text);
         assert!(split.is_some());
+        assert!(
+            joined() > before,
+            "the second half's rows were read apart and joined"
+        );
         let read = read.unwrap();
         expect_groups(&read, 1000, &["k0", "k1", "k2"]);
     }

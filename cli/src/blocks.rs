@@ -4,7 +4,8 @@
 use panels::{BlockId, CounterLayout};
 use rtl_pmc_cli::analyze::{gpu_model_of, l2_channels_per_xcd};
 use rtl_pmc_cli::inputs::{Collection, CounterName, Job};
-use rtl_pmc_cli::rocprof_compute::rocprof_compute_input_files;
+use rtl_pmc_cli::rocprof_compute::{base_name, rocprof_compute_input_files};
+use rtl_pmc_profile::files::rocprof_compute::accumulation_of;
 
 use crate::error::CliError;
 use crate::gpus::Gpu;
@@ -98,15 +99,11 @@ pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result
         };
         let needs = panels::counters_for_blocks(set, &parsed, &layout)
             .map_err(|e| CliError::input(format!("--block: {e}")))?;
-        let known = |name: &str| {
-            catalog
-                .counter(name.split('[').next().unwrap_or(name))
-                .is_some()
-        };
+        let known = |name: &str| catalog.counter(base_name(name)).is_some();
         let mut missing: Vec<&str> = Vec::new();
         for name in &needs.counters {
             if !known(name) {
-                let base = name.split('[').next().unwrap_or(name);
+                let base = base_name(name);
                 if !missing.contains(&base) {
                     missing.push(base);
                 }
@@ -133,7 +130,7 @@ pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result
         .map_err(|e| CliError::input(format!("--block: {e}")))?;
     for level in &levels {
         counters.push(level.clone());
-        counters.push(format!("{level}_ACCUM"));
+        counters.push(accumulation_of(level));
     }
     Ok(Blocks {
         ids: ids.to_vec(),

@@ -1,6 +1,8 @@
 //! rocprof-compute's packing of counters into input files: which application runs its
 //! `profile` would make for a counter set, to compare with the passes rtl-pmc plans.
 
+use rtl_pmc_profile::files::rocprof_compute::accumulation_of;
+
 /// Counters one rocprof-compute input file holds per hardware block on gfx90a, gfx942 and
 /// gfx950 (its per-architecture perfmon configuration; SQC counts against SQ).
 pub const ROCPROF_COMPUTE_BLOCK_LIMITS: [(&str, usize); 10] = [
@@ -23,7 +25,7 @@ struct InputFile {
 }
 
 /// A channel counter (`TCC_HIT[3]`) is its base name's; others are themselves.
-fn base_name(counter: &str) -> &str {
+pub fn base_name(counter: &str) -> &str {
     counter.split('[').next().unwrap_or(counter)
 }
 
@@ -125,11 +127,6 @@ pub fn rocprof_compute_input_files<'a>(
                 .collect()
         })
         .collect())
-}
-
-/// The accumulation name of level counter `level`.
-fn accumulation_of(level: &str) -> String {
-    format!("{level}_ACCUM")
 }
 
 #[cfg(test)]

@@ -124,7 +124,7 @@ pub const SYSINFO_COLUMNS: [&str; 39] = [
 const IP_BLOCKS: &str = "SQ|LDS|SQC|TA|TD|TCP|TCC|SPI|CPC|CPF";
 
 /// The accumulation name of level counter `level`.
-fn accumulation_of(level: &str) -> String {
+pub fn accumulation_of(level: &str) -> String {
     format!("{level}_ACCUM")
 }
 
