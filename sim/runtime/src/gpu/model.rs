@@ -293,10 +293,8 @@ impl Model<'_> {
 
     /// Cycles in which a unit at each position with work is busy: 40-99 % of the dispatch.
     fn busy(&self, name: &str) -> Values {
-        let f = self.f;
-        self.replicate(
-            f.cycles * (400 + hash(&[name.as_bytes(), self.d.kernel.as_bytes()]) % 600) / 1000,
-        )
+        // Per mille: 400-999.
+        self.replicate(self.f.cycles * self.pct(name, 400, 600) / 1000)
     }
 
     /// A cycle counter bounded by `of` (a busy count): 1-30 % of it.
