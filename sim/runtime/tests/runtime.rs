@@ -295,6 +295,11 @@ fn dispatches_complete_with_model_timestamps() {
         assert!(start >= last_end, "barrier-bit dispatches must not overlap");
         last_end = end;
     }
+    // `copy` moves 8 bytes per work-item at 1,000 bytes per ns: over 2^24 items that takes
+    // longer than its 216 rounds of workgroups (88,400 ns); over 2^16, one round is longer.
+    let copy =
+        |items: u32| dispatch_duration_ns("copy", [items, 1, 1], [256, 1, 1], 304, 64, [0, 0]);
+    assert_eq!((copy(1 << 24), copy(1 << 16)), (134_217, 2_400));
     // SAFETY: live queue; the packets completed.
     unsafe {
         assert_eq!(hsa_queue_load_read_index_scacquire(q), 8);
