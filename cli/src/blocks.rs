@@ -2,7 +2,7 @@
 //! of counters, and what the rocprof-compute workload directory of the profile needs.
 
 use panels::{BlockId, CounterLayout};
-use rtl_pmc_cli::analyze::{gpu_model_of, l2_channels_per_xcd};
+use rtl_pmc_cli::analyze::l2_channels_per_xcd;
 use rtl_pmc_cli::inputs::{Collection, CounterName, Job};
 use rtl_pmc_cli::rocprof_compute::{base_name, rocprof_compute_input_files};
 use rtl_pmc_profile::files::rocprof_compute::accumulation_of;
@@ -20,14 +20,10 @@ pub struct Blocks {
     pub counters: Vec<String>,
     /// The input files rocprof-compute would run for the same blocks, one application run each.
     pub input_files: Vec<Vec<String>>,
-    /// L2 channels per XCD, for `sysinfo.csv`.
-    pub l2_channels_per_xcd: u32,
     /// The XCDs of each architecture's GPU, for its channel counters.
     pub xcds: Vec<(String, u32)>,
     /// What was left out, one line per architecture.
     pub left_out: Vec<String>,
-    /// The GPU model rocprof-compute names the workload directory after (`MI300X`).
-    pub gpu_model: String,
 }
 
 impl Blocks {
@@ -71,8 +67,6 @@ pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result
         .collect::<Result<Vec<_>, _>>()?;
     let mut counters: Vec<String> = Vec::new();
     let mut levels: Vec<String> = Vec::new();
-    let mut channels = 0;
-    let mut gpu_model = String::new();
     let mut xcds = Vec::new();
     let mut left_out = Vec::new();
     for catalog in catalogs {
@@ -90,8 +84,6 @@ pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result
                 )))
             }
         };
-        channels = l2;
-        gpu_model = gpu_model_of(arch).unwrap_or(arch).to_string();
         xcds.push((arch.to_string(), num_xcd));
         let layout = CounterLayout {
             num_xcd,
@@ -136,9 +128,7 @@ pub fn resolve(ids: &[String], catalogs: &[ArchCatalog], gpus: &[Gpu]) -> Result
         ids: ids.to_vec(),
         counters,
         input_files,
-        l2_channels_per_xcd: channels,
         xcds,
-        gpu_model,
         left_out,
     })
 }

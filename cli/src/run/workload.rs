@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use rtl_pmc_cli::analyze::{gpu_model_of, l2_channels_per_xcd};
 use rtl_pmc_profile::files::rocprof_compute::{self, WorkloadInfo};
 use rtl_pmc_profile::model::Dispatch;
 use rtl_pmc_profile::store::database::{Database, DatabaseError};
@@ -42,7 +43,7 @@ pub fn write(
     let workload = directory
         .join("workloads")
         .join(&name)
-        .join(&blocks.gpu_model);
+        .join(gpu_model_of(&agent.name).unwrap_or(&agent.name));
     let info = WorkloadInfo {
         workload_name: name,
         command: app.join(" "),
@@ -52,7 +53,7 @@ pub fn write(
             .map_or(0, |d| d.as_secs())
             .to_string(),
         version: env!("CARGO_PKG_VERSION").to_string(),
-        l2_channels_per_xcd: blocks.l2_channels_per_xcd,
+        l2_channels_per_xcd: l2_channels_per_xcd(&agent.name).unwrap_or(0),
     };
     rocprof_compute::write(&workload, &agents, agent, &dispatches, &info)
         .map_err(|e| io_error(&workload, e))?;

@@ -16,6 +16,7 @@
 //! * `sysinfo.csv`: one row of rocprof-compute's machine description, the GPU's part taken
 //!   from its KFD topology.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
@@ -123,20 +124,25 @@ pub const SYSINFO_COLUMNS: [&str; 39] = [
 /// The hardware blocks a full profile covers, as `sysinfo.csv`'s `ip_blocks` lists them.
 const IP_BLOCKS: &str = "SQ|LDS|SQC|TA|TD|TCP|TCC|SPI|CPC|CPF";
 
+/// What a level counter's accumulation adds to its name.
+const ACCUM_SUFFIX: &str = "_ACCUM";
+
 /// The accumulation name of level counter `level`.
 pub fn accumulation_of(level: &str) -> String {
-    format!("{level}_ACCUM")
+    format!("{level}{ACCUM_SUFFIX}")
 }
 
 /// The level counters of `dispatches` whose accumulation was collected, in first-seen order.
 pub fn level_counters(dispatches: &[Dispatch]) -> Vec<String> {
     let mut levels: Vec<String> = Vec::new();
     for dispatch in dispatches {
+        let accumulated: HashSet<&str> = dispatch
+            .counters
+            .iter()
+            .filter_map(|c| c.name.strip_suffix(ACCUM_SUFFIX))
+            .collect();
         for counter in &dispatch.counters {
-            let accumulated = accumulation_of(&counter.name);
-            if !levels.contains(&counter.name)
-                && dispatch.counters.iter().any(|c| c.name == accumulated)
-            {
+            if accumulated.contains(counter.name.as_str()) && !levels.contains(&counter.name) {
                 levels.push(counter.name.clone());
             }
         }
@@ -144,10 +150,9 @@ pub fn level_counters(dispatches: &[Dispatch]) -> Vec<String> {
     levels
 }
 
-/// The counter columns of `pmc_perf.csv`: every counter name but the accumulations, sorted
-/// as rocprofv3's pivot sorts them.
-pub fn pmc_perf_counters(dispatches: &[Dispatch]) -> Vec<String> {
-    let levels = level_counters(dispatches);
+/// The counter columns of `pmc_perf.csv`: every counter name but the accumulations of
+/// `levels` (the level counters), sorted as rocprofv3's pivot sorts them.
+pub fn pmc_perf_counters(dispatches: &[Dispatch], levels: &[String]) -> Vec<String> {
     let accumulations: Vec<String> = levels.iter().map(|l| accumulation_of(l)).collect();
     let mut names: Vec<String> = dispatches
         .iter()
@@ -176,12 +181,13 @@ pub fn write(
             .map_or(0, |a| a.gpu_index)
     };
     let sysinfo = sysinfo_text(agent, info)?;
+    let levels = level_counters(dispatches);
     write_file(
         &dir.join("pmc_perf.csv"),
-        &pmc_perf_text(dispatches, &gpu_id),
+        &pmc_perf_text(dispatches, &levels, &gpu_id),
     )?;
-    for level in level_counters(dispatches) {
-        let text = level_file_text(dispatches, &level, &gpu_id);
+    for level in &levels {
+        let text = level_file_text(dispatches, level, &gpu_id);
         write_file(&dir.join(format!("{level}.csv")), &text)?;
     }
     write_file(&dir.join("sysinfo.csv"), &sysinfo)?;
@@ -205,14 +211,26 @@ fn push_float(text: &mut String, value: f64) {
     }
 }
 
-fn csv_line(text: &mut String, fields: &[String]) {
-    let mut writer = csv::WriterBuilder::new()
-        .terminator(csv::Terminator::Any(b'\n'))
-        .from_writer(Vec::new());
-    // Writing into a Vec cannot fail.
-    let _ = writer.write_record(fields);
-    let bytes = writer.into_inner().unwrap_or_default();
-    text.push_str(&String::from_utf8_lossy(&bytes));
+/// A CSV file's text, a row at a time, with rocprof-compute's line ends.
+struct CsvText(csv::Writer<Vec<u8>>);
+
+impl CsvText {
+    fn new() -> CsvText {
+        let writer = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .from_writer(Vec::new());
+        CsvText(writer)
+    }
+
+    fn row(&mut self, fields: &[String]) {
+        // Writing into a Vec cannot fail.
+        let _ = self.0.write_record(fields);
+    }
+
+    fn text(self) -> String {
+        let bytes = self.0.into_inner().unwrap_or_default();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
 }
 
 /// The dispatch columns shared by both files, by column name.
@@ -245,33 +263,57 @@ fn dispatch_field(dispatch: &Dispatch, column: &str, gpu_id: &dyn Fn(u32) -> u32
     }
 }
 
-/// A counter's value for `dispatch`, empty when it was not collected for it (pandas' NaN).
-fn counter_field(dispatch: &Dispatch, name: &str) -> String {
+/// A counter's value, empty when it was not collected (pandas' NaN).
+fn counter_field(total: Option<f64>) -> String {
     let mut text = String::new();
-    if let Some(counter) = dispatch.counters.iter().find(|c| c.name == name) {
-        push_float(&mut text, counter.total);
+    if let Some(total) = total {
+        push_float(&mut text, total);
     }
     text
 }
 
-fn pmc_perf_text(dispatches: &[Dispatch], gpu_id: &dyn Fn(u32) -> u32) -> String {
-    let counters = pmc_perf_counters(dispatches);
+/// A counter's value for `dispatch`, as [`counter_field`].
+fn counter_of(dispatch: &Dispatch, name: &str) -> String {
+    counter_field(
+        dispatch
+            .counters
+            .iter()
+            .find(|c| c.name == name)
+            .map(|c| c.total),
+    )
+}
+
+fn pmc_perf_text(
+    dispatches: &[Dispatch],
+    levels: &[String],
+    gpu_id: &dyn Fn(u32) -> u32,
+) -> String {
+    let counters = pmc_perf_counters(dispatches, levels);
     let mut header: Vec<String> = pmc_perf_leading().map(String::from).collect();
     header.extend(counters.iter().cloned());
     header.push("Start_Timestamp".into());
     header.push("End_Timestamp".into());
-    let mut text = String::new();
-    csv_line(&mut text, &header);
+    let mut text = CsvText::new();
+    text.row(&header);
     for dispatch in dispatches {
+        let totals: HashMap<&str, f64> = dispatch
+            .counters
+            .iter()
+            .map(|c| (c.name.as_str(), c.total))
+            .collect();
         let mut row: Vec<String> = pmc_perf_leading()
             .map(|c| dispatch_field(dispatch, c, gpu_id))
             .collect();
-        row.extend(counters.iter().map(|c| counter_field(dispatch, c)));
+        row.extend(
+            counters
+                .iter()
+                .map(|c| counter_field(totals.get(c.as_str()).copied())),
+        );
         row.push(dispatch_field(dispatch, "Start_Timestamp", gpu_id));
         row.push(dispatch_field(dispatch, "End_Timestamp", gpu_id));
-        csv_line(&mut text, &row);
+        text.row(&row);
     }
-    text
+    text.text()
 }
 
 fn level_file_text(dispatches: &[Dispatch], level: &str, gpu_id: &dyn Fn(u32) -> u32) -> String {
@@ -279,18 +321,18 @@ fn level_file_text(dispatches: &[Dispatch], level: &str, gpu_id: &dyn Fn(u32) ->
     header.push(level.to_string());
     header.push(ACCUMULATION_COLUMN.to_string());
     let accumulation = accumulation_of(level);
-    let mut text = String::new();
-    csv_line(&mut text, &header);
+    let mut text = CsvText::new();
+    text.row(&header);
     for dispatch in dispatches {
         let mut row: Vec<String> = LEVEL_FILE_LEADING
             .iter()
             .map(|c| dispatch_field(dispatch, c, gpu_id))
             .collect();
-        row.push(counter_field(dispatch, level));
-        row.push(counter_field(dispatch, &accumulation));
-        csv_line(&mut text, &row);
+        row.push(counter_of(dispatch, level));
+        row.push(counter_of(dispatch, &accumulation));
+        text.row(&row);
     }
-    text
+    text.text()
 }
 
 /// A KFD property the machine description cannot do without.
@@ -350,10 +392,10 @@ fn sysinfo_text(agent: &Agent, info: &WorkloadInfo) -> io::Result<String> {
     };
     let header: Vec<String> = SYSINFO_COLUMNS.iter().map(|c| c.to_string()).collect();
     let row: Vec<String> = SYSINFO_COLUMNS.iter().map(|c| value(c)).collect();
-    let mut text = String::new();
-    csv_line(&mut text, &header);
-    csv_line(&mut text, &row);
-    Ok(text)
+    let mut text = CsvText::new();
+    text.row(&header);
+    text.row(&row);
+    Ok(text.text())
 }
 
 #[cfg(test)]
@@ -442,7 +484,7 @@ mod tests {
             dispatch(2, vec![counter("SQ_WAVES", 128.0)]),
         ];
         let gpu = |_| 0;
-        let text = pmc_perf_text(&dispatches, &gpu);
+        let text = pmc_perf_text(&dispatches, &level_counters(&dispatches), &gpu);
         assert_eq!(
             text,
             "Dispatch_ID,GPU_ID,Grid_Size,Workgroup_Size,LDS_Per_Workgroup,\
