@@ -114,12 +114,8 @@ impl QueueObj {
 
     /// Writes a packet into slot `index`: body first, then the header dword (release).
     pub fn publish(&self, index: u64, packet: &AqlPacket) {
-        let slot = self.slot(index) as *mut u32;
-        // SAFETY: the slot belongs to the producer until its header is published.
-        unsafe {
-            std::ptr::copy_nonoverlapping(packet.dwords.as_ptr().add(1), slot.add(1), 15);
-        }
-        self.slot_header(index).store(packet.dwords[0], SeqCst);
+        // SAFETY: a packet reference is 64 readable bytes.
+        unsafe { self.publish_from(index, packet) }
     }
 
     /// [`QueueObj::publish`] from a packet that may be unaligned.
