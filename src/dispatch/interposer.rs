@@ -914,7 +914,9 @@ struct Submitter<'a> {
 const MULTI_PACKET: &str =
     "it was submitted with other dispatches in one packet batch (possibly a graph replay), whose packets may depend on it";
 
-/// How a selected dispatch is submitted.
+/// How a selected dispatch is submitted: made and used at once on the dispatch path, so a
+/// counted dispatch's packets stay inline rather than be allocated per dispatch.
+#[allow(clippy::large_enum_variant)]
 enum Prepared {
     /// Run once.
     Once(Wrapping),
