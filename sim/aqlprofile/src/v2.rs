@@ -476,6 +476,13 @@ fn event_of([low, high]: [u64; 2]) -> aqlprofile_pmc_event_t {
     }
 }
 
+/// The v2 data callback.
+type DataCallback =
+    unsafe extern "C" fn(aqlprofile_pmc_event_t, u64, u64, *mut c_void) -> hsa_status_t;
+
+/// Samples a round of [`report_run`] reports.
+const ROUND: usize = 16;
+
 impl Reported {
     /// Calls `callback` with every sample, its value read from `output` (or 0 when `ZEROS`),
     /// until it returns something other than success: `HSA_STATUS_INFO_BREAK` stops with
@@ -487,51 +494,19 @@ impl Reported {
     unsafe fn report<const ZEROS: bool>(
         &self,
         output: *const u64,
-        callback: unsafe extern "C" fn(
-            aqlprofile_pmc_event_t,
-            u64,
-            u64,
-            *mut c_void,
-        ) -> hsa_status_t,
+        callback: DataCallback,
         userdata: *mut c_void,
     ) -> hsa_status_t {
         for &(first, slot, count) in self.runs.iter() {
-            let samples = &self.samples[first..first + count];
-            // SAFETY: the run's slots lie in the output buffer.
-            let values = unsafe { output.add(slot) };
-            // One sample, of `samples` and `values` from `at` on.
-            let report = |at: (*const [u64; 3], *const u64)| {
-                let value = match ZEROS {
-                    true => 0,
-                    // SAFETY: `at` is within the run, as its sample.
-                    false => unsafe { at.1.read_unaligned() },
-                };
-                // SAFETY: `at` is within the run; calling the caller's callback with its own
-                // userdata.
-                unsafe {
-                    let [low, high, id] = *at.0;
-                    callback(event_of([low, high]), id, value, userdata)
-                }
+            // SAFETY: the run's slots lie in the output buffer; the caller's callback.
+            let status = unsafe {
+                report_run::<ZEROS>(
+                    &self.samples[first..first + count],
+                    output.add(slot),
+                    callback,
+                    userdata,
+                )
             };
-            // Two samples a round.
-            let mut at = (samples.as_ptr(), values);
-            let mut status = HSA_STATUS_SUCCESS;
-            for _ in 0..count / 2 {
-                status = report(at);
-                if status != HSA_STATUS_SUCCESS {
-                    break;
-                }
-                // SAFETY: the second sample of the round is within the run.
-                status = report(unsafe { (at.0.add(1), at.1.add(1)) });
-                if status != HSA_STATUS_SUCCESS {
-                    break;
-                }
-                // SAFETY: at most one past the run's end.
-                at = unsafe { (at.0.add(2), at.1.add(2)) };
-            }
-            if status == HSA_STATUS_SUCCESS && count % 2 == 1 {
-                status = report(at);
-            }
             if status != HSA_STATUS_SUCCESS {
                 return match status {
                     HSA_STATUS_INFO_BREAK => HSA_STATUS_SUCCESS,
@@ -541,6 +516,53 @@ impl Reported {
         }
         HSA_STATUS_SUCCESS
     }
+}
+
+/// Calls `callback` with each of `samples`, their values read from consecutive slots from
+/// `values` on, [`ROUND`] samples a round (each sample's arguments straight from where they
+/// lie, the slots found by their distance from the round's first); the first status other than
+/// success.
+///
+/// # Safety
+/// `values` holds a slot per sample; `callback` is the caller's, `userdata` its own.
+#[inline(always)]
+unsafe fn report_run<const ZEROS: bool>(
+    samples: &[[u64; 3]],
+    values: *const u64,
+    callback: DataCallback,
+    userdata: *mut c_void,
+) -> hsa_status_t {
+    // One sample with its value's slot.
+    let report = |&[low, high, id]: &[u64; 3], slot: *const u64| {
+        let value = match ZEROS {
+            true => 0,
+            // SAFETY: a slot of the run, as the caller guarantees.
+            false => unsafe { slot.read_unaligned() },
+        };
+        // SAFETY: calling the caller's callback with its own userdata.
+        unsafe { callback(event_of([low, high]), id, value, userdata) }
+    };
+    let (rounds, rest) = samples.as_chunks::<ROUND>();
+    let mut at = values;
+    for round in rounds {
+        for (k, sample) in round.iter().enumerate() {
+            // SAFETY: the k-th slot of the round, within the run.
+            let status = report(sample, unsafe { at.add(k) });
+            if status != HSA_STATUS_SUCCESS {
+                return status;
+            }
+        }
+        // SAFETY: at most one past the run's last slot.
+        at = unsafe { at.add(ROUND) };
+    }
+    for (k, sample) in rest.iter().enumerate() {
+        // SAFETY: the k-th slot after the last round, within the run.
+        let status = report(sample, unsafe { at.add(k) });
+        if status != HSA_STATUS_SUCCESS {
+            return status;
+        }
+    }
+    HSA_STATUS_SUCCESS
 }
 
 impl Session {

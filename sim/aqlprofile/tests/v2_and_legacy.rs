@@ -142,6 +142,38 @@ fn a_callback_stops_iteration_with_info_break_or_an_error() {
 }
 
 #[test]
+fn a_set_read_again_reports_the_values_of_that_read() {
+    let agent = register("gfx942", 8, 32, 304, 1);
+    let session = create(agent, &tcc_events()).expect("packets");
+    let mut reads = Vec::new();
+    // The same packets around two kernels of different traffic, one after the other.
+    for (grid, start, end) in [
+        (1 << 20, 1_000_000, 1_200_000),
+        (1 << 16, 2_000_000, 2_050_000),
+    ] {
+        let k = run(40, 1, "vadd", grid, start, end);
+        gpu::kernel_started(&k);
+        execute(40, &session.packets.start, start);
+        execute(40, &session.packets.read, end);
+        execute(40, &session.packets.stop, end);
+        let got = samples(&session);
+        let values: Vec<u64> = got.iter().map(|s| s.2).collect();
+        assert_eq!(values, truth(&k, "TCC_HIT"));
+        reads.push(got);
+    }
+    let keys = |read: &[(PmcEvent, u64, u64)]| -> Vec<(PmcEvent, u64)> {
+        read.iter().map(|&(event, id, _)| (event, id)).collect()
+    };
+    assert_eq!(keys(&reads[0]), keys(&reads[1]));
+    // vadd's hits per channel: 16 times fewer items, 16 times fewer hits.
+    for (first, second) in reads[0].iter().zip(&reads[1]) {
+        assert_eq!(first.2, 16 * second.2);
+    }
+    // SAFETY: a live handle.
+    unsafe { (lib().delete_packets)(session.handle) };
+}
+
+#[test]
 fn event_coordinates_decode_the_sample_id() {
     let agent = register("gfx942", 8, 32, 304, 1);
     let mut coords: Vec<(i32, i32, i32, String)> = Vec::new();
