@@ -992,8 +992,9 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let positions: Vec<(i64, i64, f64)> = rows3(
             &conn,
             "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
-             FROM rtl_pmc_positions p LEFT JOIN rocpd_pmc_event v ON v.id = p.id,
-                  json_each(p.dimension_values) j
+             FROM rtl_dispatch k, json_each(k.positions) c
+             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | CAST(c.key AS INTEGER),
+                  json_each(c.value) j
              GROUP BY 1 ORDER BY 1",
         );
         assert_eq!(positions, [(1, 6, 64.0), (2, 6, 800.0), (3, 6, 32.0)]);
@@ -1227,6 +1228,14 @@ fn databases_of_another_layout_are_refused_by_name() {
         (
             "extdata.db",
             "CREATE TABLE e(id, extdata); CREATE VIEW rtl_pmc_value AS SELECT id FROM e",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "positions.db",
+            "CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT);
+             CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass);
+             CREATE VIEW rtl_pmc_value AS SELECT id FROM rtl_pmc_positions",
             "written by an earlier rtl-pmc, which stored the counter values in another layout; \
              profile again with this one to merge",
         ),

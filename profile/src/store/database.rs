@@ -12,9 +12,10 @@
 //!   total. Each value is stored there once, as it is inserted: its row id is the dispatch row's
 //!   id shifted left by [`PMC_BITS`] plus the counter id, so a dispatch's values are one range of
 //!   row ids, and its `event_id` is the merged dispatch;
-//! - `rtl_pmc_positions(id, dimension_values)`: for a value of a counter with several positions,
-//!   the per-position values as a JSON array, under the value's row id (rocpd's `extdata` keeps
-//!   rocpd's `{}`, so the positions are not paid for twice, in a key per row). A value that
+//! - `rtl_dispatch.positions`: for the values of a dispatch row's counters with several
+//!   positions, the per-position values as one JSON object of arrays keyed by counter id
+//!   (rocpd's `extdata` keeps rocpd's `{}`, so the positions are not paid for twice, in a key
+//!   per row, nor in a row per value). A value that
 //!   repeats one an earlier pass reported for the same merged dispatch moves to
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
@@ -102,8 +103,7 @@ CREATE TABLE rtl_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
-  symbol_id INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT NOT NULL);
+  symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT);
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -175,10 +175,10 @@ const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, t
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
   wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order,
-  symbol_id) VALUES";
+  symbol_id, positions) VALUES";
 
 /// The values of a row of [`INSERT_DISPATCH`].
-const DISPATCH_FIELDS: usize = 32;
+const DISPATCH_FIELDS: usize = 33;
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each.
@@ -226,7 +226,7 @@ const BULK_PAGE_SIZE: u32 = 65536;
 const ROWS_PER_STATEMENT: usize = 64;
 
 /// Counter value rows: [`PMC_FIELDS`] values each; `extdata` keeps rocpd's default, `{}`
-/// (the per-position values are in `rtl_pmc_positions`).
+/// (the per-position values are in their dispatch row's `positions`).
 const INSERT_PMC: &str = "(id, event_id, pmc_id, value) VALUES";
 
 /// The values of a row of [`INSERT_PMC`].
@@ -282,12 +282,6 @@ pub const PMC_BITS: u32 = 20;
 /// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
 const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
 
-/// Per-position values rows: [`POSITIONS_FIELDS`] values each.
-const INSERT_POSITIONS: &str = "INSERT INTO rtl_pmc_positions(id, dimension_values) VALUES";
-
-/// The values of a row of [`INSERT_POSITIONS`].
-const POSITIONS_FIELDS: usize = 2;
-
 /// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
 /// it, its rocpd view and the `rtl_pmc_value` view.
 fn values_table(guid: &str) -> (String, String) {
@@ -296,12 +290,13 @@ fn values_table(guid: &str) -> (String, String) {
     let ddl = format!(
         "{}CREATE VIEW rtl_pmc_value AS
            SELECT v.id >> {PMC_BITS} AS dispatch_id, v.pmc_id, v.value,
-                  p.dimension_values, 1 AS reported
-           FROM {table} v LEFT JOIN rtl_pmc_positions p ON p.id = v.id
+                  {positions} AS dimension_values, 1 AS reported
+           FROM {table} v
            UNION ALL
            SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
            FROM rtl_pmc_repeat;",
-        rocpd::table_sql(rocpd::VALUES, guid, &uuid)
+        rocpd::table_sql(rocpd::VALUES, guid, &uuid),
+        positions = positions_of("v")
     );
     (table, ddl)
 }
@@ -730,6 +725,8 @@ struct DispatchRow {
     kernel_id: i64,
     key: Option<MergeKey>,
     merged: Option<i64>,
+    /// Where its counters' per-position values are in `dispatch_json` (none without any).
+    positions: Option<std::ops::Range<usize>>,
 }
 
 /// The database being written (under a temporary name until [`Database::commit`]).
@@ -752,6 +749,8 @@ pub struct Database {
     /// Per-insert buffer: kernel and counter ids.
     batch_ids: Vec<i64>,
     pmc_json: Vec<u8>,
+    /// Per-insert buffer: each dispatch row's `positions`, one after another.
+    dispatch_json: Vec<u8>,
     /// The row id of the next dispatch.
     next_row: i64,
     /// The join of the pass being inserted.
@@ -818,11 +817,21 @@ impl Drop for Database {
     }
 }
 
-/// The per-position values of a query of the values table (`v`): read only when wanted.
-fn positions_column(wanted: bool) -> &'static str {
+/// The per-position values (a JSON array, or NULL for a counter with one) of the row `value` of
+/// the values table, from its dispatch row's `positions`.
+fn positions_of(value: &str) -> String {
+    format!(
+        "(SELECT json_extract(k.positions, '$.' || {value}.pmc_id) FROM rtl_dispatch k
+          WHERE k.id = {value}.id >> {PMC_BITS})"
+    )
+}
+
+/// The per-position values of a query of the values table (`v`) joined to its dispatch row
+/// (`dispatch`): read only when wanted.
+fn positions_column(wanted: bool, dispatch: &str) -> String {
     match wanted {
-        true => "(SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)",
-        false => "NULL",
+        true => format!("json_extract({dispatch}.positions, '$.' || v.pmc_id)"),
+        false => "NULL".to_string(),
     }
 }
 
@@ -1012,18 +1021,20 @@ impl Database {
             ),
         )?;
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
-        // rocpd's at the end with other row ids; a later one kept the per-position values in
-        // rocpd's `extdata` rather than in `rtl_pmc_positions`: read as this one's, they would
-        // be wrong.
+        // rocpd's at the end with other row ids; later ones kept the per-position values in
+        // rocpd's `extdata`, then in a table `rtl_pmc_positions` of a row per value, rather than
+        // in `rtl_dispatch.positions`: read as this one's, they would be wrong.
         let values = conn.query_row(
             "SELECT type || (SELECT count(*) FROM sqlite_master
                              WHERE name = 'rtl_pmc_positions' AND type = 'table')
+                         || (SELECT count(*) FROM pragma_table_info('rtl_dispatch')
+                             WHERE name = 'positions')
              FROM sqlite_master WHERE name = 'rtl_pmc_value'",
             [],
             |r| r.get::<_, String>(0),
         );
         let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
-            Some("view1") => None,
+            Some("view01") => None,
             Some(_) => Some(
                 "written by an earlier rtl-pmc, which stored the counter values in another \
                  layout; profile again with this one to merge",
@@ -1098,6 +1109,7 @@ impl Database {
             merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
             pmc_json: Vec::new(),
+            dispatch_json: Vec::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
@@ -1400,9 +1412,11 @@ impl Database {
         let rows = &mut self.pmc_rows;
         let json = &mut self.pmc_json;
         let dispatch_rows = &mut self.dispatch_rows;
+        let dispatch_json = &mut self.dispatch_json;
         rows.clear();
         json.clear();
         dispatch_rows.clear();
+        dispatch_json.clear();
         // Each counter's per-position values: made already, or here.
         let mut made = positions.map(|e| {
             json.extend_from_slice(&e.json);
@@ -1445,6 +1459,7 @@ impl Database {
                 kernel_id,
                 key,
                 merged: merged_id,
+                positions: None,
             });
             self.next_row += 1;
             let first_value = rows.len();
@@ -1486,6 +1501,25 @@ impl Database {
                 };
                 rows.push((row, pmc, c.total, range, merged_id));
             }
+            // The counters' per-position values as one object, keyed by counter id.
+            let from = dispatch_json.len();
+            for (_, pmc, _, range, _) in &rows[first_value..] {
+                if let Some(array) = range.clone().and_then(|r| json.get(r)) {
+                    dispatch_json.extend_from_slice(match dispatch_json.len() == from {
+                        true => b"{\"",
+                        false => b",\"",
+                    });
+                    push_integer_bytes(dispatch_json, *pmc);
+                    dispatch_json.extend_from_slice(b"\":");
+                    dispatch_json.extend_from_slice(array);
+                }
+            }
+            if dispatch_json.len() > from {
+                dispatch_json.push(b'}');
+                if let Some(last) = dispatch_rows.last_mut() {
+                    last.positions = Some(from..dispatch_json.len());
+                }
+            }
             if let Some(sampled) = &mut self.sampled {
                 let values = rows[first_value..].iter().map(|r| (r.1, r.2));
                 sampled.add(source, pass, d, kernel_id, values);
@@ -1503,6 +1537,8 @@ impl Database {
             |stmt, from, fields| bind_row(stmt, from, fields),
         );
         sql(path, r)?;
+        // ASCII only, so any range of it is text.
+        let dispatch_json = std::str::from_utf8(&self.dispatch_json).unwrap_or_default();
         let r = insert_chunked(
             conn,
             texts,
@@ -1544,13 +1580,12 @@ impl Database {
                     &r.merged,
                     &d.queue_order,
                     &(d.kernel_id as i64),
+                    &r.positions.clone().and_then(|p| dispatch_json.get(p)),
                 ];
                 bind_row(stmt, from, &fields)
             },
         );
         sql(path, r)?;
-        // ASCII only, so any range of it is text.
-        let json = std::str::from_utf8(&self.pmc_json).unwrap_or_default();
         let r = insert_chunked(
             conn,
             texts,
@@ -1565,27 +1600,6 @@ impl Database {
                 stmt.raw_bind_parameter(from + 1, merged)?;
                 stmt.raw_bind_parameter(from + 2, pmc)?;
                 stmt.raw_bind_parameter(from + 3, total)
-            },
-        );
-        sql(path, r)?;
-        // The per-position values, of the counters that have several.
-        let positions: Vec<(i64, &str)> = self
-            .pmc_rows
-            .iter()
-            .filter_map(|(row, pmc, _, range, _)| {
-                let array = json.get(range.clone()?)?;
-                Some((row << PMC_BITS | pmc, array))
-            })
-            .collect();
-        let r = insert_chunked(
-            conn,
-            texts,
-            (INSERT_POSITIONS, POSITIONS_FIELDS),
-            "",
-            &positions,
-            |stmt, from, (id, array)| {
-                stmt.raw_bind_parameter(from, id)?;
-                stmt.raw_bind_parameter(from + 1, array)
             },
         );
         sql(path, r)
@@ -1667,8 +1681,7 @@ impl Database {
             let statements = [
                 format!(
                     "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
-                     SELECT k.id, v.pmc_id, v.value,
-                            (SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)
+                     SELECT k.id, v.pmc_id, v.value, json_extract(k.positions, '$.' || v.pmc_id)
                      FROM rtl_dispatch k CROSS JOIN {values} v
                        ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
                      WHERE k.pass = ?1 AND EXISTS (
@@ -1682,12 +1695,15 @@ impl Database {
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                        WHERE k.pass = ?1)"
                 ),
-                format!(
-                    "DELETE FROM rtl_pmc_positions WHERE id IN (
-                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
-                       FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
-                       WHERE k.pass = ?1)"
-                ),
+                // Their positions go with them.
+                "UPDATE rtl_dispatch AS k SET positions = (
+                   SELECT nullif(json_group_object(j.key, json(j.value)), '{}')
+                   FROM json_each(k.positions) j WHERE NOT EXISTS (
+                     SELECT 1 FROM rtl_pmc_repeat r
+                     WHERE r.dispatch_id = k.id AND r.pmc_id = CAST(j.key AS INTEGER)))
+                 WHERE k.pass = ?1 AND k.positions IS NOT NULL
+                   AND EXISTS (SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id)"
+                    .to_string(),
             ];
             for statement in &statements {
                 let r = self.conn.execute(statement, [pass]);
@@ -2037,7 +2053,7 @@ impl Database {
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
         let values = &self.values;
-        let json = positions_column(dimensions);
+        let json = positions_column(dimensions, "k");
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
              FROM rtl_dispatch k CROSS JOIN {values} v
@@ -2084,7 +2100,7 @@ impl Database {
              ORDER BY m.start_ns, m.id"
         );
         let values = &self.values;
-        let json = positions_column(dimensions);
+        let json = positions_column(dimensions, "k2");
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
