@@ -993,9 +993,9 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             &conn,
             "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
              FROM rtl_dispatch k, json_each(k.positions) c
-             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | CAST(c.key AS INTEGER),
+             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | ((k.positions ->> 0) + c.key - 1),
                   json_each(c.value) j
-             GROUP BY 1 ORDER BY 1",
+             WHERE c.type = 'array' GROUP BY 1 ORDER BY 1",
         );
         assert_eq!(positions, [(1, 6, 64.0), (2, 6, 800.0), (3, 6, 32.0)]);
         let repeated: String = conn

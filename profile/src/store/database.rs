@@ -114,7 +114,6 @@ CREATE TABLE rtl_merged_dispatch(
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
@@ -189,6 +188,9 @@ const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process
 /// The values of a row of [`INSERT_MERGED`].
 const MERGED_FIELDS: usize = 16;
 
+/// Where `start_ns` is in a row of [`INSERT_MERGED`].
+const MERGED_START: usize = 14;
+
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
   WHERE source = ?1 AND process_order = ?2 AND agent = ?3 AND queue_order = ?4 AND kernel_id = ?5
@@ -207,6 +209,14 @@ const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_k
 /// before, when a read needs it), so that inserting does not keep it up to date row by row.
 const MERGED_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
+
+/// The index of the merged dispatches in start order: made once the passes are inserted, and only
+/// when their ids are not in start order already (a merged dispatch that a later pass made, for a
+/// dispatch no earlier pass had, may start before the last one), so that it is neither kept up to
+/// date row by row nor stored when the ids give the same order; its presence tells readers
+/// which order to read in (see [`Database::for_each_merged`]).
+const START_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id)";
 
 /// SQLite's page cache, KiB: fixed, so memory stays flat however many dispatches there are.
 const CACHE_KIB: i64 = 16384;
@@ -693,7 +703,7 @@ impl MergedStatements<'_, '_> {
         fields[0] = id;
         fields[1..13].copy_from_slice(&columns);
         fields[13] = row;
-        fields[14] = d.start_ns as i64;
+        fields[MERGED_START] = d.start_ns as i64;
         // Its passes: this one.
         fields[15] = 1;
         self.new.push(fields);
@@ -796,6 +806,11 @@ pub struct Database {
     first_rows: Option<FirstRows>,
     /// Whether the dispatch rows' index by merged dispatch exists.
     merged_index: std::cell::Cell<bool>,
+    /// Whether the merged dispatches' ids are in start order (each starts no earlier than the
+    /// one before), the start of the last one.
+    merged_in_order: (bool, i64),
+    /// Whether the merged dispatches' index in start order exists or is not needed.
+    start_index: std::cell::Cell<bool>,
     /// Whether the merged dispatches' index by merge key exists.
     key_index: bool,
     /// A reader's second connection, on the same snapshot, on which [`Database::stream`] reads
@@ -817,12 +832,23 @@ impl Drop for Database {
     }
 }
 
-/// The per-position values (a JSON array, or NULL for a counter with one) of the row `value` of
-/// the values table, from its dispatch row's `positions`.
+/// The per-position values (a JSON array, or NULL for a counter with one) of counter `pmc` in
+/// `positions` of a dispatch row: a JSON array of the first counter id F with several positions,
+/// then the array of counter F, F + 1, ... in turn (null for a counter without).
+fn position_array(positions: &str, pmc: &str) -> String {
+    let first = format!("json_extract({positions}, '$[0]')");
+    format!(
+        "CASE WHEN {pmc} >= {first}
+         THEN json_extract({positions}, '$[' || ({pmc} - {first} + 1) || ']') END"
+    )
+}
+
+/// The per-position values of the row `value` of the values table, from its dispatch row's
+/// `positions`.
 fn positions_of(value: &str) -> String {
     format!(
-        "(SELECT json_extract(k.positions, '$.' || {value}.pmc_id) FROM rtl_dispatch k
-          WHERE k.id = {value}.id >> {PMC_BITS})"
+        "(SELECT {} FROM rtl_dispatch k WHERE k.id = {value}.id >> {PMC_BITS})",
+        position_array("k.positions", &format!("{value}.pmc_id"))
     )
 }
 
@@ -830,7 +856,7 @@ fn positions_of(value: &str) -> String {
 /// (`dispatch`): read only when wanted.
 fn positions_column(wanted: bool, dispatch: &str) -> String {
     match wanted {
-        true => format!("json_extract({dispatch}.positions, '$.' || v.pmc_id)"),
+        true => position_array(&format!("{dispatch}.positions"), "v.pmc_id"),
         false => "NULL".to_string(),
     }
 }
@@ -1066,11 +1092,16 @@ impl Database {
         &self.values
     }
 
-    /// Makes the index of the dispatch rows by merged dispatch, once.
+    /// Makes the index of the dispatch rows by merged dispatch, once, and that of the merged
+    /// dispatches in start order when their ids are not.
     pub fn index_merged(&self) -> Result<(), DatabaseError> {
         if !self.merged_index.get() {
             self.err(self.conn.execute_batch(MERGED_INDEX))?;
             self.merged_index.set(true);
+        }
+        if !self.start_index.get() && !self.merged_in_order.0 {
+            self.err(self.conn.execute_batch(START_INDEX))?;
+            self.start_index.set(true);
         }
         Ok(())
     }
@@ -1130,6 +1161,8 @@ impl Database {
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
             merged_index: std::cell::Cell::new(finished),
+            merged_in_order: (true, i64::MIN),
+            start_index: std::cell::Cell::new(finished),
             key_index: finished,
             aside: std::cell::RefCell::new(None),
             committed: finished,
@@ -1501,21 +1534,28 @@ impl Database {
                 };
                 rows.push((row, pmc, c.total, range, merged_id));
             }
-            // The counters' per-position values as one object, keyed by counter id.
+            // The counters' per-position values as one array: the first such counter's id, then
+            // per counter id from it on its array, or null (see [`positions_of`]).
             let from = dispatch_json.len();
+            let mut next = 0;
             for (_, pmc, _, range, _) in &rows[first_value..] {
-                if let Some(array) = range.clone().and_then(|r| json.get(r)) {
-                    dispatch_json.extend_from_slice(match dispatch_json.len() == from {
-                        true => b"{\"",
-                        false => b",\"",
-                    });
+                let Some(array) = range.clone().and_then(|r| json.get(r)) else {
+                    continue;
+                };
+                if dispatch_json.len() == from {
+                    dispatch_json.push(b'[');
                     push_integer_bytes(dispatch_json, *pmc);
-                    dispatch_json.extend_from_slice(b"\":");
-                    dispatch_json.extend_from_slice(array);
+                    next = *pmc;
                 }
+                for _ in next..*pmc {
+                    dispatch_json.extend_from_slice(b",null");
+                }
+                dispatch_json.push(b',');
+                dispatch_json.extend_from_slice(array);
+                next = pmc + 1;
             }
             if dispatch_json.len() > from {
-                dispatch_json.push(b'}');
+                dispatch_json.push(b']');
                 if let Some(last) = dispatch_rows.last_mut() {
                     last.positions = Some(from..dispatch_json.len());
                 }
@@ -1526,6 +1566,13 @@ impl Database {
             }
         }
         drop(merged);
+        for m in &self.merged_rows {
+            let start = m[MERGED_START];
+            self.merged_in_order = (
+                self.merged_in_order.0 && start >= self.merged_in_order.1,
+                start,
+            );
+        }
         let conn = &self.conn;
         let texts = &mut self.insert_texts;
         let r = insert_chunked(
@@ -1681,13 +1728,14 @@ impl Database {
             let statements = [
                 format!(
                     "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
-                     SELECT k.id, v.pmc_id, v.value, json_extract(k.positions, '$.' || v.pmc_id)
+                     SELECT k.id, v.pmc_id, v.value, {}
                      FROM rtl_dispatch k CROSS JOIN {values} v
                        ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
                      WHERE k.pass = ?1 AND EXISTS (
                        SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
                          ON ev.id = (e.id << {PMC_BITS}) | v.pmc_id
-                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)"
+                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
+                    position_array("k.positions", "v.pmc_id")
                 ),
                 format!(
                     "DELETE FROM {values} WHERE id IN (
@@ -1695,12 +1743,14 @@ impl Database {
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                        WHERE k.pass = ?1)"
                 ),
-                // Their positions go with them.
+                // Their positions go with them (a null in their place; none when none is left).
                 "UPDATE rtl_dispatch AS k SET positions = (
-                   SELECT nullif(json_group_object(j.key, json(j.value)), '{}')
-                   FROM json_each(k.positions) j WHERE NOT EXISTS (
-                     SELECT 1 FROM rtl_pmc_repeat r
-                     WHERE r.dispatch_id = k.id AND r.pmc_id = CAST(j.key AS INTEGER)))
+                   SELECT CASE WHEN count(j.value) > 1 THEN json_group_array(json(j.value)) END
+                   FROM (SELECT CASE WHEN j.key = 0 OR NOT EXISTS (
+                                  SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id
+                                    AND r.pmc_id = (k.positions ->> 0) + j.key - 1)
+                                THEN j.value END AS value
+                         FROM json_each(k.positions) j ORDER BY j.key) j)
                  WHERE k.pass = ?1 AND k.positions IS NOT NULL
                    AND EXISTS (SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id)"
                     .to_string(),
@@ -1807,6 +1857,7 @@ impl Database {
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
         self.index_keys()?;
+        self.merged_in_order.0 = false;
         self.first_rows = None;
         self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
@@ -2092,12 +2143,22 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         self.index_merged()?;
+        // Without the index in start order, the ids are in start order.
+        let r = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'rtl_merged_dispatch_start')",
+            [],
+            |r| r.get::<_, bool>(0),
+        );
+        let order = match self.err(r)? {
+            true => "m.start_ns, m.id",
+            false => "m.id",
+        };
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
         // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
-             ORDER BY m.start_ns, m.id"
+             ORDER BY {order}"
         );
         let values = &self.values;
         let json = positions_column(dimensions, "k2");
@@ -2106,7 +2167,7 @@ impl Database {
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
              CROSS JOIN {values} v
                ON v.id BETWEEN k2.id << {PMC_BITS} AND (k2.id << {PMC_BITS}) | {PMC_MASK}
-             ORDER BY m.start_ns, m.id"
+             ORDER BY {order}"
         );
         self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
