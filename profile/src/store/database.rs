@@ -13,9 +13,10 @@
 //!   id shifted left by [`PMC_BITS`] plus the counter id, so a dispatch's values are one range of
 //!   row ids, and its `event_id` is the merged dispatch;
 //! - `rtl_dispatch.positions`: for the values of a dispatch row's counters with several
-//!   positions, the per-position values as one JSON object of arrays keyed by counter id
-//!   (rocpd's `extdata` keeps rocpd's `{}`, so the positions are not paid for twice, in a key
-//!   per row, nor in a row per value). A value that
+//!   positions, the per-position values as one JSON array (the first such counter's id, then
+//!   per counter id from it its array or null, see [`position_array`]; rocpd's `extdata`
+//!   keeps rocpd's `{}`, so the positions are not paid for twice, in a key per row, nor in a
+//!   row per value). A value that
 //!   repeats one an earlier pass reported for the same merged dispatch moves to
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
