@@ -10,7 +10,7 @@ use crate::files::write_merged_files;
 use crate::files::{Formats, OutputError};
 use crate::model::{Agent, Counter, Dispatch};
 use crate::model::{AgentBusy, KernelTime};
-use crate::store::database::Database;
+use crate::store::database::{Database, DatabaseError};
 
 /// The names and values of a kernel's counters.
 fn named_values(counters: Vec<crate::model::KernelCounter>) -> Vec<(String, f64)> {
@@ -772,6 +772,82 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
 }
 
 #[test]
+fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_not() {
+    use crate::join::pass::{write_pass, PassSpec};
+    // Pass 2 launches `vadd` once more than pass 1, at 3000 (before pass 1's, which start at
+    // 5000 and 6000) or at 13000 (after them).
+    for (extra, starts, index) in [
+        (3000, [3000, 5000, 6000], true),
+        (13000, [5000, 6000, 13000], false),
+    ] {
+        let dir = temp_dir(&format!("start-order-{extra}"));
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        let waves = |v: f64| vec![counter("SQ_WAVES", &[v, v])];
+        let passes = [
+            vec![(5000, 1.0), (6000, 2.0)],
+            vec![(extra - 2000, 3.0), (extra - 1000, 4.0), (extra, 5.0)],
+        ];
+        for (pass, dispatches) in (1..).zip(passes) {
+            let spec = PassSpec {
+                pass,
+                label: "SQ_WAVES",
+                csv: None,
+                tables: &[Table::CounterCollection],
+                labels: &AgentLabels::Node,
+                processes: &[(0, vec![100])],
+                exit_status: Some(0),
+            };
+            write_pass(&mut db, &spec, |input| {
+                for (n, (start, v)) in (1..).zip(dispatches) {
+                    input.write(0, dispatch(100, n, "vadd", start, waves(v)))?;
+                }
+                Ok::<_, OutputError>(())
+            })
+            .unwrap();
+        }
+        let mut read = Vec::new();
+        db.for_each_merged(true, |d| {
+            read.push((d.start_ns, d.counters[0].values.clone()));
+            Ok::<_, DatabaseError>(())
+        })
+        .unwrap();
+        let read_starts: Vec<u64> = read.iter().map(|r| r.0).collect();
+        assert_eq!(read_starts, starts, "extra launch at {extra}");
+        // The extra launch's values are pass 2's, the others pass 1's.
+        let values: Vec<f64> = read.iter().map(|r| r.1[0]).collect();
+        let expected = match index {
+            true => [5.0, 1.0, 2.0],
+            false => [1.0, 2.0, 5.0],
+        };
+        assert_eq!(values, expected);
+        let path = db.commit(true).unwrap().unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let has_index: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                                WHERE name = 'rtl_merged_dispatch_start')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(has_index, index, "extra launch at {extra}");
+        drop(conn);
+        // A reader of the finished database reads in the same order.
+        let db = Database::open(&dir.join("results.db")).unwrap();
+        let mut again = Vec::new();
+        db.for_each_merged(false, |d| {
+            again.push(d.start_ns);
+            Ok::<_, DatabaseError>(())
+        })
+        .unwrap();
+        assert_eq!(again, starts);
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() {
     use crate::join::pass::{write_pass, PassSpec};
     let dir = temp_dir("counter-order");
@@ -992,9 +1068,10 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
         let positions: Vec<(i64, i64, f64)> = rows3(
             &conn,
             "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
-             FROM rtl_pmc_positions p LEFT JOIN rocpd_pmc_event v ON v.id = p.id,
-                  json_each(p.dimension_values) j
-             GROUP BY 1 ORDER BY 1",
+             FROM rtl_dispatch k, json_each(k.positions) c
+             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | ((k.positions ->> 0) + c.key - 1),
+                  json_each(c.value) j
+             WHERE c.type = 'array' GROUP BY 1 ORDER BY 1",
         );
         assert_eq!(positions, [(1, 6, 64.0), (2, 6, 800.0), (3, 6, 32.0)]);
         let repeated: String = conn
@@ -1227,6 +1304,14 @@ fn databases_of_another_layout_are_refused_by_name() {
         (
             "extdata.db",
             "CREATE TABLE e(id, extdata); CREATE VIEW rtl_pmc_value AS SELECT id FROM e",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "positions.db",
+            "CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT);
+             CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass);
+             CREATE VIEW rtl_pmc_value AS SELECT id FROM rtl_pmc_positions",
             "written by an earlier rtl-pmc, which stored the counter values in another layout; \
              profile again with this one to merge",
         ),

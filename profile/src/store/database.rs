@@ -12,9 +12,11 @@
 //!   total. Each value is stored there once, as it is inserted: its row id is the dispatch row's
 //!   id shifted left by [`PMC_BITS`] plus the counter id, so a dispatch's values are one range of
 //!   row ids, and its `event_id` is the merged dispatch;
-//! - `rtl_pmc_positions(id, dimension_values)`: for a value of a counter with several positions,
-//!   the per-position values as a JSON array, under the value's row id (rocpd's `extdata` keeps
-//!   rocpd's `{}`, so the positions are not paid for twice, in a key per row). A value that
+//! - `rtl_dispatch.positions`: for the values of a dispatch row's counters with several
+//!   positions, the per-position values as one JSON array (the first such counter's id, then
+//!   per counter id from it its array or null, see [`position_array`]; rocpd's `extdata`
+//!   keeps rocpd's `{}`, so the positions are not paid for twice, in a key per row, nor in a
+//!   row per value). A value that
 //!   repeats one an earlier pass reported for the same merged dispatch moves to
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
@@ -102,8 +104,7 @@ CREATE TABLE rtl_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
-  symbol_id INTEGER NOT NULL DEFAULT 0);
-CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT NOT NULL);
+  symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT);
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -114,7 +115,6 @@ CREATE TABLE rtl_merged_dispatch(
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0);
-CREATE INDEX rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
@@ -175,10 +175,10 @@ const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, t
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
   wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order,
-  symbol_id) VALUES";
+  symbol_id, positions) VALUES";
 
 /// The values of a row of [`INSERT_DISPATCH`].
-const DISPATCH_FIELDS: usize = 32;
+const DISPATCH_FIELDS: usize = 33;
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each.
@@ -188,6 +188,9 @@ const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process
 
 /// The values of a row of [`INSERT_MERGED`].
 const MERGED_FIELDS: usize = 16;
+
+/// Where `start_ns` is in a row of [`INSERT_MERGED`].
+const MERGED_START: usize = 14;
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
@@ -208,6 +211,14 @@ const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_k
 const MERGED_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
+/// The index of the merged dispatches in start order: made once the passes are inserted, and only
+/// when their ids are not in start order already (a merged dispatch that a later pass made, for a
+/// dispatch no earlier pass had, may start before the last one), so that it is neither kept up to
+/// date row by row nor stored when the ids give the same order; its presence tells readers
+/// which order to read in (see [`Database::for_each_merged`]).
+const START_INDEX: &str =
+    "CREATE INDEX IF NOT EXISTS rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id)";
+
 /// SQLite's page cache, KiB: fixed, so memory stays flat however many dispatches there are.
 const CACHE_KIB: i64 = 16384;
 
@@ -226,7 +237,7 @@ const BULK_PAGE_SIZE: u32 = 65536;
 const ROWS_PER_STATEMENT: usize = 64;
 
 /// Counter value rows: [`PMC_FIELDS`] values each; `extdata` keeps rocpd's default, `{}`
-/// (the per-position values are in `rtl_pmc_positions`).
+/// (the per-position values are in their dispatch row's `positions`).
 const INSERT_PMC: &str = "(id, event_id, pmc_id, value) VALUES";
 
 /// The values of a row of [`INSERT_PMC`].
@@ -282,12 +293,6 @@ pub const PMC_BITS: u32 = 20;
 /// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
 const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
 
-/// Per-position values rows: [`POSITIONS_FIELDS`] values each.
-const INSERT_POSITIONS: &str = "INSERT INTO rtl_pmc_positions(id, dimension_values) VALUES";
-
-/// The values of a row of [`INSERT_POSITIONS`].
-const POSITIONS_FIELDS: usize = 2;
-
 /// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
 /// it, its rocpd view and the `rtl_pmc_value` view.
 fn values_table(guid: &str) -> (String, String) {
@@ -296,12 +301,13 @@ fn values_table(guid: &str) -> (String, String) {
     let ddl = format!(
         "{}CREATE VIEW rtl_pmc_value AS
            SELECT v.id >> {PMC_BITS} AS dispatch_id, v.pmc_id, v.value,
-                  p.dimension_values, 1 AS reported
-           FROM {table} v LEFT JOIN rtl_pmc_positions p ON p.id = v.id
+                  {positions} AS dimension_values, 1 AS reported
+           FROM {table} v
            UNION ALL
            SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
            FROM rtl_pmc_repeat;",
-        rocpd::table_sql(rocpd::VALUES, guid, &uuid)
+        rocpd::table_sql(rocpd::VALUES, guid, &uuid),
+        positions = positions_of("v")
     );
     (table, ddl)
 }
@@ -698,7 +704,7 @@ impl MergedStatements<'_, '_> {
         fields[0] = id;
         fields[1..13].copy_from_slice(&columns);
         fields[13] = row;
-        fields[14] = d.start_ns as i64;
+        fields[MERGED_START] = d.start_ns as i64;
         // Its passes: this one.
         fields[15] = 1;
         self.new.push(fields);
@@ -730,6 +736,8 @@ struct DispatchRow {
     kernel_id: i64,
     key: Option<MergeKey>,
     merged: Option<i64>,
+    /// Where its counters' per-position values are in `dispatch_json` (none without any).
+    positions: Option<std::ops::Range<usize>>,
 }
 
 /// The database being written (under a temporary name until [`Database::commit`]).
@@ -752,6 +760,8 @@ pub struct Database {
     /// Per-insert buffer: kernel and counter ids.
     batch_ids: Vec<i64>,
     pmc_json: Vec<u8>,
+    /// Per-insert buffer: each dispatch row's `positions`, one after another.
+    dispatch_json: Vec<u8>,
     /// The row id of the next dispatch.
     next_row: i64,
     /// The join of the pass being inserted.
@@ -797,6 +807,11 @@ pub struct Database {
     first_rows: Option<FirstRows>,
     /// Whether the dispatch rows' index by merged dispatch exists.
     merged_index: std::cell::Cell<bool>,
+    /// Whether the merged dispatches' ids are in start order (each starts no earlier than the
+    /// one before), the start of the last one.
+    merged_in_order: (bool, i64),
+    /// Whether the merged dispatches' index in start order exists or is not needed.
+    start_index: std::cell::Cell<bool>,
     /// Whether the merged dispatches' index by merge key exists.
     key_index: bool,
     /// A reader's second connection, on the same snapshot, on which [`Database::stream`] reads
@@ -818,11 +833,32 @@ impl Drop for Database {
     }
 }
 
-/// The per-position values of a query of the values table (`v`): read only when wanted.
-fn positions_column(wanted: bool) -> &'static str {
+/// The per-position values (a JSON array, or NULL for a counter with one) of counter `pmc` in
+/// `positions` of a dispatch row: a JSON array of the first counter id F with several positions,
+/// then the array of counter F, F + 1, ... in turn (null for a counter without).
+fn position_array(positions: &str, pmc: &str) -> String {
+    let first = format!("json_extract({positions}, '$[0]')");
+    format!(
+        "CASE WHEN {pmc} >= {first}
+         THEN json_extract({positions}, '$[' || ({pmc} - {first} + 1) || ']') END"
+    )
+}
+
+/// The per-position values of the row `value` of the values table, from its dispatch row's
+/// `positions`.
+fn positions_of(value: &str) -> String {
+    format!(
+        "(SELECT {} FROM rtl_dispatch k WHERE k.id = {value}.id >> {PMC_BITS})",
+        position_array("k.positions", &format!("{value}.pmc_id"))
+    )
+}
+
+/// The per-position values of a query of the values table (`v`) joined to its dispatch row
+/// (`dispatch`): read only when wanted.
+fn positions_column(wanted: bool, dispatch: &str) -> String {
     match wanted {
-        true => "(SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)",
-        false => "NULL",
+        true => position_array(&format!("{dispatch}.positions"), "v.pmc_id"),
+        false => "NULL".to_string(),
     }
 }
 
@@ -1012,18 +1048,20 @@ impl Database {
             ),
         )?;
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
-        // rocpd's at the end with other row ids; a later one kept the per-position values in
-        // rocpd's `extdata` rather than in `rtl_pmc_positions`: read as this one's, they would
-        // be wrong.
+        // rocpd's at the end with other row ids; later ones kept the per-position values in
+        // rocpd's `extdata`, then in a table `rtl_pmc_positions` of a row per value, rather than
+        // in `rtl_dispatch.positions`: read as this one's, they would be wrong.
         let values = conn.query_row(
             "SELECT type || (SELECT count(*) FROM sqlite_master
                              WHERE name = 'rtl_pmc_positions' AND type = 'table')
+                         || (SELECT count(*) FROM pragma_table_info('rtl_dispatch')
+                             WHERE name = 'positions')
              FROM sqlite_master WHERE name = 'rtl_pmc_value'",
             [],
             |r| r.get::<_, String>(0),
         );
         let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
-            Some("view1") => None,
+            Some("view01") => None,
             Some(_) => Some(
                 "written by an earlier rtl-pmc, which stored the counter values in another \
                  layout; profile again with this one to merge",
@@ -1055,11 +1093,16 @@ impl Database {
         &self.values
     }
 
-    /// Makes the index of the dispatch rows by merged dispatch, once.
+    /// Makes the index of the dispatch rows by merged dispatch, once, and that of the merged
+    /// dispatches in start order when their ids are not.
     pub fn index_merged(&self) -> Result<(), DatabaseError> {
         if !self.merged_index.get() {
             self.err(self.conn.execute_batch(MERGED_INDEX))?;
             self.merged_index.set(true);
+        }
+        if !self.start_index.get() && !self.merged_in_order.0 {
+            self.err(self.conn.execute_batch(START_INDEX))?;
+            self.start_index.set(true);
         }
         Ok(())
     }
@@ -1098,6 +1141,7 @@ impl Database {
             merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
             pmc_json: Vec::new(),
+            dispatch_json: Vec::new(),
             batch_ids: Vec::new(),
             next_row: 1,
             join: PassJoin::default(),
@@ -1118,6 +1162,8 @@ impl Database {
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
             merged_index: std::cell::Cell::new(finished),
+            merged_in_order: (true, i64::MIN),
+            start_index: std::cell::Cell::new(finished),
             key_index: finished,
             aside: std::cell::RefCell::new(None),
             committed: finished,
@@ -1400,9 +1446,11 @@ impl Database {
         let rows = &mut self.pmc_rows;
         let json = &mut self.pmc_json;
         let dispatch_rows = &mut self.dispatch_rows;
+        let dispatch_json = &mut self.dispatch_json;
         rows.clear();
         json.clear();
         dispatch_rows.clear();
+        dispatch_json.clear();
         // Each counter's per-position values: made already, or here.
         let mut made = positions.map(|e| {
             json.extend_from_slice(&e.json);
@@ -1445,6 +1493,7 @@ impl Database {
                 kernel_id,
                 key,
                 merged: merged_id,
+                positions: None,
             });
             self.next_row += 1;
             let first_value = rows.len();
@@ -1486,12 +1535,45 @@ impl Database {
                 };
                 rows.push((row, pmc, c.total, range, merged_id));
             }
+            // The counters' per-position values as one array: the first such counter's id, then
+            // per counter id from it on its array, or null (see [`positions_of`]).
+            let from = dispatch_json.len();
+            let mut next = 0;
+            for (_, pmc, _, range, _) in &rows[first_value..] {
+                let Some(array) = range.clone().and_then(|r| json.get(r)) else {
+                    continue;
+                };
+                if dispatch_json.len() == from {
+                    dispatch_json.push(b'[');
+                    push_integer_bytes(dispatch_json, *pmc);
+                    next = *pmc;
+                }
+                for _ in next..*pmc {
+                    dispatch_json.extend_from_slice(b",null");
+                }
+                dispatch_json.push(b',');
+                dispatch_json.extend_from_slice(array);
+                next = pmc + 1;
+            }
+            if dispatch_json.len() > from {
+                dispatch_json.push(b']');
+                if let Some(last) = dispatch_rows.last_mut() {
+                    last.positions = Some(from..dispatch_json.len());
+                }
+            }
             if let Some(sampled) = &mut self.sampled {
                 let values = rows[first_value..].iter().map(|r| (r.1, r.2));
                 sampled.add(source, pass, d, kernel_id, values);
             }
         }
         drop(merged);
+        for m in &self.merged_rows {
+            let start = m[MERGED_START];
+            self.merged_in_order = (
+                self.merged_in_order.0 && start >= self.merged_in_order.1,
+                start,
+            );
+        }
         let conn = &self.conn;
         let texts = &mut self.insert_texts;
         let r = insert_chunked(
@@ -1503,6 +1585,8 @@ impl Database {
             |stmt, from, fields| bind_row(stmt, from, fields),
         );
         sql(path, r)?;
+        // ASCII only, so any range of it is text.
+        let dispatch_json = std::str::from_utf8(&self.dispatch_json).unwrap_or_default();
         let r = insert_chunked(
             conn,
             texts,
@@ -1544,13 +1628,12 @@ impl Database {
                     &r.merged,
                     &d.queue_order,
                     &(d.kernel_id as i64),
+                    &r.positions.clone().and_then(|p| dispatch_json.get(p)),
                 ];
                 bind_row(stmt, from, &fields)
             },
         );
         sql(path, r)?;
-        // ASCII only, so any range of it is text.
-        let json = std::str::from_utf8(&self.pmc_json).unwrap_or_default();
         let r = insert_chunked(
             conn,
             texts,
@@ -1565,27 +1648,6 @@ impl Database {
                 stmt.raw_bind_parameter(from + 1, merged)?;
                 stmt.raw_bind_parameter(from + 2, pmc)?;
                 stmt.raw_bind_parameter(from + 3, total)
-            },
-        );
-        sql(path, r)?;
-        // The per-position values, of the counters that have several.
-        let positions: Vec<(i64, &str)> = self
-            .pmc_rows
-            .iter()
-            .filter_map(|(row, pmc, _, range, _)| {
-                let array = json.get(range.clone()?)?;
-                Some((row << PMC_BITS | pmc, array))
-            })
-            .collect();
-        let r = insert_chunked(
-            conn,
-            texts,
-            (INSERT_POSITIONS, POSITIONS_FIELDS),
-            "",
-            &positions,
-            |stmt, from, (id, array)| {
-                stmt.raw_bind_parameter(from, id)?;
-                stmt.raw_bind_parameter(from + 1, array)
             },
         );
         sql(path, r)
@@ -1667,14 +1729,14 @@ impl Database {
             let statements = [
                 format!(
                     "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
-                     SELECT k.id, v.pmc_id, v.value,
-                            (SELECT p.dimension_values FROM rtl_pmc_positions p WHERE p.id = v.id)
+                     SELECT k.id, v.pmc_id, v.value, {}
                      FROM rtl_dispatch k CROSS JOIN {values} v
                        ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
                      WHERE k.pass = ?1 AND EXISTS (
                        SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
                          ON ev.id = (e.id << {PMC_BITS}) | v.pmc_id
-                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)"
+                       WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
+                    position_array("k.positions", "v.pmc_id")
                 ),
                 format!(
                     "DELETE FROM {values} WHERE id IN (
@@ -1682,12 +1744,17 @@ impl Database {
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                        WHERE k.pass = ?1)"
                 ),
-                format!(
-                    "DELETE FROM rtl_pmc_positions WHERE id IN (
-                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
-                       FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
-                       WHERE k.pass = ?1)"
-                ),
+                // Their positions go with them (a null in their place; none when none is left).
+                "UPDATE rtl_dispatch AS k SET positions = (
+                   SELECT CASE WHEN count(j.value) > 1 THEN json_group_array(json(j.value)) END
+                   FROM (SELECT CASE WHEN j.key = 0 OR NOT EXISTS (
+                                  SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id
+                                    AND r.pmc_id = (k.positions ->> 0) + j.key - 1)
+                                THEN j.value END AS value
+                         FROM json_each(k.positions) j ORDER BY j.key) j)
+                 WHERE k.pass = ?1 AND k.positions IS NOT NULL
+                   AND EXISTS (SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id)"
+                    .to_string(),
             ];
             for statement in &statements {
                 let r = self.conn.execute(statement, [pass]);
@@ -1791,6 +1858,7 @@ impl Database {
     /// Joins `pass` in SQL, first undoing what `join` did while the pass was inserted.
     fn join_in_sql(&mut self, pass: u32, join: &PassJoin) -> Result<(), DatabaseError> {
         self.index_keys()?;
+        self.merged_in_order.0 = false;
         self.first_rows = None;
         self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
@@ -2037,7 +2105,7 @@ impl Database {
              WHERE k.pass = ?1 ORDER BY k.start_ns, k.id"
         );
         let values = &self.values;
-        let json = positions_column(dimensions);
+        let json = positions_column(dimensions, "k");
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
              FROM rtl_dispatch k CROSS JOIN {values} v
@@ -2076,21 +2144,31 @@ impl Database {
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
         self.index_merged()?;
+        // Without the index in start order, the ids are in start order.
+        let r = self.conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'rtl_merged_dispatch_start')",
+            [],
+            |r| r.get::<_, bool>(0),
+        );
+        let order = match self.err(r)? {
+            true => "m.start_ns, m.id",
+            false => "m.id",
+        };
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
         // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
             "SELECT m.id, {DISPATCH_COLUMNS}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
-             ORDER BY m.start_ns, m.id"
+             ORDER BY {order}"
         );
         let values = &self.values;
-        let json = positions_column(dimensions);
+        let json = positions_column(dimensions, "k2");
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
              CROSS JOIN {values} v
                ON v.id BETWEEN k2.id << {PMC_BITS} AND (k2.id << {PMC_BITS}) | {PMC_MASK}
-             ORDER BY m.start_ns, m.id"
+             ORDER BY {order}"
         );
         self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
