@@ -663,10 +663,8 @@ impl<'a> Collector<'a> {
         let rows = &mut self.pending[group];
         self.read += (record.as_slice().len() + record.len()) as u64;
         let at = rows.len();
+        rows.extend(record_values(record).take(width));
         rows.resize(at + width, f64::NAN);
-        for (value, field) in rows[at..].iter_mut().zip(record) {
-            *value = parse_value(field);
-        }
         if rows.len() >= PENDING_ROWS * width {
             let columns = &mut self.groups[group].1;
             if columns.first().is_some_and(|c| c.capacity() == 0) {
@@ -758,36 +756,70 @@ fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>]) {
     rows.clear();
 }
 
-/// A CSV field's value: counters are mostly plain integers, read eight digits at a time;
-/// anything else goes through `f64`'s parser; not a number is NaN.
+/// The values of `record`'s fields.
+fn record_values(record: &csv::ByteRecord) -> impl Iterator<Item = f64> + '_ {
+    // The fields lie one after another in the record's bytes: a field's digits are read
+    // together with the bytes after it, in one load.
+    let bytes = record.as_slice();
+    let mut at = 0;
+    record.iter().map(move |field| {
+        let value = field_value(bytes, at, field.len());
+        at += field.len();
+        value
+    })
+}
+
+/// A lone CSV field's value (the unit tests check it field by field).
+#[cfg(test)]
 fn parse_value(field: &[u8]) -> f64 {
-    let digits = match field.len() {
-        1..=8 => eight_digits(field),
-        9..=15 => {
-            let (high, low) = field.split_at(field.len() - 8);
-            eight_digits(high)
-                .zip(eight_digits(low))
-                .map(|(h, l)| h * 100_000_000 + l)
-        }
+    field_value(field, 0, field.len())
+}
+
+/// The value of the CSV field `bytes[at..at + len]`: counters are mostly plain integers, read
+/// eight digits at a time; anything else goes through `f64`'s parser; not a number is NaN.
+fn field_value(bytes: &[u8], at: usize, len: usize) -> f64 {
+    let digits = match len {
+        1..=8 => eight_digits(word_at(bytes, at), len),
+        9..=15 => eight_digits(word_at(bytes, at), len - 8)
+            .zip(eight_digits(word_at(bytes, at + len - 8), 8))
+            .map(|(high, low)| high * 100_000_000 + low),
         _ => None,
     };
     match digits {
         // Exact: fifteen digits are below 2^53.
         Some(n) => n as f64,
-        None => std::str::from_utf8(field)
+        None => std::str::from_utf8(&bytes[at..at + len])
             .ok()
             .and_then(|f| f.trim().parse::<f64>().ok())
             .unwrap_or(f64::NAN),
     }
 }
 
-/// The value of up to eight decimal digits, if they all are digits: the bytes side by side
-/// in one word, tested and combined in pairs, fours and eights rather than one at a time.
-fn eight_digits(field: &[u8]) -> Option<u64> {
-    // The field in the word's high bytes, its first byte lowest, '0's below it.
-    let word = field.iter().fold(0x3030_3030_3030_3030, |word: u64, &b| {
-        word >> 8 | u64::from(b) << 56
-    });
+/// The eight bytes of `bytes` from `at` as a word, the first lowest; zeros past the end.
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    if let Some(word) = bytes
+        .get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+    {
+        return u64::from_le_bytes(word);
+    }
+    let mut word = [0; 8];
+    let tail = bytes.get(at..).unwrap_or_default();
+    let len = tail.len().min(8);
+    word[..len].copy_from_slice(&tail[..len]);
+    u64::from_le_bytes(word)
+}
+
+/// The value of the `len` (1 to 8) decimal digits in the low bytes of `word`, if they all are
+/// digits: tested and combined in pairs, fours and eights rather than one at a time.
+fn eight_digits(word: u64, len: usize) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // The digits in the word's high bytes, '0's below them.
+    let pad = 64 - 8 * len as u32;
+    let word = match pad {
+        0 => word,
+        _ => word << pad | ZEROS >> (64 - pad),
+    };
     const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
     // Each byte 0x30 to 0x39: its high half 3, and still 3 with 6 added to it.
     let digits = (word & HIGH) | (word.wrapping_add(0x0606_0606_0606_0606) & HIGH) >> 4;
@@ -1321,6 +1353,29 @@ mod tests {
         }
         for f in &fields {
             assert_eq!(parse_value(f.as_bytes()).to_bits(), parsed(f), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_s_fields_read_as_each_field_alone() {
+        // Fields of every length before and after others, so that a field's eight-byte load
+        // takes in the next fields' bytes, or runs past the record's end.
+        let fields: Vec<String> = (0..17)
+            .flat_map(|len| {
+                let digits: String = (0..len)
+                    .map(|i| char::from(b'9' - (i % 10) as u8))
+                    .collect();
+                [digits.clone(), format!("{digits}x"), format!("1.{digits}")]
+            })
+            .collect();
+        for first in 0..fields.len() {
+            let mut record = csv::ByteRecord::new();
+            for field in fields[first..].iter().chain(&fields[..first]) {
+                record.push_field(field.as_bytes());
+            }
+            let read: Vec<u64> = record_values(&record).map(f64::to_bits).collect();
+            let alone: Vec<u64> = record.iter().map(|f| parse_value(f).to_bits()).collect();
+            assert_eq!(read, alone, "fields from {first}");
         }
     }
 
