@@ -7,6 +7,9 @@ use std::path::Path;
 
 use crate::error::CliError;
 
+mod rooms;
+use rooms::{HalfRows, Room, Rooms, Sampled};
+
 /// The rows of one (GPU, kernel): its key and its columns of values.
 pub(super) type Group = ((String, String), Vec<Vec<f64>>);
 
@@ -62,15 +65,65 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
         RowKey::Columns { .. } => second_half(path, start, len),
         RowKey::AsRows(_) => None,
     };
-    let mut collector = Collector::new(names.len(), key, len.saturating_sub(start));
+    // Before the second half is read, its groups' columns are made from the first rows.
+    let width = names.len();
+    let mut record = csv::ByteRecord::new();
+    let mut sample = Vec::new();
+    while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && reader.position().byte() < at) {
+        let more = reader
+            .read_byte_record(&mut record)
+            .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
+        if !more {
+            break;
+        }
+        sample.push(record.clone());
+    }
+    let mut rooms = match (split, key) {
+        (Some(at), RowKey::Columns { kernel, gpu }) => {
+            let bytes = sample.iter().map(record_bytes).sum();
+            let halves = (at.saturating_sub(start), len.saturating_sub(at));
+            Rooms::plan(
+                &sampled(&sample, kernel, gpu),
+                sample.len(),
+                bytes,
+                halves,
+                width,
+            )
+        }
+        _ => Rooms::none(),
+    };
+    let (first_rooms, second_rooms) = rooms.halves();
+    let sampled_keys: Vec<(String, String)> = match key {
+        RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu)
+            .into_iter()
+            .map(|s| s.key)
+            .collect(),
+        RowKey::AsRows(_) => Vec::new(),
+    };
+    let mut collector = Collector::new(
+        width,
+        key,
+        len.saturating_sub(start),
+        &sampled_keys,
+        first_rooms,
+    );
+    for record in &sample {
+        collector.add(record);
+    }
     let cancel = std::sync::atomic::AtomicBool::new(false);
-    std::thread::scope(|scope| {
+    let (first, second) = std::thread::scope(|scope| {
         let mut second = split.map(|at| {
-            let rest = Collector::new(names.len(), key, len.saturating_sub(at));
+            let rest = Collector::new(
+                width,
+                key,
+                len.saturating_sub(at),
+                &sampled_keys,
+                second_rooms,
+            );
             let cancel = &cancel;
             scope.spawn(move || read_from(path, at, rest, cancel))
         });
-        let mut record = csv::ByteRecord::new();
+        let mut rest = None;
         loop {
             if let Some(at) = split.filter(|&at| reader.position().byte() >= at) {
                 if let Some(handle) = second.take() {
@@ -78,8 +131,8 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                     if !whole_records {
                         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
-                    if let (true, Ok(Some(rest))) = (whole_records, handle.join()) {
-                        collector.append(rest);
+                    if let (true, Ok(Some(read))) = (whole_records, handle.join()) {
+                        rest = Some(read.finish());
                         break;
                     }
                 }
@@ -92,8 +145,95 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
             }
         }
         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-        Ok(collector.finish(names))
-    })
+        Ok::<_, CliError>((collector.finish(), rest))
+    })?;
+    Ok(joined(names, rooms, first, second))
+}
+
+/// Rows read from a large file's start, whose groups are given columns before the rest is
+/// read.
+const SAMPLE_ROWS: usize = 256;
+
+/// The groups of `sample`'s rows, in order of first appearance, with their rows.
+fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
+    let mut groups: Vec<Sampled> = Vec::new();
+    for record in sample {
+        let key = key_of(record, kernel, gpu);
+        match groups.iter_mut().find(|g| g.key == key) {
+            Some(group) => group.rows += 1,
+            None => groups.push(Sampled { key, rows: 1 }),
+        }
+    }
+    groups
+}
+
+/// A row's group: its GPU column's value (empty without one) and its kernel column's.
+fn key_of(record: &csv::ByteRecord, kernel: usize, gpu: Option<usize>) -> (String, String) {
+    let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default()).into_owned();
+    (gpu.map(text).unwrap_or_default(), text(kernel))
+}
+
+/// A record's bytes in the file, about (its fields and their separators).
+fn record_bytes(record: &csv::ByteRecord) -> u64 {
+    (record.as_slice().len() + record.len()) as u64
+}
+
+/// The file's rows from the two halves' collected rows: the second half's groups after the
+/// first's (those the first lacks after all of the first's), their rows after the first's.
+fn joined(
+    names: Vec<String>,
+    rooms: Rooms,
+    first: Collected,
+    second: Option<Collected>,
+) -> GroupedCsv {
+    let width = names.len();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut first_parts = Vec::new();
+    for (key, rows) in first.groups {
+        keys.push(key);
+        first_parts.push(rows);
+    }
+    let mut row_group = first.row_group;
+    let mut second_parts: Vec<HalfRows> = Vec::new();
+    if let Some(second) = second {
+        #[cfg(test)]
+        HALVES_JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let index: HashMap<(String, String), usize> = keys
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, k)| (k, i))
+            .collect();
+        let mut map = Vec::new();
+        second_parts.resize_with(keys.len(), Default::default);
+        for (key, rows) in second.groups {
+            let at = match index.get(&key) {
+                Some(&at) => at,
+                None => {
+                    keys.push(key);
+                    first_parts.push(Default::default());
+                    second_parts.push(Default::default());
+                    keys.len() - 1
+                }
+            };
+            second_parts[at] = rows;
+            map.push(at);
+        }
+        row_group.extend(second.row_group.iter().map(|&g| map[g]));
+    }
+    let columns = rooms.join(width, first_parts, second_parts);
+    GroupedCsv {
+        names,
+        groups: keys.into_iter().zip(columns).collect(),
+        row_group,
+    }
+}
+
+/// A collector's rows: per group its key, the rows it wrote into its room and its columns of
+/// the rest; and the group of each row.
+struct Collected {
+    groups: Vec<((String, String), HalfRows)>,
+    row_group: Vec<usize>,
 }
 
 /// The buffer of a CSV reader.
@@ -166,6 +306,8 @@ struct Collector<'a> {
     /// values are written in the order they are read, and each column then grows by a run of
     /// values rather than one value per row.
     pending: Vec<Vec<f64>>,
+    /// The room made for the first groups' rows before reading, filled before their columns.
+    rooms: Vec<Room<'a>>,
     row_group: Vec<usize>,
     /// The bytes of the file this collector's rows are expected to span, and of those read
     /// so far (about): what the columns' room is reserved from.
@@ -174,25 +316,34 @@ struct Collector<'a> {
 }
 
 impl<'a> Collector<'a> {
-    fn new(width: usize, key: RowKey<'a>, span: u64) -> Collector<'a> {
-        let groups: Vec<Group> = match key {
-            RowKey::AsRows(other) => other
-                .groups
-                .iter()
-                .map(|(key, _)| (key.clone(), vec![Vec::new(); width]))
-                .collect(),
-            RowKey::Columns { .. } => Vec::new(),
-        };
-        Collector {
+    /// A collector of `width` columns, with the groups of `keys` first, their rows filling
+    /// `rooms`.
+    fn new(
+        width: usize,
+        key: RowKey<'a>,
+        span: u64,
+        keys: &[(String, String)],
+        rooms: Vec<Room<'a>>,
+    ) -> Collector<'a> {
+        let mut collector = Collector {
             width,
             key,
-            pending: vec![Vec::new(); groups.len()],
-            groups,
+            pending: Vec::new(),
+            groups: Vec::new(),
+            rooms,
             index: HashMap::new(),
             row_group: Vec::new(),
             span,
             read: 0,
+        };
+        let keys = match key {
+            RowKey::AsRows(other) => other.groups.iter().map(|(key, _)| key.clone()).collect(),
+            RowKey::Columns { .. } => keys.to_vec(),
+        };
+        for key in keys {
+            collector.group(key);
         }
+        collector
     }
 
     fn rows(&self) -> usize {
@@ -210,92 +361,53 @@ impl<'a> Collector<'a> {
 
     /// Adds a record; false when it has no group (past the end of the other file's rows).
     fn add(&mut self, record: &csv::ByteRecord) -> bool {
-        let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default());
         let group = match self.key {
             RowKey::AsRows(other) => match other.row_group.get(self.rows()) {
                 Some(&g) => g,
                 None => return false,
             },
-            RowKey::Columns { kernel, gpu } => self.group((
-                gpu.map(|g| text(g).into_owned()).unwrap_or_default(),
-                text(kernel).into_owned(),
-            )),
+            RowKey::Columns { kernel, gpu } => self.group(key_of(record, kernel, gpu)),
         };
         let width = self.width;
         let rows_so_far = self.rows() as f64 + 1.0;
         let per_row = self.read as f64 / rows_so_far;
         let rows = &mut self.pending[group];
-        self.read += (record.as_slice().len() + record.len()) as u64;
+        self.read += record_bytes(record);
         let at = rows.len();
         rows.extend(record_values(record).take(width));
         rows.resize(at + width, f64::NAN);
         if rows.len() >= PENDING_ROWS * width {
             let columns = &mut self.groups[group].1;
-            if columns.first().is_some_and(|c| c.capacity() == 0) {
+            let room = self.rooms.get_mut(group);
+            if columns.first().is_some_and(|c| c.capacity() == 0)
+                && room.as_ref().is_none_or(|r| r.is_empty())
+            {
                 // The group's share of the rows so far, of the rows expected.
                 let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
                 let expected = (share * self.span as f64 / per_row * 1.05) as usize;
                 columns.iter_mut().for_each(|c| c.reserve(expected));
             }
-            spread(rows, columns);
+            spread(rows, columns, room);
         }
         self.row_group.push(group);
         true
     }
 
-    fn flush(&mut self) {
-        for (rows, (_, columns)) in self.pending.iter_mut().zip(&mut self.groups) {
-            spread(rows, columns);
-        }
-    }
-
-    /// Adds the rows `rest` read after this collector's, its columns copied by as many threads
-    /// as there are cores.
-    fn append(&mut self, mut rest: Collector<'a>) {
-        #[cfg(test)]
-        HALVES_JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.flush();
-        rest.flush();
-        let map: Vec<usize> = rest
+    /// The rows collected, every pending one moved to its room or columns.
+    fn finish(mut self) -> Collected {
+        let mut rooms = self.rooms.into_iter();
+        let groups = self
             .groups
-            .iter()
-            .map(|(key, _)| self.group(key.clone()))
+            .into_iter()
+            .zip(&mut self.pending)
+            .map(|((key, mut columns), rows)| {
+                let mut room = rooms.next();
+                spread(rows, &mut columns, room.as_mut());
+                (key, (room.map_or(0, |r| r.rows), columns))
+            })
             .collect();
-        let mut incoming: Vec<Vec<Vec<f64>>> = vec![Vec::new(); self.groups.len()];
-        for (&at, (_, columns)) in map.iter().zip(rest.groups) {
-            incoming[at] = columns;
-        }
-        let mut pairs: Vec<(&mut Vec<f64>, Vec<f64>)> = self
-            .groups
-            .iter_mut()
-            .zip(incoming)
-            .flat_map(|((_, to), from)| to.iter_mut().zip(from))
-            .collect();
-        let threads = std::thread::available_parallelism().map_or(1, usize::from);
-        let chunk = pairs.len().div_ceil(threads).max(1);
-        std::thread::scope(|scope| {
-            for part in pairs.chunks_mut(chunk) {
-                scope.spawn(move || {
-                    for (to, from) in part {
-                        if to.is_empty() {
-                            std::mem::swap(*to, from);
-                        } else {
-                            to.extend_from_slice(from);
-                            *from = Vec::new();
-                        }
-                    }
-                });
-            }
-        });
-        self.row_group
-            .extend(rest.row_group.iter().map(|&g| map[g]));
-    }
-
-    fn finish(mut self, names: Vec<String>) -> GroupedCsv {
-        self.flush();
-        GroupedCsv {
-            names,
-            groups: self.groups,
+        Collected {
+            groups,
             row_group: self.row_group,
         }
     }
@@ -308,13 +420,15 @@ static HALVES_JOINED: std::sync::atomic::AtomicUsize = std::sync::atomic::Atomic
 /// How many of a group's rows wait before they are moved into its columns.
 const PENDING_ROWS: usize = 64;
 
-/// Moves `rows` (whole rows, one value per column each) to the ends of `columns`.
-fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>]) {
+/// Moves `rows` (whole rows, one value per column each) into `room` while it has room, the
+/// rest to the ends of `columns`.
+fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
     let width = columns.len();
     if let Some(count) = rows.len().checked_div(width) {
+        let fit = room.map_or(0, |room| room.fill(rows, count));
         for (i, column) in columns.iter_mut().enumerate() {
             // Indexed from a range, the column's room is made once for the whole run.
-            column.extend((0..count).map(|r| rows[r * width + i]));
+            column.extend((fit..count).map(|r| rows[r * width + i]));
         }
     }
     rows.clear();
@@ -531,6 +645,53 @@ mod tests {
         );
         let read = read.unwrap();
         expect_groups(&read, 1000, &["k0", "k1", "k2"]);
+    }
+
+    /// Checks that each group of `read` holds the rows of `text` (`rows`' form) of its name,
+    /// in order.
+    fn expect_rows_of_names(read: &GroupedCsv, count: usize, name: impl Fn(usize) -> String) {
+        let mut names: Vec<String> = Vec::new();
+        for i in 0..count {
+            if !names.contains(&name(i)) {
+                names.push(name(i));
+            }
+        }
+        let keys: Vec<&str> = read.groups.iter().map(|((_, k), _)| k.as_str()).collect();
+        assert_eq!(keys, names);
+        let of = |i: usize| names.iter().position(|n| *n == name(i)).unwrap();
+        assert_eq!(read.row_group, (0..count).map(of).collect::<Vec<_>>());
+        for (g, (_, columns)) in read.groups.iter().enumerate() {
+            let a: Vec<f64> = (0..count)
+                .filter(|&i| of(i) == g)
+                .map(|i| i as f64)
+                .collect();
+            let b: Vec<f64> = a.iter().map(|x| x * 10.0).collect();
+            assert_eq!(columns[2], a, "group {g}");
+            assert_eq!(columns[3], b, "group {g}");
+        }
+    }
+
+    #[test]
+    fn kernels_the_first_rows_show_or_not_are_read_in_order_in_either_half() {
+        // The first rows show k0 and k1 alike; then k0 alone to past the middle (more than its
+        // room for the first half), k2 (not in the first rows), then k1 alone (more than its
+        // room for the second half) and k3 (only in the second half).
+        let name = |i: usize| {
+            match i {
+                0..256 => ["k0", "k1"][i % 2],
+                256..1100 => "k0",
+                1100..1150 => "k2",
+                1150..1990 => "k1",
+                _ => "k3",
+            }
+            .to_string()
+        };
+        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let before = joined();
+        let (read, split) = read_text("rooms", &rows(2000, name));
+        assert!(split.is_some());
+        assert!(joined() > before, "the second half's rows were read apart");
+        expect_rows_of_names(&read.unwrap(), 2000, name);
     }
 
     #[test]
