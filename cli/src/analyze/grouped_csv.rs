@@ -373,9 +373,9 @@ impl<'a> Collector<'a> {
         let per_row = self.read as f64 / rows_so_far;
         let rows = &mut self.pending[group];
         self.read += record_bytes(record);
-        let at = rows.len();
-        rows.extend(record_values(record).take(width));
-        rows.resize(at + width, f64::NAN);
+        let mut values = record_values(record);
+        // From a range, the row's room is made once and its values written without a test each.
+        rows.extend((0..width).map(|_| values.next().unwrap_or(f64::NAN)));
         if rows.len() >= PENDING_ROWS * width {
             let columns = &mut self.groups[group].1;
             let room = self.rooms.get_mut(group);
@@ -455,6 +455,7 @@ fn parse_value(field: &[u8]) -> f64 {
 
 /// The value of the CSV field `bytes[at..at + len]`: counters are mostly plain integers, read
 /// eight digits at a time; anything else goes through `f64`'s parser; not a number is NaN.
+#[inline]
 fn field_value(bytes: &[u8], at: usize, len: usize) -> f64 {
     let digits = match len {
         1..=8 => eight_digits(word_at(bytes, at), len),
@@ -466,14 +467,21 @@ fn field_value(bytes: &[u8], at: usize, len: usize) -> f64 {
     match digits {
         // Exact: fifteen digits are below 2^53.
         Some(n) => n as f64,
-        None => std::str::from_utf8(&bytes[at..at + len])
-            .ok()
-            .and_then(|f| f.trim().parse::<f64>().ok())
-            .unwrap_or(f64::NAN),
+        None => parsed_value(&bytes[at..at + len]),
     }
 }
 
+/// A field that is not a plain integer of up to fifteen digits, through `f64`'s parser.
+#[cold]
+fn parsed_value(field: &[u8]) -> f64 {
+    std::str::from_utf8(field)
+        .ok()
+        .and_then(|f| f.trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
 /// The eight bytes of `bytes` from `at` as a word, the first lowest; zeros past the end.
+#[inline]
 fn word_at(bytes: &[u8], at: usize) -> u64 {
     if let Some(word) = bytes
         .get(at..at + 8)
@@ -490,6 +498,7 @@ fn word_at(bytes: &[u8], at: usize) -> u64 {
 
 /// The value of the `len` (1 to 8) decimal digits in the low bytes of `word`, if they all are
 /// digits: tested and combined in pairs, fours and eights rather than one at a time.
+#[inline]
 fn eight_digits(word: u64, len: usize) -> Option<u64> {
     const ZEROS: u64 = 0x3030_3030_3030_3030;
     // The digits in the word's high bytes, '0's below them.
