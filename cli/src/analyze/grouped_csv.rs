@@ -1,0 +1,741 @@
+//! A profile's CSV file read into columns of numbers, its rows grouped by (GPU, kernel) as
+//! they are read. A large file is read in two halves at once, each half's rows written
+//! straight into the columns' memory.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::CliError;
+
+mod rooms;
+use rooms::{HalfRows, Room, Rooms, Sampled};
+
+/// The rows of one (GPU, kernel): its key and its columns of values.
+pub(super) type Group = ((String, String), Vec<Vec<f64>>);
+
+/// A CSV file's rows grouped by (GPU, kernel) as they are read, each group's columns of
+/// values (NaN where a value is not a number).
+pub(super) struct GroupedCsv {
+    /// The header's column names.
+    pub(super) names: Vec<String>,
+    /// (GPU, kernel) and the group's columns, in order of first appearance.
+    pub(super) groups: Vec<Group>,
+    /// The group of each row.
+    row_group: Vec<usize>,
+}
+
+/// How a file's rows are grouped: by its own kernel (and GPU) columns, or row by row as
+/// another file's (rocprof-compute joins its files by position).
+pub(super) enum Grouping<'a> {
+    ByColumns {
+        kernel: &'a str,
+        gpu: Option<&'a str>,
+    },
+    AsRows(&'a GroupedCsv),
+}
+
+pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
+    let bad = |e: String| CliError::input(format!("analyze: {}: {e}", path.display()));
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(false)
+        .buffer_capacity(READ_BUFFER)
+        .from_path(path)
+        .map_err(|e| bad(e.to_string()))?;
+    let names: Vec<String> = reader
+        .headers()
+        .map_err(|e| bad(e.to_string()))?
+        .iter()
+        .map(str::to_string)
+        .collect();
+    let position = |column: &str| names.iter().position(|n| n == column);
+    let key = match &grouping {
+        Grouping::ByColumns { kernel, gpu } => RowKey::Columns {
+            kernel: position(kernel).ok_or_else(|| bad(format!("no {kernel} column")))?,
+            gpu: gpu.and_then(position),
+        },
+        Grouping::AsRows(other) => RowKey::AsRows(other),
+    };
+    // A large file grouped by its own columns is read in two halves at once: the second from
+    // the first line break past its middle. Its rows count only if that line break ends one of
+    // the first half's records (not one inside a quoted field) and the second half reads
+    // without error; otherwise the first half's reader goes on to the end alone.
+    let start = reader.position().byte();
+    let len = std::fs::metadata(path).map_or(0, |m| m.len());
+    let split = match key {
+        RowKey::Columns { .. } => second_half(path, start, len),
+        RowKey::AsRows(_) => None,
+    };
+    // Before the second half is read, its groups' columns are made from the first rows.
+    let width = names.len();
+    let mut record = csv::ByteRecord::new();
+    let mut sample = Vec::new();
+    while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && reader.position().byte() < at) {
+        let more = reader
+            .read_byte_record(&mut record)
+            .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
+        if !more {
+            break;
+        }
+        sample.push(record.clone());
+    }
+    let mut rooms = match (split, key) {
+        (Some(at), RowKey::Columns { kernel, gpu }) => {
+            let bytes = sample.iter().map(record_bytes).sum();
+            let halves = (at.saturating_sub(start), len.saturating_sub(at));
+            Rooms::plan(
+                &sampled(&sample, kernel, gpu),
+                sample.len(),
+                bytes,
+                halves,
+                width,
+            )
+        }
+        _ => Rooms::none(),
+    };
+    let (first_rooms, second_rooms) = rooms.halves();
+    let sampled_keys: Vec<(String, String)> = match key {
+        RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu)
+            .into_iter()
+            .map(|s| s.key)
+            .collect(),
+        RowKey::AsRows(_) => Vec::new(),
+    };
+    let mut collector = Collector::new(
+        width,
+        key,
+        len.saturating_sub(start),
+        &sampled_keys,
+        first_rooms,
+    );
+    for record in &sample {
+        collector.add(record);
+    }
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let (first, second) = std::thread::scope(|scope| {
+        let mut second = split.map(|at| {
+            let rest = Collector::new(
+                width,
+                key,
+                len.saturating_sub(at),
+                &sampled_keys,
+                second_rooms,
+            );
+            let cancel = &cancel;
+            scope.spawn(move || read_from(path, at, rest, cancel))
+        });
+        let mut rest = None;
+        loop {
+            if let Some(at) = split.filter(|&at| reader.position().byte() >= at) {
+                if let Some(handle) = second.take() {
+                    let whole_records = reader.position().byte() == at;
+                    if !whole_records {
+                        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    if let (true, Ok(Some(read))) = (whole_records, handle.join()) {
+                        rest = Some(read.finish());
+                        break;
+                    }
+                }
+            }
+            let more = reader
+                .read_byte_record(&mut record)
+                .map_err(|e| bad(format!("line {}: {e}", collector.rows() + 2)))?;
+            if !more || !collector.add(&record) {
+                break;
+            }
+        }
+        cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+        Ok::<_, CliError>((collector.finish(), rest))
+    })?;
+    Ok(joined(names, rooms, first, second))
+}
+
+/// Rows read from a large file's start, whose groups are given columns before the rest is
+/// read.
+const SAMPLE_ROWS: usize = 256;
+
+/// The groups of `sample`'s rows, in order of first appearance, with their rows.
+fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
+    let mut groups: Vec<Sampled> = Vec::new();
+    for record in sample {
+        let key = key_of(record, kernel, gpu);
+        match groups.iter_mut().find(|g| g.key == key) {
+            Some(group) => group.rows += 1,
+            None => groups.push(Sampled { key, rows: 1 }),
+        }
+    }
+    groups
+}
+
+/// A row's group: its GPU column's value (empty without one) and its kernel column's.
+fn key_of(record: &csv::ByteRecord, kernel: usize, gpu: Option<usize>) -> (String, String) {
+    let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default()).into_owned();
+    (gpu.map(text).unwrap_or_default(), text(kernel))
+}
+
+/// A record's bytes in the file, about (its fields and their separators).
+fn record_bytes(record: &csv::ByteRecord) -> u64 {
+    (record.as_slice().len() + record.len()) as u64
+}
+
+/// The file's rows from the two halves' collected rows: the second half's groups after the
+/// first's (those the first lacks after all of the first's), their rows after the first's.
+fn joined(
+    names: Vec<String>,
+    rooms: Rooms,
+    first: Collected,
+    second: Option<Collected>,
+) -> GroupedCsv {
+    let width = names.len();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    let mut first_parts = Vec::new();
+    for (key, rows) in first.groups {
+        keys.push(key);
+        first_parts.push(rows);
+    }
+    let mut row_group = first.row_group;
+    let mut second_parts: Vec<HalfRows> = Vec::new();
+    if let Some(second) = second {
+        #[cfg(test)]
+        HALVES_JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let index: HashMap<(String, String), usize> = keys
+            .iter()
+            .cloned()
+            .enumerate()
+            .map(|(i, k)| (k, i))
+            .collect();
+        let mut map = Vec::new();
+        second_parts.resize_with(keys.len(), Default::default);
+        for (key, rows) in second.groups {
+            let at = match index.get(&key) {
+                Some(&at) => at,
+                None => {
+                    keys.push(key);
+                    first_parts.push(Default::default());
+                    second_parts.push(Default::default());
+                    keys.len() - 1
+                }
+            };
+            second_parts[at] = rows;
+            map.push(at);
+        }
+        row_group.extend(second.row_group.iter().map(|&g| map[g]));
+    }
+    let columns = rooms.join(width, first_parts, second_parts);
+    GroupedCsv {
+        names,
+        groups: keys.into_iter().zip(columns).collect(),
+        row_group,
+    }
+}
+
+/// A collector's rows: per group its key, the rows it wrote into its room and its columns of
+/// the rest; and the group of each row.
+struct Collected {
+    groups: Vec<((String, String), HalfRows)>,
+    row_group: Vec<usize>,
+}
+
+/// The buffer of a CSV reader.
+const READ_BUFFER: usize = 1 << 20;
+
+/// Files smaller than this are read by one thread (in unit tests, all but the smallest are
+/// read in two halves).
+const SPLIT_SIZE: u64 = if cfg!(test) { 256 } else { 32 << 20 };
+
+/// Where the second half of a large file begins (past the line break after its middle), if
+/// it is worth reading apart.
+fn second_half(path: &Path, start: u64, len: u64) -> Option<u64> {
+    use std::io::{Read as _, Seek as _};
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    if cores < 2 || len < SPLIT_SIZE || start >= len {
+        return None;
+    }
+    let middle = start + (len - start) / 2;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(std::io::SeekFrom::Start(middle)).ok()?;
+    let mut window = Vec::new();
+    file.take(READ_BUFFER as u64)
+        .read_to_end(&mut window)
+        .ok()?;
+    let at = middle + window.iter().position(|&b| b == b'\n')? as u64 + 1;
+    (at < len).then_some(at)
+}
+
+/// The records from byte `at` to the end, or nothing if one is not a whole row of the file.
+fn read_from<'a>(
+    path: &Path,
+    at: u64,
+    mut collector: Collector<'a>,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Option<Collector<'a>> {
+    use std::io::Seek as _;
+    let mut file = std::fs::File::open(path).ok()?;
+    file.seek(std::io::SeekFrom::Start(at)).ok()?;
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .buffer_capacity(READ_BUFFER)
+        .from_reader(file);
+    let mut record = csv::ByteRecord::new();
+    while reader.read_byte_record(&mut record).ok()? {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) || record.len() != collector.width {
+            return None;
+        }
+        collector.add(&record);
+    }
+    Some(collector)
+}
+
+/// Which group a row belongs to.
+#[derive(Clone, Copy)]
+enum RowKey<'a> {
+    /// Its kernel column's (and GPU column's) value.
+    Columns { kernel: usize, gpu: Option<usize> },
+    /// The group of the other file's row of the same position.
+    AsRows(&'a GroupedCsv),
+}
+
+/// Rows gathered into their groups' columns as they are read.
+struct Collector<'a> {
+    width: usize,
+    key: RowKey<'a>,
+    groups: Vec<Group>,
+    index: HashMap<(String, String), usize>,
+    /// Each group's latest rows, row after row, moved into its columns a block at a time: the
+    /// values are written in the order they are read, and each column then grows by a run of
+    /// values rather than one value per row.
+    pending: Vec<Vec<f64>>,
+    /// The room made for the first groups' rows before reading, filled before their columns.
+    rooms: Vec<Room<'a>>,
+    row_group: Vec<usize>,
+    /// The bytes of the file this collector's rows are expected to span, and of those read
+    /// so far (about): what the columns' room is reserved from.
+    span: u64,
+    read: u64,
+}
+
+impl<'a> Collector<'a> {
+    /// A collector of `width` columns, with the groups of `keys` first, their rows filling
+    /// `rooms`.
+    fn new(
+        width: usize,
+        key: RowKey<'a>,
+        span: u64,
+        keys: &[(String, String)],
+        rooms: Vec<Room<'a>>,
+    ) -> Collector<'a> {
+        let mut collector = Collector {
+            width,
+            key,
+            pending: Vec::new(),
+            groups: Vec::new(),
+            rooms,
+            index: HashMap::new(),
+            row_group: Vec::new(),
+            span,
+            read: 0,
+        };
+        let keys = match key {
+            RowKey::AsRows(other) => other.groups.iter().map(|(key, _)| key.clone()).collect(),
+            RowKey::Columns { .. } => keys.to_vec(),
+        };
+        for key in keys {
+            collector.group(key);
+        }
+        collector
+    }
+
+    fn rows(&self) -> usize {
+        self.row_group.len()
+    }
+
+    /// The group of `key`, made if it is new.
+    fn group(&mut self, key: (String, String)) -> usize {
+        *self.index.entry(key.clone()).or_insert_with(|| {
+            self.groups.push((key, vec![Vec::new(); self.width]));
+            self.pending.push(Vec::new());
+            self.groups.len() - 1
+        })
+    }
+
+    /// Adds a record; false when it has no group (past the end of the other file's rows).
+    fn add(&mut self, record: &csv::ByteRecord) -> bool {
+        let group = match self.key {
+            RowKey::AsRows(other) => match other.row_group.get(self.rows()) {
+                Some(&g) => g,
+                None => return false,
+            },
+            RowKey::Columns { kernel, gpu } => self.group(key_of(record, kernel, gpu)),
+        };
+        let width = self.width;
+        let rows_so_far = self.rows() as f64 + 1.0;
+        let per_row = self.read as f64 / rows_so_far;
+        let rows = &mut self.pending[group];
+        self.read += record_bytes(record);
+        let mut values = record_values(record);
+        // From a range, the row's room is made once and its values written without a test each.
+        rows.extend((0..width).map(|_| values.next().unwrap_or(f64::NAN)));
+        if rows.len() >= PENDING_ROWS * width {
+            let columns = &mut self.groups[group].1;
+            let room = self.rooms.get_mut(group);
+            if columns.first().is_some_and(|c| c.capacity() == 0)
+                && room.as_ref().is_none_or(|r| r.is_empty())
+            {
+                // The group's share of the rows so far, of the rows expected.
+                let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
+                let expected = (share * self.span as f64 / per_row * 1.05) as usize;
+                columns.iter_mut().for_each(|c| c.reserve(expected));
+            }
+            spread(rows, columns, room);
+        }
+        self.row_group.push(group);
+        true
+    }
+
+    /// The rows collected, every pending one moved to its room or columns.
+    fn finish(mut self) -> Collected {
+        let mut rooms = self.rooms.into_iter();
+        let groups = self
+            .groups
+            .into_iter()
+            .zip(&mut self.pending)
+            .map(|((key, mut columns), rows)| {
+                let mut room = rooms.next();
+                spread(rows, &mut columns, room.as_mut());
+                (key, (room.map_or(0, |r| r.rows), columns))
+            })
+            .collect();
+        Collected {
+            groups,
+            row_group: self.row_group,
+        }
+    }
+}
+
+/// How many second halves were joined to their first (the unit tests check that one was).
+#[cfg(test)]
+static HALVES_JOINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many of a group's rows wait before they are moved into its columns: few enough that
+/// every group's waiting rows stay in the core's cache until they are moved (16 rows of 2,008
+/// columns for each of 8 kernels are 2 MiB), enough that each column grows by a run.
+const PENDING_ROWS: usize = 16;
+
+/// Moves `rows` (whole rows, one value per column each) into `room` while it has room, the
+/// rest to the ends of `columns`.
+fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
+    let width = columns.len();
+    if let Some(count) = rows.len().checked_div(width) {
+        let fit = room.map_or(0, |room| room.fill(rows, count));
+        for (i, column) in columns.iter_mut().enumerate() {
+            // Indexed from a range, the column's room is made once for the whole run.
+            column.extend((fit..count).map(|r| rows[r * width + i]));
+        }
+    }
+    rows.clear();
+}
+
+/// The values of `record`'s fields.
+fn record_values(record: &csv::ByteRecord) -> impl Iterator<Item = f64> + '_ {
+    // The fields lie one after another in the record's bytes: a field's digits are read
+    // together with the bytes after it, in one load.
+    let bytes = record.as_slice();
+    let mut at = 0;
+    record.iter().map(move |field| {
+        let value = field_value(bytes, at, field.len());
+        at += field.len();
+        value
+    })
+}
+
+/// A lone CSV field's value (the unit tests check it field by field).
+#[cfg(test)]
+fn parse_value(field: &[u8]) -> f64 {
+    field_value(field, 0, field.len())
+}
+
+/// The value of the CSV field `bytes[at..at + len]`: counters are mostly plain integers, read
+/// eight digits at a time; anything else goes through `f64`'s parser; not a number is NaN.
+#[inline]
+fn field_value(bytes: &[u8], at: usize, len: usize) -> f64 {
+    let digits = match len {
+        1..=8 => eight_digits(word_at(bytes, at), len),
+        9..=15 => eight_digits(word_at(bytes, at), len - 8)
+            .zip(eight_digits(word_at(bytes, at + len - 8), 8))
+            .map(|(high, low)| high * 100_000_000 + low),
+        _ => None,
+    };
+    match digits {
+        // Exact: fifteen digits are below 2^53.
+        Some(n) => n as f64,
+        None => parsed_value(&bytes[at..at + len]),
+    }
+}
+
+/// A field that is not a plain integer of up to fifteen digits, through `f64`'s parser.
+#[cold]
+fn parsed_value(field: &[u8]) -> f64 {
+    std::str::from_utf8(field)
+        .ok()
+        .and_then(|f| f.trim().parse::<f64>().ok())
+        .unwrap_or(f64::NAN)
+}
+
+/// The eight bytes of `bytes` from `at` as a word, the first lowest; zeros past the end.
+#[inline]
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    if let Some(word) = bytes
+        .get(at..at + 8)
+        .and_then(|w| <[u8; 8]>::try_from(w).ok())
+    {
+        return u64::from_le_bytes(word);
+    }
+    let mut word = [0; 8];
+    let tail = bytes.get(at..).unwrap_or_default();
+    let len = tail.len().min(8);
+    word[..len].copy_from_slice(&tail[..len]);
+    u64::from_le_bytes(word)
+}
+
+/// The value of the `len` (1 to 8) decimal digits in the low bytes of `word`, if they all are
+/// digits: tested and combined in pairs, fours and eights rather than one at a time.
+#[inline]
+fn eight_digits(word: u64, len: usize) -> Option<u64> {
+    const ZEROS: u64 = 0x3030_3030_3030_3030;
+    // The digits in the word's high bytes, '0's below them.
+    let pad = 64 - 8 * len as u32;
+    let word = match pad {
+        0 => word,
+        _ => word << pad | ZEROS >> (64 - pad),
+    };
+    const HIGH: u64 = 0xF0F0_F0F0_F0F0_F0F0;
+    // Each byte 0x30 to 0x39: its high half 3, and still 3 with 6 added to it.
+    let digits = (word & HIGH) | (word.wrapping_add(0x0606_0606_0606_0606) & HIGH) >> 4;
+    if digits != 0x3333_3333_3333_3333 {
+        return None;
+    }
+    let word = (word & 0x0F0F_0F0F_0F0F_0F0F).wrapping_mul(10 << 8 | 1) >> 8;
+    let word = (word & 0x00FF_00FF_00FF_00FF).wrapping_mul(100 << 16 | 1) >> 16;
+    Some((word & 0x0000_FFFF_0000_FFFF).wrapping_mul(10_000 << 32 | 1) >> 32)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes `text` as a CSV file, reads it grouped by kernel, removes it; with where its
+    /// second half begins.
+    fn read_text(name: &str, text: &str) -> (Result<GroupedCsv, CliError>, Option<u64>) {
+        let path =
+            std::env::temp_dir().join(format!("rtl-pmc-analyze-{name}-{}.csv", std::process::id()));
+        std::fs::write(&path, text).unwrap();
+        let read = read_csv(
+            &path,
+            Grouping::ByColumns {
+                kernel: "KernelName",
+                gpu: Some("gpu-id"),
+            },
+        );
+        let split = second_half(&path, 0, text.len() as u64);
+        std::fs::remove_file(&path).unwrap();
+        (read, split)
+    }
+
+    /// Rows of three kernels, each row's values its index and its index times 10; `name` makes
+    /// a kernel name of a row.
+    fn rows(count: usize, name: impl Fn(usize) -> String) -> String {
+        let mut text = String::from("gpu-id,KernelName,A,B\n");
+        for i in 0..count {
+            text.push_str(&format!("1,{},{i},{}\n", name(i), i * 10));
+        }
+        text
+    }
+
+    fn expect_groups(read: &GroupedCsv, count: usize, names: &[&str]) {
+        assert_eq!(read.names, ["gpu-id", "KernelName", "A", "B"]);
+        assert_eq!(
+            read.row_group,
+            (0..count).map(|i| i % 3).collect::<Vec<_>>()
+        );
+        for (g, (key, columns)) in read.groups.iter().enumerate() {
+            assert_eq!(key, &("1".to_string(), names[g].to_string()));
+            let a: Vec<f64> = (g..count).step_by(3).map(|i| i as f64).collect();
+            let b: Vec<f64> = a.iter().map(|x| x * 10.0).collect();
+            assert_eq!(columns[2], a, "group {g}");
+            assert_eq!(columns[3], b, "group {g}");
+        }
+    }
+
+    #[test]
+    fn fields_read_as_f64_s_parser_reads_them() {
+        let parsed = |f: &str| f.trim().parse::<f64>().unwrap_or(f64::NAN).to_bits();
+        let mut fields: Vec<String> = [
+            "0",
+            "7",
+            "10",
+            "99999999",
+            "100000000",
+            "00000001",
+            "12345678",
+            "123456789",
+            "999999999999999",
+            "123456789012345",
+            "1234567890123456",
+            "18446744073709551616",
+            "",
+            "0x0",
+            "12a4",
+            " 12",
+            "12 ",
+            "1.5",
+            "-3",
+            "+4",
+            "1e3",
+            "/",
+            ":",
+            "1/2",
+            "9:",
+            "nan",
+            "inf",
+            "\u{0}",
+        ]
+        .iter()
+        .map(|f| f.to_string())
+        .collect();
+        // Every length, with a byte just outside the digits at every place.
+        for len in 1..=16 {
+            let digits: String = (0..len).map(|i| char::from(b'1' + (i % 9) as u8)).collect();
+            for at in 0..len {
+                for outside in ['/', ':', 'a', ' '] {
+                    let mut f = digits.clone().into_bytes();
+                    f[at] = outside as u8;
+                    fields.push(String::from_utf8(f).unwrap());
+                }
+            }
+            fields.push(digits);
+        }
+        for f in &fields {
+            assert_eq!(parse_value(f.as_bytes()).to_bits(), parsed(f), "{f:?}");
+        }
+    }
+
+    #[test]
+    fn a_record_s_fields_read_as_each_field_alone() {
+        // Fields of every length before and after others, so that a field's eight-byte load
+        // takes in the next fields' bytes, or runs past the record's end.
+        let fields: Vec<String> = (0..17)
+            .flat_map(|len| {
+                let digits: String = (0..len)
+                    .map(|i| char::from(b'9' - (i % 10) as u8))
+                    .collect();
+                [digits.clone(), format!("{digits}x"), format!("1.{digits}")]
+            })
+            .collect();
+        for first in 0..fields.len() {
+            let mut record = csv::ByteRecord::new();
+            for field in fields[first..].iter().chain(&fields[..first]) {
+                record.push_field(field.as_bytes());
+            }
+            let read: Vec<u64> = record_values(&record).map(f64::to_bits).collect();
+            let alone: Vec<u64> = record.iter().map(|f| parse_value(f).to_bits()).collect();
+            assert_eq!(read, alone, "fields from {first}");
+        }
+    }
+
+    #[test]
+    fn a_file_read_in_two_halves_is_read_as_in_one() {
+        let text = rows(1000, |i| format!("k{}", i % 3));
+        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let before = joined();
+        let (read, split) = read_text("halves", &text);
+        assert!(split.is_some());
+        assert!(
+            joined() > before,
+            "the second half's rows were read apart and joined"
+        );
+        let read = read.unwrap();
+        expect_groups(&read, 1000, &["k0", "k1", "k2"]);
+    }
+
+    /// Checks that each group of `read` holds the rows of `text` (`rows`' form) of its name,
+    /// in order.
+    fn expect_rows_of_names(read: &GroupedCsv, count: usize, name: impl Fn(usize) -> String) {
+        let mut names: Vec<String> = Vec::new();
+        for i in 0..count {
+            if !names.contains(&name(i)) {
+                names.push(name(i));
+            }
+        }
+        let keys: Vec<&str> = read.groups.iter().map(|((_, k), _)| k.as_str()).collect();
+        assert_eq!(keys, names);
+        let of = |i: usize| names.iter().position(|n| *n == name(i)).unwrap();
+        assert_eq!(read.row_group, (0..count).map(of).collect::<Vec<_>>());
+        for (g, (_, columns)) in read.groups.iter().enumerate() {
+            let a: Vec<f64> = (0..count)
+                .filter(|&i| of(i) == g)
+                .map(|i| i as f64)
+                .collect();
+            let b: Vec<f64> = a.iter().map(|x| x * 10.0).collect();
+            assert_eq!(columns[2], a, "group {g}");
+            assert_eq!(columns[3], b, "group {g}");
+        }
+    }
+
+    #[test]
+    fn kernels_the_first_rows_show_or_not_are_read_in_order_in_either_half() {
+        // The first rows show k0 and k1 alike; then k0 alone to past the middle (more than its
+        // room for the first half), k2 (not in the first rows), then k1 alone (more than its
+        // room for the second half) and k3 (only in the second half).
+        let name = |i: usize| {
+            match i {
+                0..256 => ["k0", "k1"][i % 2],
+                256..1100 => "k0",
+                1100..1150 => "k2",
+                1150..1990 => "k1",
+                _ => "k3",
+            }
+            .to_string()
+        };
+        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let before = joined();
+        let (read, split) = read_text("rooms", &rows(2000, name));
+        assert!(split.is_some());
+        assert!(joined() > before, "the second half's rows were read apart");
+        expect_rows_of_names(&read.unwrap(), 2000, name);
+    }
+
+    #[test]
+    fn a_line_break_inside_a_quoted_name_is_not_taken_for_a_row_end() {
+        // Every name holds line breaks, so the middle of the file falls inside one.
+        let names = [
+            "\"a\nb\nc\nd\nx\"",
+            "\"e\nf\nc\nd\ny\"",
+            "\"g\nh\nc\nd\nz\"",
+        ];
+        let text = rows(1000, |i| names[i % 3].to_string());
+        let (read, split) = read_text("quoted", &text);
+        let split = split.unwrap() as usize;
+        assert_eq!(text.as_bytes()[split - 1], b'\n');
+        assert!(
+            !text[split..].starts_with("1,"),
+            "the middle falls inside a name"
+        );
+        let read = read.unwrap();
+        expect_groups(
+            &read,
+            1000,
+            &["a\nb\nc\nd\nx", "e\nf\nc\nd\ny", "g\nh\nc\nd\nz"],
+        );
+    }
+
+    #[test]
+    fn a_bad_row_in_the_second_half_is_reported_at_its_line() {
+        let mut text = rows(1000, |i| format!("k{}", i % 3));
+        text.push_str("1,k0,5\n");
+        let (read, split) = read_text("bad-row", &text);
+        assert!(split.is_some());
+        let error = read.err().unwrap().to_string();
+        assert!(error.contains("line 1002: "), "{error}");
+    }
+}
