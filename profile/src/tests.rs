@@ -1074,6 +1074,16 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
              WHERE c.type = 'array' GROUP BY 1 ORDER BY 1",
         );
         assert_eq!(positions, [(1, 6, 64.0), (2, 6, 800.0), (3, 6, 32.0)]);
+        // A later pass's row starts at its first counter left: no padding where repeats were.
+        let later: String = conn
+            .query_row(
+                "SELECT group_concat(positions, ' ') FROM
+                   (SELECT positions FROM rtl_dispatch WHERE pass = 2 ORDER BY id)",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(later, "[3,[5,5]] [3,[6,6]] [3,[5,5]]");
         let repeated: String = conn
             .query_row(
                 "SELECT group_concat(dimension_values, ' ') FROM
@@ -1330,4 +1340,62 @@ fn databases_of_another_layout_are_refused_by_name() {
         assert_eq!(error.to_string(), format!("{}: {reason}", path.display()));
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Counters with one position between and after those with several: each array sits under
+/// its counter's id, with `null` for the one between, and reads back by counter.
+#[test]
+fn a_dispatch_row_keeps_each_counters_positions_under_its_id() {
+    let dir = temp_dir("positions-gaps");
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    db.add_agent(&gpu()).unwrap();
+    db.begin_pass(1, "").unwrap();
+    let counters = vec![
+        counter("A", &[1.0, 2.0]),
+        counter("B", &[3.0]),
+        counter("C", &[4.0, 5.0]),
+        counter("D", &[6.0]),
+    ];
+    db.insert_many(1, &mut [(0, dispatch(100, 1, "vadd", 1000, counters))])
+        .unwrap();
+    db.end_pass(1, Some(0)).unwrap();
+    let conn = rusqlite::Connection::open(db.commit(true).unwrap().unwrap()).unwrap();
+    let raw: String = conn
+        .query_row("SELECT positions FROM rtl_dispatch", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(raw, "[1,[1,2],null,[4,5]]");
+    let read: Vec<(String, Option<String>)> = conn
+        .prepare(
+            "SELECT p.name, v.dimension_values FROM rtl_pmc_value v
+             JOIN rtl_counter p ON p.id = v.pmc_id ORDER BY p.id",
+        )
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        read,
+        [
+            ("A".to_string(), Some("[1,2]".to_string())),
+            ("B".to_string(), None),
+            ("C".to_string(), Some("[4,5]".to_string())),
+            ("D".to_string(), None)
+        ]
+    );
+    let dimensions: Vec<(String, i64, f64)> = rows3(
+        &conn,
+        "SELECT counter, position, value FROM rtl_pmc_dimension ORDER BY counter, position",
+    );
+    assert_eq!(
+        dimensions,
+        [
+            ("A".to_string(), 0, 1.0),
+            ("A".to_string(), 1, 2.0),
+            ("B".to_string(), 0, 3.0),
+            ("C".to_string(), 0, 4.0),
+            ("C".to_string(), 1, 5.0),
+            ("D".to_string(), 0, 6.0)
+        ]
+    );
 }

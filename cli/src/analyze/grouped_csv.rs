@@ -69,7 +69,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     let width = names.len();
     let mut record = csv::ByteRecord::new();
     let mut sample = Vec::new();
-    while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && reader.position().byte() < at) {
+    while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && !reached(&reader, at)) {
         let more = reader
             .read_byte_record(&mut record)
             .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
@@ -78,28 +78,20 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
         }
         sample.push(record.clone());
     }
-    let mut rooms = match (split, key) {
-        (Some(at), RowKey::Columns { kernel, gpu }) => {
+    let sample_groups = match key {
+        RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu),
+        RowKey::AsRows(_) => Vec::new(),
+    };
+    let mut rooms = match split {
+        Some(at) if !sample_groups.is_empty() => {
             let bytes = sample.iter().map(record_bytes).sum();
             let halves = (at.saturating_sub(start), len.saturating_sub(at));
-            Rooms::plan(
-                &sampled(&sample, kernel, gpu),
-                sample.len(),
-                bytes,
-                halves,
-                width,
-            )
+            Rooms::plan(&sample_groups, sample.len(), bytes, halves, width)
         }
         _ => Rooms::none(),
     };
     let (first_rooms, second_rooms) = rooms.halves();
-    let sampled_keys: Vec<(String, String)> = match key {
-        RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu)
-            .into_iter()
-            .map(|s| s.key)
-            .collect(),
-        RowKey::AsRows(_) => Vec::new(),
-    };
+    let sampled_keys: Vec<(String, String)> = sample_groups.into_iter().map(|s| s.key).collect();
     let mut collector = Collector::new(
         width,
         key,
@@ -125,9 +117,11 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
         });
         let mut rest = None;
         loop {
-            if let Some(at) = split.filter(|&at| reader.position().byte() >= at) {
+            if let Some(at) = split.filter(|&at| reached(&reader, at)) {
                 if let Some(handle) = second.take() {
-                    let whole_records = reader.position().byte() == at;
+                    // A record ended by CRLF is read up to its CR: the LF left is the line
+                    // break `at` follows.
+                    let whole_records = reader.position().byte() <= at;
                     if !whole_records {
                         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -137,9 +131,11 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                     }
                 }
             }
-            let more = reader
-                .read_byte_record(&mut record)
-                .map_err(|e| bad(format!("line {}: {e}", collector.rows() + 2)))?;
+            let more = reader.read_byte_record(&mut record).map_err(|e| {
+                // The second half's reader stops at once rather than read on for nothing.
+                cancel.store(true, std::sync::atomic::Ordering::Relaxed);
+                bad(format!("line {}: {e}", collector.rows() + 2))
+            })?;
             if !more || !collector.add(&record) {
                 break;
             }
@@ -153,6 +149,12 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
 /// Rows read from a large file's start, whose groups are given columns before the rest is
 /// read.
 const SAMPLE_ROWS: usize = 256;
+
+/// Whether `reader` has read up to byte `at`, where the second half starts: a record ended by
+/// CRLF leaves its reader one byte short, before the LF.
+fn reached<R: std::io::Read>(reader: &csv::Reader<R>, at: u64) -> bool {
+    reader.position().byte() + 1 >= at
+}
 
 /// The groups of `sample`'s rows, in order of first appearance, with their rows.
 fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
@@ -197,7 +199,7 @@ fn joined(
     let mut second_parts: Vec<HalfRows> = Vec::new();
     if let Some(second) = second {
         #[cfg(test)]
-        HALVES_JOINED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        HALVES_JOINED.with(|n| n.set(n.get() + 1));
         let index: HashMap<(String, String), usize> = keys
             .iter()
             .cloned()
@@ -384,7 +386,7 @@ impl<'a> Collector<'a> {
             {
                 // The group's share of the rows so far, of the rows expected.
                 let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
-                let expected = (share * self.span as f64 / per_row * 1.05) as usize;
+                let expected = rooms::expected_rows(share, self.span, per_row);
                 columns.iter_mut().for_each(|c| c.reserve(expected));
             }
             spread(rows, columns, room);
@@ -413,9 +415,12 @@ impl<'a> Collector<'a> {
     }
 }
 
-/// How many second halves were joined to their first (the unit tests check that one was).
+// How many second halves the thread reading a file joined to their first (the unit tests check
+// that one was).
 #[cfg(test)]
-static HALVES_JOINED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+thread_local! {
+    static HALVES_JOINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
 
 /// How many of a group's rows wait before they are moved into its columns: few enough that
 /// every group's waiting rows stay in the core's cache until they are moved (16 rows of 2,008
@@ -646,7 +651,7 @@ mod tests {
     #[test]
     fn a_file_read_in_two_halves_is_read_as_in_one() {
         let text = rows(1000, |i| format!("k{}", i % 3));
-        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
         let before = joined();
         let (read, split) = read_text("halves", &text);
         assert!(split.is_some());
@@ -656,6 +661,20 @@ mod tests {
         );
         let read = read.unwrap();
         expect_groups(&read, 1000, &["k0", "k1", "k2"]);
+    }
+
+    #[test]
+    fn a_file_of_crlf_line_ends_is_read_in_two_halves_too() {
+        let text = rows(1000, |i| format!("k{}", i % 3)).replace('\n', "\r\n");
+        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
+        let before = joined();
+        let (read, split) = read_text("crlf", &text);
+        assert!(split.is_some());
+        assert!(
+            joined() > before,
+            "the second half's rows were read apart and joined"
+        );
+        expect_groups(&read.unwrap(), 1000, &["k0", "k1", "k2"]);
     }
 
     /// Checks that each group of `read` holds the rows of `text` (`rows`' form) of its name,
@@ -697,7 +716,7 @@ mod tests {
             }
             .to_string()
         };
-        let joined = || HALVES_JOINED.load(std::sync::atomic::Ordering::Relaxed);
+        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
         let before = joined();
         let (read, split) = read_text("rooms", &rows(2000, name));
         assert!(split.is_some());

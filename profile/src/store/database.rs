@@ -212,8 +212,9 @@ const MERGED_INDEX: &str =
     "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
 
 /// The index of the merged dispatches in start order: made once the passes are inserted, and only
-/// when their ids are not in start order already (a merged dispatch that a later pass made, for a
-/// dispatch no earlier pass had, may start before the last one), so that it is neither kept up to
+/// when their ids are not in start order already (dispatches inserted out of start order, a
+/// merged dispatch a later pass made for a dispatch no earlier pass had starting before the last
+/// one, or a pass joined in SQL), so that it is neither kept up to
 /// date row by row nor stored when the ids give the same order; its presence tells readers
 /// which order to read in (see [`Database::for_each_merged`]).
 const START_INDEX: &str =
@@ -1744,16 +1745,21 @@ impl Database {
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                        WHERE k.pass = ?1)"
                 ),
-                // Their positions go with them (a null in their place; none when none is left).
+                // Their positions go with them: the array starts again at the first counter
+                // left and ends at the last (none when none is left), so no padding stays.
                 "UPDATE rtl_dispatch AS k SET positions = (
-                   SELECT CASE WHEN count(j.value) > 1 THEN json_group_array(json(j.value)) END
-                   FROM (SELECT CASE WHEN j.key = 0 OR NOT EXISTS (
-                                  SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id
-                                    AND r.pmc_id = (k.positions ->> 0) + j.key - 1)
-                                THEN j.value END AS value
-                         FROM json_each(k.positions) j ORDER BY j.key) j)
-                 WHERE k.pass = ?1 AND k.positions IS NOT NULL
-                   AND EXISTS (SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id)"
+                   SELECT '[' || min(pmc) || ',' || group_concat(coalesce(v, 'null'), ',' ORDER BY pmc) || ']'
+                   FROM (SELECT pmc, v, min(CASE WHEN v IS NOT NULL THEN pmc END) OVER () AS first,
+                                max(CASE WHEN v IS NOT NULL THEN pmc END) OVER () AS last
+                         FROM (SELECT (k.positions ->> 0) + j.key - 1 AS pmc,
+                                      CASE WHEN NOT EXISTS (
+                                        SELECT 1 FROM rtl_pmc_repeat r WHERE r.dispatch_id = k.id
+                                          AND r.pmc_id = (k.positions ->> 0) + j.key - 1)
+                                      THEN j.value END AS v
+                               FROM json_each(k.positions) j WHERE j.key > 0))
+                   WHERE pmc BETWEEN first AND last)
+                 WHERE k.id IN (SELECT dispatch_id FROM rtl_pmc_repeat) AND k.pass = ?1
+                   AND k.positions IS NOT NULL"
                     .to_string(),
             ];
             for statement in &statements {

@@ -23,6 +23,12 @@ pub(super) struct Rooms {
 /// Room made beyond the rows expected, for rows longer or shorter than the sample's.
 const MARGIN: f64 = 1.05;
 
+/// Rows expected of a group of `share` of the rows, in `bytes` of rows of `per_row` bytes
+/// each, with [`MARGIN`].
+pub(super) fn expected_rows(share: f64, bytes: u64, per_row: f64) -> usize {
+    (share * bytes as f64 / per_row.max(1.0) * MARGIN).ceil() as usize
+}
+
 impl Rooms {
     /// No room: every value goes to the readers' own columns.
     pub(super) fn none() -> Rooms {
@@ -45,9 +51,7 @@ impl Rooms {
         width: usize,
     ) -> Rooms {
         let per_row = sample_bytes as f64 / sample_rows.max(1) as f64;
-        let expected = |share: f64, bytes: u64| {
-            (share * bytes as f64 / per_row.max(1.0) * MARGIN).ceil() as usize + PLUS
-        };
+        let expected = |share: f64, bytes: u64| expected_rows(share, bytes, per_row) + PLUS;
         let (second_at, lengths): (Vec<usize>, Vec<usize>) = sample
             .iter()
             .map(|group| {
