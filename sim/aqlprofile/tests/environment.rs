@@ -191,9 +191,7 @@ fn zeros_switch_makes_every_sample_of_both_apis_read_zero() {
             let agent = register("gfx942", 8, 32, 304, 1);
             let session = create(agent, &v2_waves()).expect("packets");
             let k = run(23, 1, "vadd", 1 << 16, 0, 10_000);
-            gpu::kernel_started(&k);
-            execute(23, &session.packets.start, 0);
-            execute(23, &session.packets.read, 10_000);
+            count_around(23, &session, &k);
             assert_eq!(truth(&k, "SQ_WAVES").iter().sum::<u64>(), 1024);
             let got = samples(&session);
             assert_eq!(got.len(), 32);

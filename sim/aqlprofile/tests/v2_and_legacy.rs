@@ -35,9 +35,7 @@ fn tcc_samples_come_per_xcc_then_instance_and_equal_ground_truth() {
     let agent = register("gfx942", 8, 32, 304, 1);
     let session = create(agent, &tcc_events()).expect("packets");
     let k = run(10, 1, "vadd", 1 << 20, 1_000_000, 1_200_000);
-    gpu::kernel_started(&k);
-    execute(10, &session.packets.start, 1_000_000);
-    execute(10, &session.packets.read, 1_200_000);
+    count_around(10, &session, &k);
     execute(10, &session.packets.stop, 1_200_000);
     let got = samples(&session);
     let truth = truth(&k, "TCC_HIT");
@@ -65,9 +63,7 @@ fn sq_samples_come_per_xcc_then_shader_engine() {
     let agent = register("gfx942", 8, 32, 304, 1);
     let session = create(agent, &[sq_waves()]).expect("packets");
     let k = run(11, 1, "vadd", 1 << 20, 5_000, 105_000);
-    gpu::kernel_started(&k);
-    execute(11, &session.packets.start, 5_000);
-    execute(11, &session.packets.read, 105_000);
+    count_around(11, &session, &k);
     let got = samples(&session);
     assert_eq!(
         got.iter().map(|s| s.1).collect::<Vec<_>>(),
@@ -115,9 +111,7 @@ fn a_callback_stops_iteration_with_info_break_or_an_error() {
     });
     let session = create(agent, &events).expect("packets");
     let k = run(12, 1, "vadd", 1 << 20, 1_000_000, 1_200_000);
-    gpu::kernel_started(&k);
-    execute(12, &session.packets.start, 1_000_000);
-    execute(12, &session.packets.read, 1_200_000);
+    count_around(12, &session, &k);
     let all = samples(&session);
     assert_eq!(all.len(), 8 * (16 + 4 + 1));
     const INFO_BREAK: u32 = 1;
@@ -152,9 +146,7 @@ fn a_set_read_again_reports_the_values_of_that_read() {
         (1 << 16, 2_000_000, 2_050_000),
     ] {
         let k = run(40, 1, "vadd", grid, start, end);
-        gpu::kernel_started(&k);
-        execute(40, &session.packets.start, start);
-        execute(40, &session.packets.read, end);
+        count_around(40, &session, &k);
         execute(40, &session.packets.stop, end);
         let got = samples(&session);
         let values: Vec<u64> = got.iter().map(|s| s.2).collect();
@@ -446,9 +438,7 @@ fn unserialised_kernels_on_two_queues_mix_and_serialised_ones_do_not() {
     // Serialised: b starts when a ends, after the read.
     let c = run(14, 2, "fill", 1 << 19, 2_000_000, 3_000_000);
     let a2 = run(14, 1, "vadd", 1 << 20, 1_000_000, 2_000_000);
-    gpu::kernel_started(&a2);
-    execute(14, &session.packets.start, 1_000_000);
-    execute(14, &session.packets.read, 2_000_000);
+    count_around(14, &session, &a2);
     gpu::kernel_started(&c);
     let alone: Vec<u64> = samples(&session).iter().map(|s| s.2).collect();
     assert_eq!(alone, order(&truth_a));
@@ -474,9 +464,7 @@ fn accumulated_events_get_an_internal_base_event_and_report_wave_cycles() {
     ];
     let session = create(agent, &events).expect("packets");
     let k = run(15, 1, "vadd", 1 << 20, 0, 1_000_000);
-    gpu::kernel_started(&k);
-    execute(15, &session.packets.start, 0);
-    execute(15, &session.packets.read, 1_000_000);
+    count_around(15, &session, &k);
     let got = samples(&session);
     // Sorted by event; the internal SQ_LEVEL_WAVES base event takes a register but is not reported.
     let order: Vec<(u32, u32)> = got
@@ -522,9 +510,7 @@ fn gfx1100_sq_samples_come_per_shader_engine_array_and_wgp() {
             let mut k = run(16, 1, "vadd", 1 << 16, 0, 10_000);
             k.arch = "gfx1100";
             k.wave_size = 32;
-            gpu::kernel_started(&k);
-            execute(16, &session.packets.start, 0);
-            execute(16, &session.packets.read, 10_000);
+            count_around(16, &session, &k);
             let got = samples(&session);
             // 6 SEs x 2 arrays x 4 WGPs; 256 workgroups of 8 waves spread round-robin.
             assert_eq!(
@@ -599,9 +585,7 @@ fn aid_blocks_are_read_first_and_v2_decodes_them_out_of_place_as_amds_library_do
     ];
     let session = create(agent, &events).expect("packets");
     let k = run(18, 1, "vadd", 1 << 16, 0, 50_000);
-    gpu::kernel_started(&k);
-    execute(18, &session.packets.start, 0);
-    execute(18, &session.packets.read, 50_000);
+    count_around(18, &session, &k);
     let got = samples(&session);
     // The read writes ATC's one sample ahead of the per-XCC data, but the v2 decoder takes every
     // event per XCC in order: SQ's first sample is ATC's value and every later one is shifted.

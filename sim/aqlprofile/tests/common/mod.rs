@@ -405,6 +405,14 @@ pub fn run(
     }
 }
 
+/// Runs kernel `k` on `device` between `session`'s start packet, at its start, and its read
+/// packet, at its end, as a counted dispatch's packets surround it.
+pub fn count_around(device: u32, session: &Session, k: &gpu::KernelRun) {
+    gpu::kernel_started(k);
+    execute(device, &session.packets.start, k.start_ns);
+    execute(device, &session.packets.read, k.end_ns);
+}
+
 /// Ground truth of one counter for `run`.
 pub fn truth(run: &gpu::KernelRun, counter: &str) -> Vec<u64> {
     gpu::ground_truth(run, &[counter])
