@@ -648,15 +648,19 @@ mod tests {
         }
     }
 
+    /// How many second halves this thread's reads joined to their first.
+    fn halves_joined() -> usize {
+        HALVES_JOINED.with(std::cell::Cell::get)
+    }
+
     #[test]
     fn a_file_read_in_two_halves_is_read_as_in_one() {
         let text = rows(1000, |i| format!("k{}", i % 3));
-        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
-        let before = joined();
+        let before = halves_joined();
         let (read, split) = read_text("halves", &text);
         assert!(split.is_some());
         assert!(
-            joined() > before,
+            halves_joined() > before,
             "the second half's rows were read apart and joined"
         );
         let read = read.unwrap();
@@ -666,12 +670,11 @@ mod tests {
     #[test]
     fn a_file_of_crlf_line_ends_is_read_in_two_halves_too() {
         let text = rows(1000, |i| format!("k{}", i % 3)).replace('\n', "\r\n");
-        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
-        let before = joined();
+        let before = halves_joined();
         let (read, split) = read_text("crlf", &text);
         assert!(split.is_some());
         assert!(
-            joined() > before,
+            halves_joined() > before,
             "the second half's rows were read apart and joined"
         );
         expect_groups(&read.unwrap(), 1000, &["k0", "k1", "k2"]);
@@ -716,11 +719,13 @@ mod tests {
             }
             .to_string()
         };
-        let joined = || HALVES_JOINED.with(std::cell::Cell::get);
-        let before = joined();
+        let before = halves_joined();
         let (read, split) = read_text("rooms", &rows(2000, name));
         assert!(split.is_some());
-        assert!(joined() > before, "the second half's rows were read apart");
+        assert!(
+            halves_joined() > before,
+            "the second half's rows were read apart"
+        );
         expect_rows_of_names(&read.unwrap(), 2000, name);
     }
 
