@@ -1069,7 +1069,9 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             &conn,
             "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
              FROM rtl_dispatch k, json_each(k.positions) c
-             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | ((k.positions ->> 0) + c.key - 1),
+             LEFT JOIN rocpd_pmc_event v
+               ON v.id BETWEEN k.first_value AND k.first_value + k.value_count - 1
+              AND v.pmc_id = (k.positions ->> 0) + c.key - 1,
                   json_each(c.value) j
              WHERE c.type = 'array' GROUP BY 1 ORDER BY 1",
         );
@@ -1322,6 +1324,14 @@ fn databases_of_another_layout_are_refused_by_name() {
             "CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT);
              CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass);
              CREATE VIEW rtl_pmc_value AS SELECT id FROM rtl_pmc_positions",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "shifted.db",
+            "CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass, positions);
+             CREATE TABLE v(id INTEGER PRIMARY KEY);
+             CREATE VIEW rtl_pmc_value AS SELECT id >> 20 AS dispatch_id FROM v",
             "written by an earlier rtl-pmc, which stored the counter values in another layout; \
              profile again with this one to merge",
         ),
