@@ -756,6 +756,18 @@ struct DispatchRow {
     values: Option<(i64, i64)>,
 }
 
+/// The values one pass inserted: the row ids from `first` to `last`, and whether each of its
+/// dispatch rows names a later merged dispatch than the one before, so that the values in id
+/// order are in merged-dispatch order too (then [`Database::for_each_merged`] reads them in one
+/// scan per pass, without looking up each merged dispatch's rows).
+#[derive(Debug, Clone, Copy)]
+struct PassValues {
+    first: i64,
+    last: i64,
+    ascending: bool,
+    last_event: i64,
+}
+
 /// The database being written (under a temporary name until [`Database::commit`]).
 pub struct Database {
     conn: Connection,
@@ -782,6 +794,9 @@ pub struct Database {
     next_row: i64,
     /// The row id of the next value.
     next_value: i64,
+    /// The values of each pass, in pass order; `None` once a pass was joined in SQL (which
+    /// names its values' merged dispatches afresh), or for a database only read.
+    pass_values: Option<Vec<PassValues>>,
     /// The join of the pass being inserted.
     join: PassJoin,
     /// The most launches of any pass so far per lane, so that a key no earlier pass can have
@@ -1155,6 +1170,7 @@ impl Database {
             batch_ids: Vec::new(),
             next_row: 1,
             next_value: 1,
+            pass_values: (!finished).then(Vec::new),
             join: PassJoin::default(),
             known_launches: FastMap::default(),
             known_merged: (!finished).then(KnownMerged::default),
@@ -1323,6 +1339,14 @@ impl Database {
         let (last_row, merged_before, last_value) = self.err(r)?;
         self.next_row = last_row + 1;
         self.next_value = last_value + 1;
+        if let Some(passes) = &mut self.pass_values {
+            passes.push(PassValues {
+                first: self.next_value,
+                last: last_value,
+                ascending: true,
+                last_event: 0,
+            });
+        }
         self.join = PassJoin {
             merged_before,
             first_row: self.next_row,
@@ -1522,6 +1546,13 @@ impl Database {
                     .then_some((self.next_value, d.counters.len() as i64)),
             });
             self.next_value += d.counters.len() as i64;
+            if let Some(values) = self.pass_values.as_mut().and_then(|p| p.last_mut()) {
+                if !d.counters.is_empty() {
+                    values.last = self.next_value - 1;
+                    values.ascending &= merged_id.is_some_and(|e| e > values.last_event);
+                    values.last_event = merged_id.unwrap_or(values.last_event);
+                }
+            }
             self.next_row += 1;
             let first_value = rows.len();
             for c in &d.counters {
@@ -1916,6 +1947,7 @@ impl Database {
         self.index_keys()?;
         self.merged_in_order.0 = false;
         self.first_rows = None;
+        self.pass_values = None;
         self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
@@ -2183,6 +2215,13 @@ impl Database {
         self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
     }
 
+    /// The values of each pass, when each pass's are in merged-dispatch order and the merged
+    /// dispatches' ids in start order (no index in start order needed).
+    fn scanned_passes(&self) -> Option<&[PassValues]> {
+        let passes = self.pass_values.as_deref()?;
+        (self.merged_in_order.0 && passes.iter().all(|p| p.ascending)).then_some(passes)
+    }
+
     /// Whether some value repeats an earlier pass's.
     fn has_repeats(&self) -> Result<bool, DatabaseError> {
         let r = self
@@ -2200,6 +2239,25 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        if let (Some(passes), false) = (self.scanned_passes(), dimensions) {
+            // Each pass's values in one scan, by row id: in merged-dispatch order.
+            let dispatches = format!(
+                "SELECT m.id, {DISPATCH_COLUMNS}
+                 FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
+                 ORDER BY m.id"
+            );
+            let counters: Vec<String> = passes
+                .iter()
+                .map(|p| {
+                    format!(
+                        "SELECT event_id, pmc_id, value FROM {} WHERE id BETWEEN {} AND {}
+                         ORDER BY id",
+                        self.values, p.first, p.last
+                    )
+                })
+                .collect();
+            return self.stream(&dispatches, &counters, &[], false, &mut visit);
+        }
         self.index_merged()?;
         // Without the index in start order, the ids are in start order.
         let r = self.conn.query_row(
@@ -2246,14 +2304,15 @@ impl Database {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
-        // A single counter query without parameters or per-position values runs on the second connection
-        // of a reader (see [`Database::commit_while`]), on a thread of its own.
+        // The first counter query, when the queries have neither parameters nor per-position
+        // values, runs on the second connection of a reader (see [`Database::commit_while`]), on
+        // a thread of its own.
         let aside = match (counters, params, with_dimensions) {
-            ([query], [], false) => self.aside.take().map(|conn| (conn, query)),
+            ([query, ..], [], false) => self.aside.take().map(|conn| (conn, query)),
             _ => None,
         };
         let here = match aside {
-            Some(_) => &[],
+            Some(_) => &counters[1..],
             None => counters,
         };
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
@@ -2594,7 +2653,6 @@ impl Database {
     /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
-        self.index_merged()?;
         let passes = self.passes()?;
         let all = passes.len() as i64;
         let r = self.conn.query_row(
@@ -2603,16 +2661,23 @@ impl Database {
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
         );
         let (merged, incomplete) = self.err(r)?;
-        // Only the dispatches of incomplete merged dispatches are read, through the index.
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
-             CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-             WHERE m.passes < ?1 GROUP BY k.pass",
-        ))?;
-        let rows = self.err(stmt.query_map([all], |r| {
-            Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
-        }))?;
-        let alone: Vec<(u32, u64)> = self.err(rows.collect())?;
+        // Only the dispatches of incomplete merged dispatches are read, through the index (made
+        // only then).
+        let alone: Vec<(u32, u64)> = match incomplete {
+            0 => Vec::new(),
+            _ => {
+                self.index_merged()?;
+                let mut stmt = self.err(self.conn.prepare(
+                    "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
+                     CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
+                     WHERE m.passes < ?1 GROUP BY k.pass",
+                ))?;
+                let rows = self.err(stmt.query_map([all], |r| {
+                    Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
+                }))?;
+                self.err(rows.collect())?
+            }
+        };
         let per_pass = passes
             .iter()
             .map(|&p| {
@@ -2656,7 +2721,12 @@ impl Database {
         if !keep {
             return Ok((None, read(&self)?));
         }
-        let reader = self.index_merged().and_then(|()| self.reader());
+        // The merged files read each pass's values in one scan when they can, without the
+        // index of the dispatch rows by merged dispatch.
+        let reader = match self.scanned_passes() {
+            Some(_) => self.reader(),
+            None => self.index_merged().and_then(|()| self.reader()),
+        };
         let reader = match reader {
             Ok(reader) => reader,
             Err(e) => {
@@ -2708,6 +2778,8 @@ impl Database {
         reader.values = self.values.clone();
         reader.guid = self.guid.clone();
         reader.values_made = self.values_made;
+        reader.pass_values = self.scanned_passes().map(<[PassValues]>::to_vec);
+        reader.merged_in_order = self.merged_in_order;
         reader.strings = self.strings.clone();
         reader.pmcs = self.pmcs.clone();
         reader.aside.replace(Some(aside));

@@ -266,8 +266,11 @@ impl Estimates {
 
     /// [`Estimates::compute`] with the moments gathered on the way in, if any.
     fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
-        // The drift between passes reads each merged dispatch's rows.
-        db.index_merged()?;
+        // The drift between passes reads each merged dispatch's rows (unless the moments
+        // gathered on the way in give it).
+        if sampled.is_none() {
+            db.index_merged()?;
+        }
         let values = db.values_table();
         let estimates = db.with_connection(|conn| {
             let (estimates, rank_groups) = estimate(conn, values, sampled)?;
