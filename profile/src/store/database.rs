@@ -280,17 +280,26 @@ fn insert_chunked<T>(
     bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     let mut rest = items;
+    // The statement of the chunk before, kept while the chunks are of its size (taking it from
+    // the cache and putting it back costs a hash of its text and a clearing of every parameter).
+    let mut statement: Option<(usize, rusqlite::CachedStatement<'_>)> = None;
     while !rest.is_empty() {
         let size = 1 << rest.len().min(ROWS_PER_STATEMENT).ilog2();
         let (chunk, after) = rest.split_at(size);
         rest = after;
-        let text = texts.entry((head, size)).or_insert_with(|| {
-            let tuple = format!("({})", vec!["?"; fields].join(","));
-            format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
-        });
-        let mut stmt = conn.prepare_cached(text)?;
+        let stmt = match &mut statement {
+            Some((made, stmt)) if *made == size => stmt,
+            _ => {
+                let text = texts.entry((head, size)).or_insert_with(|| {
+                    let tuple = format!("({})", vec!["?"; fields].join(","));
+                    format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
+                });
+                statement = None;
+                &mut statement.insert((size, conn.prepare_cached(text)?)).1
+            }
+        };
         for (i, item) in chunk.iter().enumerate() {
-            bind(&mut stmt, fields * i + 1, item)?;
+            bind(stmt, fields * i + 1, item)?;
         }
         stmt.raw_execute()?;
     }
