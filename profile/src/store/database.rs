@@ -309,7 +309,9 @@ fn insert_chunked<T>(
 /// The rows of the values table `value` that hold the values of dispatch row `dispatch`: its
 /// values are one range of row ids, from its `first_value` on, `value_count` of them (fewer once
 /// a value that repeats an earlier pass's moved to `rtl_pmc_repeat`), in counter order. The
-/// values take the ids SQLite gives, which appends them without a search.
+/// values take the ids SQLite gives, which appends them without a search. A query that wants one
+/// counter's value of the range compares `+v.pmc_id`: the unary `+` keeps SQLite from indexing
+/// the whole values table by counter for it (an automatic index) rather than reading the range.
 pub fn values_of(dispatch: &str, value: &str) -> String {
     format!(
         "{value}.id BETWEEN {dispatch}.first_value AND {dispatch}.first_value + {dispatch}.value_count - 1"
@@ -1821,7 +1823,7 @@ impl Database {
                      FROM rtl_dispatch k CROSS JOIN {values} v ON {}
                      WHERE k.pass = ?1 AND EXISTS (
                        SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
-                         ON {} AND ev.pmc_id = v.pmc_id
+                         ON {} AND +ev.pmc_id = v.pmc_id
                        WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
                     position_array("k.positions", "v.pmc_id"),
                     values_of("k", "v"),
@@ -1831,7 +1833,7 @@ impl Database {
                     "DELETE FROM {values} WHERE id IN (
                        SELECT v.id
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
-                       CROSS JOIN {values} v ON {} AND v.pmc_id = r.pmc_id
+                       CROSS JOIN {values} v ON {} AND +v.pmc_id = r.pmc_id
                        WHERE k.pass = ?1)",
                     values_of("k", "v"),
                 ),
@@ -2115,7 +2117,7 @@ impl Database {
         let mut stmt = self.err(self.conn.prepare(&format!(
             "SELECT p.name FROM rtl_counter p WHERE EXISTS (
                SELECT 1 FROM rtl_dispatch k CROSS JOIN {values} v
-                 ON {} AND v.pmc_id = p.id
+                 ON {} AND +v.pmc_id = p.id
                WHERE k.pass = ?1) OR EXISTS (
                SELECT 1 FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                WHERE r.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",

@@ -1126,7 +1126,7 @@ fn drift(
          UNION ALL
          SELECT kernel, counter, pass, count(*), sum(value) FROM (
            SELECT s.string AS kernel, p.name AS counter, k.pass AS pass, coalesce(
-               (SELECT v.value FROM {values} v WHERE {range} AND v.pmc_id = p.id),
+               (SELECT v.value FROM {values} v WHERE {range} AND +v.pmc_id = p.id),
                (SELECT r.value FROM rtl_pmc_repeat r
                 WHERE r.dispatch_id = k.id AND r.pmc_id = p.id)) AS value
            FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
