@@ -771,9 +771,35 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     }
 }
 
+/// Writes pass `pass` (`label`) of process 100, as `rtl-pmc` writes a pass: its `vadd` launches
+/// in turn, each at its start with its counters.
+fn write_vadd_pass(
+    db: &mut Database,
+    pass: u32,
+    label: &str,
+    launches: impl IntoIterator<Item = (u64, Vec<Counter>)>,
+) {
+    use crate::join::pass::{write_pass, PassSpec};
+    let spec = PassSpec {
+        pass,
+        label,
+        csv: None,
+        tables: &[Table::CounterCollection],
+        labels: &AgentLabels::Node,
+        processes: &[(0, vec![100])],
+        exit_status: Some(0),
+    };
+    write_pass(db, &spec, |input| {
+        for (n, (start, counters)) in (1..).zip(launches) {
+            input.write(0, dispatch(100, n, "vadd", start, counters))?;
+        }
+        Ok::<_, OutputError>(())
+    })
+    .unwrap();
+}
+
 #[test]
 fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_not() {
-    use crate::join::pass::{write_pass, PassSpec};
     // Pass 2 launches `vadd` once more than pass 1, at 3000 (before pass 1's, which start at
     // 5000 and 6000) or at 13000 (after them).
     for (extra, starts, index) in [
@@ -789,22 +815,8 @@ fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_n
             vec![(extra - 2000, 3.0), (extra - 1000, 4.0), (extra, 5.0)],
         ];
         for (pass, dispatches) in (1..).zip(passes) {
-            let spec = PassSpec {
-                pass,
-                label: "SQ_WAVES",
-                csv: None,
-                tables: &[Table::CounterCollection],
-                labels: &AgentLabels::Node,
-                processes: &[(0, vec![100])],
-                exit_status: Some(0),
-            };
-            write_pass(&mut db, &spec, |input| {
-                for (n, (start, v)) in (1..).zip(dispatches) {
-                    input.write(0, dispatch(100, n, "vadd", start, waves(v)))?;
-                }
-                Ok::<_, OutputError>(())
-            })
-            .unwrap();
+            let launches = dispatches.into_iter().map(|(start, v)| (start, waves(v)));
+            write_vadd_pass(&mut db, pass, "SQ_WAVES", launches);
         }
         let mut read = Vec::new();
         db.for_each_merged(true, |d| {
@@ -842,6 +854,84 @@ fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_n
         })
         .unwrap();
         assert_eq!(again, starts);
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispatch() {
+    // Pass 2 collects another counter and launches `vadd` once more, last; with `repeat`, both
+    // passes collect TCC_HIT too, which pass 2 then repeats.
+    for repeat in [false, true] {
+        let dir = temp_dir(&format!("pass-scan-{repeat}"));
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        let passes = [
+            ("SQ_WAVES", vec![(5000, 1.0), (6000, 2.0), (7000, 3.0)]),
+            (
+                "GRBM_COUNT",
+                vec![(15000, 10.0), (16000, 20.0), (17000, 30.0), (18000, 40.0)],
+            ),
+        ];
+        for (pass, (name, dispatches)) in (1..).zip(passes) {
+            let launches = dispatches.into_iter().map(|(start, v)| {
+                let mut counters = vec![counter(name, &[v, v])];
+                if repeat {
+                    counters.push(counter("TCC_HIT", &[v]));
+                }
+                (start, counters)
+            });
+            write_vadd_pass(&mut db, pass, name, launches);
+        }
+        let read = |db: &Database| {
+            let mut read = Vec::new();
+            db.for_each_merged(false, |d| {
+                let counters: Vec<(String, f64)> = d
+                    .counters
+                    .iter()
+                    .map(|c| (c.name.clone(), c.total))
+                    .collect();
+                read.push((d.start_ns, counters));
+                Ok::<_, DatabaseError>(())
+            })
+            .unwrap();
+            read
+        };
+        let c = |name: &str, total: f64| (name.to_string(), total);
+        // TCC_HIT is pass 1's where pass 1 has the dispatch.
+        let mut expected = vec![
+            (5000, vec![c("SQ_WAVES", 2.0), c("GRBM_COUNT", 20.0)]),
+            (6000, vec![c("SQ_WAVES", 4.0), c("GRBM_COUNT", 40.0)]),
+            (7000, vec![c("SQ_WAVES", 6.0), c("GRBM_COUNT", 60.0)]),
+            (18000, vec![c("GRBM_COUNT", 80.0)]),
+        ];
+        if repeat {
+            for (d, hit) in expected.iter_mut().zip([1.0, 2.0, 3.0, 40.0]) {
+                let at = d.1.len() - 1;
+                d.1.insert(at, c("TCC_HIT", hit));
+            }
+        }
+        // While written: each pass's values in one scan.
+        assert_eq!(read(&db), expected, "repeat {repeat}");
+        let (path, while_committing) = db
+            .commit_while(true, |db| Ok::<_, DatabaseError>(read(db)))
+            .unwrap();
+        assert_eq!(while_committing, expected, "repeat {repeat}");
+        // The index by merged dispatch is made only for the repeats.
+        let conn = rusqlite::Connection::open(path.unwrap()).unwrap();
+        let indexed: bool = conn
+            .query_row(
+                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'rtl_dispatch_merged')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexed, repeat);
+        drop(conn);
+        // A reader of the finished database finds each merged dispatch's rows.
+        let db = Database::open(&dir.join("results.db")).unwrap();
+        assert_eq!(read(&db), expected, "repeat {repeat}");
         drop(db);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1069,7 +1159,9 @@ fn a_counter_collected_in_two_passes_is_reported_once_from_the_first() {
             &conn,
             "SELECT coalesce(v.pmc_id, 0), count(*), sum(j.value)
              FROM rtl_dispatch k, json_each(k.positions) c
-             LEFT JOIN rocpd_pmc_event v ON v.id = (k.id << 20) | ((k.positions ->> 0) + c.key - 1),
+             LEFT JOIN rocpd_pmc_event v
+               ON v.id BETWEEN k.first_value AND k.first_value + k.value_count - 1
+              AND v.pmc_id = (k.positions ->> 0) + c.key - 1,
                   json_each(c.value) j
              WHERE c.type = 'array' GROUP BY 1 ORDER BY 1",
         );
@@ -1322,6 +1414,14 @@ fn databases_of_another_layout_are_refused_by_name() {
             "CREATE TABLE rtl_pmc_positions(id INTEGER PRIMARY KEY, dimension_values TEXT);
              CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass);
              CREATE VIEW rtl_pmc_value AS SELECT id FROM rtl_pmc_positions",
+            "written by an earlier rtl-pmc, which stored the counter values in another layout; \
+             profile again with this one to merge",
+        ),
+        (
+            "shifted.db",
+            "CREATE TABLE rtl_dispatch(id INTEGER PRIMARY KEY, pass, positions);
+             CREATE TABLE v(id INTEGER PRIMARY KEY);
+             CREATE VIEW rtl_pmc_value AS SELECT id >> 20 AS dispatch_id FROM v",
             "written by an earlier rtl-pmc, which stored the counter values in another layout; \
              profile again with this one to merge",
         ),

@@ -9,9 +9,9 @@
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
 //!   `merged_id`;
 //! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the
-//!   total. Each value is stored there once, as it is inserted: its row id is the dispatch row's
-//!   id shifted left by [`PMC_BITS`] plus the counter id, so a dispatch's values are one range of
-//!   row ids, and its `event_id` is the merged dispatch;
+//!   total. Each value is stored there once, as it is inserted, with the row id SQLite gives it:
+//!   a dispatch row's values are one range of row ids, which the row keeps (`first_value`,
+//!   `value_count`, see [`values_of`]), and a value's `event_id` is the merged dispatch;
 //! - `rtl_dispatch.positions`: for the values of a dispatch row's counters with several
 //!   positions, the per-position values as one JSON array (the first such counter's id, then
 //!   per counter id from it its array or null, see [`position_array`]; rocpd's `extdata`
@@ -69,6 +69,14 @@ pub enum DatabaseError {
         /// What is different.
         reason: &'static str,
     },
+    /// Rows inserted took other ids than the ones counted for them.
+    #[error("{path}: the rows inserted into {table} took other ids than expected")]
+    Ids {
+        /// The database file.
+        path: PathBuf,
+        /// The table.
+        table: &'static str,
+    },
     /// The file could not be renamed or removed.
     #[error("{path}: {source}")]
     Io {
@@ -104,7 +112,7 @@ CREATE TABLE rtl_dispatch(
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
-  symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT);
+  symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT, first_value INTEGER, value_count INTEGER);
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -171,26 +179,28 @@ CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
 ";
 
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
-const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(id, pass, source, pid, tid,
+/// Their ids are left to SQLite, which appends each row without a search (the ids it gives are
+/// the ones [`Database`] counts, checked after each batch).
+const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(pass, source, pid, tid,
   agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
   grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
   wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order,
-  symbol_id, positions) VALUES";
+  symbol_id, positions, first_value, value_count) VALUES";
 
 /// The values of a row of [`INSERT_DISPATCH`].
-const DISPATCH_FIELDS: usize = 33;
+const DISPATCH_FIELDS: usize = 34;
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
-/// values each.
-const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(id, source, process_order, agent,
+/// values each, their ids left to SQLite as those of [`INSERT_DISPATCH`].
+const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(source, process_order, agent,
   queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
   occurrence, first_dispatch, start_ns, passes) VALUES";
 
 /// The values of a row of [`INSERT_MERGED`].
-const MERGED_FIELDS: usize = 16;
+const MERGED_FIELDS: usize = 15;
 
 /// Where `start_ns` is in a row of [`INSERT_MERGED`].
-const MERGED_START: usize = 14;
+const MERGED_START: usize = 13;
 
 /// The merged dispatch of a key an earlier pass had.
 const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
@@ -237,12 +247,13 @@ const BULK_PAGE_SIZE: u32 = 65536;
 /// Rows per insert statement, at most (a power of two).
 const ROWS_PER_STATEMENT: usize = 64;
 
-/// Counter value rows: [`PMC_FIELDS`] values each; `extdata` keeps rocpd's default, `{}`
-/// (the per-position values are in their dispatch row's `positions`).
-const INSERT_PMC: &str = "(id, event_id, pmc_id, value) VALUES";
+/// Counter value rows: [`PMC_FIELDS`] values each, their ids left to SQLite (see
+/// [`values_of`]); `extdata` keeps rocpd's default, `{}` (the per-position values are in their
+/// dispatch row's `positions`).
+const INSERT_PMC: &str = "(event_id, pmc_id, value) VALUES";
 
 /// The values of a row of [`INSERT_PMC`].
-const PMC_FIELDS: usize = 4;
+const PMC_FIELDS: usize = 3;
 
 /// Binds `fields` to the parameters of `stmt` from index `from` on.
 fn bind_row<T: rusqlite::ToSql>(
@@ -269,30 +280,43 @@ fn insert_chunked<T>(
     bind: impl Fn(&mut rusqlite::Statement<'_>, usize, &T) -> rusqlite::Result<()>,
 ) -> rusqlite::Result<()> {
     let mut rest = items;
+    // The statement of the chunk before, kept while the chunks are of its size (taking it from
+    // the cache and putting it back costs a hash of its text and a clearing of every parameter).
+    let mut statement: Option<(usize, rusqlite::CachedStatement<'_>)> = None;
     while !rest.is_empty() {
         let size = 1 << rest.len().min(ROWS_PER_STATEMENT).ilog2();
         let (chunk, after) = rest.split_at(size);
         rest = after;
-        let text = texts.entry((head, size)).or_insert_with(|| {
-            let tuple = format!("({})", vec!["?"; fields].join(","));
-            format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
-        });
-        let mut stmt = conn.prepare_cached(text)?;
+        let stmt = match &mut statement {
+            Some((made, stmt)) if *made == size => stmt,
+            _ => {
+                let text = texts.entry((head, size)).or_insert_with(|| {
+                    let tuple = format!("({})", vec!["?"; fields].join(","));
+                    format!("{table}{head} {}", vec![tuple.as_str(); size].join(","))
+                });
+                statement = None;
+                &mut statement.insert((size, conn.prepare_cached(text)?)).1
+            }
+        };
         for (i, item) in chunk.iter().enumerate() {
-            bind(&mut stmt, fields * i + 1, item)?;
+            bind(stmt, fields * i + 1, item)?;
         }
         stmt.raw_execute()?;
     }
     Ok(())
 }
 
-/// The bits of a value's row id that hold its counter id: the value of counter `pmc` of
-/// dispatch row `d` is row `d << PMC_BITS | pmc` of the values table, so the values of a
-/// dispatch are one range of row ids, in counter order.
-pub const PMC_BITS: u32 = 20;
-
-/// The row ids of the values of dispatch row `d` are `d << PMC_BITS` to this more.
-const PMC_MASK: i64 = (1 << PMC_BITS) - 1;
+/// The rows of the values table `value` that hold the values of dispatch row `dispatch`: its
+/// values are one range of row ids, from its `first_value` on, `value_count` of them (fewer once
+/// a value that repeats an earlier pass's moved to `rtl_pmc_repeat`), in counter order. The
+/// values take the ids SQLite gives, which appends them without a search. A query that wants one
+/// counter's value of the range compares `+v.pmc_id`: the unary `+` keeps SQLite from indexing
+/// the whole values table by counter for it (an automatic index) rather than reading the range.
+pub fn values_of(dispatch: &str, value: &str) -> String {
+    format!(
+        "{value}.id BETWEEN {dispatch}.first_value AND {dispatch}.first_value + {dispatch}.value_count - 1"
+    )
+}
 
 /// The values table of run `guid` (rocpd's `rocpd_pmc_event`, quoted) and the DDL that makes
 /// it, its rocpd view and the `rtl_pmc_value` view.
@@ -301,14 +325,15 @@ fn values_table(guid: &str) -> (String, String) {
     let table = format!("\"rocpd_{}{uuid}\"", rocpd::VALUES);
     let ddl = format!(
         "{}CREATE VIEW rtl_pmc_value AS
-           SELECT v.id >> {PMC_BITS} AS dispatch_id, v.pmc_id, v.value,
+           SELECT k.id AS dispatch_id, v.pmc_id, v.value,
                   {positions} AS dimension_values, 1 AS reported
-           FROM {table} v
+           FROM rtl_dispatch k CROSS JOIN {table} v ON {range}
            UNION ALL
            SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
            FROM rtl_pmc_repeat;",
         rocpd::table_sql(rocpd::VALUES, guid, &uuid),
-        positions = positions_of("v")
+        positions = position_array("k.positions", "v.pmc_id"),
+        range = values_of("k", "v"),
     );
     (table, ddl)
 }
@@ -701,13 +726,13 @@ impl MergedStatements<'_, '_> {
             }
         }
         let id = join.next_merged;
+        // Its id is the next SQLite gives (see [`INSERT_MERGED`]).
         let mut fields = [0; MERGED_FIELDS];
-        fields[0] = id;
-        fields[1..13].copy_from_slice(&columns);
-        fields[13] = row;
+        fields[..12].copy_from_slice(&columns);
+        fields[12] = row;
         fields[MERGED_START] = d.start_ns as i64;
         // Its passes: this one.
-        fields[15] = 1;
+        fields[14] = 1;
         self.new.push(fields);
         join.next_merged += 1;
         if self.known.as_mut().is_some_and(|k| !k.add(&key, id)) {
@@ -725,20 +750,33 @@ impl MergedStatements<'_, '_> {
     }
 }
 
-/// A value waiting to be inserted: dispatch row, counter id, total, range of its per-position
-/// values in the JSON buffer, merged dispatch.
-type PmcRow = (i64, i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
+/// A value waiting to be inserted: counter id, total, range of its per-position values in the
+/// JSON buffer, merged dispatch.
+type PmcRow = (i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
 
 /// A dispatch row waiting to be inserted: where the dispatch is in the batch, its row id, its
 /// kernel id, its key and its merged dispatch.
 struct DispatchRow {
     at: usize,
-    row: i64,
     kernel_id: i64,
     key: Option<MergeKey>,
     merged: Option<i64>,
     /// Where its counters' per-position values are in `dispatch_json` (none without any).
     positions: Option<std::ops::Range<usize>>,
+    /// The row id of its first value and how many it has (none without any).
+    values: Option<(i64, i64)>,
+}
+
+/// The values one pass inserted: the row ids from `first` to `last`, and whether each of its
+/// dispatch rows names a later merged dispatch than the one before, so that the values in id
+/// order are in merged-dispatch order too (then [`Database::for_each_merged`] reads them in one
+/// scan per pass, without looking up each merged dispatch's rows).
+#[derive(Debug, Clone, Copy)]
+struct PassValues {
+    first: i64,
+    last: i64,
+    ascending: bool,
+    last_event: i64,
 }
 
 /// The database being written (under a temporary name until [`Database::commit`]).
@@ -755,7 +793,7 @@ pub struct Database {
     dispatch_rows: Vec<DispatchRow>,
     /// Per-insert buffer: the new merged dispatches.
     merged_rows: Vec<[i64; MERGED_FIELDS]>,
-    /// Per-insert buffers: each counter's (row, id, total, range of its JSON in `pmc_json`,
+    /// Per-insert buffers: each counter's (id, total, range of its JSON in `pmc_json`,
     /// merged dispatch).
     pmc_rows: Vec<PmcRow>,
     /// Per-insert buffer: kernel and counter ids.
@@ -765,6 +803,11 @@ pub struct Database {
     dispatch_json: Vec<u8>,
     /// The row id of the next dispatch.
     next_row: i64,
+    /// The row id of the next value.
+    next_value: i64,
+    /// The values of each pass, in pass order; `None` once a pass was joined in SQL (which
+    /// names its values' merged dispatches afresh), or for a database only read.
+    pass_values: Option<Vec<PassValues>>,
     /// The join of the pass being inserted.
     join: PassJoin,
     /// The most launches of any pass so far per lane, so that a key no earlier pass can have
@@ -842,15 +885,6 @@ fn position_array(positions: &str, pmc: &str) -> String {
     format!(
         "CASE WHEN {pmc} >= {first}
          THEN json_extract({positions}, '$[' || ({pmc} - {first} + 1) || ']') END"
-    )
-}
-
-/// The per-position values of the row `value` of the values table, from its dispatch row's
-/// `positions`.
-fn positions_of(value: &str) -> String {
-    format!(
-        "(SELECT {} FROM rtl_dispatch k WHERE k.id = {value}.id >> {PMC_BITS})",
-        position_array("k.positions", &format!("{value}.pmc_id"))
     )
 }
 
@@ -1051,18 +1085,19 @@ impl Database {
         // An earlier rtl-pmc kept the values in a table of this name, and copied them into
         // rocpd's at the end with other row ids; later ones kept the per-position values in
         // rocpd's `extdata`, then in a table `rtl_pmc_positions` of a row per value, rather than
-        // in `rtl_dispatch.positions`: read as this one's, they would be wrong.
+        // in `rtl_dispatch.positions`, and found a dispatch row's values by row ids made from its
+        // own rather than by its `first_value`: read as this one's, they would be wrong.
         let values = conn.query_row(
             "SELECT type || (SELECT count(*) FROM sqlite_master
                              WHERE name = 'rtl_pmc_positions' AND type = 'table')
                          || (SELECT count(*) FROM pragma_table_info('rtl_dispatch')
-                             WHERE name = 'positions')
+                             WHERE name IN ('positions', 'first_value'))
              FROM sqlite_master WHERE name = 'rtl_pmc_value'",
             [],
             |r| r.get::<_, String>(0),
         );
         let reason = match sql(path, rusqlite::OptionalExtension::optional(values))?.as_deref() {
-            Some("view01") => None,
+            Some("view02") => None,
             Some(_) => Some(
                 "written by an earlier rtl-pmc, which stored the counter values in another \
                  layout; profile again with this one to merge",
@@ -1089,7 +1124,7 @@ impl Database {
     }
 
     /// The values table (rocpd's `rocpd_pmc_event` of this run, quoted), for modules that read
-    /// the values directly (row ids as [`PMC_BITS`] says).
+    /// the values directly (a dispatch row's as [`values_of`] says).
     pub fn values_table(&self) -> &str {
         &self.values
     }
@@ -1145,6 +1180,8 @@ impl Database {
             dispatch_json: Vec::new(),
             batch_ids: Vec::new(),
             next_row: 1,
+            next_value: 1,
+            pass_values: (!finished).then(Vec::new),
             join: PassJoin::default(),
             known_launches: FastMap::default(),
             known_merged: (!finished).then(KnownMerged::default),
@@ -1291,14 +1328,36 @@ impl Database {
         self.err(r)?;
         self.err(self.conn.execute_batch("BEGIN"))?;
         self.in_transaction = true;
+        // The values table counts its ids on (AUTOINCREMENT, as rocpd makes it): past the
+        // highest it ever gave, even if that row was moved out since.
         let r = self.conn.query_row(
-            "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch),
-                    (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch)",
-            [],
-            |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+            &format!(
+                "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch),
+                        (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch),
+                        max((SELECT coalesce(max(id), 0) FROM {}),
+                            (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1))",
+                self.values
+            ),
+            [self.values.trim_matches('"')],
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            },
         );
-        let (last_row, merged_before) = self.err(r)?;
+        let (last_row, merged_before, last_value) = self.err(r)?;
         self.next_row = last_row + 1;
+        self.next_value = last_value + 1;
+        if let Some(passes) = &mut self.pass_values {
+            passes.push(PassValues {
+                first: self.next_value,
+                last: last_value,
+                ascending: true,
+                last_event: 0,
+            });
+        }
         self.join = PassJoin {
             merged_before,
             first_row: self.next_row,
@@ -1443,7 +1502,7 @@ impl Database {
             first: self.first_rows.as_mut(),
             known: &mut self.known_merged,
         };
-        // The counters of every dispatch: (row, counter id, total, range of its JSON in `json`).
+        // The counters of every dispatch: (counter id, total, range of its JSON in `json`, merged dispatch).
         let rows = &mut self.pmc_rows;
         let json = &mut self.pmc_json;
         let dispatch_rows = &mut self.dispatch_rows;
@@ -1490,12 +1549,21 @@ impl Database {
             };
             dispatch_rows.push(DispatchRow {
                 at,
-                row,
                 kernel_id,
                 key,
                 merged: merged_id,
                 positions: None,
+                values: (!d.counters.is_empty())
+                    .then_some((self.next_value, d.counters.len() as i64)),
             });
+            self.next_value += d.counters.len() as i64;
+            if let Some(values) = self.pass_values.as_mut().and_then(|p| p.last_mut()) {
+                if !d.counters.is_empty() {
+                    values.last = self.next_value - 1;
+                    values.ascending &= merged_id.is_some_and(|e| e > values.last_event);
+                    values.last_event = merged_id.unwrap_or(values.last_event);
+                }
+            }
             self.next_row += 1;
             let first_value = rows.len();
             for c in &d.counters {
@@ -1534,13 +1602,13 @@ impl Database {
                         push_dimension_json(json, &c.values).then_some(from..json.len())
                     }
                 };
-                rows.push((row, pmc, c.total, range, merged_id));
+                rows.push((pmc, c.total, range, merged_id));
             }
             // The counters' per-position values as one array: the first such counter's id, then
             // per counter id from it on its array, or null (see [`positions_of`]).
             let from = dispatch_json.len();
             let mut next = 0;
-            for (_, pmc, _, range, _) in &rows[first_value..] {
+            for (pmc, _, range, _) in &rows[first_value..] {
                 let Some(array) = range.clone().and_then(|r| json.get(r)) else {
                     continue;
                 };
@@ -1563,7 +1631,7 @@ impl Database {
                 }
             }
             if let Some(sampled) = &mut self.sampled {
-                let values = rows[first_value..].iter().map(|r| (r.1, r.2));
+                let values = rows[first_value..].iter().map(|r| (r.0, r.1));
                 sampled.add(source, pass, d, kernel_id, values);
             }
         }
@@ -1586,6 +1654,10 @@ impl Database {
             |stmt, from, fields| bind_row(stmt, from, fields),
         );
         sql(path, r)?;
+        if !self.merged_rows.is_empty() {
+            self.given_ids("rtl_merged_dispatch", self.join.next_merged - 1)?;
+        }
+        let (conn, texts, path) = (&self.conn, &mut self.insert_texts, &self.temporary);
         // ASCII only, so any range of it is text.
         let dispatch_json = std::str::from_utf8(&self.dispatch_json).unwrap_or_default();
         let r = insert_chunked(
@@ -1597,7 +1669,6 @@ impl Database {
             |stmt, from, r| {
                 let (source, d) = &dispatches[r.at];
                 let fields: [&dyn rusqlite::ToSql; DISPATCH_FIELDS] = [
-                    &r.row,
                     &pass,
                     source,
                     &d.pid,
@@ -1630,28 +1701,46 @@ impl Database {
                     &d.queue_order,
                     &(d.kernel_id as i64),
                     &r.positions.clone().and_then(|p| dispatch_json.get(p)),
+                    &r.values.map(|v| v.0),
+                    &r.values.map(|v| v.1),
                 ];
                 bind_row(stmt, from, &fields)
             },
         );
         sql(path, r)?;
+        if !self.dispatch_rows.is_empty() {
+            self.given_ids("rtl_dispatch", self.next_row - 1)?;
+        }
+        let (conn, texts, path) = (&self.conn, &mut self.insert_texts, &self.temporary);
         let r = insert_chunked(
             conn,
             texts,
             (INSERT_PMC, PMC_FIELDS),
             &format!("INSERT INTO {}", self.values),
             &self.pmc_rows,
-            |stmt, from, (row, pmc, total, _, merged)| {
-                if !(0..=PMC_MASK).contains(pmc) {
-                    return Err(rusqlite::Error::IntegralValueOutOfRange(from, *pmc));
-                }
-                stmt.raw_bind_parameter(from, row << PMC_BITS | pmc)?;
-                stmt.raw_bind_parameter(from + 1, merged)?;
-                stmt.raw_bind_parameter(from + 2, pmc)?;
-                stmt.raw_bind_parameter(from + 3, total)
+            |stmt, from, (pmc, total, _, merged)| {
+                stmt.raw_bind_parameter(from, merged)?;
+                stmt.raw_bind_parameter(from + 1, pmc)?;
+                stmt.raw_bind_parameter(from + 2, total)
             },
         );
-        sql(path, r)
+        sql(path, r)?;
+        if !self.pmc_rows.is_empty() {
+            self.given_ids(rocpd::VALUES, self.next_value - 1)?;
+        }
+        Ok(())
+    }
+
+    /// Checks that the last row inserted into `table` took the id `last` that this counted for
+    /// it (as SQLite gives ids, one past the highest, it does while only this writes).
+    fn given_ids(&self, table: &'static str, last: i64) -> Result<(), DatabaseError> {
+        match self.conn.last_insert_rowid() == last {
+            true => Ok(()),
+            false => Err(DatabaseError::Ids {
+                path: self.temporary.clone(),
+                table,
+            }),
+        }
     }
 
     /// Closes the pass: numbers the launches of each lane and joins them to the dispatches of
@@ -1731,19 +1820,22 @@ impl Database {
                 format!(
                     "INSERT INTO rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)
                      SELECT k.id, v.pmc_id, v.value, {}
-                     FROM rtl_dispatch k CROSS JOIN {values} v
-                       ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                     FROM rtl_dispatch k CROSS JOIN {values} v ON {}
                      WHERE k.pass = ?1 AND EXISTS (
                        SELECT 1 FROM rtl_dispatch e CROSS JOIN {values} ev
-                         ON ev.id = (e.id << {PMC_BITS}) | v.pmc_id
+                         ON {} AND +ev.pmc_id = v.pmc_id
                        WHERE e.merged_id = k.merged_id AND e.pass < ?1)",
-                    position_array("k.positions", "v.pmc_id")
+                    position_array("k.positions", "v.pmc_id"),
+                    values_of("k", "v"),
+                    values_of("e", "ev"),
                 ),
                 format!(
                     "DELETE FROM {values} WHERE id IN (
-                       SELECT (r.dispatch_id << {PMC_BITS}) | r.pmc_id
+                       SELECT v.id
                        FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
-                       WHERE k.pass = ?1)"
+                       CROSS JOIN {values} v ON {} AND +v.pmc_id = r.pmc_id
+                       WHERE k.pass = ?1)",
+                    values_of("k", "v"),
                 ),
                 // Their positions go with them: the array starts again at the first counter
                 // left and ends at the last (none when none is left), so no padding stays.
@@ -1768,9 +1860,9 @@ impl Database {
             }
             let mut stmt = self.err(self.conn.prepare(&format!(
                 "SELECT k.kernel_id, v.pmc_id, v.value
-                 FROM rtl_dispatch k CROSS JOIN {values} v
-                   ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
+                 FROM rtl_dispatch k CROSS JOIN {values} v ON {}
                  WHERE k.pass = ?1 ORDER BY k.id, v.id",
+                values_of("k", "v"),
             )))?;
             let rows = self.err(stmt.query_map([pass], |r| {
                 Ok((
@@ -1866,6 +1958,7 @@ impl Database {
         self.index_keys()?;
         self.merged_in_order.0 = false;
         self.first_rows = None;
+        self.pass_values = None;
         self.known_merged = None;
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
@@ -1918,11 +2011,11 @@ impl Database {
             "DROP TABLE temp.rtl_pass_key".to_string(),
             // The pass's values (the last rows of the values table) name their merged dispatch.
             format!(
-                "UPDATE {values} SET event_id = (SELECT k.merged_id FROM rtl_dispatch k
-                   WHERE k.id = {values}.id >> {PMC_BITS})
-                 WHERE id >= {first} << {PMC_BITS}",
+                "UPDATE {values} AS v SET event_id = k.merged_id FROM rtl_dispatch k
+                 WHERE k.id >= {first} AND {range}",
                 values = self.values,
-                first = join.first_row
+                first = join.first_row,
+                range = values_of("k", "v"),
             ),
         ];
         for statement in &statements {
@@ -2024,10 +2117,11 @@ impl Database {
         let mut stmt = self.err(self.conn.prepare(&format!(
             "SELECT p.name FROM rtl_counter p WHERE EXISTS (
                SELECT 1 FROM rtl_dispatch k CROSS JOIN {values} v
-                 ON v.id = (k.id << {PMC_BITS}) | p.id
+                 ON {} AND +v.pmc_id = p.id
                WHERE k.pass = ?1) OR EXISTS (
                SELECT 1 FROM rtl_pmc_repeat r JOIN rtl_dispatch k ON k.id = r.dispatch_id
                WHERE r.pmc_id = p.id AND k.pass = ?1) ORDER BY p.id",
+            values_of("k", "v"),
         )))?;
         let rows = self.err(stmt.query_map([pass], |r| r.get(0)))?;
         self.err(rows.collect())
@@ -2114,9 +2208,9 @@ impl Database {
         let json = positions_column(dimensions, "k");
         let counters = format!(
             "SELECT k.id, v.pmc_id, v.value, {json}
-             FROM rtl_dispatch k CROSS JOIN {values} v
-               ON v.id BETWEEN k.id << {PMC_BITS} AND (k.id << {PMC_BITS}) | {PMC_MASK}
-             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.id"
+             FROM rtl_dispatch k CROSS JOIN {values} v ON {}
+             WHERE k.pass = ?1 ORDER BY k.start_ns, k.id, v.id",
+            values_of("k", "v"),
         );
         // The pass's values that repeat an earlier pass's are its own values too.
         let json = repeat_column(dimensions);
@@ -2130,6 +2224,13 @@ impl Database {
             false => vec![counters],
         };
         self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
+    }
+
+    /// The values of each pass, when each pass's are in merged-dispatch order and the merged
+    /// dispatches' ids in start order (no index in start order needed).
+    fn scanned_passes(&self) -> Option<&[PassValues]> {
+        let passes = self.pass_values.as_deref()?;
+        (self.merged_in_order.0 && passes.iter().all(|p| p.ascending)).then_some(passes)
     }
 
     /// Whether some value repeats an earlier pass's.
@@ -2149,6 +2250,25 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        if let (Some(passes), false) = (self.scanned_passes(), dimensions) {
+            // Each pass's values in one scan, by row id: in merged-dispatch order.
+            let dispatches = format!(
+                "SELECT m.id, {DISPATCH_COLUMNS}
+                 FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
+                 ORDER BY m.id"
+            );
+            let counters: Vec<String> = passes
+                .iter()
+                .map(|p| {
+                    format!(
+                        "SELECT event_id, pmc_id, value FROM {} WHERE id BETWEEN {} AND {}
+                         ORDER BY id",
+                        self.values, p.first, p.last
+                    )
+                })
+                .collect();
+            return self.stream(&dispatches, &counters, &[], false, &mut visit);
+        }
         self.index_merged()?;
         // Without the index in start order, the ids are in start order.
         let r = self.conn.query_row(
@@ -2172,9 +2292,9 @@ impl Database {
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
              FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
-             CROSS JOIN {values} v
-               ON v.id BETWEEN k2.id << {PMC_BITS} AND (k2.id << {PMC_BITS}) | {PMC_MASK}
-             ORDER BY {order}"
+             CROSS JOIN {values} v ON {}
+             ORDER BY {order}",
+            values_of("k2", "v"),
         );
         self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
@@ -2195,14 +2315,15 @@ impl Database {
         let names = self.pmc_name_by_id()?;
         let dimensions = self.pmc_dimensions()?;
         let kernels = self.kernel_names_by_id()?;
-        // A single counter query without parameters or per-position values runs on the second connection
-        // of a reader (see [`Database::commit_while`]), on a thread of its own.
+        // The first counter query, when the queries have neither parameters nor per-position
+        // values, runs on the second connection of a reader (see [`Database::commit_while`]), on
+        // a thread of its own.
         let aside = match (counters, params, with_dimensions) {
-            ([query], [], false) => self.aside.take().map(|conn| (conn, query)),
+            ([query, ..], [], false) => self.aside.take().map(|conn| (conn, query)),
             _ => None,
         };
         let here = match aside {
-            Some(_) => &[],
+            Some(_) => &counters[1..],
             None => counters,
         };
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
@@ -2543,7 +2664,6 @@ impl Database {
     /// handle: merged dispatches that lack a pass, and per pass how many of its dispatches are
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
-        self.index_merged()?;
         let passes = self.passes()?;
         let all = passes.len() as i64;
         let r = self.conn.query_row(
@@ -2552,16 +2672,23 @@ impl Database {
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
         );
         let (merged, incomplete) = self.err(r)?;
-        // Only the dispatches of incomplete merged dispatches are read, through the index.
-        let mut stmt = self.err(self.conn.prepare(
-            "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
-             CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-             WHERE m.passes < ?1 GROUP BY k.pass",
-        ))?;
-        let rows = self.err(stmt.query_map([all], |r| {
-            Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
-        }))?;
-        let alone: Vec<(u32, u64)> = self.err(rows.collect())?;
+        // Only the dispatches of incomplete merged dispatches are read, through the index (made
+        // only then).
+        let alone: Vec<(u32, u64)> = match incomplete {
+            0 => Vec::new(),
+            _ => {
+                self.index_merged()?;
+                let mut stmt = self.err(self.conn.prepare(
+                    "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
+                     CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
+                     WHERE m.passes < ?1 GROUP BY k.pass",
+                ))?;
+                let rows = self.err(stmt.query_map([all], |r| {
+                    Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
+                }))?;
+                self.err(rows.collect())?
+            }
+        };
         let per_pass = passes
             .iter()
             .map(|&p| {
@@ -2605,7 +2732,12 @@ impl Database {
         if !keep {
             return Ok((None, read(&self)?));
         }
-        let reader = self.index_merged().and_then(|()| self.reader());
+        // The merged files read each pass's values in one scan when they can, without the
+        // index of the dispatch rows by merged dispatch.
+        let reader = match self.scanned_passes() {
+            Some(_) => self.reader(),
+            None => self.index_merged().and_then(|()| self.reader()),
+        };
         let reader = match reader {
             Ok(reader) => reader,
             Err(e) => {
@@ -2657,6 +2789,8 @@ impl Database {
         reader.values = self.values.clone();
         reader.guid = self.guid.clone();
         reader.values_made = self.values_made;
+        reader.pass_values = self.scanned_passes().map(<[PassValues]>::to_vec);
+        reader.merged_in_order = self.merged_in_order;
         reader.strings = self.strings.clone();
         reader.pmcs = self.pmcs.clone();
         reader.aside.replace(Some(aside));

@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::fast_map::FastMap;
 use crate::model::{push_value, Dispatch, EstimateColumns};
-use crate::store::database::{Database, DatabaseError, PMC_BITS};
+use crate::store::database::{values_of, Database, DatabaseError};
 use crate::store::sampled::{Cell, CounterRanges, Moments, Range, Sampled, StratumKey};
 
 /// Estimates from fewer measured dispatches than this are unreliable (rank estimates from fewer
@@ -266,8 +266,11 @@ impl Estimates {
 
     /// [`Estimates::compute`] with the moments gathered on the way in, if any.
     fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
-        // The drift between passes reads each merged dispatch's rows.
-        db.index_merged()?;
+        // The drift between passes reads each merged dispatch's rows (unless the moments
+        // gathered on the way in give it).
+        if sampled.is_none() {
+            db.index_merged()?;
+        }
         let values = db.values_table();
         let estimates = db.with_connection(|conn| {
             let (estimates, rank_groups) = estimate(conn, values, sampled)?;
@@ -839,7 +842,9 @@ fn read_cells(
          ORDER BY id"
     ))?;
     let mut values = conn.prepare(&format!(
-        "SELECT id >> {PMC_BITS}, pmc_id, value FROM {values} ORDER BY id"
+        "SELECT k.id, v.pmc_id, v.value FROM rtl_dispatch k CROSS JOIN {values} v ON {}
+         ORDER BY k.id, v.id",
+        values_of("k", "v")
     ))?;
     let mut rows = dispatches.query([])?;
     let mut value_rows = values.query([])?;
@@ -1121,7 +1126,7 @@ fn drift(
          UNION ALL
          SELECT kernel, counter, pass, count(*), sum(value) FROM (
            SELECT s.string AS kernel, p.name AS counter, k.pass AS pass, coalesce(
-               (SELECT v.value FROM {values} v WHERE v.id = (k.id << {PMC_BITS}) | p.id),
+               (SELECT v.value FROM {values} v WHERE {range} AND +v.pmc_id = p.id),
                (SELECT r.value FROM rtl_pmc_repeat r
                 WHERE r.dispatch_id = k.id AND r.pmc_id = p.id)) AS value
            FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
@@ -1131,6 +1136,7 @@ fn drift(
          WHERE value IS NOT NULL
          GROUP BY kernel, counter, pass)
          ORDER BY kernel, quantity != 'duration_ns', quantity, pass",
+        range = values_of("k", "v"),
     ))?;
     let rows = stmt.query_map([passes], |r| {
         Ok(Drift {
