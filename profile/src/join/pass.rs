@@ -147,12 +147,24 @@ pub struct PassWritten {
 }
 
 /// Dispatches handed between threads together, with whether every dispatch so far, these
-/// included, came in start order.
+/// included, came in start order. The last thread to read a batch hands it back to the caller's
+/// thread, which frees its dispatches (where they were allocated, which keeps the allocator
+/// fast) and fills it again.
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
     /// The counters' per-position values, made on the way to the database thread.
-    positions: Option<Positions>,
+    positions: Positions,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            dispatches: Vec::with_capacity(BATCH),
+            sorted: true,
+            positions: Positions::default(),
+        }
+    }
 }
 
 /// How many dispatches go between threads at once, at most.
@@ -163,6 +175,7 @@ pub struct PassInput {
     order: StartOrder,
     batch: Batch,
     to_database: SyncSender<Batch>,
+    given_back: Receiver<Batch>,
     dispatches: u64,
 }
 
@@ -175,43 +188,48 @@ impl PassInput {
     /// Adds one dispatch read from input `source` (0 for a single run).
     pub fn write(&mut self, source: u32, d: Dispatch) -> Result<(), OutputError> {
         self.dispatches += 1;
-        let (batch, to_database) = (&mut self.batch, &self.to_database);
+        let (batch, to_database, given_back) =
+            (&mut self.batch, &self.to_database, &self.given_back);
         self.order.push(source, d, |source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
             match batch.dispatches.len() < BATCH {
                 true => Ok(()),
-                false => send(batch, to_database),
+                false => send(batch, to_database, given_back),
             }
         })
     }
 
     fn finish(&mut self) -> Result<(), OutputError> {
-        let (batch, to_database) = (&mut self.batch, &self.to_database);
+        let (batch, to_database, given_back) =
+            (&mut self.batch, &self.to_database, &self.given_back);
         self.order.finish(|source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
-            Ok::<_, OutputError>(())
+            match batch.dispatches.len() < BATCH {
+                true => Ok(()),
+                false => send(batch, to_database, given_back),
+            }
         })?;
-        while !batch.dispatches.is_empty() {
-            let rest = batch
-                .dispatches
-                .split_off(batch.dispatches.len().min(BATCH));
-            send(batch, to_database)?;
-            batch.dispatches = rest;
+        match batch.dispatches.is_empty() {
+            true => Ok(()),
+            false => send(batch, to_database, given_back),
         }
-        Ok(())
     }
 }
 
-/// Sends the dispatches of `batch` on, leaving it empty.
-fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
-    let dispatches = std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH));
-    let full = Batch {
-        positions: Some(Positions::of(&dispatches)),
-        dispatches,
-        sorted: batch.sorted,
-    };
+/// Sends the dispatches of `batch` on, with their per-position values, leaving in `batch` an
+/// empty one (one handed back, if any).
+fn send(
+    batch: &mut Batch,
+    to: &SyncSender<Batch>,
+    given_back: &Receiver<Batch>,
+) -> Result<(), OutputError> {
+    let mut next = given_back.try_recv().unwrap_or_else(|_| Batch::new());
+    next.dispatches.clear();
+    next.sorted = batch.sorted;
+    let mut full = std::mem::replace(batch, next);
+    full.positions.make(&full.dispatches);
     to.send(full).map_err(|_| stopped())
 }
 
@@ -222,15 +240,27 @@ fn insert_all(
     pass: u32,
     from: Receiver<Batch>,
     to_csv: Option<SyncSender<Batch>>,
+    give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
     let mut to_csv = to_csv;
     for mut batch in from {
-        db.insert_many_with(pass, &mut batch.dispatches, batch.positions.as_ref())?;
+        db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
-        if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
+        if !batch.sorted {
             to_csv = None;
         }
+        let batch = match &to_csv {
+            Some(out) => match out.send(batch) {
+                Ok(()) => continue,
+                Err(unsent) => {
+                    to_csv = None;
+                    unsent.0
+                }
+            },
+            None => batch,
+        };
+        let _ = give_back.try_send(batch);
     }
     Ok(())
 }
@@ -239,11 +269,13 @@ fn insert_all(
 fn write_all<'a>(
     mut out: CounterCollectionFiles<'a>,
     from: Receiver<Batch>,
+    give_back: SyncSender<Batch>,
 ) -> io::Result<CounterCollectionFiles<'a>> {
     for batch in from {
         for (_, d) in &batch.dispatches {
             out.write(d)?;
         }
+        let _ = give_back.try_send(batch);
     }
     Ok(out)
 }
@@ -274,18 +306,20 @@ pub fn write_pass<E: From<OutputError>>(
     let (fed, inserted, written, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
         let (to_csv, from_database) = sync_channel(CHANNEL);
+        // Room for every batch on its way, so that none is dropped away from the caller's thread.
+        let (give_back, given_back) = sync_channel(2 * CHANNEL + 4);
         let to_csv = out.is_some().then_some(to_csv);
-        let file = out.map(|out| scope.spawn(move || write_all(out, from_database)));
+        let file_gives_back = give_back.clone();
+        let file =
+            out.map(|out| scope.spawn(move || write_all(out, from_database, file_gives_back)));
         let pass = spec.pass;
-        let database = scope.spawn(move || insert_all(inserting, pass, from_input, to_csv));
+        let database =
+            scope.spawn(move || insert_all(inserting, pass, from_input, to_csv, give_back));
         let mut input = PassInput {
             order: StartOrder::new(REORDER_WINDOW),
-            batch: Batch {
-                dispatches: Vec::with_capacity(BATCH),
-                sorted: true,
-                positions: None,
-            },
+            batch: Batch::new(),
             to_database,
+            given_back,
             dispatches: 0,
         };
         let fed = feed(&mut input).and_then(|()| input.finish().map_err(E::from));
