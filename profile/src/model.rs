@@ -133,11 +133,18 @@ impl Dispatch {
     /// definitions (rocprofiler-sdk's counter ids follow it), then the counters those do not
     /// define in [`Dispatch::counters`]' order.
     pub fn counters_in_rocprofv3_order(&self) -> Vec<&Counter> {
-        let mut counters: Vec<&Counter> = self.counters.iter().collect();
-        counters.sort_by_key(|c| {
-            rtl_pmc_counters::rocprofiler_sdk_position(&c.name).unwrap_or(usize::MAX)
-        });
-        counters
+        let mut order = Vec::new();
+        rocprofv3_order(&self.counters, &mut order);
+        order.iter().map(|&i| &self.counters[i]).collect()
+    }
+
+    /// The counter `name`, looked for at index `at` first: where the dispatches of a profile,
+    /// which mostly have the same counters in the same order, usually have it.
+    pub fn counter(&self, name: &str, at: usize) -> Option<&Counter> {
+        match self.counters.get(at) {
+            Some(c) if c.name == name => Some(c),
+            _ => self.counters.iter().find(|c| c.name == name),
+        }
     }
 
     /// Work-items in the grid (x·y·z).
@@ -156,8 +163,42 @@ impl Dispatch {
     }
 }
 
-/// A counter value as text: integers without a fraction, other values in Rust's shortest
-/// round-trip form (what [`push_value`] appends).
+/// Puts in `order` the indices of `counters` in rocprofv3's order (see
+/// [`Dispatch::counters_in_rocprofv3_order`]).
+fn rocprofv3_order(counters: &[Counter], order: &mut Vec<usize>) {
+    order.clear();
+    order.extend(0..counters.len());
+    order.sort_by_key(|&i| {
+        rtl_pmc_counters::rocprofiler_sdk_position(&counters[i].name).unwrap_or(usize::MAX)
+    });
+}
+
+/// [`Dispatch::counters_in_rocprofv3_order`] for a stream of dispatches, most of which have the
+/// counters of the one before: the order is worked out again only when their names change.
+#[derive(Debug, Clone, Default)]
+pub struct Rocprofv3Order {
+    names: Vec<String>,
+    order: Vec<usize>,
+}
+
+impl Rocprofv3Order {
+    /// The indices of `d`'s counters in rocprofv3's order.
+    pub fn of(&mut self, d: &Dispatch) -> &[usize] {
+        let same = self.names.len() == d.counters.len()
+            && self
+                .names
+                .iter()
+                .zip(&d.counters)
+                .all(|(n, c)| *n == c.name);
+        if !same {
+            self.names.clear();
+            self.names.extend(d.counters.iter().map(|c| c.name.clone()));
+            rocprofv3_order(&d.counters, &mut self.order);
+        }
+        &self.order
+    }
+}
+
 /// One kernel's durations over its merged dispatches (`--stats`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct KernelStats {
@@ -388,7 +429,7 @@ pub trait EstimateColumns {
     /// The names of the columns, after `EndNs`.
     fn columns(&self) -> Vec<String>;
     /// Appends the fields of those columns for `d`, each after a comma.
-    fn push_fields(&self, line: &mut String, d: &Dispatch);
+    fn push_fields(&self, line: &mut Vec<u8>, d: &Dispatch);
 }
 
 /// What `results.csv` prints for a counter a dispatch has no value for (as rocprof v1 does).
@@ -396,25 +437,33 @@ pub const MISSING: &str = "None";
 
 #[cfg(test)]
 pub fn format_value(value: f64) -> String {
-    let mut text = String::new();
+    let mut text = Vec::new();
     push_value(&mut text, value);
-    text
+    String::from_utf8(text).unwrap_or_default()
 }
 
 /// Whether `value` is an integer that `i64` holds exactly (and not negative zero, which prints
 /// its sign).
 fn exact_integer(value: f64) -> bool {
-    value.fract() == 0.0
-        && value.abs() < 9.007_199_254_740_992e15
-        && !(value == 0.0 && value.is_sign_negative())
+    integral(value).is_some() && !(value == 0.0 && value.is_sign_negative())
 }
+
+/// `value` as an integer when it has no fraction and `i64` holds it exactly (negative zero as 0).
+/// Without `f64::fract`, which is a call into libm on the baseline x86-64 target.
+pub fn integral(value: f64) -> Option<i64> {
+    let integer = value as i64;
+    (value.abs() < 9.007_199_254_740_992e15 && integer as f64 == value).then_some(integer)
+}
+
+// The writers build their lines as bytes (all of it ASCII but the names they copy in), which
+// numbers are appended to without a UTF-8 check or a formatter.
 
 /// Appends a counter value to `text` without allocating: integers without a fraction, other
 /// values in Rust's shortest round-trip form.
-pub fn push_value(text: &mut String, value: f64) {
-    use std::fmt::Write as _;
-    if value.fract() == 0.0 && value.abs() < 9.007_199_254_740_992e15 {
-        push_integer(text, value as i64);
+pub fn push_value(text: &mut Vec<u8>, value: f64) {
+    use std::io::Write as _;
+    if let Some(integer) = integral(value) {
+        push_integer_bytes(text, integer);
     } else if value.abs() >= 1e16 {
         let _ = write!(text, "{value:e}");
     } else {
@@ -424,89 +473,75 @@ pub fn push_value(text: &mut String, value: f64) {
 
 /// Appends `value` with six decimals, exactly as `{:.6}` prints it; integers skip the slow
 /// exact-decimal path of the formatter.
-pub fn push_fixed6(text: &mut String, value: f64) {
-    use std::fmt::Write as _;
+pub fn push_fixed6(text: &mut Vec<u8>, value: f64) {
+    use std::io::Write as _;
     if exact_integer(value) {
-        push_integer(text, value as i64);
-        text.push_str(".000000");
+        push_integer_bytes(text, value as i64);
+        text.extend_from_slice(b".000000");
     } else {
         let _ = write!(text, "{value:.6}");
     }
 }
 
-/// Appends `value` in decimal. The writers print millions of integers; this skips the
-/// formatting machinery.
-pub fn push_integer(text: &mut String, value: i64) {
+/// Appends `value` in decimal.
+pub fn push_integer_bytes(text: &mut Vec<u8>, value: i64) {
     if value < 0 {
-        text.push('-');
+        text.push(b'-');
     }
-    push_digits::<10>(text, value.unsigned_abs());
+    push_unsigned(text, value.unsigned_abs());
 }
 
-/// Appends `value` in decimal.
-pub fn push_unsigned(text: &mut String, value: u64) {
-    push_digits::<10>(text, value);
+/// Two decimal digits per entry: "00" to "99".
+const PAIRS: [[u8; 2]; 100] = {
+    let mut pairs = [[0u8; 2]; 100];
+    let mut i = 0;
+    while i < 100 {
+        pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
+        i += 1;
+    }
+    pairs
+};
+
+/// Appends `value` in decimal: the digits above the last four first, then those four, two at a
+/// time, straight into `text` (most values written are small: one step, no buffer).
+pub fn push_unsigned(text: &mut Vec<u8>, value: u64) {
+    if value >= 10_000 {
+        push_unsigned(text, value / 10_000);
+        let low = (value % 10_000) as usize;
+        text.extend_from_slice(&PAIRS[low / 100]);
+        text.extend_from_slice(&PAIRS[low % 100]);
+    } else if value >= 100 {
+        let value = value as usize;
+        push_below_100(text, value / 100);
+        text.extend_from_slice(&PAIRS[value % 100]);
+    } else {
+        push_below_100(text, value as usize);
+    }
+}
+
+/// Appends `value` (below 100) in decimal.
+fn push_below_100(text: &mut Vec<u8>, value: usize) {
+    match value < 10 {
+        true => text.push(b'0' + value as u8),
+        false => text.extend_from_slice(&PAIRS[value % 100]),
+    }
 }
 
 /// Appends `value` in lower-case hexadecimal, without a prefix.
-pub fn push_hex(text: &mut String, value: u64) {
-    push_digits::<16>(text, value);
+pub fn push_hex(text: &mut Vec<u8>, value: u64) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let digits = (64 - value.leading_zeros()).div_ceil(4).max(1);
+    for at in (0..digits).rev() {
+        text.push(DIGITS[((value >> (4 * at)) & 0xf) as usize]);
+    }
 }
 
 /// Appends `,value` for each of `values`.
-pub fn push_fields(text: &mut String, values: &[u64]) {
+pub fn push_fields(text: &mut Vec<u8>, values: &[u64]) {
     for &value in values {
-        text.push(',');
+        text.push(b',');
         push_unsigned(text, value);
     }
-}
-
-fn push_digits<const RADIX: u64>(text: &mut String, value: u64) {
-    let (digits, at) = digits::<RADIX>(value);
-    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
-}
-
-/// Appends `value` in decimal to ASCII bytes (no UTF-8 check per number).
-pub fn push_integer_bytes(bytes: &mut Vec<u8>, value: i64) {
-    if value < 0 {
-        bytes.push(b'-');
-    }
-    let (digits, at) = digits::<10>(value.unsigned_abs());
-    bytes.extend_from_slice(&digits[at..]);
-}
-
-/// The digits of `value`, ending the buffer, and where they start.
-fn digits<const RADIX: u64>(mut value: u64) -> ([u8; 20], usize) {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    // Two decimal digits per step: "00" to "99".
-    const PAIRS: [[u8; 2]; 100] = {
-        let mut pairs = [[0u8; 2]; 100];
-        let mut i = 0;
-        while i < 100 {
-            pairs[i] = [b'0' + (i / 10) as u8, b'0' + (i % 10) as u8];
-            i += 1;
-        }
-        pairs
-    };
-    // 20 decimal digits hold any u64.
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    if RADIX == 10 {
-        while value >= 100 {
-            at -= 2;
-            digits[at..at + 2].copy_from_slice(&PAIRS[(value % 100) as usize]);
-            value /= 100;
-        }
-    }
-    loop {
-        at -= 1;
-        digits[at] = DIGITS[(value % RADIX) as usize];
-        value /= RADIX;
-        if value == 0 {
-            break;
-        }
-    }
-    (digits, at)
 }
 
 #[cfg(test)]
@@ -543,22 +578,38 @@ mod tests {
             -2.5e-7,
             f64::NAN,
         ] {
-            let mut text = String::new();
+            let mut text = Vec::new();
             push_fixed6(&mut text, v);
-            assert_eq!(text, format!("{v:.6}"), "{v}");
+            assert_eq!(text, format!("{v:.6}").into_bytes(), "{v}");
         }
-        for v in [0, 7, -1, 10, i64::MAX, i64::MIN, -9_007_199_254_740_993] {
-            let mut text = String::new();
-            push_integer(&mut text, v);
+        let mut integers = vec![0, 7, -1, 10, 99, 100, -101, i64::MAX, i64::MIN];
+        integers.extend([-9_007_199_254_740_993, 0xf, 0x10, 0xfff_ffff, 1 << 40]);
+        integers.extend(
+            (0..19)
+                .map(|e| 10i64.pow(e))
+                .flat_map(|p| [p - 1, p, p + 1]),
+        );
+        for v in integers {
+            let mut text = Vec::new();
+            push_integer_bytes(&mut text, v);
             push_hex(&mut text, v as u64);
             push_unsigned(&mut text, v as u64);
-            assert_eq!(text, format!("{v}{:x}{}", v as u64, v as u64));
-            let mut bytes = Vec::new();
-            push_integer_bytes(&mut bytes, v);
-            assert_eq!(bytes, v.to_string().into_bytes());
+            let expected = format!("{v}{:x}{}", v as u64, v as u64);
+            assert_eq!(text, expected.into_bytes(), "{v}");
         }
-        let mut text = String::new();
+        let mut text = Vec::new();
         push_fields(&mut text, &[1, 20, u64::MAX]);
-        assert_eq!(text, ",1,20,18446744073709551615");
+        assert_eq!(text, b",1,20,18446744073709551615");
+        for (v, expected) in [
+            (1e16, "1e16"),
+            (-2.5e17, "-2.5e17"),
+            (0.1, "0.1"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (9.007_199_254_740_992e15, "9007199254740992"),
+            (-0.0, "0"),
+            (-5.0, "-5"),
+        ] {
+            assert_eq!(format_value(v), expected);
+        }
     }
 }

@@ -9,7 +9,7 @@ use crate::fast_map::FastMap;
 use crate::files::atomic::AtomicFile;
 use crate::model::{
     push_fields, push_fixed6, push_hex, push_unsigned, push_value, Agent, Dispatch,
-    EstimateColumns, KernelStats, MISSING,
+    EstimateColumns, KernelStats, Rocprofv3Order, MISSING,
 };
 
 /// rocprofv3's `counter_collection.csv` columns, in its order.
@@ -105,8 +105,10 @@ fn commit(writer: csv::Writer<AtomicFile>) -> io::Result<PathBuf> {
 /// Streams `counter_collection.csv`: one row per dispatch and counter.
 pub struct CounterCollectionWriter {
     out: AtomicFile,
-    line: String,
-    prefix: String,
+    line: Vec<u8>,
+    prefix: Vec<u8>,
+    suffix: Vec<u8>,
+    order: Rocprofv3Order,
     table: Table,
     labels: AgentLabels,
 }
@@ -125,22 +127,22 @@ pub enum AgentLabels {
 
 impl AgentLabels {
     /// Appends the quoted label of the agent of KFD node `node` to `line`.
-    fn push(&self, line: &mut String, node: u32) {
+    fn push(&self, line: &mut Vec<u8>, node: u32) {
         let index = match self {
             AgentLabels::TypeRelative(gpus) => gpus.iter().position(|&g| g == node),
             AgentLabels::Node => None,
         };
         match index {
             Some(i) => {
-                line.push_str("\"GPU ");
+                line.extend_from_slice(b"\"GPU ");
                 push_unsigned(line, i as u64);
             }
             None => {
-                line.push_str("\"Agent ");
+                line.extend_from_slice(b"\"Agent ");
                 push_unsigned(line, u64::from(node));
             }
         }
-        line.push('"');
+        line.push(b'"');
     }
 }
 
@@ -171,13 +173,13 @@ impl Table {
 }
 
 /// `text` as a CSV field in double quotes (inner quotes doubled).
-fn push_quoted(line: &mut String, text: &str) {
-    line.push('"');
+fn push_quoted(line: &mut Vec<u8>, text: &str) {
+    line.push(b'"');
     match text.contains('"') {
-        true => line.push_str(&text.replace('"', "\"\"")),
-        false => line.push_str(text),
+        true => line.extend_from_slice(text.replace('"', "\"\"").as_bytes()),
+        false => line.extend_from_slice(text.as_bytes()),
     }
-    line.push('"');
+    line.push(b'"');
 }
 
 impl CounterCollectionWriter {
@@ -192,8 +194,10 @@ impl CounterCollectionWriter {
         writeln!(out, "{}", header.join(","))?;
         Ok(CounterCollectionWriter {
             out,
-            line: String::new(),
-            prefix: String::new(),
+            line: Vec::new(),
+            prefix: Vec::new(),
+            suffix: Vec::new(),
+            order: Rocprofv3Order::default(),
             table,
             labels: labels.clone(),
         })
@@ -212,7 +216,7 @@ impl CounterCollectionWriter {
         prefix.clear();
         push_unsigned(prefix, d.correlation_id);
         push_fields(prefix, &[d.dispatch_id]);
-        prefix.push(',');
+        prefix.push(b',');
         self.labels.push(prefix, d.agent);
         push_fields(
             prefix,
@@ -224,7 +228,7 @@ impl CounterCollectionWriter {
                 kernel_id,
             ],
         );
-        prefix.push(',');
+        prefix.push(b',');
         push_quoted(prefix, &d.kernel);
         push_fields(
             prefix,
@@ -237,18 +241,23 @@ impl CounterCollectionWriter {
                 u64::from(d.sgpr),
             ],
         );
-        prefix.push(',');
+        prefix.push(b',');
+        // The fields after the counter's, the same on each of the dispatch's rows.
+        let suffix = &mut self.suffix;
+        suffix.clear();
+        push_fields(suffix, &[d.start_ns, d.end_ns]);
+        suffix.push(b'\n');
         let line = &mut self.line;
         line.clear();
-        for c in d.counters_in_rocprofv3_order() {
-            line.push_str(prefix);
+        for &i in self.order.of(d) {
+            let c = &d.counters[i];
+            line.extend_from_slice(prefix);
             push_quoted(line, &c.name);
-            line.push(',');
+            line.push(b',');
             push_fixed6(line, c.total);
-            push_fields(line, &[d.start_ns, d.end_ns]);
-            line.push('\n');
+            line.extend_from_slice(suffix);
         }
-        self.out.write_all(line.as_bytes())
+        self.out.write_all(line)
     }
 
     /// Writes `d`'s row of `kernel_trace.csv`.
@@ -256,13 +265,13 @@ impl CounterCollectionWriter {
         let kernel_id = d.kernel_id;
         let line = &mut self.line;
         line.clear();
-        line.push_str("\"KERNEL_DISPATCH\",");
+        line.extend_from_slice(b"\"KERNEL_DISPATCH\",");
         self.labels.push(line, d.agent);
         push_fields(
             line,
             &[d.queue_id, 0, u64::from(d.tid), d.dispatch_id, kernel_id],
         );
-        line.push(',');
+        line.push(b',');
         push_quoted(line, &d.kernel);
         let [wx, wy, wz] = d.workgroup.map(u64::from);
         let [gx, gy, gz] = d.grid.map(u64::from);
@@ -285,8 +294,8 @@ impl CounterCollectionWriter {
                 gz,
             ],
         );
-        line.push('\n');
-        self.out.write_all(line.as_bytes())
+        line.push(b'\n');
+        self.out.write_all(line)
     }
 
     /// Finishes the file and gives it its name.
@@ -348,27 +357,30 @@ pub fn rocprofv3_float(value: f64) -> String {
 /// Writes `kernel_stats.csv`: one row per kernel, in the order given.
 pub fn write_kernel_stats(path: &Path, stats: &[KernelStats]) -> io::Result<PathBuf> {
     let mut out = AtomicFile::create(path)?;
-    let mut text = String::new();
+    let mut text = Vec::new();
     let header: Vec<String> = KERNEL_STATS_COLUMNS
         .iter()
         .map(|c| format!("\"{c}\""))
         .collect();
-    text.push_str(&header.join(","));
-    text.push('\n');
+    text.extend_from_slice(header.join(",").as_bytes());
+    text.push(b'\n');
     for s in stats {
         push_quoted(&mut text, &s.kernel);
-        text.push_str(&format!(
-            ",{},{},{},{},{},{},{}\n",
-            s.calls,
-            s.total_ns,
-            rocprofv3_float(s.average_ns),
-            rocprofv3_float(s.percent),
-            s.min_ns,
-            s.max_ns,
-            rocprofv3_float(s.stddev_ns)
-        ));
+        text.extend_from_slice(
+            format!(
+                ",{},{},{},{},{},{},{}\n",
+                s.calls,
+                s.total_ns,
+                rocprofv3_float(s.average_ns),
+                rocprofv3_float(s.percent),
+                s.min_ns,
+                s.max_ns,
+                rocprofv3_float(s.stddev_ns)
+            )
+            .as_bytes(),
+        );
     }
-    out.write_all(text.as_bytes())?;
+    out.write_all(&text)?;
     out.commit()
 }
 
@@ -377,7 +389,7 @@ pub struct ResultsWriter {
     out: AtomicFile,
     counters: Vec<String>,
     index: u64,
-    line: String,
+    line: Vec<u8>,
     estimates: Box<dyn EstimateColumns + Send>,
 }
 
@@ -403,7 +415,7 @@ impl ResultsWriter {
             out,
             counters: counters.to_vec(),
             index: 0,
-            line: String::new(),
+            line: Vec::new(),
             estimates,
         })
     }
@@ -413,7 +425,7 @@ impl ResultsWriter {
         let line = &mut self.line;
         line.clear();
         push_unsigned(line, self.index);
-        line.push(',');
+        line.push(b',');
         push_quoted(line, &d.kernel);
         push_fields(
             line,
@@ -433,21 +445,21 @@ impl ResultsWriter {
                 u64::from(d.wave_size),
             ],
         );
-        line.push_str(",0x");
+        line.extend_from_slice(b",0x");
         push_hex(line, d.signal);
-        line.push_str(",0x");
+        line.extend_from_slice(b",0x");
         push_hex(line, d.kernel_object);
-        for name in &self.counters {
-            line.push(',');
-            match d.counters.iter().find(|c| &c.name == name) {
+        for (i, name) in self.counters.iter().enumerate() {
+            line.push(b',');
+            match d.counter(name, i) {
                 Some(c) => push_value(line, c.total),
-                None => line.push_str(MISSING),
+                None => line.extend_from_slice(MISSING.as_bytes()),
             }
         }
         push_fields(line, &[d.start_ns, d.end_ns]);
         self.estimates.push_fields(line, d);
-        line.push('\n');
-        self.out.write_all(line.as_bytes())?;
+        line.push(b'\n');
+        self.out.write_all(line)?;
         self.index += 1;
         Ok(())
     }

@@ -203,10 +203,10 @@ fn write_file(path: &Path, text: &str) -> io::Result<()> {
 
 /// Appends a floating-point column value as pandas prints one: integers keep `.0`.
 fn push_float(text: &mut String, value: f64) {
-    let start = text.len();
-    push_value(text, value);
-    let printed = &text[start..];
-    if !printed.contains(['.', 'e', 'E', 'n', 'i']) {
+    let mut printed = Vec::new();
+    push_value(&mut printed, value);
+    text.push_str(&String::from_utf8_lossy(&printed));
+    if !printed.iter().any(|b| b".eEni".contains(b)) {
         text.push_str(".0");
     }
 }

@@ -5,7 +5,7 @@
 //! dispatches in start order keep memory flat in the number of dispatches.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::path::PathBuf;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -26,11 +26,14 @@ pub const REORDER_WINDOW: usize = 1024;
 const CHANNEL: usize = 8;
 
 /// Puts nearly sorted dispatches in start order (ties in arrival order), holding at most a
-/// fixed number of them. The heap orders (start, arrival, slot) triples; the dispatches stay in
-/// their slots, so that reordering moves a few words rather than whole dispatches.
+/// fixed number of them. Those that come after every other waiting one join a queue in order,
+/// which is most of them; the others wait in a heap of (start, arrival, slot) triples, their
+/// dispatches in slots, so that reordering moves a few words rather than whole dispatches. The
+/// earliest of the queue's first and the heap's top goes first.
 pub struct StartOrder {
+    run: VecDeque<(u64, u64, u32, Dispatch)>,
     waiting: BinaryHeap<Reverse<(u64, u64, usize)>>,
-    /// The waiting dispatches with their input, by slot; `None` in a free slot.
+    /// The dispatches of the heap with their input, by slot; `None` in a free slot.
     slots: Vec<Option<(u32, Dispatch)>>,
     free: Vec<usize>,
     window: usize,
@@ -43,8 +46,9 @@ impl StartOrder {
     /// An empty window of `window` dispatches (at least one).
     pub fn new(window: usize) -> StartOrder {
         StartOrder {
-            waiting: BinaryHeap::with_capacity(window.max(1) + 1),
-            slots: Vec::with_capacity(window.max(1) + 1),
+            run: VecDeque::with_capacity(window.max(1) + 1),
+            waiting: BinaryHeap::new(),
+            slots: Vec::new(),
             free: Vec::new(),
             window: window.max(1),
             arrivals: 0,
@@ -62,20 +66,24 @@ impl StartOrder {
         d: Dispatch,
         emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        let start = d.start_ns;
-        let slot = match self.free.pop() {
-            Some(slot) => {
-                self.slots[slot] = Some((source, d));
-                slot
-            }
-            None => {
-                self.slots.push(Some((source, d)));
-                self.slots.len() - 1
-            }
-        };
-        self.waiting.push(Reverse((start, self.arrivals, slot)));
+        let (start, arrival) = (d.start_ns, self.arrivals);
         self.arrivals += 1;
-        if self.waiting.len() > self.window {
+        if self.run.back().is_none_or(|last| start >= last.0) {
+            self.run.push_back((start, arrival, source, d));
+        } else {
+            let slot = match self.free.pop() {
+                Some(slot) => {
+                    self.slots[slot] = Some((source, d));
+                    slot
+                }
+                None => {
+                    self.slots.push(Some((source, d)));
+                    self.slots.len() - 1
+                }
+            };
+            self.waiting.push(Reverse((start, arrival, slot)));
+        }
+        if self.run.len() + self.waiting.len() > self.window {
             self.emit_first(emit)?;
         }
         Ok(())
@@ -86,7 +94,7 @@ impl StartOrder {
         &mut self,
         mut emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        while !self.waiting.is_empty() {
+        while !self.run.is_empty() || !self.waiting.is_empty() {
             self.emit_first(&mut emit)?;
         }
         Ok(())
@@ -96,13 +104,25 @@ impl StartOrder {
         &mut self,
         mut emit: impl FnMut(u32, Dispatch, bool) -> Result<(), E>,
     ) -> Result<(), E> {
-        let Some(Reverse((start, _, slot))) = self.waiting.pop() else {
+        let from_run = match (self.run.front(), self.waiting.peek()) {
+            (Some(first), Some(Reverse(top))) => (first.0, first.1) < (top.0, top.1),
+            (first, _) => first.is_some(),
+        };
+        let first = match from_run {
+            true => self
+                .run
+                .pop_front()
+                .map(|(start, _, source, d)| (start, source, d)),
+            false => self.waiting.pop().and_then(|Reverse((start, _, slot))| {
+                self.free.push(slot);
+                self.slots[slot]
+                    .take()
+                    .map(|(source, d)| (start, source, d))
+            }),
+        };
+        let Some((start, source, dispatch)) = first else {
             return Ok(());
         };
-        let Some((source, dispatch)) = self.slots[slot].take() else {
-            return Ok(());
-        };
-        self.free.push(slot);
         if start < self.last_start {
             self.sorted = false;
         }
@@ -147,12 +167,24 @@ pub struct PassWritten {
 }
 
 /// Dispatches handed between threads together, with whether every dispatch so far, these
-/// included, came in start order.
+/// included, came in start order. The last thread to read a batch hands it back to the caller's
+/// thread, which frees its dispatches (where they were allocated, which keeps the allocator
+/// fast) and fills it again.
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
     /// The counters' per-position values, made on the way to the database thread.
-    positions: Option<Positions>,
+    positions: Positions,
+}
+
+impl Batch {
+    fn new() -> Batch {
+        Batch {
+            dispatches: Vec::with_capacity(BATCH),
+            sorted: true,
+            positions: Positions::default(),
+        }
+    }
 }
 
 /// How many dispatches go between threads at once, at most.
@@ -163,6 +195,7 @@ pub struct PassInput {
     order: StartOrder,
     batch: Batch,
     to_database: SyncSender<Batch>,
+    given_back: Receiver<Batch>,
     dispatches: u64,
 }
 
@@ -175,43 +208,48 @@ impl PassInput {
     /// Adds one dispatch read from input `source` (0 for a single run).
     pub fn write(&mut self, source: u32, d: Dispatch) -> Result<(), OutputError> {
         self.dispatches += 1;
-        let (batch, to_database) = (&mut self.batch, &self.to_database);
+        let (batch, to_database, given_back) =
+            (&mut self.batch, &self.to_database, &self.given_back);
         self.order.push(source, d, |source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
             match batch.dispatches.len() < BATCH {
                 true => Ok(()),
-                false => send(batch, to_database),
+                false => send(batch, to_database, given_back),
             }
         })
     }
 
     fn finish(&mut self) -> Result<(), OutputError> {
-        let (batch, to_database) = (&mut self.batch, &self.to_database);
+        let (batch, to_database, given_back) =
+            (&mut self.batch, &self.to_database, &self.given_back);
         self.order.finish(|source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
-            Ok::<_, OutputError>(())
+            match batch.dispatches.len() < BATCH {
+                true => Ok(()),
+                false => send(batch, to_database, given_back),
+            }
         })?;
-        while !batch.dispatches.is_empty() {
-            let rest = batch
-                .dispatches
-                .split_off(batch.dispatches.len().min(BATCH));
-            send(batch, to_database)?;
-            batch.dispatches = rest;
+        match batch.dispatches.is_empty() {
+            true => Ok(()),
+            false => send(batch, to_database, given_back),
         }
-        Ok(())
     }
 }
 
-/// Sends the dispatches of `batch` on, leaving it empty.
-fn send(batch: &mut Batch, to: &SyncSender<Batch>) -> Result<(), OutputError> {
-    let dispatches = std::mem::replace(&mut batch.dispatches, Vec::with_capacity(BATCH));
-    let full = Batch {
-        positions: Some(Positions::of(&dispatches)),
-        dispatches,
-        sorted: batch.sorted,
-    };
+/// Sends the dispatches of `batch` on, with their per-position values, leaving in `batch` an
+/// empty one (one handed back, if any).
+fn send(
+    batch: &mut Batch,
+    to: &SyncSender<Batch>,
+    given_back: &Receiver<Batch>,
+) -> Result<(), OutputError> {
+    let mut next = given_back.try_recv().unwrap_or_else(|_| Batch::new());
+    next.dispatches.clear();
+    next.sorted = batch.sorted;
+    let mut full = std::mem::replace(batch, next);
+    full.positions.make(&full.dispatches);
     to.send(full).map_err(|_| stopped())
 }
 
@@ -222,15 +260,27 @@ fn insert_all(
     pass: u32,
     from: Receiver<Batch>,
     to_csv: Option<SyncSender<Batch>>,
+    give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
     let mut to_csv = to_csv;
     for mut batch in from {
-        db.insert_many_with(pass, &mut batch.dispatches, batch.positions.as_ref())?;
+        db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
         // Out of start order the file is written from the database at the end instead; a
         // file thread that stopped reports why when joined.
-        if !batch.sorted || to_csv.as_ref().is_some_and(|out| out.send(batch).is_err()) {
+        if !batch.sorted {
             to_csv = None;
         }
+        let batch = match &to_csv {
+            Some(out) => match out.send(batch) {
+                Ok(()) => continue,
+                Err(unsent) => {
+                    to_csv = None;
+                    unsent.0
+                }
+            },
+            None => batch,
+        };
+        let _ = give_back.try_send(batch);
     }
     Ok(())
 }
@@ -239,11 +289,13 @@ fn insert_all(
 fn write_all<'a>(
     mut out: CounterCollectionFiles<'a>,
     from: Receiver<Batch>,
+    give_back: SyncSender<Batch>,
 ) -> io::Result<CounterCollectionFiles<'a>> {
     for batch in from {
         for (_, d) in &batch.dispatches {
             out.write(d)?;
         }
+        let _ = give_back.try_send(batch);
     }
     Ok(out)
 }
@@ -274,18 +326,20 @@ pub fn write_pass<E: From<OutputError>>(
     let (fed, inserted, written, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
         let (to_csv, from_database) = sync_channel(CHANNEL);
+        // Room for every batch on its way, so that none is dropped away from the caller's thread.
+        let (give_back, given_back) = sync_channel(2 * CHANNEL + 4);
         let to_csv = out.is_some().then_some(to_csv);
-        let file = out.map(|out| scope.spawn(move || write_all(out, from_database)));
+        let file_gives_back = give_back.clone();
+        let file =
+            out.map(|out| scope.spawn(move || write_all(out, from_database, file_gives_back)));
         let pass = spec.pass;
-        let database = scope.spawn(move || insert_all(inserting, pass, from_input, to_csv));
+        let database =
+            scope.spawn(move || insert_all(inserting, pass, from_input, to_csv, give_back));
         let mut input = PassInput {
             order: StartOrder::new(REORDER_WINDOW),
-            batch: Batch {
-                dispatches: Vec::with_capacity(BATCH),
-                sorted: true,
-                positions: None,
-            },
+            batch: Batch::new(),
             to_database,
+            given_back,
             dispatches: 0,
         };
         let fed = feed(&mut input).and_then(|()| input.finish().map_err(E::from));
@@ -316,4 +370,63 @@ pub fn write_pass<E: From<OutputError>>(
         (_, None) => Vec::new(),
     };
     Ok(PassWritten { csv, dispatches })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The order `StartOrder` hands `starts` out in, through a window of `window`, with the
+    /// sorted flag after each.
+    fn ordered(starts: &[u64], window: usize) -> Vec<(u64, u32, bool)> {
+        let mut order = StartOrder::new(window);
+        let mut out = Vec::new();
+        let mut emit = |source: u32, d: Dispatch, sorted: bool| {
+            out.push((d.start_ns, source, sorted));
+            Ok::<_, ()>(())
+        };
+        for (i, &start) in starts.iter().enumerate() {
+            let d = Dispatch {
+                start_ns: start,
+                ..Dispatch::default()
+            };
+            order.push(i as u32, d, &mut emit).unwrap();
+        }
+        order.finish(&mut emit).unwrap();
+        out
+    }
+
+    #[test]
+    fn dispatches_come_out_in_start_order_ties_in_arrival_order() {
+        // Late arrivals (2, 4 and the second 5) among dispatches in order, a tie (5, 5).
+        let starts = [1, 3, 5, 2, 6, 4, 7, 5, 8];
+        let sorted_starts = [1, 2, 3, 4, 5, 5, 6, 7, 8];
+        let out = ordered(&starts, 16);
+        assert_eq!(out.iter().map(|o| o.0).collect::<Vec<_>>(), sorted_starts);
+        // The tie in arrival order: the first 5 (input 2) before the second (input 7).
+        assert_eq!((out[4].1, out[5].1), (2, 7));
+        assert!(out.iter().all(|o| o.2));
+        // Each of those overtakes at most two others: a window of 2 puts them back in order.
+        let out = ordered(&starts, 2);
+        assert_eq!(
+            out.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
+            [
+                (1, true),
+                (2, true),
+                (3, true),
+                (4, true),
+                (5, true),
+                (5, true),
+                (6, true),
+                (7, true),
+                (8, true)
+            ]
+        );
+        // 1 overtakes three: out of order, and said so from there on.
+        let out = ordered(&[5, 6, 7, 1, 8], 2);
+        assert_eq!(
+            out.iter().map(|o| (o.0, o.2)).collect::<Vec<_>>(),
+            [(5, true), (1, false), (6, false), (7, false), (8, false)]
+        );
+    }
 }

@@ -43,8 +43,8 @@ use crate::fast_map::FastMap;
 use crate::files::atomic::temporary_path;
 use crate::join::PassMatch;
 use crate::model::{
-    push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps, KernelCounter,
-    KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
+    integral, push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps,
+    KernelCounter, KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
 };
 use crate::store::rocpd::{self, FirstRows};
 use crate::store::sampled::Sampled;
@@ -355,8 +355,8 @@ fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
         if i > 0 {
             json.push(b',');
         }
-        if v.fract() == 0.0 && v.abs() < 9.007_199_254_740_992e15 {
-            push_integer_bytes(json, *v as i64);
+        if let Some(integer) = integral(*v) {
+            push_integer_bytes(json, integer);
         } else {
             let _ = write!(json, "{v}");
         }
@@ -377,16 +377,17 @@ pub struct Positions {
 }
 
 impl Positions {
-    /// The per-position values of the counters of `dispatches`.
-    pub fn of(dispatches: &[(u32, Dispatch)]) -> Positions {
-        let mut positions = Positions::default();
+    /// Makes these the per-position values of the counters of `dispatches` (reusing the
+    /// memory of the ones they were).
+    pub fn make(&mut self, dispatches: &[(u32, Dispatch)]) {
+        self.json.clear();
+        self.ends.clear();
         for (_, d) in dispatches {
             for c in &d.counters {
-                push_dimension_json(&mut positions.json, &c.values);
-                positions.ends.push(positions.json.len());
+                push_dimension_json(&mut self.json, &c.values);
+                self.ends.push(self.json.len());
             }
         }
-        positions
     }
 }
 

@@ -663,28 +663,30 @@ impl EstimateColumns for PerDispatch {
     /// Appends `,estimate,error` for each column counter of `d`: the measured value and 0 where
     /// it was measured; else the stratum's mean and the spread of one dispatch about it
     /// (`s·sqrt(1 + 1/n)`), or `None` where no dispatch of the stratum measured it.
-    fn push_fields(&self, line: &mut String, d: &Dispatch) {
-        let stratum = Stratum::of(d, &self.arch_of);
+    fn push_fields(&self, line: &mut Vec<u8>, d: &Dispatch) {
+        // Made for the first counter the dispatch lacks.
+        let mut stratum = None;
         for name in &self.counters {
-            line.push(',');
+            line.push(b',');
             if let Some(c) = d.counters.iter().find(|c| &c.name == name) {
                 push_value(line, c.total);
-                line.push_str(",0");
+                line.extend_from_slice(b",0");
                 continue;
             }
+            let stratum = stratum.get_or_insert_with(|| Stratum::of(d, &self.arch_of));
             match self.by.get(&(stratum.clone(), name.clone())) {
                 Some((mean, error)) => {
                     push_value(line, *mean);
-                    line.push(',');
+                    line.push(b',');
                     match error {
                         Some(e) => push_value(line, *e),
-                        None => line.push_str(crate::model::MISSING),
+                        None => line.extend_from_slice(crate::model::MISSING.as_bytes()),
                     }
                 }
                 None => {
-                    line.push_str(crate::model::MISSING);
-                    line.push(',');
-                    line.push_str(crate::model::MISSING);
+                    line.extend_from_slice(crate::model::MISSING.as_bytes());
+                    line.push(b',');
+                    line.extend_from_slice(crate::model::MISSING.as_bytes());
                 }
             }
         }
