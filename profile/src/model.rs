@@ -577,6 +577,10 @@ mod tests {
             1e300,
             -2.5e-7,
             f64::NAN,
+            f64::INFINITY,
+            1e17,
+            9_007_199_254_740_991.0,
+            -0.5,
         ] {
             let mut text = Vec::new();
             push_fixed6(&mut text, v);
@@ -608,8 +612,54 @@ mod tests {
             (9.007_199_254_740_992e15, "9007199254740992"),
             (-0.0, "0"),
             (-5.0, "-5"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "inf"),
+            (f64::NEG_INFINITY, "-inf"),
+            (9_007_199_254_740_991.0, "9007199254740991"),
+            (-0.5, "-0.5"),
         ] {
             assert_eq!(format_value(v), expected);
+        }
+    }
+
+    #[test]
+    fn the_counter_order_is_worked_out_again_when_the_names_change() {
+        let dispatch = |names: &[&str]| Dispatch {
+            counters: names
+                .iter()
+                .map(|n| Counter {
+                    name: n.to_string(),
+                    ..Counter::default()
+                })
+                .collect(),
+            ..Dispatch::default()
+        };
+        let mut order = Rocprofv3Order::default();
+        // rocprofiler-sdk lists GRBM_COUNT before SQ_WAVES; a name it does not know goes last,
+        // others of those keeping their order.
+        for (names, expected) in [
+            (
+                &["SQ_WAVES", "GRBM_COUNT", "X"][..],
+                &["GRBM_COUNT", "SQ_WAVES", "X"][..],
+            ),
+            (
+                &["GRBM_COUNT", "SQ_WAVES", "X"],
+                &["GRBM_COUNT", "SQ_WAVES", "X"],
+            ),
+            (&["X", "GRBM_COUNT"], &["GRBM_COUNT", "X"]),
+            (&["Y", "X", "SQ_WAVES"], &["SQ_WAVES", "Y", "X"]),
+            (
+                &["SQ_WAVES", "GRBM_COUNT", "X"],
+                &["GRBM_COUNT", "SQ_WAVES", "X"],
+            ),
+        ] {
+            let d = dispatch(names);
+            let got: Vec<&str> = order
+                .of(&d)
+                .iter()
+                .map(|&i| d.counters[i].name.as_str())
+                .collect();
+            assert_eq!(got, expected, "{names:?}");
         }
     }
 }

@@ -201,14 +201,14 @@ fn write_file(path: &Path, text: &str) -> io::Result<()> {
     file.commit().map(drop)
 }
 
-/// Appends a floating-point column value as pandas prints one: integers keep `.0`.
-fn push_float(text: &mut String, value: f64) {
-    let mut printed = Vec::new();
+/// A floating-point column value as pandas prints one: integers keep `.0`.
+fn float_text(value: f64) -> String {
+    let mut printed = Vec::with_capacity(24);
     push_value(&mut printed, value);
-    text.push_str(&String::from_utf8_lossy(&printed));
     if !printed.iter().any(|b| b".eEni".contains(b)) {
-        text.push_str(".0");
+        printed.extend_from_slice(b".0");
     }
+    String::from_utf8(printed).unwrap_or_default()
 }
 
 /// A CSV file's text, a row at a time, with rocprof-compute's line ends.
@@ -235,11 +235,7 @@ impl CsvText {
 
 /// The dispatch columns shared by both files, by column name.
 fn dispatch_field(dispatch: &Dispatch, column: &str, gpu_id: &dyn Fn(u32) -> u32) -> String {
-    let float = |v: u64| {
-        let mut s = String::new();
-        push_float(&mut s, v as f64);
-        s
-    };
+    let float = |v: u64| float_text(v as f64);
     match column {
         "Dispatch_ID" => dispatch.dispatch_id.to_string(),
         "GPU_ID" => gpu_id(dispatch.agent).to_string(),
@@ -265,11 +261,7 @@ fn dispatch_field(dispatch: &Dispatch, column: &str, gpu_id: &dyn Fn(u32) -> u32
 
 /// A counter's value, empty when it was not collected (pandas' NaN).
 fn counter_field(total: Option<f64>) -> String {
-    let mut text = String::new();
-    if let Some(total) = total {
-        push_float(&mut text, total);
-    }
-    text
+    total.map(float_text).unwrap_or_default()
 }
 
 /// A counter's value for `dispatch`, as [`counter_field`].

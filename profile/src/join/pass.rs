@@ -26,10 +26,11 @@ pub const REORDER_WINDOW: usize = 1024;
 const CHANNEL: usize = 8;
 
 /// Puts nearly sorted dispatches in start order (ties in arrival order), holding at most a
-/// fixed number of them. Those that come after every other waiting one join a queue in order,
-/// which is most of them; the others wait in a heap of (start, arrival, slot) triples, their
-/// dispatches in slots, so that reordering moves a few words rather than whole dispatches. The
-/// earliest of the queue's first and the heap's top goes first.
+/// fixed number of them. Those that start no earlier than the queue's last join the queue, so
+/// it stays in order, which is most of them; the others wait in a heap of (start, arrival, slot)
+/// triples, their dispatches in slots, so that reordering moves a few words rather than whole
+/// dispatches. Each time, the earlier by (start, arrival) of the queue's first and the heap's
+/// top goes first.
 pub struct StartOrder {
     run: VecDeque<(u64, u64, u32, Dispatch)>,
     waiting: BinaryHeap<Reverse<(u64, u64, usize)>>,
