@@ -860,6 +860,46 @@ fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_n
 }
 
 #[test]
+fn estimates_read_each_merged_dispatchs_rows_through_an_index_when_a_pass_lacks_one() {
+    // With `extra`, pass 2 launches `vadd` once more: the drift between passes is then read
+    // from the rows of the merged dispatches every pass has, found by the index by merged
+    // dispatch (without it, a scan of every dispatch row for each merged dispatch).
+    for extra in [false, true] {
+        let dir = temp_dir(&format!("estimates-index-{extra}"));
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        let mut passes = vec![
+            vec![(5000, 1.0), (6000, 2.0)],
+            vec![(5000, 3.0), (6000, 4.0)],
+        ];
+        if extra {
+            passes[1].push((7000, 5.0));
+        }
+        for (pass, dispatches) in (1..).zip(passes) {
+            let name = ["SQ_WAVES", "GRBM_COUNT"][pass as usize - 1];
+            let launches = dispatches
+                .into_iter()
+                .map(|(start, v)| (start, vec![counter(name, &[v])]));
+            write_vadd_pass(&mut db, pass, name, launches);
+        }
+        crate::store::estimates::Estimates::compute(&db).unwrap();
+        let indexed: bool = db
+            .with_connection(|conn| {
+                conn.query_row(
+                    "SELECT EXISTS (SELECT 1 FROM sqlite_master
+                                    WHERE name = 'rtl_dispatch_merged')",
+                    [],
+                    |r| r.get(0),
+                )
+            })
+            .unwrap();
+        assert_eq!(indexed, extra);
+        drop(db);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
 fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispatch() {
     // Pass 2 collects another counter and launches `vadd` once more, last; with `repeat`, both
     // passes collect TCC_HIT too, which pass 2 then repeats.
@@ -935,6 +975,84 @@ fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispa
         drop(db);
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+#[test]
+fn a_pass_whose_merged_dispatches_come_out_of_their_order_is_not_read_in_one_scan() {
+    use crate::join::pass::{write_pass, PassSpec};
+    // Two processes. In pass 1 the first launches at 1000 and 3000 and the second at 2000 and
+    // 4000: merged dispatches 1 to 4 in start order. In pass 2 the second process runs first
+    // (500 and 1500, the first process at 1000 and 3000): its rows name merged dispatches 2,
+    // 1, 4, 3 in turn, while the merged dispatches stay in start order.
+    let dir = temp_dir("pass-scan-interleaved");
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    db.add_agent(&gpu()).unwrap();
+    let passes = [
+        ("SQ_WAVES", [100, 101], [[1000, 3000], [2000, 4000]]),
+        ("GRBM_COUNT", [200, 201], [[1000, 3000], [500, 1500]]),
+    ];
+    for (pass, (name, pids, starts)) in (1..).zip(passes) {
+        let spec = PassSpec {
+            pass,
+            label: name,
+            csv: None,
+            tables: &[Table::CounterCollection],
+            labels: &AgentLabels::Node,
+            processes: &[(0, pids.to_vec())],
+            exit_status: Some(0),
+        };
+        write_pass(&mut db, &spec, |input| {
+            for (process, (pid, starts)) in pids.iter().zip(starts).enumerate() {
+                for (n, start) in (1..).zip(starts) {
+                    // Each launch's value says which it is: pass, process, launch.
+                    let v = f64::from(pass * 100 + process as u32 * 10) + n as f64;
+                    let d = dispatch(*pid, n, "vadd", start, vec![counter(name, &[v])]);
+                    input.write(0, d)?;
+                }
+            }
+            Ok::<_, OutputError>(())
+        })
+        .unwrap();
+    }
+    let mut read = Vec::new();
+    db.for_each_merged(false, |d| {
+        let counters: Vec<(String, f64)> = d
+            .counters
+            .iter()
+            .map(|c| (c.name.clone(), c.total))
+            .collect();
+        read.push((d.start_ns, d.pid, counters));
+        Ok::<_, DatabaseError>(())
+    })
+    .unwrap();
+    let c = |name: &str, total: f64| (name.to_string(), total);
+    assert_eq!(
+        read,
+        vec![
+            (
+                1000,
+                100,
+                vec![c("SQ_WAVES", 101.0), c("GRBM_COUNT", 201.0)]
+            ),
+            (
+                2000,
+                101,
+                vec![c("SQ_WAVES", 111.0), c("GRBM_COUNT", 211.0)]
+            ),
+            (
+                3000,
+                100,
+                vec![c("SQ_WAVES", 102.0), c("GRBM_COUNT", 202.0)]
+            ),
+            (
+                4000,
+                101,
+                vec![c("SQ_WAVES", 112.0), c("GRBM_COUNT", 212.0)]
+            ),
+        ]
+    );
+    drop(db);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

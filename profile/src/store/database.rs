@@ -307,8 +307,9 @@ fn insert_chunked<T>(
 }
 
 /// The rows of the values table `value` that hold the values of dispatch row `dispatch`: its
-/// values are one range of row ids, from its `first_value` on, `value_count` of them (fewer once
-/// a value that repeats an earlier pass's moved to `rtl_pmc_repeat`), in counter order. The
+/// values are one range of row ids, from its `first_value` on, `value_count` of them (the values
+/// collected; a value that repeats an earlier pass's leaves a gap once moved to
+/// `rtl_pmc_repeat`), in counter order. The
 /// values take the ids SQLite gives, which appends them without a search. A query that wants one
 /// counter's value of the range compares `+v.pmc_id`: the unary `+` keeps SQLite from indexing
 /// the whole values table by counter for it (an automatic index) rather than reading the range.
@@ -1606,7 +1607,7 @@ impl Database {
                 rows.push((pmc, c.total, range, merged_id));
             }
             // The counters' per-position values as one array: the first such counter's id, then
-            // per counter id from it on its array, or null (see [`positions_of`]).
+            // per counter id from it on its array, or null (see [`position_array`]).
             let from = dispatch_json.len();
             let mut next = 0;
             for (pmc, _, range, _) in &rows[first_value..] {
@@ -1727,7 +1728,7 @@ impl Database {
         );
         sql(path, r)?;
         if !self.pmc_rows.is_empty() {
-            self.given_ids(rocpd::VALUES, self.next_value - 1)?;
+            self.given_ids("rocpd_pmc_event", self.next_value - 1)?;
         }
         Ok(())
     }

@@ -266,9 +266,9 @@ impl Estimates {
 
     /// [`Estimates::compute`] with the moments gathered on the way in, if any.
     fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
-        // The drift between passes reads each merged dispatch's rows (unless the moments
-        // gathered on the way in give it).
-        if sampled.is_none() {
+        // The drift between passes reads each merged dispatch's rows, unless the moments
+        // gathered on the way in give it.
+        if !db.with_connection(|conn| drift_from_moments(conn, sampled))? {
             db.index_merged()?;
         }
         let values = db.values_table();
@@ -1059,6 +1059,40 @@ fn rank_groups(
     groups
 }
 
+/// How many passes the profile has.
+fn passes(conn: &Connection, sampled: Option<&Sampled>) -> rusqlite::Result<i64> {
+    match sampled {
+        Some(s) => Ok(s
+            .durations
+            .keys()
+            .map(|k| k.1)
+            .collect::<BTreeSet<u32>>()
+            .len() as i64),
+        None => conn.query_row("SELECT count(DISTINCT pass) FROM rtl_dispatch", [], |r| {
+            r.get(0)
+        }),
+    }
+}
+
+/// Whether the drift between passes comes from the moments gathered on the way in: with every
+/// merged dispatch in every pass, the durations are those of every dispatch, summed on the way
+/// in; without a repeated value no counter is in several passes. Otherwise it reads each merged
+/// dispatch's rows.
+fn drift_from_moments(conn: &Connection, sampled: Option<&Sampled>) -> rusqlite::Result<bool> {
+    let Some(s) = sampled else {
+        return Ok(false);
+    };
+    if s.durations.is_empty() {
+        return Ok(false);
+    }
+    let incomplete: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM rtl_merged_dispatch WHERE passes != ?1)",
+        [passes(conn, sampled)?],
+        |r| r.get(0),
+    )?;
+    Ok(!incomplete)
+}
+
 /// Each kernel's total duration per pass, and the totals of counters collected in more than
 /// one pass, over its dispatches matched in every pass, against the first pass.
 fn drift(
@@ -1066,33 +1100,13 @@ fn drift(
     values: &str,
     sampled: Option<&Sampled>,
 ) -> rusqlite::Result<Vec<Drift>> {
-    let passes: i64 = match sampled {
-        Some(s) => s
-            .durations
-            .keys()
-            .map(|k| k.1)
-            .collect::<BTreeSet<u32>>()
-            .len() as i64,
-        None => conn.query_row("SELECT count(DISTINCT pass) FROM rtl_dispatch", [], |r| {
-            r.get(0)
-        })?,
-    };
+    let passes = passes(conn, sampled)?;
     if passes < 2 {
         return Ok(Vec::new());
     }
-    // With every merged dispatch in every pass, the durations are those of every dispatch,
-    // summed on the way in; without a repeated value no counter is in several passes.
-    let complete = |s: &Sampled| -> rusqlite::Result<bool> {
-        let incomplete: bool = conn.query_row(
-            "SELECT EXISTS (SELECT 1 FROM rtl_merged_dispatch WHERE passes != ?1)",
-            [passes],
-            |r| r.get(0),
-        )?;
-        Ok(!incomplete && !s.durations.is_empty())
-    };
-    let sampled = match sampled {
-        Some(s) if complete(s)? => Some(s),
-        _ => None,
+    let sampled = match drift_from_moments(conn, sampled)? {
+        true => sampled,
+        false => None,
     };
     if let Some(sampled) = sampled {
         let mut names: HashMap<i64, String> = HashMap::new();
