@@ -7,7 +7,9 @@ use std::path::Path;
 
 use crate::error::CliError;
 
+mod records;
 mod rooms;
+use records::{OwnedRecord, Record, Records, Start};
 use rooms::{HalfRows, Room, Rooms, Sampled};
 
 /// The rows of one (GPU, kernel): its key and its columns of values.
@@ -36,11 +38,7 @@ pub(super) enum Grouping<'a> {
 
 pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
     let bad = |e: String| CliError::input(format!("analyze: {}: {e}", path.display()));
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(false)
-        .buffer_capacity(READ_BUFFER)
-        .from_path(path)
-        .map_err(|e| bad(e.to_string()))?;
+    let mut reader = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
     let names: Vec<String> = reader
         .headers()
         .map_err(|e| bad(e.to_string()))?
@@ -59,24 +57,29 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     // the first line break past its middle. Its rows count only if that line break ends one of
     // the first half's records (not one inside a quoted field) and the second half reads
     // without error; otherwise the first half's reader goes on to the end alone.
-    let start = reader.position().byte();
+    let start = Start {
+        byte: reader.position().byte(),
+        line: reader.position().line(),
+        record: 1,
+    };
+    let width = names.len();
+    let mut reader = Records::open(path, start, width).map_err(|e| bad(e.to_string()))?;
+    let start = start.byte;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let split = match key {
         RowKey::Columns { .. } => second_half(path, start, len),
         RowKey::AsRows(_) => None,
     };
     // Before the second half is read, its groups' columns are made from the first rows.
-    let width = names.len();
-    let mut record = csv::ByteRecord::new();
-    let mut sample = Vec::new();
+    let mut sample: Vec<OwnedRecord> = Vec::new();
     while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && !reached(&reader, at)) {
-        let more = reader
-            .read_byte_record(&mut record)
+        let record = reader
+            .next()
             .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
-        if !more {
-            break;
+        match record {
+            Some(record) => sample.push(record.to_owned()),
+            None => break,
         }
-        sample.push(record.clone());
     }
     let sample_groups = match key {
         RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu),
@@ -84,7 +87,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     };
     let mut rooms = match split {
         Some(at) if !sample_groups.is_empty() => {
-            let bytes = sample.iter().map(record_bytes).sum();
+            let bytes = sample.iter().map(|r| r.record().file_bytes()).sum();
             let halves = (at.saturating_sub(start), len.saturating_sub(at));
             Rooms::plan(&sample_groups, sample.len(), bytes, halves, width)
         }
@@ -100,7 +103,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
         first_rooms,
     );
     for record in &sample {
-        collector.add(record);
+        collector.add(record.record());
     }
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let (first, second) = std::thread::scope(|scope| {
@@ -121,7 +124,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                 if let Some(handle) = second.take() {
                     // A record ended by CRLF is read up to its CR: the LF left is the line
                     // break `at` follows.
-                    let whole_records = reader.position().byte() <= at;
+                    let whole_records = reader.position() <= at;
                     if !whole_records {
                         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -131,12 +134,12 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                     }
                 }
             }
-            let more = reader.read_byte_record(&mut record).map_err(|e| {
+            let record = reader.next().map_err(|e| {
                 // The second half's reader stops at once rather than read on for nothing.
                 cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                 bad(format!("line {}: {e}", collector.rows() + 2))
             })?;
-            if !more || !collector.add(&record) {
+            if !record.is_some_and(|record| collector.add(record)) {
                 break;
             }
         }
@@ -152,15 +155,15 @@ const SAMPLE_ROWS: usize = 256;
 
 /// Whether `reader` has read up to byte `at`, where the second half starts: a record ended by
 /// CRLF leaves its reader one byte short, before the LF.
-fn reached<R: std::io::Read>(reader: &csv::Reader<R>, at: u64) -> bool {
-    reader.position().byte() + 1 >= at
+fn reached(reader: &Records, at: u64) -> bool {
+    reader.position() + 1 >= at
 }
 
 /// The groups of `sample`'s rows, in order of first appearance, with their rows.
-fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
+fn sampled(sample: &[OwnedRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
     let mut groups: Vec<Sampled> = Vec::new();
     for record in sample {
-        let key = key_of(record, kernel, gpu);
+        let key = key_of(record.record(), kernel, gpu);
         match groups.iter_mut().find(|g| g.key == key) {
             Some(group) => group.rows += 1,
             None => groups.push(Sampled { key, rows: 1 }),
@@ -170,14 +173,9 @@ fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec
 }
 
 /// A row's group: its GPU column's value (empty without one) and its kernel column's.
-fn key_of(record: &csv::ByteRecord, kernel: usize, gpu: Option<usize>) -> (String, String) {
-    let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default()).into_owned();
+fn key_of(record: Record<'_>, kernel: usize, gpu: Option<usize>) -> (String, String) {
+    let text = |i: usize| String::from_utf8_lossy(record.field(i).unwrap_or_default()).into_owned();
     (gpu.map(text).unwrap_or_default(), text(kernel))
-}
-
-/// A record's bytes in the file, about (its fields and their separators).
-fn record_bytes(record: &csv::ByteRecord) -> u64 {
-    (record.as_slice().len() + record.len()) as u64
 }
 
 /// The file's rows from the two halves' collected rows: the second half's groups after the
@@ -238,9 +236,6 @@ struct Collected {
     row_group: Vec<usize>,
 }
 
-/// The buffer of a CSV reader.
-const READ_BUFFER: usize = 1 << 20;
-
 /// Files smaller than this are read by one thread (in unit tests, all but the smallest are
 /// read in two halves).
 const SPLIT_SIZE: u64 = if cfg!(test) { 256 } else { 32 << 20 };
@@ -257,9 +252,7 @@ fn second_half(path: &Path, start: u64, len: u64) -> Option<u64> {
     let mut file = std::fs::File::open(path).ok()?;
     file.seek(std::io::SeekFrom::Start(middle)).ok()?;
     let mut window = Vec::new();
-    file.take(READ_BUFFER as u64)
-        .read_to_end(&mut window)
-        .ok()?;
+    file.take(1 << 20).read_to_end(&mut window).ok()?;
     let at = middle + window.iter().position(|&b| b == b'\n')? as u64 + 1;
     (at < len).then_some(at)
 }
@@ -271,20 +264,18 @@ fn read_from<'a>(
     mut collector: Collector<'a>,
     cancel: &std::sync::atomic::AtomicBool,
 ) -> Option<Collector<'a>> {
-    use std::io::Seek as _;
-    let mut file = std::fs::File::open(path).ok()?;
-    file.seek(std::io::SeekFrom::Start(at)).ok()?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .buffer_capacity(READ_BUFFER)
-        .from_reader(file);
-    let mut record = csv::ByteRecord::new();
-    while reader.read_byte_record(&mut record).ok()? {
-        if cancel.load(std::sync::atomic::Ordering::Relaxed) || record.len() != collector.width {
+    // Only its bytes matter: the line and record counts are for messages it never gives.
+    let start = Start {
+        byte: at,
+        line: 1,
+        record: 0,
+    };
+    let mut reader = Records::open(path, start, collector.width).ok()?;
+    while let Some(record) = reader.next().ok()? {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
-        collector.add(&record);
+        collector.add(record);
     }
     Some(collector)
 }
@@ -362,7 +353,7 @@ impl<'a> Collector<'a> {
     }
 
     /// Adds a record; false when it has no group (past the end of the other file's rows).
-    fn add(&mut self, record: &csv::ByteRecord) -> bool {
+    fn add(&mut self, record: Record<'_>) -> bool {
         let group = match self.key {
             RowKey::AsRows(other) => match other.row_group.get(self.rows()) {
                 Some(&g) => g,
@@ -374,10 +365,8 @@ impl<'a> Collector<'a> {
         let rows_so_far = self.rows() as f64 + 1.0;
         let per_row = self.read as f64 / rows_so_far;
         let rows = &mut self.pending[group];
-        self.read += record_bytes(record);
-        let mut values = record_values(record);
-        // From a range, the row's room is made once and its values written without a test each.
-        rows.extend((0..width).map(|_| values.next().unwrap_or(f64::NAN)));
+        self.read += record.file_bytes();
+        push_values(record, width, rows);
         if rows.len() >= PENDING_ROWS * width {
             let columns = &mut self.groups[group].1;
             let room = self.rooms.get_mut(group);
@@ -441,17 +430,21 @@ fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>], room: Option<&mut Room>
     rows.clear();
 }
 
-/// The values of `record`'s fields.
-fn record_values(record: &csv::ByteRecord) -> impl Iterator<Item = f64> + '_ {
+/// Appends the values of `record`'s first `width` fields to `rows` (NaN for fields it
+/// lacks).
+fn push_values(record: Record<'_>, width: usize, rows: &mut Vec<f64>) {
     // The fields lie one after another in the record's bytes: a field's digits are read
-    // together with the bytes after it, in one load.
-    let bytes = record.as_slice();
+    // together with the bytes after it, in one load. From a slice, the room is made once and
+    // each value written without a test.
+    let bytes = record.bytes;
     let mut at = 0;
-    record.iter().map(move |field| {
-        let value = field_value(bytes, at, field.len());
-        at += field.len();
+    let full = rows.len() + width;
+    rows.extend(record.ends.iter().take(width).map(|&end| {
+        let value = field_value(bytes, at, end - at);
+        at = end;
         value
-    })
+    }));
+    rows.resize(full, f64::NAN);
 }
 
 /// A lone CSV field's value (the unit tests check it field by field).
@@ -638,12 +631,26 @@ mod tests {
             })
             .collect();
         for first in 0..fields.len() {
-            let mut record = csv::ByteRecord::new();
-            for field in fields[first..].iter().chain(&fields[..first]) {
-                record.push_field(field.as_bytes());
-            }
-            let read: Vec<u64> = record_values(&record).map(f64::to_bits).collect();
-            let alone: Vec<u64> = record.iter().map(|f| parse_value(f).to_bits()).collect();
+            let order: Vec<&String> = fields[first..].iter().chain(&fields[..first]).collect();
+            let bytes: Vec<u8> = order.iter().flat_map(|f| f.bytes()).collect();
+            let ends: Vec<usize> = order
+                .iter()
+                .scan(0, |at, f| {
+                    *at += f.len();
+                    Some(*at)
+                })
+                .collect();
+            let record = Record {
+                bytes: &bytes,
+                ends: &ends,
+            };
+            let mut values = Vec::new();
+            push_values(record, ends.len(), &mut values);
+            let read: Vec<u64> = values.into_iter().map(f64::to_bits).collect();
+            let alone: Vec<u64> = order
+                .iter()
+                .map(|f| parse_value(f.as_bytes()).to_bits())
+                .collect();
             assert_eq!(read, alone, "fields from {first}");
         }
     }
