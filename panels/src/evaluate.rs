@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rtl_pmc_counters::{ArithOp, ChannelIndex, Function, PanelExpr};
 
 use crate::chunked::{self, compare, floored_mod, is_true, least_greatest, trunc, truth};
+use crate::quantiles::quantiles;
 use crate::{ColumnKind, Metric, PanelSet, Table, TableStyle};
 
 /// The frame of the main per-dispatch counters (the others are named after a level counter).
@@ -919,38 +920,6 @@ fn aggregate(function: Function, values: &[f64], q: Option<f64>) -> f64 {
     } else {
         value
     }
-}
-
-/// The quantiles `qs` of the values present (linear between the two nearest), from one
-/// copy of them: each order statistic is selected among the values not below the one before.
-fn quantiles<const N: usize>(values: &[f64], qs: [f64; N]) -> [f64; N] {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return [f64::NAN; N];
-    }
-    let n = v.len() as f64;
-    let last = v.len() - 1;
-    // v[start..] holds the values from the start-th in order on.
-    let mut start = 0;
-    qs.map(|q| {
-        let pos = q * (n - 1.0);
-        let (lo, hi) = (
-            (pos.floor() as usize).min(last),
-            (pos.ceil() as usize).min(last),
-        );
-        if lo < start {
-            start = 0;
-        }
-        // The lo-th and hi-th values in order, without ordering the rest.
-        let (_, &mut a, above) = v[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
-        let b = if hi > lo {
-            above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
-        } else {
-            a
-        };
-        start = lo;
-        a + (b - a) * (pos - pos.floor())
-    })
 }
 
 #[cfg(test)]

@@ -436,14 +436,15 @@ fn push_values(record: Record<'_>, width: usize, rows: &mut Vec<f64>) {
     // The fields lie one after another in the record's bytes: a field's digits are read
     // together with the bytes after it, in one load. From a slice, the room is made once and
     // each value written without a test.
-    let bytes = record.bytes;
-    let mut at = 0;
+    // Each field's start is the end before it, not a running count kept from field to field.
+    let (bytes, ends) = (record.bytes, &record.ends[..width.min(record.ends.len())]);
+    let starts = std::iter::once(&0).chain(ends);
     let full = rows.len() + width;
-    rows.extend(record.ends.iter().take(width).map(|&end| {
-        let value = field_value(bytes, at, end - at);
-        at = end;
-        value
-    }));
+    rows.extend(
+        starts
+            .zip(ends)
+            .map(|(&start, &end)| field_value(bytes, start, end - start)),
+    );
     rows.resize(full, f64::NAN);
 }
 
