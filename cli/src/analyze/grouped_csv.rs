@@ -761,6 +761,27 @@ mod tests {
         );
     }
 
+    /// The error the `csv` crate gives for `text`'s first bad record, read as `read_csv` reads.
+    fn csv_crate_error(text: &str) -> String {
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let error = reader.byte_records().find_map(Result::err).unwrap();
+        error.to_string()
+    }
+
+    #[test]
+    fn a_row_of_too_few_or_too_many_fields_is_reported_as_the_csv_crate_reports_it() {
+        for (at, bad) in [(5, "1,k0,5"), (700, "1,k0,5,6,7"), (2, "\"1,\n\",k0,5")] {
+            let mut text = rows(1000, |i| format!("k{}", i % 3));
+            let line = text.split_inclusive('\n').nth(at).unwrap().to_string();
+            let place = text.find(&line).unwrap();
+            text.insert_str(place, &format!("{bad}\n"));
+            let (read, _) = read_text("fields", &text);
+            let error = read.err().unwrap().to_string();
+            let expected = format!(": line {}: {}", at + 1, csv_crate_error(&text));
+            assert!(error.ends_with(&expected), "{error}\n{expected}");
+        }
+    }
+
     #[test]
     fn a_bad_row_in_the_second_half_is_reported_at_its_line() {
         let mut text = rows(1000, |i| format!("k{}", i % 3));
