@@ -9,8 +9,10 @@ use crate::error::CliError;
 
 mod records;
 mod rooms;
+mod waiting;
 use records::{OwnedRecord, Record, Records, Start};
 use rooms::{HalfRows, Room, Rooms, Sampled};
+use waiting::Waiting;
 
 /// The rows of one (GPU, kernel): its key and its columns of values.
 pub(super) type Group = ((String, String), Vec<Vec<f64>>);
@@ -295,10 +297,9 @@ struct Collector<'a> {
     key: RowKey<'a>,
     groups: Vec<Group>,
     index: HashMap<(String, String), usize>,
-    /// Each group's latest rows, row after row, moved into its columns a block at a time: the
-    /// values are written in the order they are read, and each column then grows by a run of
-    /// values rather than one value per row.
-    pending: Vec<Vec<f64>>,
+    /// Each group's latest rows, moved into its columns a block at a time: each column then
+    /// grows by a run of values rather than one value per row.
+    pending: Vec<Waiting>,
     /// The room made for the first groups' rows before reading, filled before their columns.
     rooms: Vec<Room<'a>>,
     row_group: Vec<usize>,
@@ -347,7 +348,7 @@ impl<'a> Collector<'a> {
     fn group(&mut self, key: (String, String)) -> usize {
         *self.index.entry(key.clone()).or_insert_with(|| {
             self.groups.push((key, vec![Vec::new(); self.width]));
-            self.pending.push(Vec::new());
+            self.pending.push(Waiting::default());
             self.groups.len() - 1
         })
     }
@@ -366,15 +367,15 @@ impl<'a> Collector<'a> {
         let per_row = self.read as f64 / rows_so_far;
         let rows = &mut self.pending[group];
         self.read += record.file_bytes();
-        push_values(record, width, rows);
-        if rows.len() >= PENDING_ROWS * width {
+        rows.push(record, width);
+        if rows.is_full() {
             let columns = &mut self.groups[group].1;
             let room = self.rooms.get_mut(group);
             if columns.first().is_some_and(|c| c.capacity() == 0)
                 && room.as_ref().is_none_or(|r| r.is_empty())
             {
                 // The group's share of the rows so far, of the rows expected.
-                let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
+                let share = rows.rows() as f64 / rows_so_far;
                 let expected = rooms::expected_rows(share, self.span, per_row);
                 columns.iter_mut().for_each(|c| c.reserve(expected));
             }
@@ -411,41 +412,13 @@ thread_local! {
     static HALVES_JOINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// How many of a group's rows wait before they are moved into its columns: few enough that
-/// every group's waiting rows stay in the core's cache until they are moved (16 rows of 2,008
-/// columns for each of 8 kernels are 2 MiB), enough that each column grows by a run.
-const PENDING_ROWS: usize = 16;
-
-/// Moves `rows` (whole rows, one value per column each) into `room` while it has room, the
-/// rest to the ends of `columns`.
-fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
-    let width = columns.len();
-    if let Some(count) = rows.len().checked_div(width) {
-        let fit = room.map_or(0, |room| room.fill(rows, count));
-        for (i, column) in columns.iter_mut().enumerate() {
-            // Indexed from a range, the column's room is made once for the whole run.
-            column.extend((fit..count).map(|r| rows[r * width + i]));
-        }
+/// Moves the waiting rows into `room` while it has room, the rest to the ends of `columns`.
+fn spread(rows: &mut Waiting, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
+    let fit = room.map_or(0, |room| room.fill(rows));
+    for (i, column) in columns.iter_mut().enumerate() {
+        column.extend_from_slice(&rows.column(i)[fit..]);
     }
     rows.clear();
-}
-
-/// Appends the values of `record`'s first `width` fields to `rows` (NaN for fields it
-/// lacks).
-fn push_values(record: Record<'_>, width: usize, rows: &mut Vec<f64>) {
-    // The fields lie one after another in the record's bytes: a field's digits are read
-    // together with the bytes after it, in one load. From a slice, the room is made once and
-    // each value written without a test.
-    // Each field's start is the end before it, not a running count kept from field to field.
-    let (bytes, ends) = (record.bytes, &record.ends[..width.min(record.ends.len())]);
-    let starts = std::iter::once(&0).chain(ends);
-    let full = rows.len() + width;
-    rows.extend(
-        starts
-            .zip(ends)
-            .map(|(&start, &end)| field_value(bytes, start, end - start)),
-    );
-    rows.resize(full, f64::NAN);
 }
 
 /// A lone CSV field's value (the unit tests check it field by field).
@@ -645,9 +618,11 @@ mod tests {
                 bytes: &bytes,
                 ends: &ends,
             };
-            let mut values = Vec::new();
-            push_values(record, ends.len(), &mut values);
-            let read: Vec<u64> = values.into_iter().map(f64::to_bits).collect();
+            let mut waiting = Waiting::default();
+            waiting.push(record, ends.len());
+            let read: Vec<u64> = (0..ends.len())
+                .map(|i| waiting.column(i)[0].to_bits())
+                .collect();
             let alone: Vec<u64> = order
                 .iter()
                 .map(|f| parse_value(f.as_bytes()).to_bits())

@@ -108,7 +108,7 @@ pub(super) struct Records {
 }
 
 /// Bytes read from the file at a time.
-const READ_BUFFER: usize = 1 << 20;
+const READ_BUFFER: usize = 1 << 17;
 
 impl Records {
     /// The records of `path` from `start` on, each expected to have `width` fields.
