@@ -252,23 +252,32 @@ impl<'a> Context<'a> {
         let mut errors = Vec::new();
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
-        // A box table's five aggregates share one evaluation of their expression.
-        let memo: std::cell::RefCell<Option<BoxMemo<'a>>> = Default::default();
+        // A box table's five aggregates share one evaluation of their expression, and so do
+        // a row's aggregates of one expression (`agg_avg(x)`, `agg_min(x)`, `agg_max(x)`).
+        let memo: std::cell::RefCell<Option<AggregateMemo<'a>>> = Default::default();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
                 let shifted = self.shifted.borrow().is_some();
-                if shifted || wrap.is_none() {
+                let (inner, wrap) = match (shifted, wrap, &*expr) {
+                    (true, _, _) => (None, wrap),
+                    (false, Some(_), e) => (Some(e), wrap),
+                    (false, None, e) => match aggregate_of_one(e) {
+                        Some((function, inner)) => (Some(inner), Some((function, None))),
+                        None => (None, None),
+                    },
+                };
+                let Some(inner) = inner else {
                     return self.eval(&expr, level, channel).map(|v| wrapped(v, wrap));
-                }
-                // Evaluated once for all of the box's aggregates, which read it in place.
+                };
+                // Evaluated once for all of its aggregates, which read it in place.
                 let mut memo = memo.borrow_mut();
-                if !matches!(&*memo, Some(m) if m.text == text) {
+                if !matches!(&*memo, Some(m) if m.expr == *inner) {
                     *memo = None;
                 }
-                let memo = memo.get_or_insert_with(|| BoxMemo {
-                    text: text.to_string(),
-                    value: self.eval(&expr, level, channel),
+                let memo = memo.get_or_insert_with(|| AggregateMemo {
+                    expr: inner.clone(),
+                    value: self.eval(inner, level, channel),
                     quartiles: None,
                     extremes: None,
                 });
@@ -669,14 +678,30 @@ impl<'a> Context<'a> {
     }
 }
 
-/// A box table's expression evaluated once for its five aggregates.
-struct BoxMemo<'a> {
-    text: String,
+/// An expression evaluated once for the aggregates a row takes of it (a box table's five).
+struct AggregateMemo<'a> {
+    expr: PanelExpr,
     value: Result<Val<'a>, Failure>,
     /// Its quartiles, computed together when the first is asked for.
     quartiles: Option<[f64; 3]>,
     /// Its least and greatest values, found in one pass when the first is asked for.
     extremes: Option<[f64; 2]>,
+}
+
+/// The aggregate and its one argument, when `e` is an aggregate of one expression other than
+/// a quantile.
+fn aggregate_of_one(e: &PanelExpr) -> Option<(Function, &PanelExpr)> {
+    match e {
+        PanelExpr::Call(function, args)
+            if function.is_aggregate() && *function != Function::AggQuantile =>
+        {
+            match args.as_slice() {
+                [inner] => Some((*function, inner)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The quantiles of a box table.
