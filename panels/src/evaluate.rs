@@ -1176,6 +1176,61 @@ mod tests {
     }
 
     #[test]
+    fn a_row_s_aggregates_of_one_expression_are_those_taken_alone() {
+        let d = awkward_data();
+        let texts = [
+            "agg_avg(A / B)",
+            "agg_min(A / B)",
+            "agg_max(A / B)",
+            "agg_median(A / B)",
+            "agg_std(A / B)",
+            "agg_avg(C)",
+            "agg_max(A / B)",
+            "agg_quantile(A / B, 0.25)",
+            "agg_min(MISSING)",
+            "A + 1",
+        ];
+        let keys: Vec<String> = (0..texts.len()).map(|i| format!("c{i}")).collect();
+        let metric = crate::Metric {
+            name: "m".into(),
+            cells: keys.iter().cloned().zip(texts.map(String::from)).collect(),
+            level: None,
+        };
+        let table = Table {
+            id: "9.1".into(),
+            title: "t".into(),
+            style: TableStyle::Table,
+            name_heading: "Metric".into(),
+            columns: keys
+                .iter()
+                .map(|key| crate::Column {
+                    key: key.clone(),
+                    heading: key.clone(),
+                    kind: ColumnKind::Expr,
+                })
+                .collect(),
+            metrics: vec![metric],
+            per_channel: None,
+        };
+        let set = load("gfx942").unwrap();
+        let constants: Constants = [("num_xcd".to_string(), 8.0)].into_iter().collect();
+        let row = &evaluate_table(set, &table, &d, &constants, Normalization::PerKernel)
+            .unwrap()
+            .rows[0];
+        let together: Vec<Option<u64>> = row
+            .cells
+            .iter()
+            .map(|c| match c {
+                Cell::Value(v) => v.map(f64::to_bits),
+                Cell::Text(t) => panic!("text {t}"),
+            })
+            .collect();
+        let alone: Vec<Option<u64>> = texts.iter().map(|t| one(t, &d).map(f64::to_bits)).collect();
+        assert_eq!(together, alone);
+        assert_eq!(row.missing, ["MISSING"]);
+    }
+
+    #[test]
     fn units_and_titles_name_the_normalization() {
         let n = Normalization::PerWave;
         assert_eq!(normalize_text("(Req  + $normUnit)", n), "Req per wave");
