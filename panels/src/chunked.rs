@@ -137,12 +137,10 @@ fn first_operand<'s>(
     out: &mut [f64],
     spare: &mut Vec<Vec<f64>>,
 ) -> Option<&'s [f64]> {
-    match step {
-        Step::Input(i) => match inputs[*i] {
-            Input::Series(s) => return Some(&s[from..from + out.len()]),
-            Input::Scalar(_) => {}
-        },
-        _ => {}
+    if let Step::Input(i) = step {
+        if let Input::Series(s) = inputs[*i] {
+            return Some(&s[from..from + out.len()]);
+        }
     }
     fill(step, inputs, from, out, spare);
     None

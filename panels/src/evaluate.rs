@@ -1118,6 +1118,26 @@ mod tests {
         );
     }
 
+    /// A plain table 9.1 of `metrics`, with an expression column of each key.
+    fn expr_table(keys: &[String], metrics: Vec<crate::Metric>) -> Table {
+        Table {
+            id: "9.1".into(),
+            title: "t".into(),
+            style: TableStyle::Table,
+            name_heading: "Metric".into(),
+            columns: keys
+                .iter()
+                .map(|key| crate::Column {
+                    key: key.clone(),
+                    heading: key.clone(),
+                    kind: ColumnKind::Expr,
+                })
+                .collect(),
+            metrics,
+            per_channel: None,
+        }
+    }
+
     #[test]
     fn estimated_inputs_carry_their_error() {
         let mut frame = Frame {
@@ -1145,19 +1165,10 @@ mod tests {
                 .collect(),
             level: None,
         };
-        let table = Table {
-            id: "9.1".into(),
-            title: "t".into(),
-            style: TableStyle::Table,
-            name_heading: "Metric".into(),
-            columns: vec![crate::Column {
-                key: "avg".into(),
-                heading: "Avg".into(),
-                kind: ColumnKind::Expr,
-            }],
-            metrics: vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
-            per_channel: None,
-        };
+        let table = expr_table(
+            &["avg".to_string()],
+            vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
+        );
         let set = load("gfx942").unwrap();
         let t = evaluate_table(
             set,
@@ -1196,22 +1207,7 @@ mod tests {
             cells: keys.iter().cloned().zip(texts.map(String::from)).collect(),
             level: None,
         };
-        let table = Table {
-            id: "9.1".into(),
-            title: "t".into(),
-            style: TableStyle::Table,
-            name_heading: "Metric".into(),
-            columns: keys
-                .iter()
-                .map(|key| crate::Column {
-                    key: key.clone(),
-                    heading: key.clone(),
-                    kind: ColumnKind::Expr,
-                })
-                .collect(),
-            metrics: vec![metric],
-            per_channel: None,
-        };
+        let table = expr_table(&keys, vec![metric]);
         let set = load("gfx942").unwrap();
         let constants: Constants = [("num_xcd".to_string(), 8.0)].into_iter().collect();
         let row = &evaluate_table(set, &table, &d, &constants, Normalization::PerKernel)
