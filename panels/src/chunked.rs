@@ -100,13 +100,18 @@ fn fill(
             Input::Series(s) => out.copy_from_slice(&s[from..from + len]),
         },
         Step::Unary(op, a) => {
-            fill(a, inputs, from, out, spare);
-            unary(*op, out);
+            let x = first_operand(a, inputs, from, out, spare);
+            unary(*op, out, x);
         }
         Step::Binary(op, a, b) => {
-            fill(a, inputs, from, out, spare);
+            let x = first_operand(a, inputs, from, out, spare);
             let mut buffer = spare.pop().unwrap_or_default();
-            binary(*op, out, operand(b, inputs, from, len, spare, &mut buffer));
+            binary(
+                *op,
+                out,
+                x,
+                operand(b, inputs, from, len, spare, &mut buffer),
+            );
             spare.push(buffer);
         }
         Step::Pick(c, t, f) => {
@@ -121,6 +126,24 @@ fn fill(
             spare.extend([first, second]);
         }
     }
+}
+
+/// The first operand of an operation whose result goes to `out`: a series input read in place
+/// (not copied to `out` first), anything else computed into `out` (then `None`).
+fn first_operand<'s>(
+    step: &Step,
+    inputs: &[Input<'s>],
+    from: usize,
+    out: &mut [f64],
+    spare: &mut Vec<Vec<f64>>,
+) -> Option<&'s [f64]> {
+    if let Step::Input(i) = step {
+        if let Input::Series(s) = inputs[*i] {
+            return Some(&s[from..from + out.len()]);
+        }
+    }
+    fill(step, inputs, from, out, spare);
+    None
 }
 
 /// The values of `step` for `len` dispatches from `from`: an input read in place, anything
@@ -146,37 +169,56 @@ fn operand<'s>(
     }
 }
 
-fn unary(op: Unary, out: &mut [f64]) {
-    let each = |f: &dyn Fn(f64) -> f64, out: &mut [f64]| out.iter_mut().for_each(|x| *x = f(*x));
+/// `out[i] = op(x[i])`, `x` being `out` itself when `None`.
+fn unary(op: Unary, out: &mut [f64], x: Option<&[f64]>) {
     match op {
-        Unary::Negate => out.iter_mut().for_each(|x| *x = -*x),
-        Unary::Not => each(&|x| truth(x == 0.0), out),
-        Unary::Int => each(&trunc, out),
-        Unary::Round(scale) => each(&|x| (x * scale).round_ties_even() / scale, out),
+        Unary::Negate => each(out, x, |x| -x),
+        Unary::Not => each(out, x, |x| truth(x == 0.0)),
+        Unary::Int => each(out, x, trunc),
+        Unary::Round(scale) => each(out, x, |x| (x * scale).round_ties_even() / scale),
     }
 }
 
-fn binary(op: Binary, out: &mut [f64], y: Operand<'_>) {
-    match op {
-        Binary::Arith(ArithOp::Add) => combine(out, y, |x, y| x + y),
-        Binary::Arith(ArithOp::Sub) => combine(out, y, |x, y| x - y),
-        Binary::Arith(ArithOp::Mul) => combine(out, y, |x, y| x * y),
-        Binary::Arith(ArithOp::Div) => combine(out, y, |x, y| x / y),
-        Binary::Arith(ArithOp::Mod) => combine(out, y, floored_mod),
-        Binary::Compare(op) => combine(out, y, |x, y| truth(compare(op, x, y))),
-        Binary::And => combine(out, y, |x, y| truth(is_true(x) && is_true(y))),
-        Binary::Or => combine(out, y, |x, y| truth(is_true(x) || is_true(y))),
-        Binary::Least => combine(out, y, |x, y| least_greatest(true, x, y)),
-        Binary::Greatest => combine(out, y, |x, y| least_greatest(false, x, y)),
-    }
-}
-
-/// `out[i] = f(out[i], y[i])`, written once per kind of operand so that each loop is plain.
+/// `out[i] = f(x[i])`, `x` being `out` itself when `None`.
 #[inline(always)]
-fn combine(out: &mut [f64], y: Operand<'_>, f: impl Fn(f64, f64) -> f64) {
-    match y {
-        Operand::Scalar(y) => out.iter_mut().for_each(|x| *x = f(*x, y)),
-        Operand::Slice(y) => out.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)),
+fn each(out: &mut [f64], x: Option<&[f64]>, f: impl Fn(f64) -> f64) {
+    match x {
+        None => out.iter_mut().for_each(|o| *o = f(*o)),
+        Some(x) => out.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x)),
+    }
+}
+
+/// `out[i] = op(x[i], y[i])`, `x` being `out` itself when `None`.
+fn binary(op: Binary, out: &mut [f64], x: Option<&[f64]>, y: Operand<'_>) {
+    match op {
+        Binary::Arith(ArithOp::Add) => combine(out, x, y, |x, y| x + y),
+        Binary::Arith(ArithOp::Sub) => combine(out, x, y, |x, y| x - y),
+        Binary::Arith(ArithOp::Mul) => combine(out, x, y, |x, y| x * y),
+        Binary::Arith(ArithOp::Div) => combine(out, x, y, |x, y| x / y),
+        Binary::Arith(ArithOp::Mod) => combine(out, x, y, floored_mod),
+        Binary::Compare(op) => combine(out, x, y, |x, y| truth(compare(op, x, y))),
+        Binary::And => combine(out, x, y, |x, y| truth(is_true(x) && is_true(y))),
+        Binary::Or => combine(out, x, y, |x, y| truth(is_true(x) || is_true(y))),
+        Binary::Least => combine(out, x, y, |x, y| least_greatest(true, x, y)),
+        Binary::Greatest => combine(out, x, y, |x, y| least_greatest(false, x, y)),
+    }
+}
+
+/// `out[i] = f(x[i], y[i])`, written once per kind of operand so that each loop is plain.
+#[inline(always)]
+fn combine(out: &mut [f64], x: Option<&[f64]>, y: Operand<'_>, f: impl Fn(f64, f64) -> f64) {
+    match (x, y) {
+        (None, Operand::Scalar(y)) => out.iter_mut().for_each(|x| *x = f(*x, y)),
+        (None, Operand::Slice(y)) => out.iter_mut().zip(y).for_each(|(x, &y)| *x = f(*x, y)),
+        (Some(x), Operand::Scalar(y)) => {
+            out.iter_mut().zip(x).for_each(|(o, &x)| *o = f(x, y));
+        }
+        (Some(x), Operand::Slice(y)) => {
+            let pairs = x.iter().zip(y);
+            out.iter_mut()
+                .zip(pairs)
+                .for_each(|(o, (&x, &y))| *o = f(x, y));
+        }
     }
 }
 

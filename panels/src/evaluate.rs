@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rtl_pmc_counters::{ArithOp, ChannelIndex, Function, PanelExpr};
 
 use crate::chunked::{self, compare, floored_mod, is_true, least_greatest, trunc, truth};
+use crate::quantiles::quantiles;
 use crate::{ColumnKind, Metric, PanelSet, Table, TableStyle};
 
 /// The frame of the main per-dispatch counters (the others are named after a level counter).
@@ -251,23 +252,32 @@ impl<'a> Context<'a> {
         let mut errors = Vec::new();
         let mut missing = Vec::new();
         let level = metric.level.as_deref();
-        // A box table's five aggregates share one evaluation of their expression.
-        let memo: std::cell::RefCell<Option<BoxMemo<'a>>> = Default::default();
+        // A box table's five aggregates share one evaluation of their expression, and so do
+        // a row's aggregates of one expression (`agg_avg(x)`, `agg_min(x)`, `agg_max(x)`).
+        let memo: std::cell::RefCell<Option<AggregateMemo<'a>>> = Default::default();
         let mut value = |text: &str, wrap: Option<(Function, Option<f64>)>| {
             let expr = self.parse(&metric.name, text)?;
             let compute = || {
                 let shifted = self.shifted.borrow().is_some();
-                if shifted || wrap.is_none() {
+                let (inner, wrap) = match (shifted, wrap, &*expr) {
+                    (true, _, _) => (None, wrap),
+                    (false, Some(_), e) => (Some(e), wrap),
+                    (false, None, e) => match aggregate_of_one(e) {
+                        Some((function, inner)) => (Some(inner), Some((function, None))),
+                        None => (None, None),
+                    },
+                };
+                let Some(inner) = inner else {
                     return self.eval(&expr, level, channel).map(|v| wrapped(v, wrap));
-                }
-                // Evaluated once for all of the box's aggregates, which read it in place.
+                };
+                // Evaluated once for all of its aggregates, which read it in place.
                 let mut memo = memo.borrow_mut();
-                if !matches!(&*memo, Some(m) if m.text == text) {
+                if !matches!(&*memo, Some(m) if m.expr == *inner) {
                     *memo = None;
                 }
-                let memo = memo.get_or_insert_with(|| BoxMemo {
-                    text: text.to_string(),
-                    value: self.eval(&expr, level, channel),
+                let memo = memo.get_or_insert_with(|| AggregateMemo {
+                    expr: inner.clone(),
+                    value: self.eval(inner, level, channel),
                     quartiles: None,
                     extremes: None,
                 });
@@ -668,14 +678,30 @@ impl<'a> Context<'a> {
     }
 }
 
-/// A box table's expression evaluated once for its five aggregates.
-struct BoxMemo<'a> {
-    text: String,
+/// An expression evaluated once for the aggregates a row takes of it (a box table's five).
+struct AggregateMemo<'a> {
+    expr: PanelExpr,
     value: Result<Val<'a>, Failure>,
     /// Its quartiles, computed together when the first is asked for.
     quartiles: Option<[f64; 3]>,
     /// Its least and greatest values, found in one pass when the first is asked for.
     extremes: Option<[f64; 2]>,
+}
+
+/// The aggregate and its one argument, when `e` is an aggregate of one expression other than
+/// a quantile.
+fn aggregate_of_one(e: &PanelExpr) -> Option<(Function, &PanelExpr)> {
+    match e {
+        PanelExpr::Call(function, args)
+            if function.is_aggregate() && *function != Function::AggQuantile =>
+        {
+            match args.as_slice() {
+                [inner] => Some((*function, inner)),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
 }
 
 /// The quantiles of a box table.
@@ -921,38 +947,6 @@ fn aggregate(function: Function, values: &[f64], q: Option<f64>) -> f64 {
     }
 }
 
-/// The quantiles `qs` of the values present (linear between the two nearest), from one
-/// copy of them: each order statistic is selected among the values not below the one before.
-fn quantiles<const N: usize>(values: &[f64], qs: [f64; N]) -> [f64; N] {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
-    if v.is_empty() {
-        return [f64::NAN; N];
-    }
-    let n = v.len() as f64;
-    let last = v.len() - 1;
-    // v[start..] holds the values from the start-th in order on.
-    let mut start = 0;
-    qs.map(|q| {
-        let pos = q * (n - 1.0);
-        let (lo, hi) = (
-            (pos.floor() as usize).min(last),
-            (pos.ceil() as usize).min(last),
-        );
-        if lo < start {
-            start = 0;
-        }
-        // The lo-th and hi-th values in order, without ordering the rest.
-        let (_, &mut a, above) = v[start..].select_nth_unstable_by(lo - start, f64::total_cmp);
-        let b = if hi > lo {
-            above.iter().copied().min_by(f64::total_cmp).unwrap_or(a)
-        } else {
-            a
-        };
-        start = lo;
-        a + (b - a) * (pos - pos.floor())
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1124,6 +1118,26 @@ mod tests {
         );
     }
 
+    /// A plain table 9.1 of `metrics`, with an expression column of each key.
+    fn expr_table(keys: &[String], metrics: Vec<crate::Metric>) -> Table {
+        Table {
+            id: "9.1".into(),
+            title: "t".into(),
+            style: TableStyle::Table,
+            name_heading: "Metric".into(),
+            columns: keys
+                .iter()
+                .map(|key| crate::Column {
+                    key: key.clone(),
+                    heading: key.clone(),
+                    kind: ColumnKind::Expr,
+                })
+                .collect(),
+            metrics,
+            per_channel: None,
+        }
+    }
+
     #[test]
     fn estimated_inputs_carry_their_error() {
         let mut frame = Frame {
@@ -1151,19 +1165,10 @@ mod tests {
                 .collect(),
             level: None,
         };
-        let table = Table {
-            id: "9.1".into(),
-            title: "t".into(),
-            style: TableStyle::Table,
-            name_heading: "Metric".into(),
-            columns: vec![crate::Column {
-                key: "avg".into(),
-                heading: "Avg".into(),
-                kind: ColumnKind::Expr,
-            }],
-            metrics: vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
-            per_channel: None,
-        };
+        let table = expr_table(
+            &["avg".to_string()],
+            vec![cell("agg_avg(A / B)"), cell("agg_avg(C)")],
+        );
         let set = load("gfx942").unwrap();
         let t = evaluate_table(
             set,
@@ -1179,6 +1184,46 @@ mod tests {
         // Measured inputs only: no error.
         assert_eq!(t.rows[1].cells, [Cell::Value(Some(1.0))]);
         assert_eq!(t.rows[1].errors, [None]);
+    }
+
+    #[test]
+    fn a_row_s_aggregates_of_one_expression_are_those_taken_alone() {
+        let d = awkward_data();
+        let texts = [
+            "agg_avg(A / B)",
+            "agg_min(A / B)",
+            "agg_max(A / B)",
+            "agg_median(A / B)",
+            "agg_std(A / B)",
+            "agg_avg(C)",
+            "agg_max(A / B)",
+            "agg_quantile(A / B, 0.25)",
+            "agg_min(MISSING)",
+            "A + 1",
+        ];
+        let keys: Vec<String> = (0..texts.len()).map(|i| format!("c{i}")).collect();
+        let metric = crate::Metric {
+            name: "m".into(),
+            cells: keys.iter().cloned().zip(texts.map(String::from)).collect(),
+            level: None,
+        };
+        let table = expr_table(&keys, vec![metric]);
+        let set = load("gfx942").unwrap();
+        let constants: Constants = [("num_xcd".to_string(), 8.0)].into_iter().collect();
+        let row = &evaluate_table(set, &table, &d, &constants, Normalization::PerKernel)
+            .unwrap()
+            .rows[0];
+        let together: Vec<Option<u64>> = row
+            .cells
+            .iter()
+            .map(|c| match c {
+                Cell::Value(v) => v.map(f64::to_bits),
+                Cell::Text(t) => panic!("text {t}"),
+            })
+            .collect();
+        let alone: Vec<Option<u64>> = texts.iter().map(|t| one(t, &d).map(f64::to_bits)).collect();
+        assert_eq!(together, alone);
+        assert_eq!(row.missing, ["MISSING"]);
     }
 
     #[test]

@@ -23,6 +23,7 @@
 mod chunked;
 mod definitions;
 mod evaluate;
+mod quantiles;
 mod selection;
 
 pub use definitions::{

@@ -7,8 +7,12 @@ use std::path::Path;
 
 use crate::error::CliError;
 
+mod records;
 mod rooms;
+mod waiting;
+use records::{OwnedRecord, Record, Records, Start};
 use rooms::{HalfRows, Room, Rooms, Sampled};
+use waiting::Waiting;
 
 /// The rows of one (GPU, kernel): its key and its columns of values.
 pub(super) type Group = ((String, String), Vec<Vec<f64>>);
@@ -36,11 +40,7 @@ pub(super) enum Grouping<'a> {
 
 pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, CliError> {
     let bad = |e: String| CliError::input(format!("analyze: {}: {e}", path.display()));
-    let mut reader = csv::ReaderBuilder::new()
-        .flexible(false)
-        .buffer_capacity(READ_BUFFER)
-        .from_path(path)
-        .map_err(|e| bad(e.to_string()))?;
+    let mut reader = csv::Reader::from_path(path).map_err(|e| bad(e.to_string()))?;
     let names: Vec<String> = reader
         .headers()
         .map_err(|e| bad(e.to_string()))?
@@ -59,24 +59,29 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     // the first line break past its middle. Its rows count only if that line break ends one of
     // the first half's records (not one inside a quoted field) and the second half reads
     // without error; otherwise the first half's reader goes on to the end alone.
-    let start = reader.position().byte();
+    let start = Start {
+        byte: reader.position().byte(),
+        line: reader.position().line(),
+        record: 1,
+    };
+    let width = names.len();
+    let mut reader = Records::open(path, start, width).map_err(|e| bad(e.to_string()))?;
+    let start = start.byte;
     let len = std::fs::metadata(path).map_or(0, |m| m.len());
     let split = match key {
         RowKey::Columns { .. } => second_half(path, start, len),
         RowKey::AsRows(_) => None,
     };
     // Before the second half is read, its groups' columns are made from the first rows.
-    let width = names.len();
-    let mut record = csv::ByteRecord::new();
-    let mut sample = Vec::new();
+    let mut sample: Vec<OwnedRecord> = Vec::new();
     while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && !reached(&reader, at)) {
-        let more = reader
-            .read_byte_record(&mut record)
+        let record = reader
+            .next()
             .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
-        if !more {
-            break;
+        match record {
+            Some(record) => sample.push(record.to_owned()),
+            None => break,
         }
-        sample.push(record.clone());
     }
     let sample_groups = match key {
         RowKey::Columns { kernel, gpu } => sampled(&sample, kernel, gpu),
@@ -84,7 +89,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     };
     let mut rooms = match split {
         Some(at) if !sample_groups.is_empty() => {
-            let bytes = sample.iter().map(record_bytes).sum();
+            let bytes = sample.iter().map(|r| r.record().file_bytes()).sum();
             let halves = (at.saturating_sub(start), len.saturating_sub(at));
             Rooms::plan(&sample_groups, sample.len(), bytes, halves, width)
         }
@@ -100,7 +105,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
         first_rooms,
     );
     for record in &sample {
-        collector.add(record);
+        collector.add(record.record());
     }
     let cancel = std::sync::atomic::AtomicBool::new(false);
     let (first, second) = std::thread::scope(|scope| {
@@ -121,7 +126,7 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                 if let Some(handle) = second.take() {
                     // A record ended by CRLF is read up to its CR: the LF left is the line
                     // break `at` follows.
-                    let whole_records = reader.position().byte() <= at;
+                    let whole_records = reader.position() <= at;
                     if !whole_records {
                         cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
@@ -131,12 +136,12 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
                     }
                 }
             }
-            let more = reader.read_byte_record(&mut record).map_err(|e| {
+            let record = reader.next().map_err(|e| {
                 // The second half's reader stops at once rather than read on for nothing.
                 cancel.store(true, std::sync::atomic::Ordering::Relaxed);
                 bad(format!("line {}: {e}", collector.rows() + 2))
             })?;
-            if !more || !collector.add(&record) {
+            if !record.is_some_and(|record| collector.add(record)) {
                 break;
             }
         }
@@ -152,15 +157,15 @@ const SAMPLE_ROWS: usize = 256;
 
 /// Whether `reader` has read up to byte `at`, where the second half starts: a record ended by
 /// CRLF leaves its reader one byte short, before the LF.
-fn reached<R: std::io::Read>(reader: &csv::Reader<R>, at: u64) -> bool {
-    reader.position().byte() + 1 >= at
+fn reached(reader: &Records, at: u64) -> bool {
+    reader.position() + 1 >= at
 }
 
 /// The groups of `sample`'s rows, in order of first appearance, with their rows.
-fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
+fn sampled(sample: &[OwnedRecord], kernel: usize, gpu: Option<usize>) -> Vec<Sampled> {
     let mut groups: Vec<Sampled> = Vec::new();
     for record in sample {
-        let key = key_of(record, kernel, gpu);
+        let key = key_of(record.record(), kernel, gpu);
         match groups.iter_mut().find(|g| g.key == key) {
             Some(group) => group.rows += 1,
             None => groups.push(Sampled { key, rows: 1 }),
@@ -170,14 +175,9 @@ fn sampled(sample: &[csv::ByteRecord], kernel: usize, gpu: Option<usize>) -> Vec
 }
 
 /// A row's group: its GPU column's value (empty without one) and its kernel column's.
-fn key_of(record: &csv::ByteRecord, kernel: usize, gpu: Option<usize>) -> (String, String) {
-    let text = |i: usize| String::from_utf8_lossy(record.get(i).unwrap_or_default()).into_owned();
+fn key_of(record: Record<'_>, kernel: usize, gpu: Option<usize>) -> (String, String) {
+    let text = |i: usize| String::from_utf8_lossy(record.field(i).unwrap_or_default()).into_owned();
     (gpu.map(text).unwrap_or_default(), text(kernel))
-}
-
-/// A record's bytes in the file, about (its fields and their separators).
-fn record_bytes(record: &csv::ByteRecord) -> u64 {
-    (record.as_slice().len() + record.len()) as u64
 }
 
 /// The file's rows from the two halves' collected rows: the second half's groups after the
@@ -238,9 +238,6 @@ struct Collected {
     row_group: Vec<usize>,
 }
 
-/// The buffer of a CSV reader.
-const READ_BUFFER: usize = 1 << 20;
-
 /// Files smaller than this are read by one thread (in unit tests, all but the smallest are
 /// read in two halves).
 const SPLIT_SIZE: u64 = if cfg!(test) { 256 } else { 32 << 20 };
@@ -257,9 +254,7 @@ fn second_half(path: &Path, start: u64, len: u64) -> Option<u64> {
     let mut file = std::fs::File::open(path).ok()?;
     file.seek(std::io::SeekFrom::Start(middle)).ok()?;
     let mut window = Vec::new();
-    file.take(READ_BUFFER as u64)
-        .read_to_end(&mut window)
-        .ok()?;
+    file.take(1 << 20).read_to_end(&mut window).ok()?;
     let at = middle + window.iter().position(|&b| b == b'\n')? as u64 + 1;
     (at < len).then_some(at)
 }
@@ -271,20 +266,18 @@ fn read_from<'a>(
     mut collector: Collector<'a>,
     cancel: &std::sync::atomic::AtomicBool,
 ) -> Option<Collector<'a>> {
-    use std::io::Seek as _;
-    let mut file = std::fs::File::open(path).ok()?;
-    file.seek(std::io::SeekFrom::Start(at)).ok()?;
-    let mut reader = csv::ReaderBuilder::new()
-        .has_headers(false)
-        .flexible(true)
-        .buffer_capacity(READ_BUFFER)
-        .from_reader(file);
-    let mut record = csv::ByteRecord::new();
-    while reader.read_byte_record(&mut record).ok()? {
-        if cancel.load(std::sync::atomic::Ordering::Relaxed) || record.len() != collector.width {
+    // Only its bytes matter: the line and record counts are for messages it never gives.
+    let start = Start {
+        byte: at,
+        line: 1,
+        record: 0,
+    };
+    let mut reader = Records::open(path, start, collector.width).ok()?;
+    while let Some(record) = reader.next().ok()? {
+        if cancel.load(std::sync::atomic::Ordering::Relaxed) {
             return None;
         }
-        collector.add(&record);
+        collector.add(record);
     }
     Some(collector)
 }
@@ -304,10 +297,9 @@ struct Collector<'a> {
     key: RowKey<'a>,
     groups: Vec<Group>,
     index: HashMap<(String, String), usize>,
-    /// Each group's latest rows, row after row, moved into its columns a block at a time: the
-    /// values are written in the order they are read, and each column then grows by a run of
-    /// values rather than one value per row.
-    pending: Vec<Vec<f64>>,
+    /// Each group's latest rows, moved into its columns a block at a time: each column then
+    /// grows by a run of values rather than one value per row.
+    pending: Vec<Waiting>,
     /// The room made for the first groups' rows before reading, filled before their columns.
     rooms: Vec<Room<'a>>,
     row_group: Vec<usize>,
@@ -356,13 +348,13 @@ impl<'a> Collector<'a> {
     fn group(&mut self, key: (String, String)) -> usize {
         *self.index.entry(key.clone()).or_insert_with(|| {
             self.groups.push((key, vec![Vec::new(); self.width]));
-            self.pending.push(Vec::new());
+            self.pending.push(Waiting::default());
             self.groups.len() - 1
         })
     }
 
     /// Adds a record; false when it has no group (past the end of the other file's rows).
-    fn add(&mut self, record: &csv::ByteRecord) -> bool {
+    fn add(&mut self, record: Record<'_>) -> bool {
         let group = match self.key {
             RowKey::AsRows(other) => match other.row_group.get(self.rows()) {
                 Some(&g) => g,
@@ -374,18 +366,16 @@ impl<'a> Collector<'a> {
         let rows_so_far = self.rows() as f64 + 1.0;
         let per_row = self.read as f64 / rows_so_far;
         let rows = &mut self.pending[group];
-        self.read += record_bytes(record);
-        let mut values = record_values(record);
-        // From a range, the row's room is made once and its values written without a test each.
-        rows.extend((0..width).map(|_| values.next().unwrap_or(f64::NAN)));
-        if rows.len() >= PENDING_ROWS * width {
+        self.read += record.file_bytes();
+        rows.push(record, width);
+        if rows.is_full() {
             let columns = &mut self.groups[group].1;
             let room = self.rooms.get_mut(group);
             if columns.first().is_some_and(|c| c.capacity() == 0)
                 && room.as_ref().is_none_or(|r| r.is_empty())
             {
                 // The group's share of the rows so far, of the rows expected.
-                let share = (rows.len() / width.max(1)) as f64 / rows_so_far;
+                let share = rows.rows() as f64 / rows_so_far;
                 let expected = rooms::expected_rows(share, self.span, per_row);
                 columns.iter_mut().for_each(|c| c.reserve(expected));
             }
@@ -422,36 +412,13 @@ thread_local! {
     static HALVES_JOINED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
-/// How many of a group's rows wait before they are moved into its columns: few enough that
-/// every group's waiting rows stay in the core's cache until they are moved (16 rows of 2,008
-/// columns for each of 8 kernels are 2 MiB), enough that each column grows by a run.
-const PENDING_ROWS: usize = 16;
-
-/// Moves `rows` (whole rows, one value per column each) into `room` while it has room, the
-/// rest to the ends of `columns`.
-fn spread(rows: &mut Vec<f64>, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
-    let width = columns.len();
-    if let Some(count) = rows.len().checked_div(width) {
-        let fit = room.map_or(0, |room| room.fill(rows, count));
-        for (i, column) in columns.iter_mut().enumerate() {
-            // Indexed from a range, the column's room is made once for the whole run.
-            column.extend((fit..count).map(|r| rows[r * width + i]));
-        }
+/// Moves the waiting rows into `room` while it has room, the rest to the ends of `columns`.
+fn spread(rows: &mut Waiting, columns: &mut [Vec<f64>], room: Option<&mut Room>) {
+    let fit = room.map_or(0, |room| room.fill(rows));
+    for (i, column) in columns.iter_mut().enumerate() {
+        column.extend_from_slice(&rows.column(i)[fit..]);
     }
     rows.clear();
-}
-
-/// The values of `record`'s fields.
-fn record_values(record: &csv::ByteRecord) -> impl Iterator<Item = f64> + '_ {
-    // The fields lie one after another in the record's bytes: a field's digits are read
-    // together with the bytes after it, in one load.
-    let bytes = record.as_slice();
-    let mut at = 0;
-    record.iter().map(move |field| {
-        let value = field_value(bytes, at, field.len());
-        at += field.len();
-        value
-    })
 }
 
 /// A lone CSV field's value (the unit tests check it field by field).
@@ -638,12 +605,28 @@ mod tests {
             })
             .collect();
         for first in 0..fields.len() {
-            let mut record = csv::ByteRecord::new();
-            for field in fields[first..].iter().chain(&fields[..first]) {
-                record.push_field(field.as_bytes());
-            }
-            let read: Vec<u64> = record_values(&record).map(f64::to_bits).collect();
-            let alone: Vec<u64> = record.iter().map(|f| parse_value(f).to_bits()).collect();
+            let order: Vec<&String> = fields[first..].iter().chain(&fields[..first]).collect();
+            let bytes: Vec<u8> = order.iter().flat_map(|f| f.bytes()).collect();
+            let ends: Vec<usize> = order
+                .iter()
+                .scan(0, |at, f| {
+                    *at += f.len();
+                    Some(*at)
+                })
+                .collect();
+            let record = Record {
+                bytes: &bytes,
+                ends: &ends,
+            };
+            let mut waiting = Waiting::default();
+            waiting.push(record, ends.len());
+            let read: Vec<u64> = (0..ends.len())
+                .map(|i| waiting.column(i)[0].to_bits())
+                .collect();
+            let alone: Vec<u64> = order
+                .iter()
+                .map(|f| parse_value(f.as_bytes()).to_bits())
+                .collect();
             assert_eq!(read, alone, "fields from {first}");
         }
     }
@@ -751,6 +734,27 @@ mod tests {
             1000,
             &["a\nb\nc\nd\nx", "e\nf\nc\nd\ny", "g\nh\nc\nd\nz"],
         );
+    }
+
+    /// The error the `csv` crate gives for `text`'s first bad record, read as `read_csv` reads.
+    fn csv_crate_error(text: &str) -> String {
+        let mut reader = csv::Reader::from_reader(text.as_bytes());
+        let error = reader.byte_records().find_map(Result::err).unwrap();
+        error.to_string()
+    }
+
+    #[test]
+    fn a_row_of_too_few_or_too_many_fields_is_reported_as_the_csv_crate_reports_it() {
+        for (at, bad) in [(5, "1,k0,5"), (700, "1,k0,5,6,7"), (2, "\"1,\n\",k0,5")] {
+            let mut text = rows(1000, |i| format!("k{}", i % 3));
+            let line = text.split_inclusive('\n').nth(at).unwrap().to_string();
+            let place = text.find(&line).unwrap();
+            text.insert_str(place, &format!("{bad}\n"));
+            let (read, _) = read_text("fields", &text);
+            let error = read.err().unwrap().to_string();
+            let expected = format!(": line {}: {}", at + 1, csv_crate_error(&text));
+            assert!(error.ends_with(&expected), "{error}\n{expected}");
+        }
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! first half's are expected to end. Once both are read, the second half's values are moved
 //! down behind the first's, in memory already touched, rather than copied into new memory.
 
+use super::waiting::Waiting;
+
 /// A half's rows of one group: how many it wrote into the group's room, and its columns of
 /// the rest.
 pub(super) type HalfRows = (usize, Vec<Vec<f64>>);
@@ -176,16 +178,12 @@ impl<'a> Room<'a> {
         self.columns.is_empty()
     }
 
-    /// Moves up to `count` whole rows of `rows` (one value per column each) into the room;
-    /// returns how many fit.
-    pub(super) fn fill(&mut self, rows: &[f64], count: usize) -> usize {
-        let width = self.columns.len();
+    /// Moves as many of the waiting rows as it has room for into the room; returns how many.
+    pub(super) fn fill(&mut self, rows: &Waiting) -> usize {
         let free = self.columns.first().map_or(0, |c| c.len() - self.rows);
-        let fit = count.min(free);
+        let fit = rows.rows().min(free);
         for (i, column) in self.columns.iter_mut().enumerate() {
-            for (r, slot) in column[self.rows..self.rows + fit].iter_mut().enumerate() {
-                *slot = rows[r * width + i];
-            }
+            column[self.rows..self.rows + fit].copy_from_slice(&rows.column(i)[..fit]);
         }
         self.rows += fit;
         fit
