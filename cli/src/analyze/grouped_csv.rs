@@ -75,9 +75,12 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
     // Before the second half is read, its groups' columns are made from the first rows.
     let mut sample: Vec<OwnedRecord> = Vec::new();
     while split.is_some_and(|at| sample.len() < SAMPLE_ROWS && !reached(&reader, at)) {
-        let record = reader
-            .next()
-            .map_err(|e| bad(format!("line {}: {e}", sample.len() + 2)))?;
+        let record = reader.next().map_err(|e| {
+            bad(format!(
+                "line {}: {e}",
+                e.line().unwrap_or(sample.len() as u64 + 2)
+            ))
+        })?;
         match record {
             Some(record) => sample.push(record.to_owned()),
             None => break,
@@ -139,7 +142,10 @@ pub(super) fn read_csv(path: &Path, grouping: Grouping) -> Result<GroupedCsv, Cl
             let record = reader.next().map_err(|e| {
                 // The second half's reader stops at once rather than read on for nothing.
                 cancel.store(true, std::sync::atomic::Ordering::Relaxed);
-                bad(format!("line {}: {e}", collector.rows() + 2))
+                bad(format!(
+                    "line {}: {e}",
+                    e.line().unwrap_or(collector.rows() as u64 + 2)
+                ))
             })?;
             if !record.is_some_and(|record| collector.add(record)) {
                 break;
@@ -755,6 +761,24 @@ mod tests {
             let expected = format!(": line {}: {}", at + 1, csv_crate_error(&text));
             assert!(error.ends_with(&expected), "{error}\n{expected}");
         }
+    }
+
+    #[test]
+    fn a_last_row_without_a_line_end_is_read() {
+        let mut text = rows(1000, |i| format!("k{}", i % 3));
+        text.pop();
+        let (read, _) = read_text("no-end", &text);
+        expect_groups(&read.unwrap(), 1000, &["k0", "k1", "k2"]);
+    }
+
+    #[test]
+    fn a_bad_row_after_names_of_several_lines_is_reported_at_its_line() {
+        // Every name holds line breaks: the bad row's line is not its index + 2.
+        let mut text = rows(1000, |i| format!("\"k{}\n\n\"", i % 3));
+        text.push_str("1,k0,5\n");
+        let (read, _) = read_text("bad-row-lines", &text);
+        let error = read.err().unwrap().to_string();
+        assert!(error.contains("line 3002: "), "{error}");
     }
 
     #[test]
