@@ -1461,12 +1461,31 @@ impl Database {
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
-        for (_, d) in dispatches.iter_mut() {
+        // Where the ids of the counters of the dispatch before start in `ids`.
+        let mut first_before = 0;
+        for at in 0..dispatches.len() {
+            let (before, rest) = dispatches.split_at_mut(at);
+            let d = &mut rest[0].1;
             ids.push(self.string_id(&d.kernel)?);
             let first = ids.len();
-            for c in &d.counters {
-                ids.push(self.counter_id(c)?);
+            // The dispatch before usually has the same counters (in the order they were put
+            // in): their ids without looking each name up.
+            let same = before.last().is_some_and(|(_, b)| {
+                b.counters.len() == d.counters.len()
+                    && b.counters
+                        .iter()
+                        .zip(&d.counters)
+                        .all(|(b, c)| b.name == c.name)
+            });
+            match same {
+                true => ids.extend_from_within(first_before..first_before + d.counters.len()),
+                false => {
+                    for c in &d.counters {
+                        ids.push(self.counter_id(c)?);
+                    }
+                }
             }
+            first_before = first;
             if !ids[first..].is_sorted() {
                 positions = None;
                 let mut by_id: Vec<(i64, Counter)> =
