@@ -188,8 +188,10 @@ impl Batch {
     }
 }
 
-/// How many dispatches go between threads at once, at most.
-const BATCH: usize = 64;
+/// How many dispatches go between threads at once, at most: enough that the inserting thread's
+/// work per batch (its statements taken from the cache, their parameters cleared when put back)
+/// is small beside its rows.
+const BATCH: usize = 256;
 
 /// Where a pass's dispatches come in: [`PassInput::write`] each of them.
 pub struct PassInput {

@@ -190,6 +190,10 @@ const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(pass, source, pid, tid,
 /// The values of a row of [`INSERT_DISPATCH`].
 const DISPATCH_FIELDS: usize = 34;
 
+/// The first values of a row of [`INSERT_DISPATCH`], integers that are never null (`pass` to
+/// `end_ns`).
+const DISPATCH_INTEGERS: usize = 26;
+
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each, their ids left to SQLite as those of [`INSERT_DISPATCH`].
 const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(source, process_order, agent,
@@ -1457,12 +1461,31 @@ impl Database {
         // Per dispatch its kernel's id, then its counters' ids (recorded when new).
         let mut ids = std::mem::take(&mut self.batch_ids);
         ids.clear();
-        for (_, d) in dispatches.iter_mut() {
+        // Where the ids of the counters of the dispatch before start in `ids`.
+        let mut first_before = 0;
+        for at in 0..dispatches.len() {
+            let (before, rest) = dispatches.split_at_mut(at);
+            let d = &mut rest[0].1;
             ids.push(self.string_id(&d.kernel)?);
             let first = ids.len();
-            for c in &d.counters {
-                ids.push(self.counter_id(c)?);
+            // The dispatch before usually has the same counters (in the order they were put
+            // in): their ids without looking each name up.
+            let same = before.last().is_some_and(|(_, b)| {
+                b.counters.len() == d.counters.len()
+                    && b.counters
+                        .iter()
+                        .zip(&d.counters)
+                        .all(|(b, c)| b.name == c.name)
+            });
+            match same {
+                true => ids.extend_from_within(first_before..first_before + d.counters.len()),
+                false => {
+                    for c in &d.counters {
+                        ids.push(self.counter_id(c)?);
+                    }
+                }
             }
+            first_before = first;
             if !ids[first..].is_sorted() {
                 positions = None;
                 let mut by_id: Vec<(i64, Counter)> =
@@ -1670,43 +1693,55 @@ impl Database {
             &self.dispatch_rows,
             |stmt, from, r| {
                 let (source, d) = &dispatches[r.at];
-                let fields: [&dyn rusqlite::ToSql; DISPATCH_FIELDS] = [
-                    &pass,
-                    source,
-                    &d.pid,
-                    &d.tid,
-                    &d.agent,
-                    &(d.queue_id as i64),
-                    &(d.queue_index as i64),
-                    &(d.dispatch_id as i64),
-                    &(d.correlation_id as i64),
-                    &r.kernel_id,
-                    &(d.kernel_object as i64),
-                    &d.grid[0],
-                    &d.grid[1],
-                    &d.grid[2],
-                    &d.workgroup[0],
-                    &d.workgroup[1],
-                    &d.workgroup[2],
-                    &d.lds,
-                    &d.scratch,
-                    &d.arch_vgpr,
-                    &d.accum_vgpr,
-                    &d.sgpr,
-                    &d.wave_size,
-                    &(d.signal as i64),
-                    &(d.start_ns as i64),
-                    &(d.end_ns as i64),
-                    &r.key.map(|k| k.order),
-                    &r.key.map(|k| k.occurrence),
-                    &r.merged,
-                    &d.queue_order,
-                    &(d.kernel_id as i64),
-                    &r.positions.clone().and_then(|p| dispatch_json.get(p)),
-                    &r.values.map(|v| v.0),
-                    &r.values.map(|v| v.1),
+                // Bound by type, not through `&dyn ToSql`: 34 parameters per dispatch row.
+                let integers: [i64; DISPATCH_INTEGERS] = [
+                    i64::from(pass),
+                    i64::from(*source),
+                    i64::from(d.pid),
+                    i64::from(d.tid),
+                    i64::from(d.agent),
+                    d.queue_id as i64,
+                    d.queue_index as i64,
+                    d.dispatch_id as i64,
+                    d.correlation_id as i64,
+                    r.kernel_id,
+                    d.kernel_object as i64,
+                    i64::from(d.grid[0]),
+                    i64::from(d.grid[1]),
+                    i64::from(d.grid[2]),
+                    i64::from(d.workgroup[0]),
+                    i64::from(d.workgroup[1]),
+                    i64::from(d.workgroup[2]),
+                    i64::from(d.lds),
+                    i64::from(d.scratch),
+                    i64::from(d.arch_vgpr),
+                    i64::from(d.accum_vgpr),
+                    i64::from(d.sgpr),
+                    i64::from(d.wave_size),
+                    d.signal as i64,
+                    d.start_ns as i64,
+                    d.end_ns as i64,
                 ];
-                bind_row(stmt, from, &fields)
+                bind_row(stmt, from, &integers)?;
+                let from = from + DISPATCH_INTEGERS;
+                bind_row(
+                    stmt,
+                    from,
+                    &[
+                        r.key.map(|k| k.order),
+                        r.key.map(|k| k.occurrence),
+                        r.merged,
+                    ],
+                )?;
+                stmt.raw_bind_parameter(from + 3, i64::from(d.queue_order))?;
+                stmt.raw_bind_parameter(from + 4, d.kernel_id as i64)?;
+                let positions = r.positions.clone().and_then(|p| dispatch_json.get(p));
+                stmt.raw_bind_parameter(from + 5, positions)?;
+                bind_row(
+                    stmt,
+                    from + 6,
+                    &[r.values.map(|v| v.0), r.values.map(|v| v.1)],
+                )
             },
         );
         sql(path, r)?;
