@@ -771,6 +771,16 @@ fn the_join_while_inserting_equals_the_join_in_sql() {
     }
 }
 
+/// Whether the database of `conn` has a table, view or index named `name`.
+fn in_schema(conn: &rusqlite::Connection, name: &str) -> bool {
+    conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = ?1)",
+        [name],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
 /// Writes pass `pass` (`label`) of process 100, as `rtl-pmc` writes a pass: its `vadd` launches
 /// in turn, each at its start with its counters.
 fn write_vadd_pass(
@@ -798,6 +808,24 @@ fn write_vadd_pass(
     .unwrap();
 }
 
+/// A database in `dir` of a GPU and `passes` of process 100's `vadd` launches, each pass named
+/// for what it collects, each launch its start and a value, its counters made by `counters`.
+fn vadd_passes(
+    dir: &Path,
+    passes: Vec<(&str, Vec<(u64, f64)>)>,
+    counters: impl Fn(&str, f64) -> Vec<Counter>,
+) -> Database {
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    db.add_agent(&gpu()).unwrap();
+    for (pass, (name, launches)) in (1..).zip(passes) {
+        let launches = launches
+            .into_iter()
+            .map(|(start, v)| (start, counters(name, v)));
+        write_vadd_pass(&mut db, pass, name, launches);
+    }
+    db
+}
+
 #[test]
 fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_not() {
     // Pass 2 launches `vadd` once more than pass 1, at 3000 (before pass 1's, which start at
@@ -807,17 +835,14 @@ fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_n
         (13000, [5000, 6000, 13000], false),
     ] {
         let dir = temp_dir(&format!("start-order-{extra}"));
-        let mut db = Database::create(&dir.join("results.db")).unwrap();
-        db.add_agent(&gpu()).unwrap();
-        let waves = |v: f64| vec![counter("SQ_WAVES", &[v, v])];
-        let passes = [
-            vec![(5000, 1.0), (6000, 2.0)],
-            vec![(extra - 2000, 3.0), (extra - 1000, 4.0), (extra, 5.0)],
+        let passes = vec![
+            ("SQ_WAVES", vec![(5000, 1.0), (6000, 2.0)]),
+            (
+                "SQ_WAVES",
+                vec![(extra - 2000, 3.0), (extra - 1000, 4.0), (extra, 5.0)],
+            ),
         ];
-        for (pass, dispatches) in (1..).zip(passes) {
-            let launches = dispatches.into_iter().map(|(start, v)| (start, waves(v)));
-            write_vadd_pass(&mut db, pass, "SQ_WAVES", launches);
-        }
+        let db = vadd_passes(&dir, passes, |name, v| vec![counter(name, &[v, v])]);
         let mut read = Vec::new();
         db.for_each_merged(true, |d| {
             read.push((d.start_ns, d.counters[0].values.clone()));
@@ -835,14 +860,7 @@ fn merged_dispatches_are_read_in_start_order_with_the_index_only_where_ids_are_n
         assert_eq!(values, expected);
         let path = db.commit(true).unwrap().unwrap();
         let conn = rusqlite::Connection::open(path).unwrap();
-        let has_index: bool = conn
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master
-                                WHERE name = 'rtl_merged_dispatch_start')",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
+        let has_index = in_schema(&conn, "rtl_merged_dispatch_start");
         assert_eq!(has_index, index, "extra launch at {extra}");
         drop(conn);
         // A reader of the finished database reads in the same order.
@@ -866,32 +884,17 @@ fn estimates_read_each_merged_dispatchs_rows_through_an_index_when_a_pass_lacks_
     // dispatch (without it, a scan of every dispatch row for each merged dispatch).
     for extra in [false, true] {
         let dir = temp_dir(&format!("estimates-index-{extra}"));
-        let mut db = Database::create(&dir.join("results.db")).unwrap();
-        db.add_agent(&gpu()).unwrap();
         let mut passes = vec![
-            vec![(5000, 1.0), (6000, 2.0)],
-            vec![(5000, 3.0), (6000, 4.0)],
+            ("SQ_WAVES", vec![(5000, 1.0), (6000, 2.0)]),
+            ("GRBM_COUNT", vec![(5000, 3.0), (6000, 4.0)]),
         ];
         if extra {
-            passes[1].push((7000, 5.0));
+            passes[1].1.push((7000, 5.0));
         }
-        for (pass, dispatches) in (1..).zip(passes) {
-            let name = ["SQ_WAVES", "GRBM_COUNT"][pass as usize - 1];
-            let launches = dispatches
-                .into_iter()
-                .map(|(start, v)| (start, vec![counter(name, &[v])]));
-            write_vadd_pass(&mut db, pass, name, launches);
-        }
+        let db = vadd_passes(&dir, passes, |name, v| vec![counter(name, &[v])]);
         crate::store::estimates::Estimates::compute(&db).unwrap();
-        let indexed: bool = db
-            .with_connection(|conn| {
-                conn.query_row(
-                    "SELECT EXISTS (SELECT 1 FROM sqlite_master
-                                    WHERE name = 'rtl_dispatch_merged')",
-                    [],
-                    |r| r.get(0),
-                )
-            })
+        let indexed = db
+            .with_connection(|conn| Ok(in_schema(conn, "rtl_dispatch_merged")))
             .unwrap();
         assert_eq!(indexed, extra);
         drop(db);
@@ -905,25 +908,20 @@ fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispa
     // passes collect TCC_HIT too, which pass 2 then repeats.
     for repeat in [false, true] {
         let dir = temp_dir(&format!("pass-scan-{repeat}"));
-        let mut db = Database::create(&dir.join("results.db")).unwrap();
-        db.add_agent(&gpu()).unwrap();
-        let passes = [
+        let passes = vec![
             ("SQ_WAVES", vec![(5000, 1.0), (6000, 2.0), (7000, 3.0)]),
             (
                 "GRBM_COUNT",
                 vec![(15000, 10.0), (16000, 20.0), (17000, 30.0), (18000, 40.0)],
             ),
         ];
-        for (pass, (name, dispatches)) in (1..).zip(passes) {
-            let launches = dispatches.into_iter().map(|(start, v)| {
-                let mut counters = vec![counter(name, &[v, v])];
-                if repeat {
-                    counters.push(counter("TCC_HIT", &[v]));
-                }
-                (start, counters)
-            });
-            write_vadd_pass(&mut db, pass, name, launches);
-        }
+        let db = vadd_passes(&dir, passes, |name, v| {
+            let mut counters = vec![counter(name, &[v, v])];
+            if repeat {
+                counters.push(counter("TCC_HIT", &[v]));
+            }
+            counters
+        });
         let read = |db: &Database| {
             let mut read = Vec::new();
             db.for_each_merged(false, |d| {
@@ -960,14 +958,7 @@ fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispa
         assert_eq!(while_committing, expected, "repeat {repeat}");
         // The index by merged dispatch is made only for the repeats.
         let conn = rusqlite::Connection::open(path.unwrap()).unwrap();
-        let indexed: bool = conn
-            .query_row(
-                "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'rtl_dispatch_merged')",
-                [],
-                |r| r.get(0),
-            )
-            .unwrap();
-        assert_eq!(indexed, repeat);
+        assert_eq!(in_schema(&conn, "rtl_dispatch_merged"), repeat);
         drop(conn);
         // A reader of the finished database finds each merged dispatch's rows.
         let db = Database::open(&dir.join("results.db")).unwrap();
