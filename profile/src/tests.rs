@@ -781,6 +781,21 @@ fn in_schema(conn: &rusqlite::Connection, name: &str) -> bool {
     .unwrap()
 }
 
+/// A merged dispatch's start, process and counter totals.
+type MergedTotals = (u64, u32, Vec<(String, f64)>);
+
+/// Each merged dispatch's start, process and counter totals, as the merged files read them.
+fn merged_totals(db: &Database) -> Vec<MergedTotals> {
+    let mut read = Vec::new();
+    db.for_each_merged(false, |d| {
+        let totals = d.counters.iter().map(|c| (c.name.clone(), c.total));
+        read.push((d.start_ns, d.pid, totals.collect()));
+        Ok::<_, DatabaseError>(())
+    })
+    .unwrap();
+    read
+}
+
 /// Writes pass `pass` (`label`) of process 100, as `rtl-pmc` writes a pass: its `vadd` launches
 /// in turn, each at its start with its counters.
 fn write_vadd_pass(
@@ -922,38 +937,24 @@ fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispa
             }
             counters
         });
-        let read = |db: &Database| {
-            let mut read = Vec::new();
-            db.for_each_merged(false, |d| {
-                let counters: Vec<(String, f64)> = d
-                    .counters
-                    .iter()
-                    .map(|c| (c.name.clone(), c.total))
-                    .collect();
-                read.push((d.start_ns, counters));
-                Ok::<_, DatabaseError>(())
-            })
-            .unwrap();
-            read
-        };
         let c = |name: &str, total: f64| (name.to_string(), total);
         // TCC_HIT is pass 1's where pass 1 has the dispatch.
         let mut expected = vec![
-            (5000, vec![c("SQ_WAVES", 2.0), c("GRBM_COUNT", 20.0)]),
-            (6000, vec![c("SQ_WAVES", 4.0), c("GRBM_COUNT", 40.0)]),
-            (7000, vec![c("SQ_WAVES", 6.0), c("GRBM_COUNT", 60.0)]),
-            (18000, vec![c("GRBM_COUNT", 80.0)]),
+            (5000, 100, vec![c("SQ_WAVES", 2.0), c("GRBM_COUNT", 20.0)]),
+            (6000, 100, vec![c("SQ_WAVES", 4.0), c("GRBM_COUNT", 40.0)]),
+            (7000, 100, vec![c("SQ_WAVES", 6.0), c("GRBM_COUNT", 60.0)]),
+            (18000, 100, vec![c("GRBM_COUNT", 80.0)]),
         ];
         if repeat {
             for (d, hit) in expected.iter_mut().zip([1.0, 2.0, 3.0, 40.0]) {
-                let at = d.1.len() - 1;
-                d.1.insert(at, c("TCC_HIT", hit));
+                let at = d.2.len() - 1;
+                d.2.insert(at, c("TCC_HIT", hit));
             }
         }
         // While written: each pass's values in one scan.
-        assert_eq!(read(&db), expected, "repeat {repeat}");
+        assert_eq!(merged_totals(&db), expected, "repeat {repeat}");
         let (path, while_committing) = db
-            .commit_while(true, |db| Ok::<_, DatabaseError>(read(db)))
+            .commit_while(true, |db| Ok::<_, DatabaseError>(merged_totals(db)))
             .unwrap();
         assert_eq!(while_committing, expected, "repeat {repeat}");
         // The index by merged dispatch is made only for the repeats.
@@ -962,7 +963,7 @@ fn each_passs_values_read_in_one_scan_equal_those_read_through_each_merged_dispa
         drop(conn);
         // A reader of the finished database finds each merged dispatch's rows.
         let db = Database::open(&dir.join("results.db")).unwrap();
-        assert_eq!(read(&db), expected, "repeat {repeat}");
+        assert_eq!(merged_totals(&db), expected, "repeat {repeat}");
         drop(db);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1005,17 +1006,7 @@ fn a_pass_whose_merged_dispatches_come_out_of_their_order_is_not_read_in_one_sca
         })
         .unwrap();
     }
-    let mut read = Vec::new();
-    db.for_each_merged(false, |d| {
-        let counters: Vec<(String, f64)> = d
-            .counters
-            .iter()
-            .map(|c| (c.name.clone(), c.total))
-            .collect();
-        read.push((d.start_ns, d.pid, counters));
-        Ok::<_, DatabaseError>(())
-    })
-    .unwrap();
+    let read = merged_totals(&db);
     let c = |name: &str, total: f64| (name.to_string(), total);
     assert_eq!(
         read,

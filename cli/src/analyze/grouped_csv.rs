@@ -642,31 +642,28 @@ mod tests {
         HALVES_JOINED.with(std::cell::Cell::get)
     }
 
-    #[test]
-    fn a_file_read_in_two_halves_is_read_as_in_one() {
-        let text = rows(1000, |i| format!("k{}", i % 3));
+    /// `text` read from a file named for `name`, its second half apart and joined.
+    fn read_in_halves(name: &str, text: &str) -> GroupedCsv {
         let before = halves_joined();
-        let (read, split) = read_text("halves", &text);
+        let (read, split) = read_text(name, text);
         assert!(split.is_some());
         assert!(
             halves_joined() > before,
             "the second half's rows were read apart and joined"
         );
-        let read = read.unwrap();
-        expect_groups(&read, 1000, &["k0", "k1", "k2"]);
+        read.unwrap()
+    }
+
+    #[test]
+    fn a_file_read_in_two_halves_is_read_as_in_one() {
+        let text = rows(1000, |i| format!("k{}", i % 3));
+        expect_groups(&read_in_halves("halves", &text), 1000, &["k0", "k1", "k2"]);
     }
 
     #[test]
     fn a_file_of_crlf_line_ends_is_read_in_two_halves_too() {
         let text = rows(1000, |i| format!("k{}", i % 3)).replace('\n', "\r\n");
-        let before = halves_joined();
-        let (read, split) = read_text("crlf", &text);
-        assert!(split.is_some());
-        assert!(
-            halves_joined() > before,
-            "the second half's rows were read apart and joined"
-        );
-        expect_groups(&read.unwrap(), 1000, &["k0", "k1", "k2"]);
+        expect_groups(&read_in_halves("crlf", &text), 1000, &["k0", "k1", "k2"]);
     }
 
     /// Checks that each group of `read` holds the rows of `text` (`rows`' form) of its name,
