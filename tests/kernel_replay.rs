@@ -168,12 +168,13 @@ fn replay_three_increments(name: &str, kernel: &str, args: &[&str]) -> PathBuf {
     let by_pass = assert_passes_exact(&dir, &truth, 3);
     // The demo's lane: a 512-byte kernarg segment and three buffers of 4096 u32, all from
     // fine-grained host pools the GPU reaches: 512 + 3 * 16384 bytes saved. Adding 1 changes
-    // the low byte of every element (and some others): bytes 0 to 16380 of the third buffer
-    // differ, written back before passes 2 and 3 and once more after the last.
+    // the low byte of each of the 4096 elements, and the next byte of the 16 whose low byte
+    // was 0xff (the start values run through every low byte 16 times): 4,112 bytes of host
+    // memory, written back one by one before passes 2 and 3 and once more after the last.
     let stats = ReplayStats {
         passes: 3,
         saved: 49_664,
-        restored: 3 * 16_381,
+        restored: 3 * 4_112,
         declined: None,
     };
     for records in &by_pass {
@@ -182,7 +183,7 @@ fn replay_three_increments(name: &str, kernel: &str, args: &[&str]) -> PathBuf {
     assert_results_exact(&dir, &by_pass, &truth);
     assert!(
         stderr.contains(
-            "Kernel replay (one run of the application, 3 passes):\n  replayed: 3 dispatches, each run 3 times; per dispatch 49,664 bytes saved and 49,143 restored on average, largest snapshot 49,664 bytes\n"
+            "Kernel replay (one run of the application, 3 passes):\n  replayed: 3 dispatches, each run 3 times; per dispatch 49,664 bytes saved and 12,336 restored on average, largest snapshot 49,664 bytes\n"
         ),
         "{stderr}"
     );
@@ -460,7 +461,7 @@ fn runs_measure_both_replays_and_the_plan_shows_them() {
     let key = serde_json::to_string(&[dir.to_str().unwrap(), app[0], app[1], app[2]]).unwrap();
     let measured = &costs["commands"][&key];
     let kernel = &measured["kernel"];
-    // Saved: the lane's 49,664 bytes; restored: the 16,381 changed bytes before pass 2 and
+    // Saved: the lane's 49,664 bytes; restored: the 4,112 changed bytes before pass 2 and
     // after it.
     assert_eq!(
         (
@@ -469,7 +470,7 @@ fn runs_measure_both_replays_and_the_plan_shows_them() {
             &kernel["saved"],
             &kernel["restored"]
         ),
-        (&2.into(), &1.into(), &49_664.into(), &32_762.into()),
+        (&2.into(), &1.into(), &49_664.into(), &8_224.into()),
         "{costs}"
     );
     assert!(kernel["run_ns"].as_u64().unwrap() > 0);
@@ -479,7 +480,7 @@ fn runs_measure_both_replays_and_the_plan_shows_them() {
     let stdout = text(&out.stdout);
     assert!(
         stdout.contains("\nmeasured for this command: kernel replay ")
-            && stdout.contains(" per run (2 passes; 1 dispatches replayed, 49,664 bytes saved and 32,762 restored per dispatch on average); application replay ")
+            && stdout.contains(" per run (2 passes; 1 dispatches replayed, 49,664 bytes saved and 8,224 restored per dispatch on average); application replay ")
             && stdout.contains("\nestimate for 2 passes: kernel replay "),
         "{stdout}"
     );
@@ -612,14 +613,12 @@ fn a_bad_replay_stall_limit_stops_before_the_application_starts() {
     }
 }
 
-#[test]
-fn dma_copies_beside_replayed_kernels_keep_their_data() {
-    // One thread dispatches increment 200 times on a queue while another copies 16 KiB of host
-    // data to device memory and back (hsa_amd_memory_async_copy, then the same through
-    // hsa_amd_memory_async_copy_rect), the copy back depending on the copy there, and checks
-    // every byte the moment the copy back completes: nothing orders the copies against the
-    // kernels, so they fall into the windows in which the kernels' memory is saved and restored.
-    let dir = scratch("kernel-replay-copies");
+/// Profiles `rtl-demo-app --kernel increment --iterations 200 MODE` on one gfx942 in the three
+/// passes of [`COUNTERS`], with kernel replay, in `scratch(name)`; checks that the demo found
+/// everything right, every dispatch replayed over the 3 passes and every execution exact.
+/// Returns the demo's output.
+fn replay_200_increments(name: &str, mode: &str) -> String {
+    let dir = scratch(name);
     let app = artifact("rtl-demo-app");
     let (output, truth) = profile(
         &dir,
@@ -632,18 +631,11 @@ fn dma_copies_beside_replayed_kernels_keep_their_data() {
             "increment",
             "--iterations",
             "200",
-            "--copies-beside",
+            mode,
         ],
         &[],
     );
     assert_success(&output);
-    let stdout = text(&output.stdout);
-    let trips: u32 = stdout
-        .strip_prefix("rtl-demo-app: 200 dispatches (increment) and ")
-        .and_then(|rest| rest.strip_suffix(" copy round trips verified beside each other\n"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{stdout}"));
-    assert!(trips >= 400, "{stdout}");
     assert_eq!(truth.len(), 3 * 200, "each dispatch executed in 3 passes");
     let by_pass = assert_passes_exact(&dir, &truth, 3);
     for r in by_pass.iter().flatten() {
@@ -651,4 +643,41 @@ fn dma_copies_beside_replayed_kernels_keep_their_data() {
         assert_eq!((stats.passes, &stats.declined), (3, &None), "{r:?}");
     }
     assert_results_exact(&dir, &by_pass, &truth);
+    text(&output.stdout)
+}
+
+#[test]
+fn dma_copies_beside_replayed_kernels_keep_their_data() {
+    // One thread dispatches increment 200 times on a queue while another copies 16 KiB of host
+    // data to device memory and back (hsa_amd_memory_async_copy, then the same through
+    // hsa_amd_memory_async_copy_rect), the copy back depending on the copy there, and checks
+    // every byte the moment the copy back completes: nothing orders the copies against the
+    // kernels, so they fall into the windows in which the kernels' memory is saved and restored.
+    let stdout = replay_200_increments("kernel-replay-copies", "--copies-beside");
+    let trips: u32 = stdout
+        .strip_prefix("rtl-demo-app: 200 dispatches (increment) and ")
+        .and_then(|rest| rest.strip_suffix(" copy round trips verified beside each other\n"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(trips >= 400, "{stdout}");
+}
+
+#[test]
+fn host_bytes_written_beside_a_replayed_kernel_keep_their_values() {
+    // increment adds 1 to every element but the last 16 of its host buffer while the demo's
+    // thread writes two bytes among those 16: byte 40 past the kernel's elements once pass 0's
+    // result shows, byte 20 once the memory shows set back before the next pass. Pass 0 may
+    // have seen byte 40 change, so the bytes that changed reach past byte 20; writing back
+    // anything but the changed bytes themselves would set byte 20 back too. The demo checks
+    // both bytes and every element after each dispatch.
+    let stdout = replay_200_increments("kernel-replay-writes-beside", "--writes-beside");
+    let set_back: u32 = stdout
+        .strip_prefix(
+            "rtl-demo-app: 200 dispatches (increment) verified with host writes beside them; ",
+        )
+        .and_then(|rest| rest.strip_suffix(" saw their memory set back while they ran\n"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    // Each dispatch's memory is set back twice, for passes 2 and 3, while the demo watches.
+    assert!(set_back >= 1, "{stdout}");
 }

@@ -245,8 +245,7 @@ impl Interposer {
                 Some(replay) => replay.pass_directories.iter().map(Into::into).collect(),
                 None => vec![self.config.output_directory.clone()],
             };
-            self.memory
-                .set_host_pool(agents.host_pools.first().copied());
+            self.memory.set_host_pools(&agents.host_pools);
             let completion = Completion::start(
                 Arc::clone(&self.hsa),
                 Arc::clone(&signals),

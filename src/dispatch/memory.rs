@@ -19,8 +19,11 @@ use std::collections::{BTreeMap, HashMap};
 /// Who may reach an allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
-    /// Every agent (host memory locked for the GPUs, mappings whose access the runtime keeps).
+    /// Every agent (region allocations, mappings whose access the runtime keeps).
     Everyone,
+    /// Every agent, and the process's threads write it directly: host memory locked for the
+    /// GPUs.
+    Host,
     /// Memory of this pool: the agents the pool allows by default, and those given access.
     Pool {
         /// The pool handle.
@@ -51,6 +54,8 @@ pub struct Span {
     pub len: usize,
     /// The [`Allocation::id`] of the allocation holding `base`.
     pub id: u64,
+    /// Host memory: the process's threads may write it at any time, also while a kernel runs.
+    pub host: bool,
 }
 
 /// The live allocations of the process, by base address.
@@ -103,13 +108,23 @@ impl MemoryMap {
     }
 
     /// The allocations `agent` can reach, in address order. `pool_reaches(pool, agent)` says
-    /// whether a pool is open to an agent by default (asked of the runtime, once per pair).
-    pub fn reachable(&self, agent: u64, mut pool_reaches: impl FnMut(u64) -> bool) -> Vec<Span> {
+    /// whether a pool is open to an agent by default (asked of the runtime, once per pair), and
+    /// `host_pool(pool)` whether a pool is host memory (a pool of a CPU agent).
+    pub fn reachable(
+        &self,
+        agent: u64,
+        mut pool_reaches: impl FnMut(u64) -> bool,
+        host_pool: impl Fn(u64) -> bool,
+    ) -> Vec<Span> {
         let mut out: Vec<Span> = Vec::new();
         for (&base, a) in &self.allocations {
-            let reached = match &a.reach {
-                Reach::Everyone => true,
-                Reach::Pool { pool, allowed } => allowed.contains(&agent) || pool_reaches(*pool),
+            let (reached, host) = match &a.reach {
+                Reach::Everyone => (true, false),
+                Reach::Host => (true, true),
+                Reach::Pool { pool, allowed } => (
+                    allowed.contains(&agent) || pool_reaches(*pool),
+                    host_pool(*pool),
+                ),
             };
             if !reached {
                 continue;
@@ -119,11 +134,13 @@ impl MemoryMap {
             match out.last_mut() {
                 Some(last) if base < last.base + last.len => {
                     last.len = last.len.max(base + a.size - last.base);
+                    last.host |= host;
                 }
                 _ => out.push(Span {
                     base,
                     len: a.size,
                     id: a.id,
+                    host,
                 }),
             }
         }
@@ -153,11 +170,10 @@ impl PoolAccess {
     }
 }
 
-/// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
-/// than `merge` bytes between two ranges joined into one.
-pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
+/// Calls `change(start, len)` for each run of bytes (offsets into a snapshot) where `before`
+/// and `after` differ, in order.
+pub fn for_each_change(before: &[u8], after: &[u8], mut change: impl FnMut(usize, usize)) {
     let len = before.len().min(after.len());
-    let mut out: Vec<(usize, usize)> = Vec::new();
     const WORD: usize = 8;
     let mut i = 0;
     while i < len {
@@ -174,11 +190,18 @@ pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, 
         while i < len && before[i] != after[i] {
             i += 1;
         }
-        match out.last_mut() {
-            Some(last) if start - (last.0 + last.1) < merge => last.1 = i - last.0,
-            _ => out.push((start, i - start)),
-        }
+        change(start, i - start);
     }
+}
+
+/// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
+/// than `merge` bytes between two ranges joined into one.
+pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
+    let mut out: Vec<(usize, usize)> = Vec::new();
+    for_each_change(before, after, |start, len| match out.last_mut() {
+        Some(last) if start - (last.0 + last.1) < merge => last.1 = start + len - last.0,
+        _ => out.push((start, len)),
+    });
     out
 }
 
@@ -213,6 +236,11 @@ mod tests {
         m
     }
 
+    /// The pools of the CPU agent.
+    fn host_pool(pool: u64) -> bool {
+        pool == HOST_FINE
+    }
+
     /// The simulated and real runtimes open a GPU's device pool to itself and fine-grained host
     /// pools to everyone; other GPUs need `hsa_amd_agents_allow_access`.
     fn default_access(pool: u64, agent: u64) -> bool {
@@ -222,22 +250,27 @@ mod tests {
     #[test]
     fn another_gpus_device_memory_is_left_out_until_it_is_opened() {
         let mut m = map();
-        let spans = |m: &MemoryMap, agent| m.reachable(agent, |pool| default_access(pool, agent));
+        let spans = |m: &MemoryMap, agent| {
+            m.reachable(agent, |pool| default_access(pool, agent), host_pool)
+        };
         let all = vec![
             Span {
                 base: 0x1000,
                 len: 0x100,
                 id: 1,
+                host: false,
             },
             Span {
                 base: 0x3000,
                 len: 0x40,
                 id: 2,
+                host: true,
             },
             Span {
                 base: 0x5000,
                 len: 0x10,
                 id: 3,
+                host: false,
             },
         ];
         assert_eq!(spans(&m, GPU0), all);
@@ -253,13 +286,14 @@ mod tests {
     fn overlapping_records_merge_and_freed_memory_is_noticed() {
         let mut m = map();
         m.add(0x3020, 0x100, Reach::Everyone);
-        let spans = m.reachable(GPU0, |pool| default_access(pool, GPU0));
+        let spans = m.reachable(GPU0, |pool| default_access(pool, GPU0), host_pool);
         assert_eq!(
             spans[1],
             Span {
                 base: 0x3000,
                 len: 0x120,
                 id: 2,
+                host: true,
             }
         );
         let first = spans[0];
@@ -278,6 +312,36 @@ mod tests {
     }
 
     #[test]
+    fn host_memory_is_told_from_device_memory() {
+        // Device memory locked inside a device allocation stays device memory; host memory
+        // locked for the GPUs, and an allocation of a CPU agent's pool that a lock overlaps, are
+        // host memory.
+        let mut m = map();
+        m.add(0x1010, 0x10, Reach::Everyone);
+        m.add(0x3030, 0x20, Reach::Host);
+        m.add(0x7000, 0x8, Reach::Host);
+        let hosts: Vec<(usize, bool)> = m
+            .reachable(GPU0, |pool| default_access(pool, GPU0), host_pool)
+            .iter()
+            .map(|s| (s.base, s.host))
+            .collect();
+        assert_eq!(
+            hosts,
+            [
+                (0x1000, false),
+                (0x3000, true),
+                (0x5000, false),
+                (0x7000, true)
+            ]
+        );
+        let mut device_first = MemoryMap::default();
+        device_first.add(0x1000, 0x100, Reach::Everyone);
+        device_first.add(0x1080, 0x100, Reach::Host);
+        let spans = device_first.reachable(GPU0, |_| true, host_pool);
+        assert_eq!((spans.len(), spans[0].len, spans[0].host), (1, 0x180, true));
+    }
+
+    #[test]
     fn changed_ranges_are_exact_and_near_ones_merge() {
         let before = vec![0u8; 64];
         let mut after = before.clone();
@@ -291,6 +355,11 @@ mod tests {
         );
         assert_eq!(changed_ranges(&before, &after, 16), vec![(3, 18), (63, 1)]);
         assert_eq!(changed_ranges(&before, &after, 64), vec![(3, 61)]);
+        // No merging: the bytes between changes are never part of a range.
+        assert_eq!(
+            changed_ranges(&before, &after, 0),
+            vec![(3, 2), (20, 1), (63, 1)]
+        );
         assert!(changed_ranges(&before, &before, 64).is_empty());
     }
 }

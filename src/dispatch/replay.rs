@@ -16,21 +16,26 @@
 //! gate 0. After pass 0 it copies the same memory again and keeps the byte ranges the kernel
 //! changed; before every later pass it writes the saved bytes back over those ranges, and after
 //! the last pass it writes pass 0's bytes there, so the application keeps exactly what pass 0
-//! left, and memory the kernel did not change is never written (other threads may be writing
-//! it). Then the application's completion signal completes, once, with pass 0's timestamps,
+//! left. Then the application's completion signal completes, once, with pass 0's timestamps,
 //! and gate P opens.
 //!
-//! Copies go through `hsa_memory_copy`, host memory comes from a host memory pool of the
-//! runtime; nothing here knows which runtime it runs on.
+//! Host memory (of a CPU agent's pools, or locked for the GPUs) is written back byte-exact: only
+//! the bytes that changed, because the application's other threads may write the bytes between
+//! them at any time. Device memory changes only through kernels and DMA copies, which do not run
+//! while a dispatch is replayed ([`super::copies`]), so changed ranges a few bytes apart are
+//! written back as one copy, the bytes between them with the values they had.
+//!
+//! Snapshots and device memory go through `hsa_memory_copy`, host memory of the snapshots comes
+//! from a host memory pool of the runtime; nothing here knows which runtime it runs on.
 
 use std::sync::{Arc, Mutex};
 
 use super::copies::CopyOrder;
-use super::memory::{changed_ranges, MemoryMap, PoolAccess, Reach, Span};
+use super::memory::{changed_ranges, for_each_change, MemoryMap, PoolAccess, Reach, Span};
 use super::runtime::Hsa;
 use crate::hsa::*;
 
-/// Changed ranges closer than this are restored as one copy.
+/// Changed ranges of device memory closer than this are restored as one copy.
 const MERGE_GAP: usize = 256;
 
 /// The application's allocations and the runtime calls to read and write them.
@@ -40,8 +45,9 @@ pub struct Memory {
     access: Mutex<PoolAccess>,
     /// Host buffers for snapshots, reused: (address, capacity).
     spare: Mutex<Vec<HostBuffer>>,
-    /// The host pool snapshots are allocated from (set when the session starts).
-    host_pool: Mutex<Option<hsa_amd_memory_pool_t>>,
+    /// The host pools (of CPU agents), snapshots allocated from the first (set when the session
+    /// starts).
+    host_pools: Mutex<Vec<hsa_amd_memory_pool_t>>,
     /// DMA copies, kept out of replay windows.
     copies: Arc<CopyOrder>,
 }
@@ -73,7 +79,7 @@ impl Memory {
             map: Mutex::new(MemoryMap::default()),
             access: Mutex::new(PoolAccess::default()),
             spare: Mutex::new(Vec::new()),
-            host_pool: Mutex::new(None),
+            host_pools: Mutex::new(Vec::new()),
         }
     }
 
@@ -82,9 +88,10 @@ impl Memory {
         &self.copies
     }
 
-    /// Sets the host pool snapshots come from.
-    pub fn set_host_pool(&self, pool: Option<hsa_amd_memory_pool_t>) {
-        *lock(&self.host_pool) = pool;
+    /// Sets the host pools: what memory the process's threads write directly, and where
+    /// snapshots come from (the first).
+    pub fn set_host_pools(&self, pools: &[hsa_amd_memory_pool_t]) {
+        *lock(&self.host_pools) = pools.to_vec();
     }
 
     /// Records an allocation.
@@ -115,13 +122,18 @@ impl Memory {
 
     fn reachable_in(&self, map: &MemoryMap, agent: hsa_agent_t) -> Vec<Span> {
         let mut access = lock(&self.access);
-        map.reachable(agent.handle, |pool| {
-            access.reaches(pool, agent.handle, || {
-                self.hsa
-                    .pool_access(agent, hsa_amd_memory_pool_t { handle: pool })
-                    .is_none_or(|a| a == HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT)
-            })
-        })
+        let host = lock(&self.host_pools);
+        map.reachable(
+            agent.handle,
+            |pool| {
+                access.reaches(pool, agent.handle, || {
+                    self.hsa
+                        .pool_access(agent, hsa_amd_memory_pool_t { handle: pool })
+                        .is_none_or(|a| a == HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT)
+                })
+            },
+            |pool| host.iter().any(|p| p.handle == pool),
+        )
     }
 
     /// A host buffer of at least `capacity` bytes, or `None` if the runtime has none.
@@ -133,7 +145,7 @@ impl Memory {
                 return Some(spare.swap_remove(at));
             }
         }
-        let pool = (*lock(&self.host_pool))?;
+        let pool = *lock(&self.host_pools).first()?;
         let ptr = self.hsa.pool_allocate(pool, capacity)?;
         Some(HostBuffer {
             ptr: ptr as usize,
@@ -418,7 +430,7 @@ impl Replay {
                                 let range = Span {
                                     base: span.base + start,
                                     len,
-                                    id: span.id,
+                                    ..*span
                                 };
                                 (range, offset + start)
                             }),
@@ -428,16 +440,38 @@ impl Replay {
         }
     }
 
-    /// Writes the saved bytes (`original`) or pass 0's bytes back over the changed ranges.
+    /// Writes the saved bytes (`original`) or pass 0's bytes back over the changed ranges. In
+    /// host memory only the bytes that changed are written, one by one where need be: the
+    /// application's threads may be writing the bytes between them.
     pub fn restore(&mut self, original: bool) {
         let memory = Arc::clone(&self.memory);
         let map = lock(&memory.map);
-        let Some(source) = (if original { &self.before } else { &self.after }) else {
+        let (Some(before), Some(after)) = (&self.before, &self.after) else {
             return;
         };
+        let source = if original { before } else { after };
         for &(span, offset) in &self.changed {
             let (address, len) = (span.base, span.len);
             if !map.still_holds(span) {
+                continue;
+            }
+            if span.host {
+                let old = &before.bytes(offset + len)[offset..];
+                let new = &after.bytes(offset + len)[offset..];
+                let restored = &mut self.bytes.restored;
+                for_each_change(old, new, |start, run| {
+                    // SAFETY: host memory is the process's own, live (the map says the
+                    // allocation still holds the range, and no free runs while its lock is
+                    // held); `source` holds the range's bytes at `offset`.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            (source.ptr + offset + start) as *const u8,
+                            (address + start) as *mut u8,
+                            run,
+                        )
+                    };
+                    *restored += run as u64;
+                });
                 continue;
             }
             if memory.copy(address, source.ptr + offset, len) {

@@ -273,7 +273,7 @@ unsafe extern "C" fn memory_lock(
     };
     // SAFETY: the original entry with the application's arguments.
     let status = unsafe { f(host_ptr, size, agents, num_agent, agent_ptr) };
-    track(status, |m| m.add(host_ptr as usize, size, Reach::Everyone))
+    track(status, |m| m.add(host_ptr as usize, size, Reach::Host))
 }
 
 unsafe extern "C" fn memory_lock_to_pool(
@@ -290,7 +290,7 @@ unsafe extern "C" fn memory_lock_to_pool(
     };
     // SAFETY: the original entry with the application's arguments.
     let status = unsafe { f(host_ptr, size, agents, num_agent, pool, flags, agent_ptr) };
-    track(status, |m| m.add(host_ptr as usize, size, Reach::Everyone))
+    track(status, |m| m.add(host_ptr as usize, size, Reach::Host))
 }
 
 unsafe extern "C" fn memory_unlock(host_ptr: *mut c_void) -> hsa_status_t {

@@ -64,6 +64,8 @@ extern "C" {
     ) -> hsa_status_t;
     pub fn hsa_signal_destroy(signal: hsa_signal_t) -> hsa_status_t;
     pub fn hsa_signal_store_screlease(signal: hsa_signal_t, value: i64);
+    #[allow(dead_code)] // the demo's alone
+    pub fn hsa_signal_load_scacquire(signal: hsa_signal_t) -> i64;
     pub fn hsa_signal_wait_scacquire(
         signal: hsa_signal_t,
         condition: u32,

@@ -110,6 +110,12 @@ struct Args {
     /// soon as each round trip's last signal completes.
     #[arg(long)]
     copies_beside: bool,
+    /// Dispatch increment `--iterations` times on the first GPU over all but the last 16
+    /// elements of its buffer, writing two bytes among those while each dispatch runs (one once
+    /// its result shows, the other once its memory shows set back between passes), and check
+    /// both bytes and every element after each dispatch.
+    #[arg(long, conflicts_with = "copies_beside")]
+    writes_beside: bool,
 }
 
 /// A failed HSA call.
@@ -178,6 +184,18 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         println!(
             "rtl-demo-app: {} dispatches ({}) and {} copy round trips verified beside each other",
             counts.dispatches, plan.kernels[0], counts.round_trips
+        );
+        return Ok(());
+    }
+    if args.writes_beside {
+        let set_back =
+            workload::writes_beside(&system, plan.kernels[0], args.iterations, plan.size)?;
+        drop(system);
+        // SAFETY: every HSA object was released above.
+        unsafe { hsa_api::hsa_shut_down() };
+        println!(
+            "rtl-demo-app: {} dispatches ({}) verified with host writes beside them; {set_back} saw their memory set back while they ran",
+            args.iterations, plan.kernels[0]
         );
         return Ok(());
     }

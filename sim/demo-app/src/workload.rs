@@ -14,6 +14,8 @@ const WORKGROUP: u32 = 256;
 const QUEUE_SLOTS: u32 = 64;
 /// Bytes of each lane's kernarg segment (the fixtures need at most 280).
 const KERNARG_BYTES: usize = 512;
+/// Elements at the end of the buffer the host writes beside a kernel (`--writes-beside`).
+pub const BESIDE: usize = 16;
 
 /// The kernels the demo knows how to set up and check: the OpenCL ones by name, then the C++ ones
 /// as they are written in C++.
@@ -68,6 +70,17 @@ pub enum WorkError {
     },
     /// A graph's dependencies did not hold.
     Graph(String),
+    /// A byte the host wrote beside a kernel (`--writes-beside`) did not keep its value.
+    Beside {
+        /// Kernel name.
+        kernel: &'static str,
+        /// Byte offset in the buffer.
+        offset: usize,
+        /// Value found.
+        got: u8,
+        /// Value written.
+        want: u8,
+    },
 }
 
 impl From<HsaError> for WorkError {
@@ -84,6 +97,10 @@ impl std::fmt::Display for WorkError {
             WorkError::Wrong { kernel, gpu, index, got, want } => write!(
                 f,
                 "wrong result from {kernel} on {gpu}: element {index} is 0x{got:08x}, expected 0x{want:08x}"
+            ),
+            WorkError::Beside { kernel, offset, got, want } => write!(
+                f,
+                "byte {offset} of {kernel}'s buffer, written by the host while the kernel ran, is 0x{got:02x}, expected 0x{want:02x}"
             ),
         }
     }
@@ -252,6 +269,12 @@ impl<'a> Lane<'a> {
 
     /// Dispatches `kernel` over `items` work-items with node 0 and waits for it.
     fn dispatch(&self, kernel: &Kernel, items: usize) {
+        self.submit(kernel, items);
+        wait_done(self.nodes[0].signal);
+    }
+
+    /// Submits `kernel` over `items` work-items with node 0, whose signal completes when it ends.
+    fn submit(&self, kernel: &Kernel, items: usize) {
         let node = &self.nodes[0];
         // SAFETY: the node's signal is ours.
         unsafe { hsa_signal_store_screlease(node.signal, 1) };
@@ -259,7 +282,6 @@ impl<'a> Lane<'a> {
         let packet = Self::kernel_packet(node, kernel, items, true);
         let slot = self.write_slot(index, packet);
         self.publish(&[(slot, packet)], index);
-        wait_done(node.signal);
     }
 
     /// Submits `kernels[i]` over `items[i]` work-items with node `i` as one graph, behind one
@@ -579,6 +601,77 @@ impl Lane<'_> {
         self.nodes[0].verify(name, gpu, &expected)
     }
 
+    /// Runs `name`, which adds 1 to each element, once over all but the last [`BESIDE`]
+    /// elements of the buffer and, while it runs, writes two bytes among those last elements,
+    /// as another thread of an application may write host memory next to a kernel's: one once
+    /// element 0 holds the kernel's result, the other once element 0 is back at its start value
+    /// (memory set back between passes, which only kernel replay does), each after the dispatch
+    /// completed if not seen before. Checks every element and both bytes; whether memory was
+    /// seen set back.
+    pub(crate) fn run_beside_writes(
+        &mut self,
+        name: &'static str,
+        kernel: &Kernel,
+        n: usize,
+        seed: u32,
+    ) -> Result<bool, WorkError> {
+        let items = n.saturating_sub(BESIDE).max(1);
+        let node = &mut self.nodes[0];
+        let expected = node.prepare(name, kernel, items, seed);
+        node.buffer(2)[items..].fill(0);
+        let first = node.buffers[2];
+        let tail = node.buffers[2].wrapping_add(items).cast::<u8>();
+        // Bytes 40 and 20 past the kernel's elements: the second lies between the kernel's last
+        // change and the first, which a pass may already see changed.
+        let bytes = [
+            (40usize, 0x80 | (seed & 0x7f) as u8),
+            (20, 0x40 | (seed & 0x3f) as u8),
+        ];
+        let write = |(at, value): (usize, u8)| {
+            // SAFETY: both bytes lie in the buffer past the kernel's elements.
+            unsafe { tail.add(at).write_volatile(value) }
+        };
+        self.submit(kernel, items);
+        let signal = self.nodes[0].signal;
+        let (result, start) = (expected[0], expected[0].wrapping_sub(1));
+        let mut written = 0;
+        // SAFETY: a live signal of ours.
+        while unsafe { hsa_signal_load_scacquire(signal) } >= 1 {
+            // SAFETY: element 0 of the buffer, which the kernel writes.
+            let value = unsafe { first.read_volatile() };
+            match written {
+                0 if value == result => {
+                    write(bytes[0]);
+                    written = 1;
+                }
+                1 if value == start => {
+                    write(bytes[1]);
+                    written = 2;
+                }
+                _ => std::hint::spin_loop(),
+            }
+        }
+        let set_back = written == 2;
+        for &byte in &bytes[written..] {
+            write(byte);
+        }
+        let gpu = self.gpu;
+        self.nodes[0].verify(name, gpu, &expected)?;
+        for (at, want) in bytes {
+            // SAFETY: as for the writes.
+            let got = unsafe { tail.add(at).read_volatile() };
+            if got != want {
+                return Err(WorkError::Beside {
+                    kernel: name,
+                    offset: items * 4 + at,
+                    got,
+                    want,
+                });
+            }
+        }
+        Ok(set_back)
+    }
+
     /// Runs every kernel of `names` once as one graph, node `i` with inputs derived from
     /// `seeds[i]`, and checks every element.
     fn run_graph(
@@ -637,6 +730,35 @@ impl Drop for Node {
             }
         }
     }
+}
+
+/// Runs `kernel` (increment) `iterations` times on the first GPU with host writes beside each
+/// dispatch ([`Lane::run_beside_writes`]); how many dispatches saw their memory set back.
+pub fn writes_beside(
+    system: &System,
+    kernel: &'static str,
+    iterations: u32,
+    size: usize,
+) -> Result<u32, String> {
+    if kernel != "increment" {
+        return Err(format!("--writes-beside runs increment, not {kernel}"));
+    }
+    if size <= BESIDE {
+        return Err(format!("--writes-beside needs --size above {BESIDE}"));
+    }
+    let gpu = &system.gpus[0];
+    let code = gpu.kernel(kernel)?;
+    let mut lane = Lane::new(system, gpu, None, size, false)?;
+    let mut set_back = 0;
+    for i in 0..iterations {
+        if lane
+            .run_beside_writes(kernel, &code, size, i)
+            .map_err(|e| e.to_string())?
+        {
+            set_back += 1;
+        }
+    }
+    Ok(set_back)
 }
 
 /// Runs `plan` on every GPU of `system` with this thread's own queues.
