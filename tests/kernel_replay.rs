@@ -613,13 +613,14 @@ fn a_bad_replay_stall_limit_stops_before_the_application_starts() {
     }
 }
 
-/// Profiles `rtl-demo-app --kernel increment --iterations 200 MODE` on one gfx942 in the three
-/// passes of [`COUNTERS`], with kernel replay, in `scratch(name)`; checks that the demo found
-/// everything right, every dispatch replayed over the 3 passes and every execution exact.
+/// Profiles `rtl-demo-app --kernel increment --iterations N MODE` on one gfx942 in the three
+/// passes of [`COUNTERS`], with kernel replay and ENV, in `scratch(name)`; checks that the demo
+/// found everything right, every dispatch replayed over the 3 passes and every execution exact.
 /// Returns the demo's output.
-fn replay_200_increments(name: &str, mode: &str) -> String {
+fn replay_increments(name: &str, iterations: u32, mode: &str, env: &[(&str, &str)]) -> String {
     let dir = scratch(name);
     let app = artifact("rtl-demo-app");
+    let iterations_arg = iterations.to_string();
     let (output, truth) = profile(
         &dir,
         "gfx942",
@@ -630,13 +631,17 @@ fn replay_200_increments(name: &str, mode: &str) -> String {
             "--kernel",
             "increment",
             "--iterations",
-            "200",
+            &iterations_arg,
             mode,
         ],
-        &[],
+        env,
     );
     assert_success(&output);
-    assert_eq!(truth.len(), 3 * 200, "each dispatch executed in 3 passes");
+    assert_eq!(
+        truth.len(),
+        3 * iterations as usize,
+        "each dispatch executed in 3 passes"
+    );
     let by_pass = assert_passes_exact(&dir, &truth, 3);
     for r in by_pass.iter().flatten() {
         let stats = r.replay.as_ref().expect("replayed");
@@ -653,7 +658,7 @@ fn dma_copies_beside_replayed_kernels_keep_their_data() {
     // hsa_amd_memory_async_copy_rect), the copy back depending on the copy there, and checks
     // every byte the moment the copy back completes: nothing orders the copies against the
     // kernels, so they fall into the windows in which the kernels' memory is saved and restored.
-    let stdout = replay_200_increments("kernel-replay-copies", "--copies-beside");
+    let stdout = replay_increments("kernel-replay-copies", 200, "--copies-beside", &[]);
     let trips: u32 = stdout
         .strip_prefix("rtl-demo-app: 200 dispatches (increment) and ")
         .and_then(|rest| rest.strip_suffix(" copy round trips verified beside each other\n"))
@@ -665,19 +670,25 @@ fn dma_copies_beside_replayed_kernels_keep_their_data() {
 #[test]
 fn host_bytes_written_beside_a_replayed_kernel_keep_their_values() {
     // increment adds 1 to every element but the last 16 of its host buffer while the demo's
-    // thread writes two bytes among those 16: byte 40 past the kernel's elements once pass 0's
-    // result shows, byte 20 once the memory shows set back before the next pass. Pass 0 may
-    // have seen byte 40 change, so the bytes that changed reach past byte 20; writing back
-    // anything but the changed bytes themselves would set byte 20 back too. The demo checks
-    // both bytes and every element after each dispatch.
-    let stdout = replay_200_increments("kernel-replay-writes-beside", "--writes-beside");
+    // thread writes two bytes among those 16: byte 40 past the kernel's elements once pass 1's
+    // result shows, byte 20 once byte 40 reads 0 again (pass 1 saw it change, so it is set back
+    // before passes 2 and 3 and written again after the last). The bytes that changed in pass 1
+    // then reach from the kernel's elements to byte 40, around byte 20: writing back anything
+    // but the changed bytes themselves would set byte 20 back too. Kernels last about 10 ms
+    // (RTL_SIM_SLOW), so the demo sees its result and byte 40 set back in every dispatch
+    // however loaded the machine; it checks both bytes and every element after each dispatch.
+    let stdout = replay_increments(
+        "kernel-replay-writes-beside",
+        20,
+        "--writes-beside",
+        &[("RTL_SIM_SLOW", "4000")],
+    );
     let set_back: u32 = stdout
         .strip_prefix(
-            "rtl-demo-app: 200 dispatches (increment) verified with host writes beside them; ",
+            "rtl-demo-app: 20 dispatches (increment) verified with host writes beside them; ",
         )
         .and_then(|rest| rest.strip_suffix(" saw their memory set back while they ran\n"))
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{stdout}"));
-    // Each dispatch's memory is set back twice, for passes 2 and 3, while the demo watches.
     assert!(set_back >= 1, "{stdout}");
 }

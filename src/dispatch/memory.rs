@@ -170,10 +170,11 @@ impl PoolAccess {
     }
 }
 
-/// Calls `change(start, len)` for each run of bytes (offsets into a snapshot) where `before`
-/// and `after` differ, in order.
-pub fn for_each_change(before: &[u8], after: &[u8], mut change: impl FnMut(usize, usize)) {
+/// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
+/// than `merge` bytes between two ranges joined into one.
+pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
     let len = before.len().min(after.len());
+    let mut out: Vec<(usize, usize)> = Vec::new();
     const WORD: usize = 8;
     let mut i = 0;
     while i < len {
@@ -190,19 +191,58 @@ pub fn for_each_change(before: &[u8], after: &[u8], mut change: impl FnMut(usize
         while i < len && before[i] != after[i] {
             i += 1;
         }
-        change(start, i - start);
+        match out.last_mut() {
+            Some(last) if start - (last.0 + last.1) < merge => last.1 = i - last.0,
+            _ => out.push((start, i - start)),
+        }
     }
+    out
 }
 
-/// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
-/// than `merge` bytes between two ranges joined into one.
-pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
-    let mut out: Vec<(usize, usize)> = Vec::new();
-    for_each_change(before, after, |start, len| match out.last_mut() {
-        Some(last) if start - (last.0 + last.1) < merge => last.1 = start + len - last.0,
-        _ => out.push((start, len)),
-    });
-    out
+/// Writes `source`'s bytes at `target` where `before` and `after` differ, and no other byte:
+/// whole words where all 8 differ, else byte by byte. The bytes written.
+///
+/// # Safety
+/// `target` must be valid for writes of as many bytes as the shortest of the three slices.
+pub unsafe fn write_changed(target: *mut u8, source: &[u8], before: &[u8], after: &[u8]) -> u64 {
+    const WORD: usize = 8;
+    const LOW_BITS: u64 = 0x0101_0101_0101_0101;
+    let len = source.len().min(before.len()).min(after.len());
+    let word = |bytes: &[u8], at: usize| {
+        u64::from_ne_bytes(bytes[at..at + WORD].try_into().expect("8 bytes"))
+    };
+    let mut written = 0;
+    let mut i = 0;
+    while i < len {
+        let differ = match i + WORD <= len {
+            true => word(before, i) ^ word(after, i),
+            false => 1,
+        };
+        if differ == 0 {
+            i += WORD;
+            continue;
+        }
+        // One bit per byte that differs.
+        let mut bytes = differ | (differ >> 4);
+        bytes |= bytes >> 2;
+        bytes |= bytes >> 1;
+        if i + WORD <= len && bytes & LOW_BITS == LOW_BITS {
+            // SAFETY: `i + 8 <= len`, inside `target` per the contract.
+            unsafe { std::ptr::copy_nonoverlapping(source[i..].as_ptr(), target.add(i), WORD) };
+            written += WORD as u64;
+            i += WORD;
+            continue;
+        }
+        for k in i..(i + WORD).min(len) {
+            if before[k] != after[k] {
+                // SAFETY: `k < len`, inside `target` per the contract.
+                unsafe { target.add(k).write(source[k]) };
+                written += 1;
+            }
+        }
+        i += WORD;
+    }
+    written
 }
 
 #[cfg(test)]
@@ -342,6 +382,34 @@ mod tests {
     }
 
     #[test]
+    fn only_changed_bytes_are_written() {
+        // 37 bytes: a word all changed, a word with 3 changed bytes, a word unchanged, a word
+        // with its last byte changed, and a 5-byte tail with 2 changed. The target's bytes that
+        // did not change hold another writer's values, which must stay.
+        let before: Vec<u8> = (0..37).collect();
+        let mut after = before.clone();
+        for i in [0, 1, 2, 3, 4, 5, 6, 7, 8, 11, 15, 31, 33, 36] {
+            after[i] ^= 0x80;
+        }
+        let source: Vec<u8> = (100..137).collect();
+        let mut target = vec![0xee_u8; 37];
+        // SAFETY: `target` holds 37 bytes.
+        let written = unsafe { write_changed(target.as_mut_ptr(), &source, &before, &after) };
+        assert_eq!(written, 14);
+        let expected: Vec<u8> = (0..37)
+            .map(|i| match before[i] != after[i] {
+                true => source[i],
+                false => 0xee,
+            })
+            .collect();
+        assert_eq!(target, expected);
+        // Nothing changed: nothing written.
+        // SAFETY: as above.
+        let none = unsafe { write_changed(target.as_mut_ptr(), &before, &before, &before) };
+        assert_eq!((none, target), (0, expected));
+    }
+
+    #[test]
     fn changed_ranges_are_exact_and_near_ones_merge() {
         let before = vec![0u8; 64];
         let mut after = before.clone();
@@ -355,11 +423,6 @@ mod tests {
         );
         assert_eq!(changed_ranges(&before, &after, 16), vec![(3, 18), (63, 1)]);
         assert_eq!(changed_ranges(&before, &after, 64), vec![(3, 61)]);
-        // No merging: the bytes between changes are never part of a range.
-        assert_eq!(
-            changed_ranges(&before, &after, 0),
-            vec![(3, 2), (20, 1), (63, 1)]
-        );
         assert!(changed_ranges(&before, &before, 64).is_empty());
     }
 }

@@ -31,7 +31,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::copies::CopyOrder;
-use super::memory::{changed_ranges, for_each_change, MemoryMap, PoolAccess, Reach, Span};
+use super::memory::{changed_ranges, write_changed, MemoryMap, PoolAccess, Reach, Span};
 use super::runtime::Hsa;
 use crate::hsa::*;
 
@@ -441,8 +441,8 @@ impl Replay {
     }
 
     /// Writes the saved bytes (`original`) or pass 0's bytes back over the changed ranges. In
-    /// host memory only the bytes that changed are written, one by one where need be: the
-    /// application's threads may be writing the bytes between them.
+    /// host memory only the bytes that changed are written: the application's threads may be
+    /// writing the bytes between them.
     pub fn restore(&mut self, original: bool) {
         let memory = Arc::clone(&self.memory);
         let map = lock(&memory.map);
@@ -458,20 +458,10 @@ impl Replay {
             if span.host {
                 let old = &before.bytes(offset + len)[offset..];
                 let new = &after.bytes(offset + len)[offset..];
-                let restored = &mut self.bytes.restored;
-                for_each_change(old, new, |start, run| {
-                    // SAFETY: host memory is the process's own, live (the map says the
-                    // allocation still holds the range, and no free runs while its lock is
-                    // held); `source` holds the range's bytes at `offset`.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(
-                            (source.ptr + offset + start) as *const u8,
-                            (address + start) as *mut u8,
-                            run,
-                        )
-                    };
-                    *restored += run as u64;
-                });
+                let src = &source.bytes(offset + len)[offset..];
+                // SAFETY: host memory is the process's own and live (the map says the
+                // allocation still holds the range, and no free runs while its lock is held).
+                self.bytes.restored += unsafe { write_changed(address as *mut u8, src, old, new) };
                 continue;
             }
             if memory.copy(address, source.ptr + offset, len) {

@@ -112,7 +112,7 @@ struct Args {
     copies_beside: bool,
     /// Dispatch increment `--iterations` times on the first GPU over all but the last 16
     /// elements of its buffer, writing two bytes among those while each dispatch runs (one once
-    /// its result shows, the other once its memory shows set back between passes), and check
+    /// its result shows, the other once the first shows set back between passes), and check
     /// both bytes and every element after each dispatch.
     #[arg(long, conflicts_with = "copies_beside")]
     writes_beside: bool,

@@ -603,11 +603,11 @@ impl Lane<'_> {
 
     /// Runs `name`, which adds 1 to each element, once over all but the last [`BESIDE`]
     /// elements of the buffer and, while it runs, writes two bytes among those last elements,
-    /// as another thread of an application may write host memory next to a kernel's: one once
-    /// element 0 holds the kernel's result, the other once element 0 is back at its start value
-    /// (memory set back between passes, which only kernel replay does), each after the dispatch
-    /// completed if not seen before. Checks every element and both bytes; whether memory was
-    /// seen set back.
+    /// as another thread of an application may write host memory next to a kernel's: the first
+    /// once element 0 holds the kernel's result, the second once the first reads 0 again (set
+    /// back between passes, which only kernel replay does), each after the dispatch completed if
+    /// not written before. Checks every element and both bytes; whether the first byte was seen
+    /// set back.
     pub(crate) fn run_beside_writes(
         &mut self,
         name: &'static str,
@@ -622,7 +622,7 @@ impl Lane<'_> {
         let first = node.buffers[2];
         let tail = node.buffers[2].wrapping_add(items).cast::<u8>();
         // Bytes 40 and 20 past the kernel's elements: the second lies between the kernel's last
-        // change and the first, which a pass may already see changed.
+        // change and the first.
         let bytes = [
             (40usize, 0x80 | (seed & 0x7f) as u8),
             (20, 0x40 | (seed & 0x3f) as u8),
@@ -631,20 +631,20 @@ impl Lane<'_> {
             // SAFETY: both bytes lie in the buffer past the kernel's elements.
             unsafe { tail.add(at).write_volatile(value) }
         };
+        // SAFETY: as for the writes.
+        let read = |at: usize| unsafe { tail.add(at).read_volatile() };
         self.submit(kernel, items);
         let signal = self.nodes[0].signal;
-        let (result, start) = (expected[0], expected[0].wrapping_sub(1));
         let mut written = 0;
         // SAFETY: a live signal of ours.
         while unsafe { hsa_signal_load_scacquire(signal) } >= 1 {
-            // SAFETY: element 0 of the buffer, which the kernel writes.
-            let value = unsafe { first.read_volatile() };
             match written {
-                0 if value == result => {
+                // SAFETY: element 0 of the buffer, which the kernel writes.
+                0 if unsafe { first.read_volatile() } == expected[0] => {
                     write(bytes[0]);
                     written = 1;
                 }
-                1 if value == start => {
+                1 if read(bytes[0].0) == 0 => {
                     write(bytes[1]);
                     written = 2;
                 }
@@ -658,8 +658,7 @@ impl Lane<'_> {
         let gpu = self.gpu;
         self.nodes[0].verify(name, gpu, &expected)?;
         for (at, want) in bytes {
-            // SAFETY: as for the writes.
-            let got = unsafe { tail.add(at).read_volatile() };
+            let got = read(at);
             if got != want {
                 return Err(WorkError::Beside {
                     kernel: name,
