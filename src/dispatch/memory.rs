@@ -208,39 +208,44 @@ pub unsafe fn write_changed(target: *mut u8, source: &[u8], before: &[u8], after
     const WORD: usize = 8;
     const LOW_BITS: u64 = 0x0101_0101_0101_0101;
     let len = source.len().min(before.len()).min(after.len());
-    let word = |bytes: &[u8], at: usize| {
-        u64::from_ne_bytes(bytes[at..at + WORD].try_into().expect("8 bytes"))
-    };
+    let words = len / WORD * WORD;
     let mut written = 0;
-    let mut i = 0;
-    while i < len {
-        let differ = match i + WORD <= len {
-            true => word(before, i) ^ word(after, i),
-            false => 1,
-        };
+    let chunks = source[..words]
+        .chunks_exact(WORD)
+        .zip(before[..words].chunks_exact(WORD))
+        .zip(after[..words].chunks_exact(WORD));
+    for (i, ((from, old), new)) in chunks.enumerate() {
+        let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+        let differ = word(old) ^ word(new);
         if differ == 0 {
-            i += WORD;
             continue;
         }
-        // One bit per byte that differs.
+        // Bit 0 of each byte that differs.
         let mut bytes = differ | (differ >> 4);
         bytes |= bytes >> 2;
         bytes |= bytes >> 1;
-        if i + WORD <= len && bytes & LOW_BITS == LOW_BITS {
-            // SAFETY: `i + 8 <= len`, inside `target` per the contract.
-            unsafe { std::ptr::copy_nonoverlapping(source[i..].as_ptr(), target.add(i), WORD) };
+        bytes &= LOW_BITS;
+        let at = i * WORD;
+        if bytes == LOW_BITS {
+            // SAFETY: `at + 8 <= len`, inside `target` per the contract.
+            unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), target.add(at), WORD) };
             written += WORD as u64;
-            i += WORD;
             continue;
         }
-        for k in i..(i + WORD).min(len) {
-            if before[k] != after[k] {
-                // SAFETY: `k < len`, inside `target` per the contract.
-                unsafe { target.add(k).write(source[k]) };
-                written += 1;
-            }
+        while bytes != 0 {
+            let k = bytes.trailing_zeros() as usize / 8;
+            // SAFETY: `at + k < len`, inside `target` per the contract.
+            unsafe { target.add(at + k).write(from[k]) };
+            written += 1;
+            bytes &= bytes - 1;
         }
-        i += WORD;
+    }
+    for k in words..len {
+        if before[k] != after[k] {
+            // SAFETY: `k < len`, inside `target` per the contract.
+            unsafe { target.add(k).write(source[k]) };
+            written += 1;
+        }
     }
     written
 }
