@@ -19,10 +19,10 @@ use std::collections::{BTreeMap, HashMap};
 /// Who may reach an allocation.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reach {
-    /// Every agent (region allocations, mappings whose access the runtime keeps).
+    /// Every agent (device region allocations, mappings whose access the runtime keeps).
     Everyone,
     /// Every agent, and the process's threads write it directly: host memory locked for the
-    /// GPUs.
+    /// GPUs, region allocations the host reaches.
     Host,
     /// Memory of this pool: the agents the pool allows by default, and those given access.
     Pool {

@@ -19,9 +19,9 @@
 //! left. Then the application's completion signal completes, once, with pass 0's timestamps,
 //! and gate P opens.
 //!
-//! Host memory (of a CPU agent's pools, or locked for the GPUs) is written back byte-exact: only
-//! the bytes that changed, because the application's other threads may write the bytes between
-//! them at any time. Device memory changes only through kernels and DMA copies, which do not run
+//! Host memory (of a CPU agent's pools, locked for the GPUs, or of a region the host reaches) is
+//! written back byte-exact: only the bytes that changed, because the application's other threads
+//! may write the bytes between them at any time. Device memory changes only through kernels and DMA copies, which do not run
 //! while a dispatch is replayed ([`super::copies`]), so changed ranges a few bytes apart are
 //! written back as one copy, the bytes between them with the values they had.
 //!

@@ -210,6 +210,19 @@ impl Hsa {
         true
     }
 
+    /// Whether the host reaches memory of `region` directly (`HSA_AMD_REGION_INFO_HOST_ACCESSIBLE`);
+    /// `None` when the runtime does not say.
+    pub fn region_host_accessible(&self, region: hsa_region_t) -> Option<bool> {
+        let mut accessible = false;
+        let status = status_call!(
+            self.core.hsa_region_get_info_fn,
+            region,
+            HSA_AMD_REGION_INFO_HOST_ACCESSIBLE,
+            &mut accessible as *mut bool as *mut c_void
+        );
+        (status == HSA_STATUS_SUCCESS).then_some(accessible)
+    }
+
     /// How `pool` is open to `agent` by default (`HSA_AMD_MEMORY_POOL_ACCESS_*`).
     pub fn pool_access(&self, agent: hsa_agent_t, pool: hsa_amd_memory_pool_t) -> Option<u32> {
         let mut access = 0u32;

@@ -162,7 +162,8 @@ unsafe extern "C" fn memory_allocate(
     size: usize,
     ptr: *mut *mut c_void,
 ) -> hsa_status_t {
-    let Some(f) = memory().and_then(|(h, _)| h.core().hsa_memory_allocate_fn) else {
+    let Some((hsa, f)) = memory().and_then(|(h, _)| Some((h, h.core().hsa_memory_allocate_fn?)))
+    else {
         return HSA_STATUS_ERROR;
     };
     // SAFETY: the original entry with the application's arguments.
@@ -173,7 +174,10 @@ unsafe extern "C" fn memory_allocate(
     } else {
         0
     };
-    track(status, |m| m.add(base, size, Reach::Everyone))
+    // Memory the host reaches directly: its threads may write it while a kernel runs.
+    let host = status == HSA_STATUS_SUCCESS && hsa.region_host_accessible(region) == Some(true);
+    let reach = if host { Reach::Host } else { Reach::Everyone };
+    track(status, |m| m.add(base, size, reach))
 }
 
 unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {

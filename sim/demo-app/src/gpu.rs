@@ -61,6 +61,8 @@ pub struct System {
     pub kernarg_pool: hsa_amd_memory_pool_t,
     /// A fine-grained CPU pool for buffers the host verifies.
     pub buffer_pool: hsa_amd_memory_pool_t,
+    /// The CPU agents.
+    cpus: Vec<hsa_agent_t>,
 }
 
 unsafe extern "C" fn collect_agent(agent: hsa_agent_t, data: *mut c_void) -> hsa_status_t {
@@ -148,6 +150,7 @@ impl System {
             gpus,
             kernarg_pool,
             buffer_pool,
+            cpus,
         })
     }
 
@@ -155,6 +158,48 @@ impl System {
     pub fn device_pool(&self, gpu: &Gpu) -> Result<hsa_amd_memory_pool_t, String> {
         global_pool(gpu.agent, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED)?
             .ok_or_else(|| format!("no device memory pool on GPU {}", gpu.name))
+    }
+
+    /// Allocates `size` bytes with `hsa_memory_allocate` in the first fine-grained global region
+    /// of a CPU agent that the runtime allocates in and the host reaches.
+    pub fn allocate_in_region(&self, size: usize) -> Result<*mut u8, HsaError> {
+        unsafe extern "C" fn collect(region: hsa_region_t, data: *mut c_void) -> hsa_status_t {
+            // SAFETY: `data` is the Vec passed below.
+            unsafe { (*data.cast::<Vec<hsa_region_t>>()).push(region) };
+            HSA_STATUS_SUCCESS
+        }
+        let info = |region, attribute| -> Result<u32, HsaError> {
+            let mut value = 0u32;
+            // SAFETY: these attributes are at most 4 bytes (the host access flag is a bool,
+            // written into the low byte of the zeroed value).
+            let status = unsafe { hsa_region_get_info(region, attribute, (&raw mut value).cast()) };
+            check("hsa_region_get_info", status).map(|()| value)
+        };
+        for &cpu in &self.cpus {
+            let mut regions: Vec<hsa_region_t> = Vec::new();
+            // SAFETY: the callback receives the Vec.
+            let status =
+                unsafe { hsa_agent_iterate_regions(cpu, collect, (&raw mut regions).cast()) };
+            check("hsa_agent_iterate_regions", status)?;
+            for region in regions {
+                if info(region, HSA_REGION_INFO_SEGMENT)? == HSA_REGION_SEGMENT_GLOBAL
+                    && info(region, HSA_REGION_INFO_GLOBAL_FLAGS)?
+                        & HSA_REGION_GLOBAL_FLAG_FINE_GRAINED
+                        != 0
+                    && info(region, HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED)? & 0xff != 0
+                    && info(region, HSA_AMD_REGION_INFO_HOST_ACCESSIBLE)? & 0xff != 0
+                {
+                    let mut ptr: *mut c_void = std::ptr::null_mut();
+                    // SAFETY: a region of the runtime and a valid out pointer.
+                    let status = unsafe { hsa_memory_allocate(region, size, &mut ptr) };
+                    return check("hsa_memory_allocate", status).map(|()| ptr.cast());
+                }
+            }
+        }
+        Err(HsaError {
+            call: "hsa_agent_iterate_regions",
+            status: HSA_STATUS_ERROR_INVALID_REGION,
+        })
     }
 
     /// Allocates `size` bytes from `pool`, accessible to every GPU.

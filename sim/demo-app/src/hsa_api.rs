@@ -108,6 +108,27 @@ extern "C" {
         attribute: u32,
         value: *mut c_void,
     ) -> hsa_status_t;
+    // Regions are the demo's own (the dispatch benchmark shares this list).
+    #[allow(dead_code)]
+    pub fn hsa_agent_iterate_regions(
+        agent: hsa_agent_t,
+        callback: unsafe extern "C" fn(hsa_region_t, *mut c_void) -> hsa_status_t,
+        data: *mut c_void,
+    ) -> hsa_status_t;
+    #[allow(dead_code)]
+    pub fn hsa_region_get_info(
+        region: hsa_region_t,
+        attribute: u32,
+        value: *mut c_void,
+    ) -> hsa_status_t;
+    #[allow(dead_code)]
+    pub fn hsa_memory_allocate(
+        region: hsa_region_t,
+        size: usize,
+        ptr: *mut *mut c_void,
+    ) -> hsa_status_t;
+    #[allow(dead_code)]
+    pub fn hsa_memory_free(ptr: *mut c_void) -> hsa_status_t;
     // The copies are the demo's own (the dispatch benchmark shares this list).
     #[allow(dead_code)]
     pub fn hsa_amd_memory_async_copy(

@@ -84,6 +84,10 @@ struct Args {
     /// being allocated.
     #[arg(long)]
     untracked_buffers: bool,
+    /// Take the kernels' buffers from the host's fine-grained memory region with
+    /// hsa_memory_allocate instead of its memory pool.
+    #[arg(long, conflicts_with = "untracked_buffers")]
+    region_buffers: bool,
     /// Sleep this many milliseconds before initialising HSA, like an application that loads
     /// its data before its first kernel.
     #[arg(long, default_value_t = 0)]
@@ -170,7 +174,11 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         kernels,
         size: args.size.max(1),
         crash: args.crash,
-        untracked_buffers: args.untracked_buffers,
+        buffers: match (args.untracked_buffers, args.region_buffers) {
+            (true, _) => workload::Buffers::Untracked,
+            (_, true) => workload::Buffers::Region,
+            _ => workload::Buffers::Pool,
+        },
         graph_threads: match args.graph {
             true => args.graph_threads.unwrap_or(args.threads),
             false => 0,
@@ -188,8 +196,13 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
         return Ok(());
     }
     if args.writes_beside {
-        let set_back =
-            workload::writes_beside(&system, plan.kernels[0], args.iterations, plan.size)?;
+        let set_back = workload::writes_beside(
+            &system,
+            plan.kernels[0],
+            args.iterations,
+            plan.size,
+            plan.buffers,
+        )?;
         drop(system);
         // SAFETY: every HSA object was released above.
         unsafe { hsa_api::hsa_shut_down() };

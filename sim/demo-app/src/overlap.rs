@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use crate::gpu::{check, Kernel, System};
 use crate::hsa::*;
 use crate::hsa_api::*;
-use crate::workload::{symbol_of, Lane, WorkError};
+use crate::workload::{symbol_of, Buffers, Lane, WorkError};
 use crate::HsaError;
 
 /// `hsa_pitched_ptr_t`: a buffer of rows and slices, for rect copies.
@@ -230,7 +230,7 @@ pub fn run(
     let (dispatched, copied) = std::thread::scope(|scope| {
         let copier = scope.spawn(|| copy_rounds(system, iterations, &kernels_done));
         let dispatched = (|| -> Result<u32, WorkError> {
-            let mut lane = Lane::new(system, gpu, None, size, false)?;
+            let mut lane = Lane::new(system, gpu, None, size, Buffers::Pool)?;
             for i in 0..iterations {
                 lane.run(kernel, &code, size, i)?;
             }

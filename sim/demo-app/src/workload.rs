@@ -119,8 +119,8 @@ pub struct Plan {
     pub size: usize,
     /// Raise SIGSEGV after the first iteration.
     pub crash: bool,
-    /// Buffers from mmap instead of the runtime.
-    pub untracked_buffers: bool,
+    /// Where the buffers come from.
+    pub buffers: Buffers,
     /// Annotate with roctx.
     pub roctx: bool,
     /// Worker threads (the first ones) that submit each iteration's kernels of a queue as one
@@ -143,8 +143,19 @@ struct Node {
     kernarg: *mut u8,
     buffers: [*mut u32; 3],
     capacity: usize,
-    /// The buffers were mapped with mmap (length in bytes), not allocated by the runtime.
-    mapped: Option<usize>,
+    /// Where the buffers come from.
+    source: Buffers,
+}
+
+/// Where a lane's buffers come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Buffers {
+    /// The fine-grained host pool (`hsa_amd_memory_pool_allocate`).
+    Pool,
+    /// An anonymous mapping the runtime never sees (`--untracked-buffers`).
+    Untracked,
+    /// The fine-grained host region (`hsa_memory_allocate`, `--region-buffers`).
+    Region,
 }
 
 fn create_signal(value: i64) -> Result<hsa_signal_t, HsaError> {
@@ -178,11 +189,11 @@ impl<'a> Lane<'a> {
         gpu: &'a Gpu,
         graph: Option<usize>,
         size: usize,
-        untracked: bool,
+        buffers: Buffers,
     ) -> Result<Lane<'a>, HsaError> {
         let queue = gpu.create_queue(QUEUE_SLOTS)?;
         let nodes = (0..graph.unwrap_or(1).max(1))
-            .map(|_| Node::new(system, size, untracked))
+            .map(|_| Node::new(system, size, buffers))
             .collect::<Result<_, _>>()?;
         // Created only for graphs: a lane creates signals in the order it always did.
         let done = match graph {
@@ -364,13 +375,15 @@ fn barrier_packet(kind: u16, dependencies: &[hsa_signal_t], completion: hsa_sign
 }
 
 impl Node {
-    fn new(system: &System, size: usize, untracked: bool) -> Result<Node, HsaError> {
+    fn new(system: &System, size: usize, source: Buffers) -> Result<Node, HsaError> {
         let signal = create_signal(1)?;
         let capacity = size.div_ceil(WORKGROUP as usize) * WORKGROUP as usize;
         let bytes = capacity * 4;
         let buffer = || -> Result<*mut u32, HsaError> {
-            if !untracked {
-                return Ok(system.allocate(system.buffer_pool, bytes)?.cast());
+            match source {
+                Buffers::Pool => return Ok(system.allocate(system.buffer_pool, bytes)?.cast()),
+                Buffers::Region => return Ok(system.allocate_in_region(bytes)?.cast()),
+                Buffers::Untracked => {}
             }
             // SAFETY: an anonymous private mapping of `bytes` bytes, unmapped in Drop.
             let mapped = unsafe {
@@ -396,7 +409,7 @@ impl Node {
             kernarg: system.allocate(system.kernarg_pool, KERNARG_BYTES)?,
             buffers: [buffer()?, buffer()?, buffer()?],
             capacity,
-            mapped: untracked.then_some(bytes),
+            source,
         })
     }
 
@@ -718,11 +731,14 @@ impl Drop for Node {
             hsa_signal_destroy(self.signal);
             hsa_amd_memory_pool_free(self.kernarg.cast());
             for buffer in self.buffers {
-                match self.mapped {
-                    Some(bytes) => {
-                        libc::munmap(buffer.cast(), bytes);
+                match self.source {
+                    Buffers::Untracked => {
+                        libc::munmap(buffer.cast(), self.capacity * 4);
                     }
-                    None => {
+                    Buffers::Region => {
+                        hsa_memory_free(buffer.cast());
+                    }
+                    Buffers::Pool => {
                         hsa_amd_memory_pool_free(buffer.cast());
                     }
                 }
@@ -738,6 +754,7 @@ pub fn writes_beside(
     kernel: &'static str,
     iterations: u32,
     size: usize,
+    buffers: Buffers,
 ) -> Result<u32, String> {
     if kernel != "increment" {
         return Err(format!("--writes-beside runs increment, not {kernel}"));
@@ -747,7 +764,7 @@ pub fn writes_beside(
     }
     let gpu = &system.gpus[0];
     let code = gpu.kernel(kernel)?;
-    let mut lane = Lane::new(system, gpu, None, size, false)?;
+    let mut lane = Lane::new(system, gpu, None, size, buffers)?;
     let mut set_back = 0;
     for i in 0..iterations {
         if lane
@@ -773,7 +790,7 @@ pub fn work(system: &System, plan: &Plan, thread: u32) -> Result<(), WorkError> 
         let nodes = graph.then_some(kernels.len());
         for _ in 0..plan.queues {
             lanes.push((
-                Lane::new(system, gpu, nodes, plan.size, plan.untracked_buffers)?,
+                Lane::new(system, gpu, nodes, plan.size, plan.buffers)?,
                 kernels.clone(),
             ));
         }
