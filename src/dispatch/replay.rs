@@ -462,6 +462,8 @@ impl Replay {
                 // SAFETY: host memory is the process's own and live (the map says the
                 // allocation still holds the range, and no free runs while its lock is held).
                 self.bytes.restored += unsafe { write_changed(address as *mut u8, src, old, new) };
+                // The stores reach memory before the gate that lets the next pass run opens.
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
                 continue;
             }
             if memory.copy(address, source.ptr + offset, len) {
