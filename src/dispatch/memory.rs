@@ -331,6 +331,8 @@ mod tests {
     #[test]
     fn overlapping_records_merge_and_freed_memory_is_noticed() {
         let mut m = map();
+        // A mapping that may be device memory reaching into host memory: one span, which is
+        // not host memory.
         m.add(0x3020, 0x100, Reach::Everyone);
         let spans = m.reachable(GPU0, |pool| default_access(pool, GPU0), host_pool);
         assert_eq!(
@@ -339,7 +341,7 @@ mod tests {
                 base: 0x3000,
                 len: 0x120,
                 id: 2,
-                host: true,
+                host: false,
             }
         );
         let first = spans[0];
