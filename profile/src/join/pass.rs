@@ -1,7 +1,8 @@
 //! Writing one pass on three threads: the caller's reads and converts records, one thread
 //! inserts the dispatches into the database (which joins them to earlier passes as they come)
-//! and one writes the pass's `counter_collection.csv` from them, so neither the join nor the
-//! file reads the pass back from the database. Bounded channels and a bounded window that puts
+//! and one writes the pass's `counter_collection.csv` from them and adds their values to the
+//! moments the estimates use, so neither the join nor the file reads the pass back from the
+//! database, and the inserting thread does little beside SQLite's work. Bounded channels and a bounded window that puts
 //! dispatches in start order keep memory flat in the number of dispatches.
 
 use std::cmp::Reverse;
@@ -14,6 +15,7 @@ use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
 use crate::files::{write_counter_collection, OutputError};
 use crate::model::Dispatch;
 use crate::store::database::{Database, DatabaseError, Positions};
+use crate::store::sampled::Sampled;
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -176,6 +178,9 @@ struct Batch {
     sorted: bool,
     /// The counters' per-position values, made on the way to the database thread.
     positions: Positions,
+    /// Per dispatch once inserted, its kernel's id, then its counters' ids (see
+    /// [`Database::inserted_ids`]).
+    ids: Vec<i64>,
 }
 
 impl Batch {
@@ -184,6 +189,7 @@ impl Batch {
             dispatches: Vec::with_capacity(BATCH),
             sorted: true,
             positions: Positions::default(),
+            ids: Vec::new(),
         }
     }
 }
@@ -257,30 +263,29 @@ fn send(
 }
 
 /// The database thread: inserts the dispatches (which puts each one's counters in the
-/// database's order) and hands them on to the file while they are in start order.
+/// database's order) and hands them on, with their ids, to the thread after it.
 fn insert_all(
     db: &mut Database,
     pass: u32,
     from: Receiver<Batch>,
-    to_csv: Option<SyncSender<Batch>>,
+    after: Option<SyncSender<Batch>>,
     give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
-    let mut to_csv = to_csv;
+    let mut after = after;
     for mut batch in from {
         db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
-        // Out of start order the file is written from the database at the end instead; a
-        // file thread that stopped reports why when joined.
-        if !batch.sorted {
-            to_csv = None;
-        }
-        let batch = match &to_csv {
-            Some(out) => match out.send(batch) {
-                Ok(()) => continue,
-                Err(unsent) => {
-                    to_csv = None;
-                    unsent.0
+        let batch = match &after {
+            Some(out) => {
+                batch.ids.clear();
+                batch.ids.extend_from_slice(db.inserted_ids());
+                match out.send(batch) {
+                    Ok(()) => continue,
+                    Err(unsent) => {
+                        after = None;
+                        unsent.0
+                    }
                 }
-            },
+            }
             None => batch,
         };
         let _ = give_back.try_send(batch);
@@ -288,19 +293,43 @@ fn insert_all(
     Ok(())
 }
 
-/// The file thread.
-fn write_all<'a>(
-    mut out: CounterCollectionFiles<'a>,
+/// What the thread after the database thread did: the pass's files, if written (none when
+/// the pass came out of start order), and the moments it added the values to.
+type AfterInsert<'a> = (
+    io::Result<Option<CounterCollectionFiles<'a>>>,
+    Option<Sampled>,
+);
+
+/// The thread after the database thread: writes the file while the dispatches come in start
+/// order (out of it, the file is written from the database at the end instead) and adds their
+/// values to `samples`, every batch's, in order, even once the file failed.
+fn after_insert<'a>(
+    out: Option<CounterCollectionFiles<'a>>,
+    mut samples: Option<Sampled>,
+    pass: u32,
     from: Receiver<Batch>,
     give_back: SyncSender<Batch>,
-) -> io::Result<CounterCollectionFiles<'a>> {
+) -> AfterInsert<'a> {
+    let mut out = Ok(out);
     for batch in from {
-        for (_, d) in &batch.dispatches {
-            out.write(d)?;
+        if let Some(samples) = &mut samples {
+            samples.add_inserted(pass, &batch.dispatches, &batch.ids);
+        }
+        if !batch.sorted {
+            out = out.map(|_| None);
+        }
+        if let Ok(Some(files)) = &mut out {
+            if let Err(e) = batch
+                .dispatches
+                .iter()
+                .try_for_each(|(_, d)| files.write(d))
+            {
+                out = Err(e);
+            }
         }
         let _ = give_back.try_send(batch);
     }
-    Ok(out)
+    (out, samples)
 }
 
 fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
@@ -325,19 +354,21 @@ pub fn write_pass<E: From<OutputError>>(
     for (source, pids) in spec.processes {
         db.declare_processes(*source, pids);
     }
+    let samples = db.lend_samples();
     let inserting = &mut *db;
-    let (fed, inserted, written, sorted, dispatches) = std::thread::scope(|scope| {
+    let (fed, inserted, after, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
-        let (to_csv, from_database) = sync_channel(CHANNEL);
+        let (to_after, from_database) = sync_channel(CHANNEL);
         // Room for every batch on its way, so that none is dropped away from the caller's thread.
         let (give_back, given_back) = sync_channel(2 * CHANNEL + 4);
-        let to_csv = out.is_some().then_some(to_csv);
-        let file_gives_back = give_back.clone();
-        let file =
-            out.map(|out| scope.spawn(move || write_all(out, from_database, file_gives_back)));
         let pass = spec.pass;
+        let after = (out.is_some() || samples.is_some()).then(|| {
+            let gives_back = give_back.clone();
+            scope.spawn(move || after_insert(out, samples, pass, from_database, gives_back))
+        });
+        let to_after = after.is_some().then_some(to_after);
         let database =
-            scope.spawn(move || insert_all(inserting, pass, from_input, to_csv, give_back));
+            scope.spawn(move || insert_all(inserting, pass, from_input, to_after, give_back));
         let mut input = PassInput {
             order: StartOrder::new(REORDER_WINDOW),
             batch: Batch::new(),
@@ -354,12 +385,16 @@ pub fn write_pass<E: From<OutputError>>(
         } = input;
         drop(to_database);
         let inserted = joined(database);
-        let written = file.map(joined);
-        (fed, inserted, written, order.sorted(), dispatches)
+        let after = after.map(joined);
+        (fed, inserted, after, order.sorted(), dispatches)
     });
+    let (written, samples) = after.unwrap_or((Ok(None), None));
+    if let Some(samples) = samples {
+        db.take_back_samples(samples);
+    }
     inserted.map_err(OutputError::from)?;
     fed?;
-    let out = written.transpose().map_err(OutputError::from)?;
+    let out = written.map_err(OutputError::from)?;
     db.end_pass(spec.pass, spec.exit_status)
         .map_err(OutputError::from)?;
     let csv = match (out, spec.csv) {

@@ -848,6 +848,8 @@ pub struct Database {
     /// The moments of the values for the estimates, gathered as they are inserted; `None` once
     /// they may differ from what the database holds (a value that repeats an earlier pass's).
     sampled: Option<Sampled>,
+    /// Whether the values' part of `sampled` is lent out (see [`Database::lend_samples`]).
+    samples_lent: bool,
     /// Whether a pass was begun and not ended.
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
@@ -1202,6 +1204,7 @@ impl Database {
             values: String::new(),
             values_made: false,
             sampled: (!finished).then(Sampled::new),
+            samples_lent: false,
             pass_open: false,
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
@@ -1502,6 +1505,30 @@ impl Database {
         r
     }
 
+    /// Per dispatch of the last [`Database::insert_many_with`], its kernel's id, then its
+    /// counters' ids in their order (as it left them).
+    pub fn inserted_ids(&self) -> &[i64] {
+        &self.batch_ids
+    }
+
+    /// Takes out the part of the moments that the values of the pass being inserted add to,
+    /// so that another thread adds them ([`Sampled::add_inserted`] with
+    /// [`Database::inserted_ids`]) while this one inserts; until [`Database::take_back_samples`]
+    /// this adds none. `None` when none are gathered.
+    pub fn lend_samples(&mut self) -> Option<Sampled> {
+        let sampled = self.sampled.as_mut().filter(|_| !self.samples_lent)?;
+        self.samples_lent = true;
+        Some(sampled.lend())
+    }
+
+    /// Puts back what [`Database::lend_samples`] took, with the values added to it.
+    pub fn take_back_samples(&mut self, lent: Sampled) {
+        if let Some(sampled) = &mut self.sampled {
+            sampled.take_back(lent);
+        }
+        self.samples_lent = false;
+    }
+
     /// [`Database::insert_many_with`] once the kernel and counter ids are known.
     fn insert_rows(
         &mut self,
@@ -1655,7 +1682,7 @@ impl Database {
                     last.positions = Some(from..dispatch_json.len());
                 }
             }
-            if let Some(sampled) = &mut self.sampled {
+            if let (Some(sampled), false) = (&mut self.sampled, self.samples_lent) {
                 let values = rows[first_value..].iter().map(|r| (r.0, r.1));
                 sampled.add(source, pass, d, kernel_id, values);
             }
