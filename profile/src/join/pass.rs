@@ -1,7 +1,7 @@
 //! Writing one pass on three threads: the caller's reads and converts records, one thread
 //! inserts the dispatches into the database (which joins them to earlier passes as they come)
 //! and one writes the pass's `counter_collection.csv` from them and adds their values to the
-//! moments the estimates use, so neither the join nor the file reads the pass back from the
+//! sums of the estimates and the summary, so neither the join nor the file reads the pass back from the
 //! database, and the inserting thread does little beside SQLite's work. Bounded channels and a bounded window that puts
 //! dispatches in start order keep memory flat in the number of dispatches.
 
@@ -14,8 +14,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
 use crate::files::{write_counter_collection, OutputError};
 use crate::model::Dispatch;
-use crate::store::database::{Database, DatabaseError, Positions};
-use crate::store::sampled::Sampled;
+use crate::store::database::{Database, DatabaseError, PassSums, Positions};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -268,53 +267,37 @@ fn insert_all(
     db: &mut Database,
     pass: u32,
     from: Receiver<Batch>,
-    after: Option<SyncSender<Batch>>,
+    after: SyncSender<Batch>,
     give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
-    let mut after = after;
     for mut batch in from {
         db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
-        let batch = match &after {
-            Some(out) => {
-                batch.ids.clear();
-                batch.ids.extend_from_slice(db.inserted_ids());
-                match out.send(batch) {
-                    Ok(()) => continue,
-                    Err(unsent) => {
-                        after = None;
-                        unsent.0
-                    }
-                }
-            }
-            None => batch,
-        };
-        let _ = give_back.try_send(batch);
+        batch.ids.clear();
+        batch.ids.extend_from_slice(db.inserted_ids());
+        // A thread after this one that stopped (it panicked) reports it when joined.
+        if let Err(unsent) = after.send(batch) {
+            let _ = give_back.try_send(unsent.0);
+        }
     }
     Ok(())
 }
 
 /// What the thread after the database thread did: the pass's files, if written (none when
-/// the pass came out of start order), and the moments it added the values to.
-type AfterInsert<'a> = (
-    io::Result<Option<CounterCollectionFiles<'a>>>,
-    Option<Sampled>,
-);
+/// the pass came out of start order), and the sums it added the values to.
+type AfterInsert<'a> = (io::Result<Option<CounterCollectionFiles<'a>>>, PassSums);
 
 /// The thread after the database thread: writes the file while the dispatches come in start
 /// order (out of it, the file is written from the database at the end instead) and adds their
-/// values to `samples`, every batch's, in order, even once the file failed.
+/// values to `sums`, every batch's, in order, even once the file failed.
 fn after_insert<'a>(
     out: Option<CounterCollectionFiles<'a>>,
-    mut samples: Option<Sampled>,
-    pass: u32,
+    mut sums: PassSums,
     from: Receiver<Batch>,
     give_back: SyncSender<Batch>,
 ) -> AfterInsert<'a> {
     let mut out = Ok(out);
     for batch in from {
-        if let Some(samples) = &mut samples {
-            samples.add_inserted(pass, &batch.dispatches, &batch.ids);
-        }
+        sums.add_inserted(&batch.dispatches, &batch.ids);
         if !batch.sorted {
             out = out.map(|_| None);
         }
@@ -329,7 +312,7 @@ fn after_insert<'a>(
         }
         let _ = give_back.try_send(batch);
     }
-    (out, samples)
+    (out, sums)
 }
 
 fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
@@ -354,7 +337,7 @@ pub fn write_pass<E: From<OutputError>>(
     for (source, pids) in spec.processes {
         db.declare_processes(*source, pids);
     }
-    let samples = db.lend_samples();
+    let sums = db.lend_sums(spec.pass);
     let inserting = &mut *db;
     let (fed, inserted, after, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
@@ -362,11 +345,8 @@ pub fn write_pass<E: From<OutputError>>(
         // Room for every batch on its way, so that none is dropped away from the caller's thread.
         let (give_back, given_back) = sync_channel(2 * CHANNEL + 4);
         let pass = spec.pass;
-        let after = (out.is_some() || samples.is_some()).then(|| {
-            let gives_back = give_back.clone();
-            scope.spawn(move || after_insert(out, samples, pass, from_database, gives_back))
-        });
-        let to_after = after.is_some().then_some(to_after);
+        let gives_back = give_back.clone();
+        let after = scope.spawn(move || after_insert(out, sums, from_database, gives_back));
         let database =
             scope.spawn(move || insert_all(inserting, pass, from_input, to_after, give_back));
         let mut input = PassInput {
@@ -385,13 +365,11 @@ pub fn write_pass<E: From<OutputError>>(
         } = input;
         drop(to_database);
         let inserted = joined(database);
-        let after = after.map(joined);
+        let after = joined(after);
         (fed, inserted, after, order.sorted(), dispatches)
     });
-    let (written, samples) = after.unwrap_or((Ok(None), None));
-    if let Some(samples) = samples {
-        db.take_back_samples(samples);
-    }
+    let (written, sums) = after;
+    db.take_back_sums(sums);
     inserted.map_err(OutputError::from)?;
     fed?;
     let out = written.map_err(OutputError::from)?;

@@ -219,22 +219,8 @@ impl Sampled {
         }
     }
 
-    /// Adds dispatches of `pass` as inserted: `ids` holds per dispatch its kernel's id, then
-    /// its counters' ids in their order (see [`crate::store::database::Database::inserted_ids`]).
-    pub fn add_inserted(&mut self, pass: u32, dispatches: &[(u32, Dispatch)], ids: &[i64]) {
-        let mut at = 0;
-        for (source, d) in dispatches {
-            let kernel_id = ids.get(at).copied().unwrap_or_default();
-            let pmcs = ids.get(at + 1..).unwrap_or_default();
-            at += 1 + d.counters.len();
-            let values = d.counters.iter().enumerate();
-            let values = values.map(|(i, c)| (pmcs.get(i).copied().unwrap_or_default(), c.total));
-            self.add(*source, pass, d, kernel_id, values);
-        }
-    }
-
     /// The part of these that a pass's values add to ([`Sampled::add`]), taken out so that
-    /// another thread than the inserting one adds them; [`Sampled::take_back`] puts it back.
+    /// another thread than the inserting one adds to them; [`Sampled::take_back`] puts it back.
     pub(crate) fn lend(&mut self) -> Sampled {
         Sampled {
             cells: std::mem::take(&mut self.cells),
