@@ -1,7 +1,8 @@
 //! Writing one pass on three threads: the caller's reads and converts records, one thread
 //! inserts the dispatches into the database (which joins them to earlier passes as they come)
-//! and one writes the pass's `counter_collection.csv` from them, so neither the join nor the
-//! file reads the pass back from the database. Bounded channels and a bounded window that puts
+//! and one writes the pass's `counter_collection.csv` from them and adds their values to the
+//! sums of the estimates and the summary, so neither the join nor the file reads the pass back from the
+//! database, and the inserting thread does little beside SQLite's work. Bounded channels and a bounded window that puts
 //! dispatches in start order keep memory flat in the number of dispatches.
 
 use std::cmp::Reverse;
@@ -13,7 +14,7 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
 use crate::files::{write_counter_collection, OutputError};
 use crate::model::Dispatch;
-use crate::store::database::{Database, DatabaseError, Positions};
+use crate::store::database::{Database, DatabaseError, PassSums, Positions};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -176,6 +177,9 @@ struct Batch {
     sorted: bool,
     /// The counters' per-position values, made on the way to the database thread.
     positions: Positions,
+    /// Per dispatch once inserted, its kernel's id, then its counters' ids (see
+    /// [`Database::inserted_ids`]).
+    ids: Vec<i64>,
 }
 
 impl Batch {
@@ -184,6 +188,7 @@ impl Batch {
             dispatches: Vec::with_capacity(BATCH),
             sorted: true,
             positions: Positions::default(),
+            ids: Vec::new(),
         }
     }
 }
@@ -257,50 +262,57 @@ fn send(
 }
 
 /// The database thread: inserts the dispatches (which puts each one's counters in the
-/// database's order) and hands them on to the file while they are in start order.
+/// database's order) and hands them on, with their ids, to the thread after it.
 fn insert_all(
     db: &mut Database,
     pass: u32,
     from: Receiver<Batch>,
-    to_csv: Option<SyncSender<Batch>>,
+    after: SyncSender<Batch>,
     give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
-    let mut to_csv = to_csv;
     for mut batch in from {
         db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
-        // Out of start order the file is written from the database at the end instead; a
-        // file thread that stopped reports why when joined.
-        if !batch.sorted {
-            to_csv = None;
+        batch.ids.clear();
+        batch.ids.extend_from_slice(db.inserted_ids());
+        // A thread after this one that stopped (it panicked) reports it when joined.
+        if let Err(unsent) = after.send(batch) {
+            let _ = give_back.try_send(unsent.0);
         }
-        let batch = match &to_csv {
-            Some(out) => match out.send(batch) {
-                Ok(()) => continue,
-                Err(unsent) => {
-                    to_csv = None;
-                    unsent.0
-                }
-            },
-            None => batch,
-        };
-        let _ = give_back.try_send(batch);
     }
     Ok(())
 }
 
-/// The file thread.
-fn write_all<'a>(
-    mut out: CounterCollectionFiles<'a>,
+/// What the thread after the database thread did: the pass's files, if written (none when
+/// the pass came out of start order), and the sums it added the values to.
+type AfterInsert<'a> = (io::Result<Option<CounterCollectionFiles<'a>>>, PassSums);
+
+/// The thread after the database thread: writes the file while the dispatches come in start
+/// order (out of it, the file is written from the database at the end instead) and adds their
+/// values to `sums`, every batch's, in order, even once the file failed.
+fn after_insert<'a>(
+    out: Option<CounterCollectionFiles<'a>>,
+    mut sums: PassSums,
     from: Receiver<Batch>,
     give_back: SyncSender<Batch>,
-) -> io::Result<CounterCollectionFiles<'a>> {
+) -> AfterInsert<'a> {
+    let mut out = Ok(out);
     for batch in from {
-        for (_, d) in &batch.dispatches {
-            out.write(d)?;
+        sums.add_inserted(&batch.dispatches, &batch.ids);
+        if !batch.sorted {
+            out = out.map(|_| None);
+        }
+        if let Ok(Some(files)) = &mut out {
+            if let Err(e) = batch
+                .dispatches
+                .iter()
+                .try_for_each(|(_, d)| files.write(d))
+            {
+                out = Err(e);
+            }
         }
         let _ = give_back.try_send(batch);
     }
-    Ok(out)
+    (out, sums)
 }
 
 fn joined<T>(thread: std::thread::ScopedJoinHandle<'_, T>) -> T {
@@ -325,19 +337,18 @@ pub fn write_pass<E: From<OutputError>>(
     for (source, pids) in spec.processes {
         db.declare_processes(*source, pids);
     }
+    let sums = db.lend_sums(spec.pass);
     let inserting = &mut *db;
-    let (fed, inserted, written, sorted, dispatches) = std::thread::scope(|scope| {
+    let (fed, inserted, after, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
-        let (to_csv, from_database) = sync_channel(CHANNEL);
+        let (to_after, from_database) = sync_channel(CHANNEL);
         // Room for every batch on its way, so that none is dropped away from the caller's thread.
         let (give_back, given_back) = sync_channel(2 * CHANNEL + 4);
-        let to_csv = out.is_some().then_some(to_csv);
-        let file_gives_back = give_back.clone();
-        let file =
-            out.map(|out| scope.spawn(move || write_all(out, from_database, file_gives_back)));
         let pass = spec.pass;
+        let gives_back = give_back.clone();
+        let after = scope.spawn(move || after_insert(out, sums, from_database, gives_back));
         let database =
-            scope.spawn(move || insert_all(inserting, pass, from_input, to_csv, give_back));
+            scope.spawn(move || insert_all(inserting, pass, from_input, to_after, give_back));
         let mut input = PassInput {
             order: StartOrder::new(REORDER_WINDOW),
             batch: Batch::new(),
@@ -354,12 +365,14 @@ pub fn write_pass<E: From<OutputError>>(
         } = input;
         drop(to_database);
         let inserted = joined(database);
-        let written = file.map(joined);
-        (fed, inserted, written, order.sorted(), dispatches)
+        let after = joined(after);
+        (fed, inserted, after, order.sorted(), dispatches)
     });
+    let (written, sums) = after;
+    db.take_back_sums(sums);
     inserted.map_err(OutputError::from)?;
     fed?;
-    let out = written.transpose().map_err(OutputError::from)?;
+    let out = written.map_err(OutputError::from)?;
     db.end_pass(spec.pass, spec.exit_status)
         .map_err(OutputError::from)?;
     let csv = match (out, spec.csv) {

@@ -48,7 +48,7 @@ use crate::model::{
 };
 use crate::store::rocpd::{self, FirstRows};
 use crate::store::sampled::Sampled;
-use crate::store::totals::{Launches, MergedLaunches, Timeline, Totals};
+use crate::store::totals::{CompensatedSum, Launches, MergedLaunches, Timeline, Totals};
 
 /// Why the database could not be written or read.
 #[derive(Debug, thiserror::Error)]
@@ -756,6 +756,42 @@ impl MergedStatements<'_, '_> {
     }
 }
 
+/// The sums the values of a pass add to, lent to another thread than the inserting one while
+/// the pass is inserted (see [`Database::lend_sums`]).
+pub struct PassSums {
+    pass: u32,
+    samples: Option<Sampled>,
+    counters: FastMap<(i64, i64), CompensatedSum>,
+    /// The counters an earlier pass collected, whose values are summed once the pass is joined.
+    before: FastMap<i64, ()>,
+}
+
+impl PassSums {
+    /// Adds the values of `dispatches` as inserted: `ids` holds per dispatch its kernel's id,
+    /// then its counters' ids in their order (see [`Database::inserted_ids`]).
+    pub fn add_inserted(&mut self, dispatches: &[(u32, Dispatch)], ids: &[i64]) {
+        let mut at = 0;
+        for (source, d) in dispatches {
+            let kernel_id = ids.get(at).copied().unwrap_or_default();
+            let pmcs = ids.get(at + 1..).unwrap_or_default();
+            at += 1 + d.counters.len();
+            let values = d.counters.iter().enumerate();
+            let values = values.map(|(i, c)| (pmcs.get(i).copied().unwrap_or_default(), c.total));
+            for (pmc, total) in values.clone() {
+                if !self.before.contains_key(&pmc) {
+                    self.counters
+                        .entry((kernel_id, pmc))
+                        .or_default()
+                        .add(total);
+                }
+            }
+            if let Some(samples) = &mut self.samples {
+                samples.add(*source, self.pass, d, kernel_id, values);
+            }
+        }
+    }
+}
+
 /// A value waiting to be inserted: counter id, total, range of its per-position values in the
 /// JSON buffer, merged dispatch.
 type PmcRow = (i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
@@ -848,6 +884,8 @@ pub struct Database {
     /// The moments of the values for the estimates, gathered as they are inserted; `None` once
     /// they may differ from what the database holds (a value that repeats an earlier pass's).
     sampled: Option<Sampled>,
+    /// Whether the pass's sums are lent out (see [`Database::lend_sums`]).
+    sums_lent: bool,
     /// Whether a pass was begun and not ended.
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
@@ -1202,6 +1240,7 @@ impl Database {
             values: String::new(),
             values_made: false,
             sampled: (!finished).then(Sampled::new),
+            sums_lent: false,
             pass_open: false,
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
@@ -1502,6 +1541,35 @@ impl Database {
         r
     }
 
+    /// Per dispatch of the last [`Database::insert_many_with`], its kernel's id, then its
+    /// counters' ids in their order (as it left them).
+    pub fn inserted_ids(&self) -> &[i64] {
+        &self.batch_ids
+    }
+
+    /// Takes out the sums that the values of `pass` add to (the moments for the estimates and
+    /// the summary's totals), so that another thread adds them ([`PassSums::add_inserted`] with
+    /// [`Database::inserted_ids`]) while this one inserts; until
+    /// [`Database::take_back_sums`] this adds none.
+    pub fn lend_sums(&mut self, pass: u32) -> PassSums {
+        self.sums_lent = true;
+        PassSums {
+            pass,
+            samples: self.sampled.as_mut().map(Sampled::lend),
+            counters: std::mem::take(&mut self.totals.counters),
+            before: self.collected_before.clone(),
+        }
+    }
+
+    /// Puts back what [`Database::lend_sums`] took, with the values added to it.
+    pub fn take_back_sums(&mut self, lent: PassSums) {
+        if let (Some(sampled), Some(samples)) = (&mut self.sampled, lent.samples) {
+            sampled.take_back(samples);
+        }
+        self.totals.counters = lent.counters;
+        self.sums_lent = false;
+    }
+
     /// [`Database::insert_many_with`] once the kernel and counter ids are known.
     fn insert_rows(
         &mut self,
@@ -1613,7 +1681,7 @@ impl Database {
                 };
                 // A counter an earlier pass collected is summed once the pass is joined and
                 // its repeats are known.
-                if !before {
+                if !before && !self.sums_lent {
                     self.totals
                         .counters
                         .entry((kernel_id, pmc))
@@ -1655,7 +1723,7 @@ impl Database {
                     last.positions = Some(from..dispatch_json.len());
                 }
             }
-            if let Some(sampled) = &mut self.sampled {
+            if let (Some(sampled), false) = (&mut self.sampled, self.sums_lent) {
                 let values = rows[first_value..].iter().map(|r| (r.0, r.1));
                 sampled.add(source, pass, d, kernel_id, values);
             }

@@ -219,6 +219,23 @@ impl Sampled {
         }
     }
 
+    /// The part of these that a pass's values add to ([`Sampled::add`]), taken out so that
+    /// another thread than the inserting one adds to them; [`Sampled::take_back`] puts it back.
+    pub(crate) fn lend(&mut self) -> Sampled {
+        Sampled {
+            cells: std::mem::take(&mut self.cells),
+            population: None,
+            durations: std::mem::take(&mut self.durations),
+            versions: self.versions.clone(),
+        }
+    }
+
+    /// Puts back what [`Sampled::lend`] took, with what was added to it since.
+    pub(crate) fn take_back(&mut self, lent: Sampled) {
+        self.cells = lent.cells;
+        self.durations = lent.durations;
+    }
+
     /// Counts a new merged dispatch, `d` (of kernel `kernel_id`, from input `source`).
     pub fn add_merged(&mut self, source: u32, d: &Dispatch, kernel_id: i64) {
         let key = self.stratum_key(source, d, kernel_id);
