@@ -789,6 +789,7 @@ impl PassSums {
                 samples.add(*source, self.pass, d, kernel_id, values);
             }
         }
+        debug_assert_eq!(at, ids.len(), "the ids of another batch");
     }
 }
 
@@ -865,9 +866,9 @@ pub struct Database {
     collected_before: FastMap<i64, ()>,
     /// The counters of the pass being inserted, by id.
     collected: FastMap<i64, ()>,
-    /// By counter id (below [`PASS_COUNTERS_MOST`]), for the counters the pass being inserted
-    /// has met: whether an earlier pass collected it.
-    pass_counters: Vec<Option<bool>>,
+    /// By counter id (below [`PASS_COUNTERS_MOST`]), whether the pass being inserted has met
+    /// the counter.
+    pass_counters: Vec<bool>,
     /// Per GPU, its timeline in the pass being inserted and the idle gaps counted so far;
     /// `None` once a dispatch came out of start order (the pass's gaps are then counted in SQL).
     timelines: Option<FastMap<u32, (Timeline, IdleGaps)>>,
@@ -884,8 +885,6 @@ pub struct Database {
     /// The moments of the values for the estimates, gathered as they are inserted; `None` once
     /// they may differ from what the database holds (a value that repeats an earlier pass's).
     sampled: Option<Sampled>,
-    /// Whether the pass's sums are lent out (see [`Database::lend_sums`]).
-    sums_lent: bool,
     /// Whether a pass was begun and not ended.
     pass_open: bool,
     /// Per counter id, the GPU of the first dispatch (by row) with a value of it.
@@ -1240,7 +1239,6 @@ impl Database {
             values: String::new(),
             values_made: false,
             sampled: (!finished).then(Sampled::new),
-            sums_lent: false,
             pass_open: false,
             first_agents: FastMap::default(),
             first_rows: (!finished).then(FirstRows::default),
@@ -1474,14 +1472,21 @@ impl Database {
         Ok(())
     }
 
-    /// [`Database::insert_many_with`], each counter's per-position values made here.
+    /// [`Database::insert_many_with`], each counter's per-position values made here, and the
+    /// values added to the pass's sums as a pass adds them ([`Database::lend_sums`]).
     #[cfg(test)]
     pub fn insert_many(
         &mut self,
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
     ) -> Result<(), DatabaseError> {
-        self.insert_many_with(pass, dispatches, None)
+        let mut sums = self.lend_sums(pass);
+        let inserted = self.insert_many_with(pass, dispatches, None);
+        if inserted.is_ok() {
+            sums.add_inserted(dispatches, self.inserted_ids());
+        }
+        self.take_back_sums(sums);
+        inserted
     }
 
     /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
@@ -1552,7 +1557,6 @@ impl Database {
     /// [`Database::inserted_ids`]) while this one inserts; until
     /// [`Database::take_back_sums`] this adds none.
     pub fn lend_sums(&mut self, pass: u32) -> PassSums {
-        self.sums_lent = true;
         PassSums {
             pass,
             samples: self.sampled.as_mut().map(Sampled::lend),
@@ -1567,7 +1571,6 @@ impl Database {
             sampled.take_back(samples);
         }
         self.totals.counters = lent.counters;
-        self.sums_lent = false;
     }
 
     /// [`Database::insert_many_with`] once the kernel and counter ids are known.
@@ -1661,32 +1664,17 @@ impl Database {
             let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
-                // Once per counter and pass: noted as collected, its first GPU kept, whether an
-                // earlier pass collected it.
+                // Once per counter and pass: noted as collected, its first GPU kept.
                 let at = usize::try_from(pmc).unwrap_or(usize::MAX);
-                let before = match self.pass_counters.get(at).copied().flatten() {
-                    Some(before) => before,
-                    None => {
-                        self.collected.insert(pmc, ());
-                        self.first_agents.entry(pmc).or_insert(d.agent);
-                        let before = self.collected_before.contains_key(&pmc);
-                        if at < PASS_COUNTERS_MOST {
-                            if self.pass_counters.len() <= at {
-                                self.pass_counters.resize(at + 1, None);
-                            }
-                            self.pass_counters[at] = Some(before);
+                if !self.pass_counters.get(at).copied().unwrap_or(false) {
+                    self.collected.insert(pmc, ());
+                    self.first_agents.entry(pmc).or_insert(d.agent);
+                    if at < PASS_COUNTERS_MOST {
+                        if self.pass_counters.len() <= at {
+                            self.pass_counters.resize(at + 1, false);
                         }
-                        before
+                        self.pass_counters[at] = true;
                     }
-                };
-                // A counter an earlier pass collected is summed once the pass is joined and
-                // its repeats are known.
-                if !before && !self.sums_lent {
-                    self.totals
-                        .counters
-                        .entry((kernel_id, pmc))
-                        .or_default()
-                        .add(c.total);
                 }
                 let range = match made.as_mut() {
                     Some(made) => made.next().flatten(),
@@ -1722,10 +1710,6 @@ impl Database {
                 if let Some(last) = dispatch_rows.last_mut() {
                     last.positions = Some(from..dispatch_json.len());
                 }
-            }
-            if let (Some(sampled), false) = (&mut self.sampled, self.sums_lent) {
-                let values = rows[first_value..].iter().map(|r| (r.0, r.1));
-                sampled.add(source, pass, d, kernel_id, values);
             }
         }
         drop(merged);
