@@ -21,9 +21,10 @@
 //!
 //! Host memory (of a CPU agent's pools, locked for the GPUs, or of a region the host reaches) is
 //! written back byte-exact: only the bytes that changed, because the application's other threads
-//! may write the bytes between them at any time. Device memory changes only through kernels and DMA copies, which do not run
-//! while a dispatch is replayed ([`super::copies`]), so changed ranges a few bytes apart are
-//! written back as one copy, the bytes between them with the values they had.
+//! may write the bytes between them at any time. Device memory changes only through kernels and
+//! DMA copies, which do not run while a dispatch is replayed ([`super::copies`]), so changed
+//! ranges a few bytes apart are written back as one copy, the bytes between them with the values
+//! they had.
 //!
 //! Snapshots and device memory go through `hsa_memory_copy`, host memory of the snapshots comes
 //! from a host memory pool of the runtime; nothing here knows which runtime it runs on.

@@ -210,17 +210,18 @@ impl Hsa {
         true
     }
 
-    /// Whether the host reaches memory of `region` directly (`HSA_AMD_REGION_INFO_HOST_ACCESSIBLE`);
-    /// `None` when the runtime does not say.
+    /// Whether the host reaches memory of `region` directly
+    /// (`HSA_AMD_REGION_INFO_HOST_ACCESSIBLE`); `None` when the runtime does not say.
     pub fn region_host_accessible(&self, region: hsa_region_t) -> Option<bool> {
-        let mut accessible = false;
+        // A C bool, read as a byte: any value the runtime writes is one.
+        let mut accessible = 0u8;
         let status = status_call!(
             self.core.hsa_region_get_info_fn,
             region,
             HSA_AMD_REGION_INFO_HOST_ACCESSIBLE,
-            &mut accessible as *mut bool as *mut c_void
+            &mut accessible as *mut u8 as *mut c_void
         );
-        (status == HSA_STATUS_SUCCESS).then_some(accessible)
+        (status == HSA_STATUS_SUCCESS).then_some(accessible != 0)
     }
 
     /// How `pool` is open to `agent` by default (`HSA_AMD_MEMORY_POOL_ACCESS_*`).

@@ -1,9 +1,10 @@
 //! Writing one pass on three threads: the caller's reads and converts records, one thread
 //! inserts the dispatches into the database (which joins them to earlier passes as they come)
 //! and one writes the pass's `counter_collection.csv` from them and adds their values to the
-//! sums of the estimates and the summary, so neither the join nor the file reads the pass back from the
-//! database, and the inserting thread does little beside SQLite's work. Bounded channels and a bounded window that puts
-//! dispatches in start order keep memory flat in the number of dispatches.
+//! sums of the estimates and the summary, so neither the join nor the file reads the pass back
+//! from the database, and the inserting thread does little beside SQLite's work. Bounded
+//! channels and a bounded window that puts dispatches in start order keep memory flat in the
+//! number of dispatches.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};

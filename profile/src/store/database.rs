@@ -1554,8 +1554,7 @@ impl Database {
 
     /// Takes out the sums that the values of `pass` add to (the moments for the estimates and
     /// the summary's totals), so that another thread adds them ([`PassSums::add_inserted`] with
-    /// [`Database::inserted_ids`]) while this one inserts; until
-    /// [`Database::take_back_sums`] this adds none.
+    /// [`Database::inserted_ids`]) while this one inserts; inserts add to no sum themselves.
     pub fn lend_sums(&mut self, pass: u32) -> PassSums {
         PassSums {
             pass,
