@@ -352,6 +352,9 @@ impl<'a> Collector<'a> {
 
     /// The group of `key`, made if it is new.
     fn group(&mut self, key: (String, String)) -> usize {
+        if let Some(&group) = self.index.get(&key) {
+            return group;
+        }
         *self.index.entry(key.clone()).or_insert_with(|| {
             self.groups.push((key, vec![Vec::new(); self.width]));
             self.pending.push(Waiting::default());
@@ -776,6 +779,20 @@ mod tests {
         let (read, _) = read_text("bad-row-lines", &text);
         let error = read.err().unwrap().to_string();
         assert!(error.contains("line 3002: "), "{error}");
+    }
+
+    #[test]
+    fn a_bad_row_of_a_crlf_file_is_reported_at_its_line() {
+        // A record ended by CRLF is read up to its CR: the next one starts at the LF, still on
+        // the line before, and at the start of the first data row (after the header's CR).
+        for (count, line) in [(0, "line 2: "), (1000, "line 1002: ")] {
+            let mut text = rows(count, |i| format!("k{}", i % 3));
+            text.push_str("1,k0,5\n");
+            let text = text.replace('\n', "\r\n");
+            let (read, _) = read_text("bad-row-crlf", &text);
+            let error = read.err().unwrap().to_string();
+            assert!(error.contains(line), "{error}");
+        }
     }
 
     #[test]

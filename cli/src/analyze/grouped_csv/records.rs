@@ -55,7 +55,11 @@ pub(super) enum ReadError {
     Fields {
         /// The record's index, the header's being 0.
         record: u64,
+        /// The splitter's line count at the record's start, as the `csv` crate reports it.
         line: u64,
+        /// The line the record starts on (one more when the count stood before the LF of a
+        /// CRLF).
+        own_line: u64,
         byte: u64,
         len: usize,
         expected: usize,
@@ -66,7 +70,7 @@ impl ReadError {
     /// The line a record that could not be read starts on.
     pub(super) fn line(&self) -> Option<u64> {
         match self {
-            ReadError::Fields { line, .. } => Some(*line),
+            ReadError::Fields { own_line, .. } => Some(*own_line),
             ReadError::Io(_) => None,
         }
     }
@@ -82,6 +86,7 @@ impl std::fmt::Display for ReadError {
                 byte,
                 len,
                 expected,
+                ..
             } => write!(
                 f,
                 "CSV error: record {record} (line: {line}, byte: {byte}): found record with \
@@ -161,6 +166,12 @@ impl Records {
         if self.done {
             return Ok(None);
         }
+        // A record ended by CRLF is read up to its CR: the next one starts at the LF, before
+        // the splitter counts its line.
+        if self.split == self.filled {
+            self.fill().map_err(ReadError::Io)?;
+        }
+        let after_cr = self.input[self.split..self.filled].first() == Some(&b'\n');
         let at = (self.byte, self.line());
         let (mut bytes, mut ends) = (0, 0);
         loop {
@@ -193,6 +204,7 @@ impl Records {
             return Err(ReadError::Fields {
                 record,
                 line: at.1,
+                own_line: at.1 + u64::from(after_cr),
                 byte: at.0,
                 len: ends,
                 expected: self.width,

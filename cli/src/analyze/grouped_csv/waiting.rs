@@ -27,24 +27,22 @@ impl Waiting {
         self.rows == WAITING_ROWS
     }
 
-    /// Adds the values of `record`'s first `width` fields as a row (NaN for fields it
-    /// lacks); there must be room for it.
+    /// Adds the values of `record`'s `width` fields (the reader lets no other record through)
+    /// as a row; there must be room for it.
     pub(super) fn push(&mut self, record: Record<'_>, width: usize) {
         if self.values.is_empty() {
-            self.values = vec![f64::NAN; width * WAITING_ROWS];
+            self.values = vec![0.0; width * WAITING_ROWS];
         }
+        debug_assert_eq!(record.ends.len(), width);
         let row = self.rows;
         // The fields lie one after another in the record's bytes: a field's digits are read
         // together with the bytes after it, in one load. Each field's start is the end before
         // it, not a running count kept from field to field.
-        let (bytes, ends) = (record.bytes, &record.ends[..width.min(record.ends.len())]);
+        let (bytes, ends) = (record.bytes, record.ends);
         let starts = std::iter::once(&0).chain(ends);
-        let mut columns = self.values.chunks_exact_mut(WAITING_ROWS);
-        for ((&start, &end), column) in starts.zip(ends).zip(&mut columns) {
+        let columns = self.values.chunks_exact_mut(WAITING_ROWS);
+        for ((&start, &end), column) in starts.zip(ends).zip(columns) {
             column[row] = super::field_value(bytes, start, end - start);
-        }
-        for column in columns {
-            column[row] = f64::NAN;
         }
         self.rows += 1;
     }
