@@ -907,11 +907,14 @@ fn estimates_read_each_merged_dispatchs_rows_through_an_index_when_a_pass_lacks_
             passes[1].1.push((7000, 5.0));
         }
         let db = vadd_passes(&dir, passes, |name, v| vec![counter(name, &[v])]);
-        crate::store::estimates::Estimates::compute(&db).unwrap();
+        let gathered = crate::store::estimates::Estimates::compute(&db).unwrap();
         let indexed = db
             .with_connection(|conn| Ok(in_schema(conn, "rtl_dispatch_merged")))
             .unwrap();
         assert_eq!(indexed, extra);
+        // The estimates are those read back from the rows, whichever way they were made.
+        let read = crate::store::estimates::Estimates::read_back(&db).unwrap();
+        assert_eq!(gathered, read, "extra {extra}");
         drop(db);
         std::fs::remove_dir_all(&dir).unwrap();
     }
@@ -1057,16 +1060,33 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
     write_pass(&mut db, &spec, |input| {
         input.write(0, dispatch(100, 1, "vadd", 1000, vec![a(), b()]))?;
         input.write(0, dispatch(100, 2, "vadd", 2000, vec![b(), a()]))?;
+        // The same order as the dispatch before: its ids, then the same reordering.
+        let (a3, b3) = (counter("A", &[3.0]), counter("B", &[4.0]));
+        input.write(0, dispatch(100, 3, "vadd", 3000, vec![b3, a3]))?;
         Ok::<_, OutputError>(())
     })
     .unwrap();
-    let names: Vec<String> = std::fs::read_to_string(&csv)
+    let names: Vec<(String, String)> = std::fs::read_to_string(&csv)
         .unwrap()
         .lines()
         .skip(1)
-        .map(|l| l.split(',').nth(15).unwrap().to_string())
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            (fields[15].to_string(), fields[16].to_string())
+        })
         .collect();
-    assert_eq!(names, ["\"A\"", "\"B\"", "\"A\"", "\"B\""]);
+    let row = |name: &str, value: &str| (format!("\"{name}\""), format!("{value}.000000"));
+    assert_eq!(
+        names,
+        [
+            row("A", "1"),
+            row("B", "2"),
+            row("A", "1"),
+            row("B", "2"),
+            row("A", "3"),
+            row("B", "4")
+        ]
+    );
     let csv_again = dir.join("again.csv");
     write_counter_collection(
         &db,

@@ -762,8 +762,9 @@ pub struct PassSums {
     pass: u32,
     samples: Option<Sampled>,
     counters: FastMap<(i64, i64), CompensatedSum>,
-    /// The counters an earlier pass collected, whose values are summed once the pass is joined.
-    before: FastMap<i64, ()>,
+    /// By counter id, whether an earlier pass collected it: its values are summed once the pass
+    /// is joined.
+    before: Vec<bool>,
 }
 
 impl PassSums {
@@ -778,7 +779,8 @@ impl PassSums {
             let values = d.counters.iter().enumerate();
             let values = values.map(|(i, c)| (pmcs.get(i).copied().unwrap_or_default(), c.total));
             for (pmc, total) in values.clone() {
-                if !self.before.contains_key(&pmc) {
+                let before = usize::try_from(pmc).ok().and_then(|i| self.before.get(i));
+                if !before.copied().unwrap_or(false) {
                     self.counters
                         .entry((kernel_id, pmc))
                         .or_default()
@@ -1508,13 +1510,13 @@ impl Database {
         // Where the ids of the counters of the dispatch before start in `ids`.
         let mut first_before = 0;
         for at in 0..dispatches.len() {
-            let (before, rest) = dispatches.split_at_mut(at);
-            let d = &mut rest[0].1;
+            let d = &dispatches[at].1;
             ids.push(self.string_id(&d.kernel)?);
             let first = ids.len();
-            // The dispatch before usually has the same counters (in the order they were put
-            // in): their ids without looking each name up.
-            let same = before.last().is_some_and(|(_, b)| {
+            // The dispatch before usually has the same counters, in the order both were put
+            // in: their ids without looking each name up.
+            let same = at.checked_sub(1).is_some_and(|b| {
+                let b = &dispatches[b].1;
                 b.counters.len() == d.counters.len()
                     && b.counters
                         .iter()
@@ -1530,16 +1532,24 @@ impl Database {
                 }
             }
             first_before = first;
-            if !ids[first..].is_sorted() {
+        }
+        // Then each dispatch's counters in id order.
+        let mut first = 0;
+        for (_, d) in dispatches.iter_mut() {
+            first += 1;
+            let end = first + d.counters.len();
+            let own = &mut ids[first..end];
+            if !own.is_sorted() {
                 positions = None;
                 let mut by_id: Vec<(i64, Counter)> =
-                    ids.drain(first..).zip(d.counters.drain(..)).collect();
+                    own.iter().copied().zip(d.counters.drain(..)).collect();
                 by_id.sort_by_key(|p| p.0);
-                for (id, c) in by_id {
-                    ids.push(id);
+                for (slot, (id, c)) in own.iter_mut().zip(by_id) {
+                    *slot = id;
                     d.counters.push(c);
                 }
             }
+            first = end;
         }
         let r = self.insert_rows(pass, dispatches, &ids, positions);
         self.batch_ids = ids;
@@ -1560,7 +1570,18 @@ impl Database {
             pass,
             samples: self.sampled.as_mut().map(Sampled::lend),
             counters: std::mem::take(&mut self.totals.counters),
-            before: self.collected_before.clone(),
+            before: self
+                .collected_before
+                .keys()
+                .fold(Vec::new(), |mut before, &id| {
+                    if let Ok(i) = usize::try_from(id) {
+                        if before.len() <= i {
+                            before.resize(i + 1, false);
+                        }
+                        before[i] = true;
+                    }
+                    before
+                }),
         }
     }
 

@@ -268,7 +268,8 @@ impl Estimates {
     fn compute_from(db: &Database, sampled: Option<&Sampled>) -> Result<Estimates, DatabaseError> {
         // The drift between passes reads each merged dispatch's rows, unless the moments
         // gathered on the way in give it.
-        if !db.with_connection(|conn| drift_from_moments(conn, sampled))? {
+        let from_moments = db.with_connection(|conn| drift_from_moments(conn, sampled))?;
+        if !from_moments {
             db.index_merged()?;
         }
         let values = db.values_table();
@@ -278,7 +279,7 @@ impl Estimates {
             let estimates = Estimates {
                 estimates,
                 rank_groups,
-                drift: drift(conn, values, sampled)?,
+                drift: drift(conn, values, sampled, from_moments)?,
                 arch_of,
                 arch,
             };
@@ -1094,20 +1095,19 @@ fn drift_from_moments(conn: &Connection, sampled: Option<&Sampled>) -> rusqlite:
 }
 
 /// Each kernel's total duration per pass, and the totals of counters collected in more than
-/// one pass, over its dispatches matched in every pass, against the first pass.
+/// one pass, over its dispatches matched in every pass, against the first pass; from the
+/// moments gathered on the way in when `from_moments` (see [`drift_from_moments`]).
 fn drift(
     conn: &Connection,
     values: &str,
     sampled: Option<&Sampled>,
+    from_moments: bool,
 ) -> rusqlite::Result<Vec<Drift>> {
     let passes = passes(conn, sampled)?;
     if passes < 2 {
         return Ok(Vec::new());
     }
-    let sampled = match drift_from_moments(conn, sampled)? {
-        true => sampled,
-        false => None,
-    };
+    let sampled = sampled.filter(|_| from_moments);
     if let Some(sampled) = sampled {
         let mut names: HashMap<i64, String> = HashMap::new();
         let mut stmt = conn.prepare("SELECT id, string FROM rtl_string")?;
