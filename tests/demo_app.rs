@@ -34,8 +34,11 @@ fn assert_ok(out: &Output) {
 /// Runs the demo with the simulator's ground truth (SQ_WAVES) on; checks that it succeeded and
 /// returns its output and the ground-truth record of each dispatch.
 fn demo_with_truth(config: &str, args: &[&str]) -> (Output, Vec<serde_json::Value>) {
+    // One file per call: tests of one configuration run at once in this process.
+    static CALLS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let truth = std::env::temp_dir().join(format!(
-        "rtl-demo-truth-{config}-{}.jsonl",
+        "rtl-demo-truth-{config}-{}-{call}.jsonl",
         std::process::id()
     ));
     let out = Command::new(artifact("rtl-demo-app"))
