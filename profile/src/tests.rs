@@ -636,8 +636,8 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
          ORDER BY k.pass, k.pid, k.dispatch_id",
     ));
     contents.push(rows(
-        "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.passes,
-                k.pass, k.pid, k.dispatch_id
+        "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.missed,
+                (SELECT count(*) FROM rtl_pass) - m.missed AS passes, k.pass, k.pid, k.dispatch_id
          FROM rtl_merged_dispatch m JOIN rtl_string s ON s.id = m.kernel_id
          JOIN rtl_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
     ));
@@ -839,6 +839,64 @@ fn vadd_passes(
         write_vadd_pass(&mut db, pass, name, launches);
     }
     db
+}
+
+#[test]
+fn each_merged_dispatch_counts_the_passes_that_saw_it_whichever_way_passes_are_joined() {
+    // Pass 2 lacks the third launch, pass 3 has none, pass 4 has one more than pass 1.
+    let passes: [&[u64]; 4] = [
+        &[1000, 2000, 3000],
+        &[1000, 2000],
+        &[],
+        &[1000, 2000, 3000, 4000],
+    ];
+    for in_sql in [false, true] {
+        let dir = temp_dir(&format!("missed-{in_sql}"));
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        db.add_agent(&gpu()).unwrap();
+        for (pass, starts) in (1..).zip(passes) {
+            let launches = starts
+                .iter()
+                .map(|&start| (start, vec![counter("SQ_WAVES", &[1.0])]));
+            match in_sql {
+                // In start order, as `rtl-pmc` writes a pass: joined while inserted.
+                false => write_vadd_pass(&mut db, pass, "SQ_WAVES", launches),
+                // The last launch first: joined in SQL at the end of the pass.
+                true => {
+                    db.begin_pass(pass, "SQ_WAVES").unwrap();
+                    let launches: Vec<_> = (1..).zip(launches).collect();
+                    for (n, (start, counters)) in launches.into_iter().rev() {
+                        let d = dispatch(100, n, "vadd", start, counters);
+                        db.insert_many(pass, &mut [(0, d)]).unwrap();
+                    }
+                    db.end_pass(pass, Some(0)).unwrap();
+                }
+            }
+        }
+        assert_eq!(
+            db.unmatched().unwrap(),
+            crate::model::Unmatched {
+                merged: 4,
+                incomplete: 4,
+                per_pass: vec![(1, 3, 3), (2, 2, 2), (3, 0, 0), (4, 4, 4)]
+            },
+            "joined in SQL: {in_sql}"
+        );
+        let path = db.commit(true).unwrap().unwrap();
+        let conn = rusqlite::Connection::open(path).unwrap();
+        let seen: Vec<(i64, i64, i64)> = rows3(
+            &conn,
+            "SELECT d.start_ns, m.missed, d.passes FROM rtl_dispatches d
+             JOIN rtl_merged_dispatch m ON m.id = d.id ORDER BY d.start_ns",
+        );
+        assert_eq!(
+            seen,
+            [(1000, 1, 3), (2000, 1, 3), (3000, 2, 2), (4000, 3, 1)],
+            "joined in SQL: {in_sql}"
+        );
+        drop(conn);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 #[test]

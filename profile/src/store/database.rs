@@ -23,7 +23,11 @@
 //! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
 //!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence). Passes
 //!   after the first find their keys in memory while the merged dispatches fit (see
-//!   [`KnownMerged`]); the index by key is made only when keys must be looked up in SQL.
+//!   [`KnownMerged`]); the index by key is made only when keys must be looked up in SQL. Its
+//!   `missed` counts the passes that did not see it (those before the one that made it, and
+//!   later ones that had no dispatch of its key), so that a pass that sees every earlier merged
+//!   dispatch, the usual case, changes none of their rows; `dispatches.passes` is the passes
+//!   recorded less those it missed.
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -122,12 +126,12 @@ CREATE TABLE rtl_merged_dispatch(
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
-  start_ns INTEGER NOT NULL, passes INTEGER NOT NULL DEFAULT 0);
+  start_ns INTEGER NOT NULL, missed INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
          k.dispatch_id, k.correlation_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns,
-         m.passes
+         (SELECT count(*) FROM rtl_pass) - m.missed AS passes
   FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch
   JOIN rtl_string s ON s.id = k.kernel_id;
 CREATE VIEW rtl_top AS
@@ -198,7 +202,7 @@ const DISPATCH_INTEGERS: usize = 26;
 /// values each, their ids left to SQLite as those of [`INSERT_DISPATCH`].
 const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(source, process_order, agent,
   queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
-  occurrence, first_dispatch, start_ns, passes) VALUES";
+  occurrence, first_dispatch, start_ns, missed) VALUES";
 
 /// The values of a row of [`INSERT_MERGED`].
 const MERGED_FIELDS: usize = 15;
@@ -490,6 +494,8 @@ struct PassJoin {
     last_start: u64,
     /// Whether every dispatch so far was joined.
     exact: bool,
+    /// The passes recorded before this one: those a merged dispatch it creates missed.
+    passes_before: i64,
 }
 
 impl PassJoin {
@@ -726,7 +732,8 @@ impl MergedStatements<'_, '_> {
                     .optional()?,
             };
             if let Some(id) = found {
-                // Its passes are counted at the end of the pass, in one statement.
+                // Those no dispatch of the pass matched are counted at its end (see
+                // [`Database::count_missed`]).
                 join.matched += 1;
                 return Ok(id);
             }
@@ -737,8 +744,8 @@ impl MergedStatements<'_, '_> {
         fields[..12].copy_from_slice(&columns);
         fields[12] = row;
         fields[MERGED_START] = d.start_ns as i64;
-        // Its passes: this one.
-        fields[14] = 1;
+        // The passes before this one did not see it.
+        fields[14] = join.passes_before;
         self.new.push(fields);
         join.next_merged += 1;
         if self.known.as_mut().is_some_and(|k| !k.add(&key, id)) {
@@ -1380,19 +1387,21 @@ impl Database {
                 "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch),
                         (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch),
                         max((SELECT coalesce(max(id), 0) FROM {}),
-                            (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1))",
+                            (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1)),
+                        (SELECT count(*) FROM rtl_pass WHERE id != ?2)",
                 self.values
             ),
-            [self.values.trim_matches('"')],
+            params![self.values.trim_matches('"'), pass],
             |r| {
                 Ok((
                     r.get::<_, i64>(0)?,
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
                 ))
             },
         );
-        let (last_row, merged_before, last_value) = self.err(r)?;
+        let (last_row, merged_before, last_value, passes_before) = self.err(r)?;
         self.next_row = last_row + 1;
         self.next_value = last_value + 1;
         if let Some(passes) = &mut self.pass_values {
@@ -1408,6 +1417,7 @@ impl Database {
             first_row: self.next_row,
             next_merged: merged_before + 1,
             exact: true,
+            passes_before,
             ..PassJoin::default()
         };
         Ok(())
@@ -1858,28 +1868,15 @@ impl Database {
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
-            if join.matched > 0 {
-                // A merged dispatch is matched at most once per pass: when every earlier one
-                // was, they are one range of ids, each counting one more pass.
-                let r = self.conn.query_row(
-                    "SELECT count(*) FROM rtl_merged_dispatch WHERE id <= ?1",
-                    [join.merged_before],
-                    |r| r.get::<_, i64>(0),
-                );
-                let all_matched = self.err(r)? as u64 == join.matched;
-                let r = match all_matched {
-                    true => self.conn.execute(
-                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id <= ?1",
-                        [join.merged_before],
-                    ),
-                    false => self.conn.execute(
-                        "UPDATE rtl_merged_dispatch SET passes = passes + 1 WHERE id IN
-                           (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1
-                            AND merged_id <= ?2)",
-                        params![join.first_row, join.merged_before],
-                    ),
-                };
-                self.err(r)?;
+            // A merged dispatch is matched at most once per pass: when every earlier one was,
+            // none missed this pass, and no row changes.
+            let r = self.conn.query_row(
+                "SELECT count(*) FROM rtl_merged_dispatch WHERE id <= ?1",
+                [join.merged_before],
+                |r| r.get::<_, i64>(0),
+            );
+            if self.err(r)? as u64 != join.matched {
+                self.count_missed(&join)?;
             }
             join.record_launches(&mut self.known_launches);
             self.totals.add_merged(&join.merged);
@@ -2072,7 +2069,7 @@ impl Database {
         if let Some(sampled) = &mut self.sampled {
             sampled.lose_population();
         }
-        // Joined dispatches of earlier passes' keys are counted only at the end of the pass.
+        // The merged dispatches the pass made while inserted go; it makes its own below.
         if join.next_merged > join.merged_before + 1 {
             let r = self.conn.execute(
                 "DELETE FROM rtl_merged_dispatch WHERE id > ?1",
@@ -2099,12 +2096,13 @@ impl Database {
                         dense_rank() OVER (PARTITION BY source ORDER BY pid) AS process_order
                  FROM rtl_dispatch WHERE pass = ?1"
             ),
-            // New keys become merged dispatches in start order; known ones count one more pass.
+            // New keys become merged dispatches in start order, having missed every pass before.
             format!(
-                "INSERT INTO rtl_merged_dispatch({KEY}, first_dispatch, start_ns, passes)
-                 SELECT {KEY}, id, start_ns, 1
+                "INSERT INTO rtl_merged_dispatch({KEY}, first_dispatch, start_ns, missed)
+                 SELECT {KEY}, id, start_ns, {passes_before}
                  FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
-                 ON CONFLICT({KEY}) DO UPDATE SET passes = passes + 1"
+                 ON CONFLICT({KEY}) DO NOTHING",
+                passes_before = join.passes_before
             ),
             "UPDATE rtl_dispatch AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
@@ -2134,6 +2132,7 @@ impl Database {
             };
             self.err(r)?;
         }
+        self.count_missed(join)?;
         let mut stmt = self.err(self.conn.prepare(
             "SELECT source, process_order, agent, queue_order, kernel_id, max(occurrence)
              FROM rtl_merged_dispatch GROUP BY source, process_order, agent, queue_order, kernel_id",
@@ -2146,6 +2145,17 @@ impl Database {
         }))?;
         self.known_launches = self.err(rows.collect())?;
         Ok(())
+    }
+
+    /// Counts one more missed pass for each merged dispatch of an earlier pass that no dispatch
+    /// of the pass `join` joined to.
+    fn count_missed(&self, join: &PassJoin) -> Result<(), DatabaseError> {
+        let r = self.conn.execute(
+            "UPDATE rtl_merged_dispatch SET missed = missed + 1 WHERE id <= ?2 AND id NOT IN
+               (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1 AND merged_id <= ?2)",
+            params![join.first_row, join.merged_before],
+        );
+        self.err(r).map(|_| ())
     }
 
     /// The processes with dispatches in `pass`, by pid.
@@ -2774,10 +2784,9 @@ impl Database {
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
         let passes = self.passes()?;
-        let all = passes.len() as i64;
         let r = self.conn.query_row(
-            "SELECT count(*), coalesce(sum(passes < ?1), 0) FROM rtl_merged_dispatch",
-            [all],
+            "SELECT count(*), coalesce(sum(missed > 0), 0) FROM rtl_merged_dispatch",
+            [],
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
         );
         let (merged, incomplete) = self.err(r)?;
@@ -2790,9 +2799,9 @@ impl Database {
                 let mut stmt = self.err(self.conn.prepare(
                     "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
                      CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-                     WHERE m.passes < ?1 GROUP BY k.pass",
+                     WHERE m.missed > 0 GROUP BY k.pass",
                 ))?;
-                let rows = self.err(stmt.query_map([all], |r| {
+                let rows = self.err(stmt.query_map([], |r| {
                     Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
                 }))?;
                 self.err(rows.collect())?
