@@ -4,6 +4,12 @@
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::thread::JoinHandle;
+
+/// How many bytes a file grows by between two requests that what it holds so far be written to
+/// the disk (see [`Syncer`]). The unit tests ask every few KiB.
+const SYNC_STEP: u64 = if cfg!(test) { 16 << 10 } else { 32 << 20 };
 
 /// A file being written; it takes its final name only in [`AtomicFile::commit`]. Dropped
 /// without a commit, the temporary file is removed.
@@ -12,6 +18,39 @@ pub struct AtomicFile {
     target: PathBuf,
     temporary: PathBuf,
     out: Option<BufWriter<File>>,
+    /// Bytes written, and when the disk was last asked to catch up.
+    written: u64,
+    sync_asked: u64,
+    syncer: Option<Syncer>,
+}
+
+/// A thread that writes a large file's bytes to the disk while it is still being written, so
+/// that the sync before its rename waits for the last few bytes only, not for all of them.
+/// Each request it is sent syncs what the file holds by then; it blocks only this thread.
+#[derive(Debug)]
+struct Syncer {
+    ask: SyncSender<()>,
+    thread: JoinHandle<io::Result<()>>,
+}
+
+impl Syncer {
+    fn start(file: &File) -> io::Result<Syncer> {
+        let file = file.try_clone()?;
+        // One request waits at most: one asked while a sync runs is met by the next.
+        let (ask, asked) = sync_channel::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("rtl-pmc-sync".into())
+            .spawn(move || asked.iter().try_for_each(|()| file.sync_data()))?;
+        Ok(Syncer { ask, thread })
+    }
+
+    /// Waits for the syncs asked so far, with the first one's error.
+    fn finish(self) -> io::Result<()> {
+        drop(self.ask);
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the thread syncing the file stopped")))
+    }
 }
 
 /// The temporary name used while `target` is written.
@@ -30,35 +69,68 @@ impl AtomicFile {
             target: target.to_path_buf(),
             temporary,
             out: Some(BufWriter::with_capacity(1 << 16, file)),
+            written: 0,
+            sync_asked: 0,
+            syncer: None,
         })
     }
 
     /// Flushes, syncs and renames the file to its final name.
     pub fn commit(mut self) -> io::Result<PathBuf> {
         if let Some(out) = self.out.take() {
+            let syncer = self.syncer.take().map(Syncer::finish);
             let file = out
                 .into_inner()
                 .map_err(|e| named(&self.temporary, e.into_error()))?;
-            file.sync_all().map_err(|e| named(&self.temporary, e))?;
+            syncer
+                .unwrap_or(Ok(()))
+                .and_then(|()| file.sync_all())
+                .map_err(|e| named(&self.temporary, e))?;
         }
         std::fs::rename(&self.temporary, &self.target).map_err(|e| named(&self.target, e))?;
         Ok(self.target.clone())
     }
 }
 
+impl AtomicFile {
+    /// Counts `n` more bytes written; every [`SYNC_STEP`] of them, asks the disk to catch up.
+    fn wrote(&mut self, n: usize) {
+        self.written += n as u64;
+        if self.written - self.sync_asked < SYNC_STEP {
+            return;
+        }
+        self.sync_asked = self.written;
+        if self.syncer.is_none() {
+            // Without a thread (none could be made), the sync before the rename does it all.
+            self.syncer = self
+                .out
+                .as_ref()
+                .and_then(|out| Syncer::start(out.get_ref()).ok());
+        }
+        if let Some(syncer) = &self.syncer {
+            // A request already waiting covers this one.
+            let _ = syncer.ask.try_send(());
+        }
+    }
+}
+
 impl Write for AtomicFile {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self.out.as_mut() {
-            Some(out) => out.write(buf),
-            None => Err(io::Error::other("file already committed")),
-        }
+        let n = match self.out.as_mut() {
+            Some(out) => out.write(buf)?,
+            None => return Err(io::Error::other("file already committed")),
+        };
+        self.wrote(n);
+        Ok(n)
     }
 
     fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
         match self.out.as_mut() {
-            Some(out) => out.write_all(buf),
-            None => Err(io::Error::other("file already committed")),
+            Some(out) => out.write_all(buf)?,
+            None => return Err(io::Error::other("file already committed")),
         }
+        self.wrote(buf.len());
+        Ok(())
     }
 
     fn flush(&mut self) -> io::Result<()> {
@@ -105,6 +177,46 @@ mod tests {
         f.write_all(b"y\n").unwrap();
         assert_eq!(f.commit().unwrap(), target);
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "y\n");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_large_file_is_synced_while_written_and_complete_once_committed() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-synced-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("large.csv");
+        let line: Vec<u8> = (0..=255u8).collect();
+        let mut f = AtomicFile::create(&target).unwrap();
+        // Written partly by `write`, which may take fewer bytes than given.
+        for i in 0..1000 {
+            match i % 2 {
+                0 => f.write_all(&line).unwrap(),
+                _ => {
+                    let mut rest = &line[..];
+                    while !rest.is_empty() {
+                        let n = f.write(rest).unwrap();
+                        rest = &rest[n..];
+                    }
+                }
+            }
+        }
+        assert_eq!(f.written, 256_000);
+        assert!(f.syncer.is_some(), "a thread syncs the file while it grows");
+        assert!(!target.exists());
+        f.commit().unwrap();
+        let written = std::fs::read(&target).unwrap();
+        assert_eq!(written.len(), 256_000);
+        assert!(written.chunks(256).all(|c| c == line.as_slice()));
+        // Dropped uncommitted while its thread syncs: the temporary goes all the same.
+        let mut f = AtomicFile::create(&dir.join("dropped.csv")).unwrap();
+        (0..200).for_each(|_| f.write_all(&line).unwrap());
+        assert!(f.syncer.is_some());
+        drop(f);
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["large.csv"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
