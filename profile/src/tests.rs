@@ -636,8 +636,8 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
          ORDER BY k.pass, k.pid, k.dispatch_id",
     ));
     contents.push(rows(
-        "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.missed,
-                (SELECT count(*) FROM rtl_pass) - m.missed AS passes, k.pass, k.pid, k.dispatch_id
+        "SELECT m.id, m.source, m.process_order, s.string, m.occurrence, m.start_ns, m.passes,
+                k.pass, k.pid, k.dispatch_id
          FROM rtl_merged_dispatch m JOIN rtl_string s ON s.id = m.kernel_id
          JOIN rtl_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
     ));
@@ -887,7 +887,7 @@ fn each_merged_dispatch_counts_the_passes_that_saw_it_whichever_way_passes_are_j
         let seen: Vec<(i64, i64, i64)> = rows3(
             &conn,
             "SELECT d.start_ns, m.missed, d.passes FROM rtl_dispatches d
-             JOIN rtl_merged_dispatch m ON m.id = d.id ORDER BY d.start_ns",
+             JOIN rtl_merged m ON m.id = d.id ORDER BY d.start_ns",
         );
         assert_eq!(
             seen,

@@ -20,14 +20,14 @@
 //!   repeats one an earlier pass reported for the same merged dispatch moves to
 //!   `rtl_pmc_repeat(dispatch_id, pmc_id, value, dimension_values)`. The view
 //!   `rtl_pmc_value(dispatch_id, pmc_id, value, dimension_values, reported)` shows both;
-//! - `rtl_merged_dispatch`: one row per dispatch after joining the passes, unique by the merge
+//! - `rtl_merged`: one row per dispatch after joining the passes, unique by the merge
 //!   key (source, process order, GPU, queue order, kernel, grid, workgroup, occurrence). Passes
 //!   after the first find their keys in memory while the merged dispatches fit (see
 //!   [`KnownMerged`]); the index by key is made only when keys must be looked up in SQL. Its
 //!   `missed` counts the passes that did not see it (those before the one that made it, and
 //!   later ones that had no dispatch of its key), so that a pass that sees every earlier merged
-//!   dispatch, the usual case, changes none of their rows; `dispatches.passes` is the passes
-//!   recorded less those it missed.
+//!   dispatch, the usual case, changes none of their rows. The view `rtl_merged_dispatch`
+//!   shows it with `passes`, the passes recorded less those it missed, in place of `missed`.
 //!
 //! Views: `dispatches` (merged dispatches with their properties), `top` (kernels by total
 //! time), `busy` (per-GPU busy time), `pmc_dimension` (one row per dimension position) and
@@ -120,7 +120,7 @@ CREATE TABLE rtl_dispatch(
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
-CREATE TABLE rtl_merged_dispatch(
+CREATE TABLE rtl_merged(
   id INTEGER PRIMARY KEY, source INTEGER NOT NULL, process_order INTEGER NOT NULL,
   agent INTEGER NOT NULL, queue_order INTEGER NOT NULL, kernel_id INTEGER NOT NULL,
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
@@ -128,10 +128,15 @@ CREATE TABLE rtl_merged_dispatch(
   occurrence INTEGER NOT NULL, first_dispatch INTEGER NOT NULL,
   start_ns INTEGER NOT NULL, missed INTEGER NOT NULL DEFAULT 0);
 CREATE TABLE rtl_pass(id INTEGER PRIMARY KEY, label TEXT NOT NULL, exit_status INTEGER);
+CREATE VIEW rtl_merged_dispatch AS
+  SELECT id, source, process_order, agent, queue_order, kernel_id, grid_x, grid_y, grid_z,
+         workgroup_x, workgroup_y, workgroup_z, occurrence, first_dispatch, start_ns,
+         (SELECT count(*) FROM rtl_pass) - missed AS passes
+  FROM rtl_merged;
 CREATE VIEW rtl_dispatches AS
   SELECT m.id AS id, s.string AS kernel, k.pid, k.tid, k.agent, k.queue_id, k.queue_index,
          k.dispatch_id, k.correlation_id, k.start_ns, k.end_ns, k.end_ns - k.start_ns AS duration_ns,
-         (SELECT count(*) FROM rtl_pass) - m.missed AS passes
+         m.passes
   FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch
   JOIN rtl_string s ON s.id = k.kernel_id;
 CREATE VIEW rtl_top AS
@@ -200,7 +205,7 @@ const DISPATCH_INTEGERS: usize = 26;
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each, their ids left to SQLite as those of [`INSERT_DISPATCH`].
-const INSERT_MERGED: &str = "INSERT INTO rtl_merged_dispatch(source, process_order, agent,
+const INSERT_MERGED: &str = "INSERT INTO rtl_merged(source, process_order, agent,
   queue_order, kernel_id, grid_x, grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z,
   occurrence, first_dispatch, start_ns, missed) VALUES";
 
@@ -221,7 +226,7 @@ const FIND_MERGED: &str = "SELECT id FROM rtl_merged_dispatch
 /// [`KnownMerged`] holds), so that the passes do not keep it up to date row by row while the
 /// keys are found in memory (they are unique by construction then).
 const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_key
-  ON rtl_merged_dispatch(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x,
+  ON rtl_merged(source, process_order, agent, queue_order, kernel_id, occurrence, grid_x,
                          grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z)";
 
 /// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
@@ -236,7 +241,7 @@ const MERGED_INDEX: &str =
 /// date row by row nor stored when the ids give the same order; its presence tells readers
 /// which order to read in (see [`Database::for_each_merged`]).
 const START_INDEX: &str =
-    "CREATE INDEX IF NOT EXISTS rtl_merged_dispatch_start ON rtl_merged_dispatch(start_ns, id)";
+    "CREATE INDEX IF NOT EXISTS rtl_merged_dispatch_start ON rtl_merged(start_ns, id)";
 
 /// SQLite's page cache, KiB: fixed, so memory stays flat however many dispatches there are.
 const CACHE_KIB: i64 = 16384;
@@ -2071,10 +2076,9 @@ impl Database {
         }
         // The merged dispatches the pass made while inserted go; it makes its own below.
         if join.next_merged > join.merged_before + 1 {
-            let r = self.conn.execute(
-                "DELETE FROM rtl_merged_dispatch WHERE id > ?1",
-                [join.merged_before],
-            );
+            let r = self
+                .conn
+                .execute("DELETE FROM rtl_merged WHERE id > ?1", [join.merged_before]);
             self.err(r)?;
         }
         // The lane's GPU and queue as the rule keeps them (0 where it ignores them).
@@ -2098,7 +2102,7 @@ impl Database {
             ),
             // New keys become merged dispatches in start order, having missed every pass before.
             format!(
-                "INSERT INTO rtl_merged_dispatch({KEY}, first_dispatch, start_ns, missed)
+                "INSERT INTO rtl_merged({KEY}, first_dispatch, start_ns, missed)
                  SELECT {KEY}, id, start_ns, {passes_before}
                  FROM temp.rtl_pass_key WHERE true ORDER BY start_ns, id
                  ON CONFLICT({KEY}) DO NOTHING",
@@ -2151,7 +2155,7 @@ impl Database {
     /// of the pass `join` joined to.
     fn count_missed(&self, join: &PassJoin) -> Result<(), DatabaseError> {
         let r = self.conn.execute(
-            "UPDATE rtl_merged_dispatch SET missed = missed + 1 WHERE id <= ?2 AND id NOT IN
+            "UPDATE rtl_merged SET missed = missed + 1 WHERE id <= ?2 AND id NOT IN
                (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1 AND merged_id <= ?2)",
             params![join.first_row, join.merged_before],
         );
@@ -2784,9 +2788,10 @@ impl Database {
     /// in them.
     pub fn unmatched(&self) -> Result<Unmatched, DatabaseError> {
         let passes = self.passes()?;
+        let all = passes.len() as i64;
         let r = self.conn.query_row(
-            "SELECT count(*), coalesce(sum(missed > 0), 0) FROM rtl_merged_dispatch",
-            [],
+            "SELECT count(*), coalesce(sum(passes < ?1), 0) FROM rtl_merged_dispatch",
+            [all],
             |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
         );
         let (merged, incomplete) = self.err(r)?;
@@ -2799,9 +2804,9 @@ impl Database {
                 let mut stmt = self.err(self.conn.prepare(
                     "SELECT k.pass, count(*) FROM rtl_merged_dispatch m
                      CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
-                     WHERE m.missed > 0 GROUP BY k.pass",
+                     WHERE m.passes < ?1 GROUP BY k.pass",
                 ))?;
-                let rows = self.err(stmt.query_map([], |r| {
+                let rows = self.err(stmt.query_map([all], |r| {
                     Ok((r.get::<_, u32>(0)?, r.get::<_, i64>(1)? as u64))
                 }))?;
                 self.err(rows.collect())?

@@ -1087,8 +1087,7 @@ fn drift_from_moments(conn: &Connection, sampled: Option<&Sampled>) -> rusqlite:
         return Ok(false);
     }
     let incomplete: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM rtl_merged_dispatch
-                        WHERE (SELECT count(*) FROM rtl_pass) - missed != ?1)",
+        "SELECT EXISTS (SELECT 1 FROM rtl_merged_dispatch WHERE passes != ?1)",
         [passes(conn, sampled)?],
         |r| r.get(0),
     )?;
@@ -1138,7 +1137,7 @@ fn drift(
                 count(*) AS dispatches, sum(k.end_ns - k.start_ns) AS total
          FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
          JOIN rtl_string s ON s.id = k.kernel_id
-         WHERE (SELECT count(*) FROM rtl_pass) - m.missed = ?1
+         WHERE m.passes = ?1
          GROUP BY s.string, k.pass
          UNION ALL
          SELECT kernel, counter, pass, count(*), sum(value) FROM (
@@ -1149,7 +1148,7 @@ fn drift(
            FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.merged_id = m.id
            JOIN rtl_string s ON s.id = k.kernel_id
            CROSS JOIN rtl_counter p ON p.id IN (SELECT pmc_id FROM rtl_pmc_repeat)
-           WHERE (SELECT count(*) FROM rtl_pass) - m.missed = ?1)
+           WHERE m.passes = ?1)
          WHERE value IS NOT NULL
          GROUP BY kernel, counter, pass)
          ORDER BY kernel, quantity != 'duration_ns', quantity, pass",
