@@ -1468,7 +1468,8 @@ impl Database {
         prepared: &mut Prepared,
     ) -> Result<(), DatabaseError> {
         if !prepared.made() {
-            prepared.make(dispatches, &mut *self)?;
+            let made = prepared.make(dispatches, &mut *self)?;
+            debug_assert!(made, "the database gives every name an id");
             prepared.set_looked_up();
         }
         self.insert_rows(pass, dispatches, prepared)
@@ -1535,11 +1536,11 @@ impl Database {
         rows.clear();
         dispatch_rows.clear();
         let mut ids = prepared.ids().iter().copied();
+        *self.totals.pass_dispatches.entry(pass).or_default() += dispatches.len() as u64;
         for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
-            *self.totals.pass_dispatches.entry(pass).or_default() += 1;
             if let Some(timelines) = &mut self.timelines {
                 let (timeline, gaps) = timelines.entry(d.agent).or_default();
                 if !timeline.add(d.start_ns, d.end_ns, gaps) {
