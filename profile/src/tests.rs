@@ -1677,3 +1677,118 @@ fn a_dispatch_row_keeps_each_counters_positions_under_its_id() {
         ]
     );
 }
+
+/// The rows and values of every dispatch of `db` once committed, each as text, and the
+/// dispatches' `positions`.
+fn stored_dispatches(db: Database) -> (Vec<String>, Vec<Option<String>>) {
+    let conn = rusqlite::Connection::open(db.commit(true).unwrap().unwrap()).unwrap();
+    let mut rows: Vec<String> = conn
+        .prepare("SELECT * FROM rtl_dispatch ORDER BY id")
+        .unwrap()
+        .query_map([], |r| {
+            let fields = (0..r.as_ref().column_count())
+                .map(|i| {
+                    r.get::<_, rusqlite::types::Value>(i)
+                        .map(|v| format!("{v:?}"))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(fields.join(","))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let values: Vec<(i64, i64, f64)> = rows3(
+        &conn,
+        "SELECT dispatch_id, pmc_id, value FROM rtl_pmc_value ORDER BY dispatch_id, pmc_id",
+    );
+    rows.extend(values.iter().map(|v| format!("{v:?}")));
+    let positions = conn
+        .prepare("SELECT positions FROM rtl_dispatch ORDER BY id")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (rows, positions)
+}
+
+/// A batch made with the ids the reading thread knows is stored exactly as one the database
+/// makes: the same ids, each dispatch's counters put in id order, the same `positions`; a
+/// batch with a name it does not know is left untouched for the database, and the reading
+/// thread learns that name's id from it once inserted.
+#[test]
+fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
+    use crate::store::prepared::{NameIds, Prepared};
+    let dir = temp_dir("prepared");
+    // Gives A, B, C and D the ids 1 to 4.
+    let first = || {
+        let counters = ["A", "B", "C", "D"].map(|name| counter(name, &[1.0, 2.0]));
+        vec![(0, dispatch(100, 1, "vadd", 1000, counters.to_vec()))]
+    };
+    // Counters out of id order, one with a single value and one left out.
+    let later = || {
+        (2..4)
+            .map(|n| {
+                let counters = vec![
+                    counter("D", &[6.0]),
+                    counter("A", &[0.5, n as f64]),
+                    counter("C", &[n as f64, 2.5]),
+                ];
+                (0, dispatch(100, n, "vadd", 1000 * n, counters))
+            })
+            .collect::<Vec<_>>()
+    };
+    let new_name = || {
+        let counters = vec![counter("E", &[7.0, 8.0]), counter("A", &[9.0, 1.0])];
+        vec![(0, dispatch(100, 4, "vadd", 4000, counters))]
+    };
+    let mut stored = Vec::new();
+    for on_reading_thread in [false, true] {
+        let mut db = Database::create(&dir.join(format!("{on_reading_thread}.db"))).unwrap();
+        db.begin_pass(1, "").unwrap();
+        db.insert_many(1, &mut first()).unwrap();
+        let (mut later, mut new_name) = (later(), new_name());
+        match on_reading_thread {
+            false => {
+                db.insert_many(1, &mut later).unwrap();
+                db.insert_many(1, &mut new_name).unwrap();
+            }
+            true => {
+                let mut known = db.name_ids();
+                let mut prepared = Prepared::default();
+                assert!(prepared.make_known(&mut later, &known));
+                assert_eq!(prepared.ids(), [1, 1, 3, 4, 1, 1, 3, 4]);
+                let names = |d: &Dispatch| -> Vec<String> {
+                    d.counters.iter().map(|c| c.name.clone()).collect()
+                };
+                assert_eq!(names(&later[0].1), ["A", "C", "D"]);
+                db.insert_many_with(1, &mut later, &mut prepared).unwrap();
+                // Nothing to learn from a batch made with known ids.
+                known.learn(&later, &prepared);
+                assert_eq!(known.counters.len(), 4);
+                assert!(!prepared.make_known(&mut new_name, &known));
+                assert_eq!(names(&new_name[0].1), ["E", "A"]);
+                db.insert_many_with(1, &mut new_name, &mut prepared)
+                    .unwrap();
+                assert_eq!(names(&new_name[0].1), ["A", "E"]);
+                let mut learned = NameIds::default();
+                learned.learn(&new_name, &prepared);
+                assert_eq!(learned.kernels.get("vadd"), Some(&1));
+                assert_eq!(learned.counters.get("A"), Some(&1));
+                assert_eq!(learned.counters.get("E"), Some(&5));
+            }
+        }
+        db.end_pass(1, Some(0)).unwrap();
+        stored.push(stored_dispatches(db));
+    }
+    assert_eq!(stored[0], stored[1]);
+    assert_eq!(
+        stored[1].1[1..],
+        [
+            Some("[1,[0.5,2],null,[2,2.5]]".to_string()),
+            Some("[1,[0.5,3],null,[3,2.5]]".to_string()),
+            Some("[1,[9,1],null,null,null,[7,8]]".to_string())
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -1,5 +1,7 @@
-//! Writing one pass on three threads: the caller's reads and converts records, one thread
-//! inserts the dispatches into the database (which joins them to earlier passes as they come)
+//! Writing one pass on three threads: the caller's reads and converts records and makes them
+//! ready to insert (ids, counters in the database's order, per-position values: see
+//! [`Prepared`]), one thread inserts the dispatches into the database (which joins them to
+//! earlier passes as they come)
 //! and one writes the pass's `counter_collection.csv` from them and adds their values to the
 //! sums of the estimates and the summary, so neither the join nor the file reads the pass back
 //! from the database, and the inserting thread does little beside SQLite's work. Bounded
@@ -15,7 +17,8 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use crate::files::csv::{AgentLabels, CounterCollectionFiles, CsvPaths, Table};
 use crate::files::{write_counter_collection, OutputError};
 use crate::model::Dispatch;
-use crate::store::database::{Database, DatabaseError, PassSums, Positions};
+use crate::store::database::{Database, DatabaseError, PassSums};
+use crate::store::prepared::{NameIds, Prepared};
 
 /// How many dispatches wait to be put in start order. Records of one process arrive nearly in
 /// start order (in completion order: counted dispatches run one at a time per GPU), and the
@@ -176,11 +179,10 @@ pub struct PassWritten {
 struct Batch {
     dispatches: Vec<(u32, Dispatch)>,
     sorted: bool,
-    /// The counters' per-position values, made on the way to the database thread.
-    positions: Positions,
-    /// Per dispatch once inserted, its kernel's id, then its counters' ids (see
-    /// [`Database::inserted_ids`]).
-    ids: Vec<i64>,
+    /// The dispatches' ids and per-position values: made on the way to the database thread
+    /// when the caller's thread knows every name's id, else by the database (then the caller's
+    /// thread learns the ids when the batch comes back).
+    prepared: Prepared,
 }
 
 impl Batch {
@@ -188,8 +190,7 @@ impl Batch {
         Batch {
             dispatches: Vec::with_capacity(BATCH),
             sorted: true,
-            positions: Positions::default(),
-            ids: Vec::new(),
+            prepared: Prepared::default(),
         }
     }
 }
@@ -205,6 +206,8 @@ pub struct PassInput {
     batch: Batch,
     to_database: SyncSender<Batch>,
     given_back: Receiver<Batch>,
+    /// The ids of the names the database knows, as far as this thread knows them.
+    known: NameIds,
     dispatches: u64,
 }
 
@@ -217,53 +220,64 @@ impl PassInput {
     /// Adds one dispatch read from input `source` (0 for a single run).
     pub fn write(&mut self, source: u32, d: Dispatch) -> Result<(), OutputError> {
         self.dispatches += 1;
-        let (batch, to_database, given_back) =
-            (&mut self.batch, &self.to_database, &self.given_back);
+        let (batch, to_database, given_back, known) = (
+            &mut self.batch,
+            &self.to_database,
+            &self.given_back,
+            &mut self.known,
+        );
         self.order.push(source, d, |source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
             match batch.dispatches.len() < BATCH {
                 true => Ok(()),
-                false => send(batch, to_database, given_back),
+                false => send(batch, to_database, given_back, known),
             }
         })
     }
 
     fn finish(&mut self) -> Result<(), OutputError> {
-        let (batch, to_database, given_back) =
-            (&mut self.batch, &self.to_database, &self.given_back);
+        let (batch, to_database, given_back, known) = (
+            &mut self.batch,
+            &self.to_database,
+            &self.given_back,
+            &mut self.known,
+        );
         self.order.finish(|source, d, sorted| {
             batch.dispatches.push((source, d));
             batch.sorted = sorted;
             match batch.dispatches.len() < BATCH {
                 true => Ok(()),
-                false => send(batch, to_database, given_back),
+                false => send(batch, to_database, given_back, known),
             }
         })?;
         match batch.dispatches.is_empty() {
             true => Ok(()),
-            false => send(batch, to_database, given_back),
+            false => send(batch, to_database, given_back, known),
         }
     }
 }
 
-/// Sends the dispatches of `batch` on, with their per-position values, leaving in `batch` an
-/// empty one (one handed back, if any).
+/// Sends the dispatches of `batch` on, made ready to insert with the ids `known` holds,
+/// leaving in `batch` an empty one (one handed back, if any, whose ids `known` learns).
 fn send(
     batch: &mut Batch,
     to: &SyncSender<Batch>,
     given_back: &Receiver<Batch>,
+    known: &mut NameIds,
 ) -> Result<(), OutputError> {
     let mut next = given_back.try_recv().unwrap_or_else(|_| Batch::new());
+    known.learn(&next.dispatches, &next.prepared);
     next.dispatches.clear();
     next.sorted = batch.sorted;
     let mut full = std::mem::replace(batch, next);
-    full.positions.make(&full.dispatches);
+    full.prepared.make_known(&mut full.dispatches, known);
     to.send(full).map_err(|_| stopped())
 }
 
-/// The database thread: inserts the dispatches (which puts each one's counters in the
-/// database's order) and hands them on, with their ids, to the thread after it.
+/// The database thread: inserts the dispatches (making those the caller's thread did not, which
+/// puts each one's counters in the database's order) and hands them on, with their ids, to the
+/// thread after it.
 fn insert_all(
     db: &mut Database,
     pass: u32,
@@ -272,9 +286,7 @@ fn insert_all(
     give_back: SyncSender<Batch>,
 ) -> Result<(), DatabaseError> {
     for mut batch in from {
-        db.insert_many_with(pass, &mut batch.dispatches, Some(&batch.positions))?;
-        batch.ids.clear();
-        batch.ids.extend_from_slice(db.inserted_ids());
+        db.insert_many_with(pass, &mut batch.dispatches, &mut batch.prepared)?;
         // A thread after this one that stopped (it panicked) reports it when joined.
         if let Err(unsent) = after.send(batch) {
             let _ = give_back.try_send(unsent.0);
@@ -298,7 +310,7 @@ fn after_insert<'a>(
 ) -> AfterInsert<'a> {
     let mut out = Ok(out);
     for batch in from {
-        sums.add_inserted(&batch.dispatches, &batch.ids);
+        sums.add_inserted(&batch.dispatches, batch.prepared.ids());
         if !batch.sorted {
             out = out.map(|_| None);
         }
@@ -339,6 +351,7 @@ pub fn write_pass<E: From<OutputError>>(
         db.declare_processes(*source, pids);
     }
     let sums = db.lend_sums(spec.pass);
+    let known = db.name_ids();
     let inserting = &mut *db;
     let (fed, inserted, after, sorted, dispatches) = std::thread::scope(|scope| {
         let (to_database, from_input) = sync_channel(CHANNEL);
@@ -355,6 +368,7 @@ pub fn write_pass<E: From<OutputError>>(
             batch: Batch::new(),
             to_database,
             given_back,
+            known,
             dispatches: 0,
         };
         let fed = feed(&mut input).and_then(|()| input.finish().map_err(E::from));

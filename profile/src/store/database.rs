@@ -47,9 +47,10 @@ use crate::fast_map::FastMap;
 use crate::files::atomic::temporary_path;
 use crate::join::PassMatch;
 use crate::model::{
-    integral, push_integer_bytes, Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps,
-    KernelCounter, KernelStats, KernelTime, ProfileFacts, RunInfo, Unmatched,
+    Agent, AgentBusy, Counter, CounterInfo, Dispatch, IdleGaps, KernelCounter, KernelStats,
+    KernelTime, ProfileFacts, RunInfo, Unmatched,
 };
+use crate::store::prepared::{NameIds, NameSource, Prepared};
 use crate::store::rocpd::{self, FirstRows};
 use crate::store::sampled::Sampled;
 use crate::store::totals::{CompensatedSum, Launches, MergedLaunches, Timeline, Totals};
@@ -355,54 +356,6 @@ fn values_table(guid: &str) -> (String, String) {
 /// The per-dimension values of a value's `dimension_values` (empty when it has none).
 fn dimensions_of(array: &str) -> Vec<f64> {
     serde_json::from_str(array).unwrap_or_default()
-}
-
-/// Appends a value's per-dimension values to `json` as a JSON array (integers without a
-/// fraction); false, appending nothing, for a single value.
-fn push_dimension_json(json: &mut Vec<u8>, values: &[f64]) -> bool {
-    use std::io::Write as _;
-    if values.len() < 2 {
-        return false;
-    }
-    json.push(b'[');
-    for (i, v) in values.iter().enumerate() {
-        if i > 0 {
-            json.push(b',');
-        }
-        if let Some(integer) = integral(*v) {
-            push_integer_bytes(json, integer);
-        } else {
-            let _ = write!(json, "{v}");
-        }
-    }
-    json.push(b']');
-    true
-}
-
-/// The per-position values of every counter of a batch of dispatches, in their counters'
-/// order, made before the batch reaches the thread that inserts it (see
-/// [`Database::insert_many_with`]).
-#[derive(Debug, Default)]
-pub struct Positions {
-    json: Vec<u8>,
-    /// Per counter, where its JSON array ends in `json` (it starts where the one before ends;
-    /// empty for none).
-    ends: Vec<usize>,
-}
-
-impl Positions {
-    /// Makes these the per-position values of the counters of `dispatches` (reusing the
-    /// memory of the ones they were).
-    pub fn make(&mut self, dispatches: &[(u32, Dispatch)]) {
-        self.json.clear();
-        self.ends.clear();
-        for (_, d) in dispatches {
-            for c in &d.counters {
-                push_dimension_json(&mut self.json, &c.values);
-                self.ends.push(self.json.len());
-            }
-        }
-    }
 }
 
 /// The columns [`row_dispatch`] reads, prefixed by the row key.
@@ -781,7 +734,7 @@ pub struct PassSums {
 
 impl PassSums {
     /// Adds the values of `dispatches` as inserted: `ids` holds per dispatch its kernel's id,
-    /// then its counters' ids in their order (see [`Database::inserted_ids`]).
+    /// then its counters' ids in their order (see [`Prepared::ids`]).
     pub fn add_inserted(&mut self, dispatches: &[(u32, Dispatch)], ids: &[i64]) {
         let mut at = 0;
         for (source, d) in dispatches {
@@ -807,9 +760,8 @@ impl PassSums {
     }
 }
 
-/// A value waiting to be inserted: counter id, total, range of its per-position values in the
-/// JSON buffer, merged dispatch.
-type PmcRow = (i64, f64, Option<std::ops::Range<usize>>, Option<i64>);
+/// A value waiting to be inserted: counter id, total, merged dispatch.
+type PmcRow = (i64, f64, Option<i64>);
 
 /// A dispatch row waiting to be inserted: where the dispatch is in the batch, its row id, its
 /// kernel id, its key and its merged dispatch.
@@ -818,8 +770,6 @@ struct DispatchRow {
     kernel_id: i64,
     key: Option<MergeKey>,
     merged: Option<i64>,
-    /// Where its counters' per-position values are in `dispatch_json` (none without any).
-    positions: Option<std::ops::Range<usize>>,
     /// The row id of its first value and how many it has (none without any).
     values: Option<(i64, i64)>,
 }
@@ -850,14 +800,8 @@ pub struct Database {
     dispatch_rows: Vec<DispatchRow>,
     /// Per-insert buffer: the new merged dispatches.
     merged_rows: Vec<[i64; MERGED_FIELDS]>,
-    /// Per-insert buffers: each counter's (id, total, range of its JSON in `pmc_json`,
-    /// merged dispatch).
+    /// Per-insert buffer: each counter's (id, total, merged dispatch).
     pmc_rows: Vec<PmcRow>,
-    /// Per-insert buffer: kernel and counter ids.
-    batch_ids: Vec<i64>,
-    pmc_json: Vec<u8>,
-    /// Per-insert buffer: each dispatch row's `positions`, one after another.
-    dispatch_json: Vec<u8>,
     /// The row id of the next dispatch.
     next_row: i64,
     /// The row id of the next value.
@@ -1084,6 +1028,19 @@ fn row_dispatch(
     Ok(())
 }
 
+/// Names looked up in the database, recorded when new.
+impl NameSource for &mut Database {
+    type Error = DatabaseError;
+
+    fn kernel_id(&mut self, kernel: &str) -> Result<Option<i64>, DatabaseError> {
+        self.string_id(kernel).map(Some)
+    }
+
+    fn counter_id(&mut self, counter: &Counter) -> Result<Option<i64>, DatabaseError> {
+        Database::counter_id(self, counter).map(Some)
+    }
+}
+
 fn sql<T>(path: &Path, r: rusqlite::Result<T>) -> Result<T, DatabaseError> {
     r.map_err(|source| DatabaseError::Sqlite {
         path: path.to_path_buf(),
@@ -1233,9 +1190,6 @@ impl Database {
             dispatch_rows: Vec::new(),
             merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
-            pmc_json: Vec::new(),
-            dispatch_json: Vec::new(),
-            batch_ids: Vec::new(),
             next_row: 1,
             next_value: 1,
             pass_values: (!finished).then(Vec::new),
@@ -1489,8 +1443,8 @@ impl Database {
         Ok(())
     }
 
-    /// [`Database::insert_many_with`], each counter's per-position values made here, and the
-    /// values added to the pass's sums as a pass adds them ([`Database::lend_sums`]).
+    /// [`Database::insert_many_with`], the batch made here, and the values added to the pass's
+    /// sums as a pass adds them ([`Database::lend_sums`]).
     #[cfg(test)]
     pub fn insert_many(
         &mut self,
@@ -1498,88 +1452,47 @@ impl Database {
         dispatches: &mut [(u32, Dispatch)],
     ) -> Result<(), DatabaseError> {
         let mut sums = self.lend_sums(pass);
-        let inserted = self.insert_many_with(pass, dispatches, None);
+        let mut prepared = Prepared::default();
+        let inserted = self.insert_many_with(pass, dispatches, &mut prepared);
         if inserted.is_ok() {
-            sums.add_inserted(dispatches, self.inserted_ids());
+            sums.add_inserted(dispatches, prepared.ids());
         }
         self.take_back_sums(sums);
         inserted
     }
 
+    /// The ids of the kernel and counter names known so far, for another thread to make
+    /// batches with ([`Prepared::make_known`]).
+    pub fn name_ids(&self) -> NameIds {
+        NameIds {
+            kernels: self.strings.clone(),
+            counters: self.pmcs.clone(),
+        }
+    }
+
     /// Adds dispatches of `pass`, each with the input number it was read from (0 for a single
-    /// run), and puts each one's counters in the database's order (by counter id), the order
-    /// every read of the database gives them in. Several at once are cheaper per dispatch:
-    /// each statement is looked up once and the counters of all of them go in a few statements.
-    /// `positions`, when given, are those of the counters of `dispatches` as given, made on another
-    /// thread (it is made here when absent, or for dispatches whose counters are reordered).
+    /// run), with their ids and their counters in the database's order (by counter id), the
+    /// order every read of the database gives them in, as `prepared` holds them: made on
+    /// another thread, or here when it was not ([`Prepared::make_known`]; the names are then
+    /// looked up, and recorded when new). Several at once are cheaper per dispatch: each
+    /// statement is looked up once and the counters of all of them go in a few statements.
     pub fn insert_many_with(
         &mut self,
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
-        positions: Option<&Positions>,
+        prepared: &mut Prepared,
     ) -> Result<(), DatabaseError> {
-        let mut positions = positions;
-        // Per dispatch its kernel's id, then its counters' ids (recorded when new).
-        let mut ids = std::mem::take(&mut self.batch_ids);
-        ids.clear();
-        // Where the ids of the counters of the dispatch before start in `ids`.
-        let mut first_before = 0;
-        for at in 0..dispatches.len() {
-            let d = &dispatches[at].1;
-            ids.push(self.string_id(&d.kernel)?);
-            let first = ids.len();
-            // The dispatch before usually has the same counters, in the order both were put
-            // in: their ids without looking each name up.
-            let same = at.checked_sub(1).is_some_and(|b| {
-                let b = &dispatches[b].1;
-                b.counters.len() == d.counters.len()
-                    && b.counters
-                        .iter()
-                        .zip(&d.counters)
-                        .all(|(b, c)| b.name == c.name)
-            });
-            match same {
-                true => ids.extend_from_within(first_before..first_before + d.counters.len()),
-                false => {
-                    for c in &d.counters {
-                        ids.push(self.counter_id(c)?);
-                    }
-                }
-            }
-            first_before = first;
+        if !prepared.made() {
+            let made = prepared.make(dispatches, &mut *self)?;
+            debug_assert!(made, "the database gives every name an id");
+            prepared.set_looked_up();
         }
-        // Then each dispatch's counters in id order.
-        let mut first = 0;
-        for (_, d) in dispatches.iter_mut() {
-            first += 1;
-            let end = first + d.counters.len();
-            let own = &mut ids[first..end];
-            if !own.is_sorted() {
-                positions = None;
-                let mut by_id: Vec<(i64, Counter)> =
-                    own.iter().copied().zip(d.counters.drain(..)).collect();
-                by_id.sort_by_key(|p| p.0);
-                for (slot, (id, c)) in own.iter_mut().zip(by_id) {
-                    *slot = id;
-                    d.counters.push(c);
-                }
-            }
-            first = end;
-        }
-        let r = self.insert_rows(pass, dispatches, &ids, positions);
-        self.batch_ids = ids;
-        r
-    }
-
-    /// Per dispatch of the last [`Database::insert_many_with`], its kernel's id, then its
-    /// counters' ids in their order (as it left them).
-    pub fn inserted_ids(&self) -> &[i64] {
-        &self.batch_ids
+        self.insert_rows(pass, dispatches, prepared)
     }
 
     /// Takes out the sums that the values of `pass` add to (the moments for the estimates and
     /// the summary's totals), so that another thread adds them ([`PassSums::add_inserted`] with
-    /// [`Database::inserted_ids`]) while this one inserts; inserts add to no sum themselves.
+    /// [`Prepared::ids`]) while this one inserts; inserts add to no sum themselves.
     pub fn lend_sums(&mut self, pass: u32) -> PassSums {
         PassSums {
             pass,
@@ -1608,13 +1521,12 @@ impl Database {
         self.totals.counters = lent.counters;
     }
 
-    /// [`Database::insert_many_with`] once the kernel and counter ids are known.
+    /// [`Database::insert_many_with`] once the batch is made.
     fn insert_rows(
         &mut self,
         pass: u32,
         dispatches: &[(u32, Dispatch)],
-        ids: &[i64],
-        positions: Option<&Positions>,
+        prepared: &Prepared,
     ) -> Result<(), DatabaseError> {
         // Keys are looked up in the database once the merged dispatches may not all be in
         // memory by the end of this batch.
@@ -1633,30 +1545,17 @@ impl Database {
             first: self.first_rows.as_mut(),
             known: &mut self.known_merged,
         };
-        // The counters of every dispatch: (counter id, total, range of its JSON in `json`, merged dispatch).
+        // The counters of every dispatch: (counter id, total, merged dispatch).
         let rows = &mut self.pmc_rows;
-        let json = &mut self.pmc_json;
         let dispatch_rows = &mut self.dispatch_rows;
-        let dispatch_json = &mut self.dispatch_json;
         rows.clear();
-        json.clear();
         dispatch_rows.clear();
-        dispatch_json.clear();
-        // Each counter's per-position values: made already, or here.
-        let mut made = positions.map(|e| {
-            json.extend_from_slice(&e.json);
-            e.ends.iter().scan(0, |from, &end| {
-                let range = (*from < end).then_some(*from..end);
-                *from = end;
-                Some(range)
-            })
-        });
-        let mut ids = ids.iter().copied();
+        let mut ids = prepared.ids().iter().copied();
+        *self.totals.pass_dispatches.entry(pass).or_default() += dispatches.len() as u64;
         for (at, (source, d)) in dispatches.iter().enumerate() {
             let (source, d) = (*source, d);
             let kernel_id = ids.next().unwrap_or_default();
             let row = self.next_row;
-            *self.totals.pass_dispatches.entry(pass).or_default() += 1;
             if let Some(timelines) = &mut self.timelines {
                 let (timeline, gaps) = timelines.entry(d.agent).or_default();
                 if !timeline.add(d.start_ns, d.end_ns, gaps) {
@@ -1683,7 +1582,6 @@ impl Database {
                 kernel_id,
                 key,
                 merged: merged_id,
-                positions: None,
                 values: (!d.counters.is_empty())
                     .then_some((self.next_value, d.counters.len() as i64)),
             });
@@ -1696,7 +1594,6 @@ impl Database {
                 }
             }
             self.next_row += 1;
-            let first_value = rows.len();
             for c in &d.counters {
                 let pmc = ids.next().unwrap_or_default();
                 // Once per counter and pass: noted as collected, its first GPU kept.
@@ -1711,40 +1608,7 @@ impl Database {
                         self.pass_counters[at] = true;
                     }
                 }
-                let range = match made.as_mut() {
-                    Some(made) => made.next().flatten(),
-                    None => {
-                        let from = json.len();
-                        push_dimension_json(json, &c.values).then_some(from..json.len())
-                    }
-                };
-                rows.push((pmc, c.total, range, merged_id));
-            }
-            // The counters' per-position values as one array: the first such counter's id, then
-            // per counter id from it on its array, or null (see [`position_array`]).
-            let from = dispatch_json.len();
-            let mut next = 0;
-            for (pmc, _, range, _) in &rows[first_value..] {
-                let Some(array) = range.clone().and_then(|r| json.get(r)) else {
-                    continue;
-                };
-                if dispatch_json.len() == from {
-                    dispatch_json.push(b'[');
-                    push_integer_bytes(dispatch_json, *pmc);
-                    next = *pmc;
-                }
-                for _ in next..*pmc {
-                    dispatch_json.extend_from_slice(b",null");
-                }
-                dispatch_json.push(b',');
-                dispatch_json.extend_from_slice(array);
-                next = pmc + 1;
-            }
-            if dispatch_json.len() > from {
-                dispatch_json.push(b']');
-                if let Some(last) = dispatch_rows.last_mut() {
-                    last.positions = Some(from..dispatch_json.len());
-                }
+                rows.push((pmc, c.total, merged_id));
             }
         }
         drop(merged);
@@ -1770,8 +1634,6 @@ impl Database {
             self.given_ids("rtl_merged_dispatch", self.join.next_merged - 1)?;
         }
         let (conn, texts, path) = (&self.conn, &mut self.insert_texts, &self.temporary);
-        // ASCII only, so any range of it is text.
-        let dispatch_json = std::str::from_utf8(&self.dispatch_json).unwrap_or_default();
         let r = insert_chunked(
             conn,
             texts,
@@ -1822,8 +1684,7 @@ impl Database {
                 )?;
                 stmt.raw_bind_parameter(from + 3, i64::from(d.queue_order))?;
                 stmt.raw_bind_parameter(from + 4, d.kernel_id as i64)?;
-                let positions = r.positions.clone().and_then(|p| dispatch_json.get(p));
-                stmt.raw_bind_parameter(from + 5, positions)?;
+                stmt.raw_bind_parameter(from + 5, prepared.positions(r.at))?;
                 bind_row(
                     stmt,
                     from + 6,
@@ -1842,7 +1703,7 @@ impl Database {
             (INSERT_PMC, PMC_FIELDS),
             &format!("INSERT INTO {}", self.values),
             &self.pmc_rows,
-            |stmt, from, (pmc, total, _, merged)| {
+            |stmt, from, (pmc, total, merged)| {
                 stmt.raw_bind_parameter(from, merged)?;
                 stmt.raw_bind_parameter(from + 1, pmc)?;
                 stmt.raw_bind_parameter(from + 2, total)
