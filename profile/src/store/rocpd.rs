@@ -658,12 +658,7 @@ INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispat
   event_id)
   SELECT f.event, :nid, f.pid, f.tid, f.agent, y.id, f.dispatch_id, q.id, 0, f.start_ns, f.end_ns,
          f.scratch, f.lds, f.workgroup_x, f.workgroup_y, f.workgroup_z, f.grid_x, f.grid_y,
-         f.grid_z,
-         coalesce((SELECT s.id FROM rtl_dispatch_region d JOIN rtl_region r ON r.id = d.region_id
-                   JOIN rocpd_string s ON s.string = r.name
-                   WHERE d.dispatch_row_id = f.id),
-                  (SELECT id FROM rocpd_string WHERE string = '')),
-         f.event
+         f.grid_z, :region_name, f.event
   FROM rocpd_first f
   CROSS JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
   CROSS JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
@@ -839,12 +834,29 @@ pub fn write(
         _ => conn.query_row("SELECT min(id) FROM rocpd_info_process", [], |r| r.get(0))?,
     };
     let ppid = run.ppid.map_or("NULL".into(), |p| p.to_string());
+    // A dispatch's region is its innermost roctx range's name, else the empty string; without
+    // ranges around dispatches, the empty string's id, found once rather than per dispatch.
+    let unnamed = "(SELECT id FROM rocpd_string WHERE string = '')";
+    let ranges: bool = conn.query_row(
+        "SELECT EXISTS (SELECT 1 FROM rtl_dispatch_region)",
+        [],
+        |r| r.get(0),
+    )?;
+    let region_name = match ranges {
+        true => format!(
+            "coalesce((SELECT s.id FROM rtl_dispatch_region d JOIN rtl_region r ON r.id = d.region_id
+                       JOIN rocpd_string s ON s.string = r.name
+                       WHERE d.dispatch_row_id = f.id), {unnamed})"
+        ),
+        false => unnamed.to_string(),
+    };
     let bound = |sql: &str| {
         let mut sql = sql.to_string();
         for (name, value) in [
             (":nid", nid.to_string()),
             (":pid0", pid0.to_string()),
             (":ppid", ppid.clone()),
+            (":region_name", region_name.clone()),
         ] {
             sql = sql.replace(name, &value);
         }
