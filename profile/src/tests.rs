@@ -884,6 +884,8 @@ fn each_merged_dispatch_counts_the_passes_that_saw_it_whichever_way_passes_are_j
         );
         let path = db.commit(true).unwrap().unwrap();
         let conn = rusqlite::Connection::open(path).unwrap();
+        // Joined in SQL, the merged ids leave start order and the start index is made.
+        assert_eq!(in_schema(&conn, "rtl_merged_dispatch_start"), in_sql);
         let seen: Vec<(i64, i64, i64)> = rows3(
             &conn,
             "SELECT d.start_ns, m.missed, d.passes FROM rtl_dispatches d
@@ -1725,22 +1727,28 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
         let counters = ["A", "B", "C", "D"].map(|name| counter(name, &[1.0, 2.0]));
         vec![(0, dispatch(100, 1, "vadd", 1000, counters.to_vec()))]
     };
-    // Counters out of id order, one with a single value and one left out.
+    // Counters out of id order, one with a single value and one left out; a dispatch without
+    // counters; the next one's counters in another order.
     let later = || {
-        (2..4)
-            .map(|n| {
-                let counters = vec![
-                    counter("D", &[6.0]),
-                    counter("A", &[0.5, n as f64]),
-                    counter("C", &[n as f64, 2.5]),
-                ];
-                (0, dispatch(100, n, "vadd", 1000 * n, counters))
-            })
-            .collect::<Vec<_>>()
+        let counters = |n: u64| {
+            vec![
+                counter("D", &[6.0]),
+                counter("A", &[0.5, n as f64]),
+                counter("C", &[n as f64, 2.5]),
+            ]
+        };
+        let mut third = counters(3);
+        third.rotate_left(2);
+        vec![
+            (0, dispatch(100, 2, "vadd", 2000, counters(2))),
+            (0, dispatch(100, 5, "vadd", 2500, vec![])),
+            (0, dispatch(100, 3, "vadd", 3000, third)),
+        ]
     };
+    // A kernel and a counter first seen in the pass.
     let new_name = || {
         let counters = vec![counter("E", &[7.0, 8.0]), counter("A", &[9.0, 1.0])];
-        vec![(0, dispatch(100, 4, "vadd", 4000, counters))]
+        vec![(0, dispatch(100, 4, "vmul", 4000, counters))]
     };
     let mut stored = Vec::new();
     for on_reading_thread in [false, true] {
@@ -1757,15 +1765,18 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
                 let mut known = db.name_ids();
                 let mut prepared = Prepared::default();
                 assert!(prepared.make_known(&mut later, &known));
-                assert_eq!(prepared.ids(), [1, 1, 3, 4, 1, 1, 3, 4]);
+                assert_eq!(prepared.ids(), [1, 1, 3, 4, 1, 1, 1, 3, 4]);
                 let names = |d: &Dispatch| -> Vec<String> {
                     d.counters.iter().map(|c| c.name.clone()).collect()
                 };
                 assert_eq!(names(&later[0].1), ["A", "C", "D"]);
+                assert_eq!(names(&later[2].1), ["A", "C", "D"]);
                 db.insert_many_with(1, &mut later, &mut prepared).unwrap();
                 // Nothing to learn from a batch made with known ids.
+                let mut none = NameIds::default();
+                none.learn(&later, &prepared);
+                assert!(none.kernels.is_empty() && none.counters.is_empty());
                 known.learn(&later, &prepared);
-                assert_eq!(known.counters.len(), 4);
                 assert!(!prepared.make_known(&mut new_name, &known));
                 assert_eq!(names(&new_name[0].1), ["E", "A"]);
                 db.insert_many_with(1, &mut new_name, &mut prepared)
@@ -1773,8 +1784,11 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
                 assert_eq!(names(&new_name[0].1), ["A", "E"]);
                 let mut learned = NameIds::default();
                 learned.learn(&new_name, &prepared);
-                assert_eq!(learned.kernels.get("vadd"), Some(&1));
+                let given = db.name_ids();
+                assert_eq!(learned.kernels.get("vmul"), given.kernels.get("vmul"));
+                assert!(learned.kernels.contains_key("vmul"));
                 assert_eq!(learned.counters.get("A"), Some(&1));
+                assert_eq!(learned.counters.get("E"), given.counters.get("E"));
                 assert_eq!(learned.counters.get("E"), Some(&5));
             }
         }
@@ -1786,6 +1800,7 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
         stored[1].1[1..],
         [
             Some("[1,[0.5,2],null,[2,2.5]]".to_string()),
+            None,
             Some("[1,[0.5,3],null,[3,2.5]]".to_string()),
             Some("[1,[9,1],null,null,null,[7,8]]".to_string())
         ]

@@ -18,9 +18,8 @@ pub struct AtomicFile {
     target: PathBuf,
     temporary: PathBuf,
     out: Option<BufWriter<File>>,
-    /// Bytes written, and when the disk was last asked to catch up.
-    written: u64,
-    sync_asked: u64,
+    /// Bytes written since the disk was last asked to catch up.
+    unsynced: u64,
     syncer: Option<Syncer>,
 }
 
@@ -69,14 +68,22 @@ impl AtomicFile {
             target: target.to_path_buf(),
             temporary,
             out: Some(BufWriter::with_capacity(1 << 16, file)),
-            written: 0,
-            sync_asked: 0,
+            unsynced: 0,
             syncer: None,
         })
     }
 
-    /// Flushes, syncs and renames the file to its final name.
+    /// Flushes, syncs and renames the file to its final name; on failure the temporary file is
+    /// removed.
     pub fn commit(mut self) -> io::Result<PathBuf> {
+        let committed = self.sync_and_rename();
+        if committed.is_err() {
+            let _ = std::fs::remove_file(&self.temporary);
+        }
+        committed
+    }
+
+    fn sync_and_rename(&mut self) -> io::Result<PathBuf> {
         if let Some(out) = self.out.take() {
             let syncer = self.syncer.take().map(Syncer::finish);
             let file = out
@@ -95,11 +102,11 @@ impl AtomicFile {
 impl AtomicFile {
     /// Counts `n` more bytes written; every [`SYNC_STEP`] of them, asks the disk to catch up.
     fn wrote(&mut self, n: usize) {
-        self.written += n as u64;
-        if self.written - self.sync_asked < SYNC_STEP {
+        self.unsynced += n as u64;
+        if self.unsynced < SYNC_STEP {
             return;
         }
-        self.sync_asked = self.written;
+        self.unsynced = 0;
         if self.syncer.is_none() {
             // Without a thread (none could be made), the sync before the rename does it all.
             self.syncer = self
@@ -187,20 +194,7 @@ mod tests {
         let target = dir.join("large.csv");
         let line: Vec<u8> = (0..=255u8).collect();
         let mut f = AtomicFile::create(&target).unwrap();
-        // Written partly by `write`, which may take fewer bytes than given.
-        for i in 0..1000 {
-            match i % 2 {
-                0 => f.write_all(&line).unwrap(),
-                _ => {
-                    let mut rest = &line[..];
-                    while !rest.is_empty() {
-                        let n = f.write(rest).unwrap();
-                        rest = &rest[n..];
-                    }
-                }
-            }
-        }
-        assert_eq!(f.written, 256_000);
+        (0..1000).for_each(|_| f.write_all(&line).unwrap());
         assert!(f.syncer.is_some(), "a thread syncs the file while it grows");
         assert!(!target.exists());
         f.commit().unwrap();
@@ -217,6 +211,25 @@ mod tests {
             .map(|e| e.unwrap().file_name())
             .collect();
         assert_eq!(names, ["large.csv"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_sync_fails_the_commit_naming_the_file_and_leaves_nothing() {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-unsynced-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let target = dir.join("lost.csv");
+        let mut f = AtomicFile::create(&target).unwrap();
+        f.write_all(b"x\n").unwrap();
+        // Syncing /dev/null fails (EINVAL), as a disk that lost the bytes would.
+        let syncer = Syncer::start(&File::open("/dev/null").unwrap()).unwrap();
+        syncer.ask.send(()).unwrap();
+        f.syncer = Some(syncer);
+        let e = f.commit().unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+        let named = format!("{}: ", temporary_path(&target).display());
+        assert!(e.to_string().starts_with(&named), "{e}");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing left");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -1487,7 +1487,9 @@ impl Database {
             debug_assert!(made, "the database gives every name an id");
             prepared.set_looked_up();
         }
-        self.insert_rows(pass, dispatches, prepared)
+        let inserted = self.insert_rows(pass, dispatches, prepared);
+        prepared.inserted();
+        inserted
     }
 
     /// Takes out the sums that the values of `pass` add to (the moments for the estimates and
@@ -1631,7 +1633,7 @@ impl Database {
         );
         sql(path, r)?;
         if !self.merged_rows.is_empty() {
-            self.given_ids("rtl_merged_dispatch", self.join.next_merged - 1)?;
+            self.given_ids("rtl_merged", self.join.next_merged - 1)?;
         }
         let (conn, texts, path) = (&self.conn, &mut self.insert_texts, &self.temporary);
         let r = insert_chunked(
@@ -1734,14 +1736,10 @@ impl Database {
     pub fn end_pass(&mut self, pass: u32, exit_status: Option<i32>) -> Result<(), DatabaseError> {
         let join = std::mem::take(&mut self.join);
         if join.exact && join.ranks_hold() {
-            // A merged dispatch is matched at most once per pass: when every earlier one was,
-            // none missed this pass, and no row changes.
-            let r = self.conn.query_row(
-                "SELECT count(*) FROM rtl_merged_dispatch WHERE id <= ?1",
-                [join.merged_before],
-                |r| r.get::<_, i64>(0),
-            );
-            if self.err(r)? as u64 != join.matched {
+            // A merged dispatch is matched at most once per pass, and there are at most
+            // `merged_before` of them before it: when that many were matched, none missed this
+            // pass, and no row changes.
+            if join.matched != join.merged_before as u64 {
                 self.count_missed(&join)?;
             }
             join.record_launches(&mut self.known_launches);

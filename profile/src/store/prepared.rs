@@ -173,6 +173,12 @@ impl Prepared {
         self.made
     }
 
+    /// Notes that the dispatches this was made for are inserted: it is made again for the next
+    /// ones (its ids stay, for the thread after the database's and the reading thread).
+    pub(crate) fn inserted(&mut self) {
+        self.made = false;
+    }
+
     /// Per dispatch, its kernel's id, then its counters' ids in their order.
     pub fn ids(&self) -> &[i64] {
         &self.ids
