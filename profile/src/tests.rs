@@ -327,6 +327,15 @@ fn database_views_answer_top_and_busy() {
         page_size, 65536,
         "rebuilt with bulk pages by the first pass"
     );
+    // The planner's statistics, gathered at the commit, count every merged dispatch.
+    let merged: String = conn
+        .query_row(
+            "SELECT stat FROM sqlite_stat1 WHERE tbl = 'rtl_merged' ORDER BY idx IS NULL LIMIT 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(merged.split(' ').next(), Some("5"), "{merged}");
     let rows: Vec<(String, i64, i64)> = rows3(&conn, "SELECT kernel, calls, total_ns FROM rtl_top");
     assert_eq!(
         rows,

@@ -2801,17 +2801,22 @@ impl Database {
         self.err(rocpd::write(
             &self.conn, &self.guid, &run, &agents, &described, first,
         ))?;
-        self.err(self.conn.execute_batch("COMMIT"))
+        // The planner's statistics, from a sample of each index, gathered here rather than in
+        // [`Database::finish`]: the merged files are usually still being read, so this thread
+        // would otherwise wait.
+        self.err(
+            self.conn
+                .execute_batch("PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize; COMMIT"),
+        )
     }
 
-    /// Leaves WAL mode (its log copied into the database and removed), gathers the planner's
-    /// statistics and renames the database to its final name.
+    /// Leaves WAL mode (its log copied into the database and removed) and renames the database
+    /// to its final name.
     fn finish(&mut self) -> Result<Option<PathBuf>, DatabaseError> {
-        // Statistics from a sample of each index are enough for the planner.
-        self.err(self.conn.execute_batch(
-            "PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=OFF;
-             PRAGMA analysis_limit=1000; ANALYZE; PRAGMA optimize;",
-        ))?;
+        self.err(
+            self.conn
+                .execute_batch("PRAGMA wal_checkpoint(TRUNCATE); PRAGMA journal_mode=OFF;"),
+        )?;
         std::fs::rename(&self.temporary, &self.target).map_err(|source| DatabaseError::Io {
             path: self.target.clone(),
             source,
