@@ -165,10 +165,16 @@ pub fn named(path: &Path, e: io::Error) -> io::Error {
 mod tests {
     use super::*;
 
+    /// An empty directory of this process's, for one test.
+    fn scratch(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rtl-pmc-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
     #[test]
     fn only_committed_files_take_their_name() {
-        let dir = std::env::temp_dir().join(format!("rtl-pmc-atomic-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("atomic");
         let target = dir.join("a.csv");
         let mut f = AtomicFile::create(&target).unwrap();
         f.write_all(b"x\n").unwrap();
@@ -189,8 +195,7 @@ mod tests {
 
     #[test]
     fn a_large_file_is_synced_while_written_and_complete_once_committed() {
-        let dir = std::env::temp_dir().join(format!("rtl-pmc-synced-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("synced");
         let target = dir.join("large.csv");
         let line: Vec<u8> = (0..=255u8).collect();
         let mut f = AtomicFile::create(&target).unwrap();
@@ -216,8 +221,7 @@ mod tests {
 
     #[test]
     fn a_failed_sync_fails_the_commit_naming_the_file_and_leaves_nothing() {
-        let dir = std::env::temp_dir().join(format!("rtl-pmc-unsynced-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = scratch("unsynced");
         let target = dir.join("lost.csv");
         let mut f = AtomicFile::create(&target).unwrap();
         f.write_all(b"x\n").unwrap();
