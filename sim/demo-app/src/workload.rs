@@ -614,7 +614,7 @@ impl Lane<'_> {
         self.nodes[0].verify(name, gpu, &expected)
     }
 
-    /// Runs `name`, which adds 1 to each element, once over all but the last [`BESIDE`]
+    /// Runs `name`, which adds 1 to each element, once over all but the last [`BESIDE`] of `n`
     /// elements of the buffer and, while it runs, writes two bytes among those last elements,
     /// as another thread of an application may write host memory next to a kernel's: the first
     /// once element 0 holds the kernel's result, the second once the first reads 0 again (set
@@ -628,7 +628,7 @@ impl Lane<'_> {
         n: usize,
         seed: u32,
     ) -> Result<bool, WorkError> {
-        let items = n.saturating_sub(BESIDE).max(1);
+        let items = n - BESIDE;
         let node = &mut self.nodes[0];
         let expected = node.prepare(name, kernel, items, seed);
         node.buffer(2)[items..].fill(0);
@@ -649,8 +649,9 @@ impl Lane<'_> {
         self.submit(kernel, items);
         let signal = self.nodes[0].signal;
         let mut written = 0;
+        // Watched only while a byte is left to write; then the dispatch is waited for.
         // SAFETY: a live signal of ours.
-        while unsafe { hsa_signal_load_scacquire(signal) } >= 1 {
+        while written < 2 && unsafe { hsa_signal_load_scacquire(signal) } >= 1 {
             match written {
                 // SAFETY: element 0 of the buffer, which the kernel writes.
                 0 if unsafe { first.read_volatile() } == expected[0] => {
@@ -664,6 +665,7 @@ impl Lane<'_> {
                 _ => std::hint::spin_loop(),
             }
         }
+        wait_done(signal);
         let set_back = written == 2;
         for &byte in &bytes[written..] {
             write(byte);
@@ -763,7 +765,7 @@ pub fn writes_beside(
         return Err(format!("--writes-beside needs --size above {BESIDE}"));
     }
     let gpu = &system.gpus[0];
-    let code = gpu.kernel(kernel)?;
+    let code = gpu.kernel(symbol_of(kernel))?;
     let mut lane = Lane::new(system, gpu, None, size, buffers)?;
     let mut set_back = 0;
     for i in 0..iterations {
