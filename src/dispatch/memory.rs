@@ -171,10 +171,26 @@ impl PoolAccess {
     }
 }
 
+/// The bytes compared at once.
+const WORD: usize = 8;
+
+/// The offset of each whole word where `before` and `after` differ, with `before ^ after` there.
+fn differing_words<'a>(
+    before: &'a [u8],
+    after: &'a [u8],
+) -> impl Iterator<Item = (usize, u64)> + 'a {
+    let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
+    before
+        .chunks_exact(WORD)
+        .zip(after.chunks_exact(WORD))
+        .enumerate()
+        .map(move |(w, (old, new))| (w * WORD, word(old) ^ word(new)))
+        .filter(|&(_, differ)| differ != 0)
+}
+
 /// Byte ranges (offsets into a snapshot) where `before` and `after` differ, with gaps shorter
 /// than `merge` bytes between two ranges joined into one.
 pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, usize)> {
-    const WORD: usize = 8;
     let len = before.len().min(after.len());
     let mut out: Vec<(usize, usize)> = Vec::new();
     let mut push = |start: usize, end: usize| match out.last_mut() {
@@ -186,18 +202,10 @@ pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, 
     // changed byte to its last.
     if merge >= WORD {
         let words = len / WORD * WORD;
-        let pairs = before[..words]
-            .chunks_exact(WORD)
-            .zip(after[..words].chunks_exact(WORD));
-        for (w, (old, new)) in pairs.enumerate() {
-            let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
-            let differ = word(old) ^ word(new);
-            if differ != 0 {
-                let at = w * WORD;
-                let first = differ.trailing_zeros() as usize / 8;
-                let last = WORD - 1 - differ.leading_zeros() as usize / 8;
-                push(at + first, at + last + 1);
-            }
+        for (at, differ) in differing_words(&before[..words], &after[..words]) {
+            let first = differ.trailing_zeros() as usize / 8;
+            let last = WORD - 1 - differ.leading_zeros() as usize / 8;
+            push(at + first, at + last + 1);
         }
         i = words;
     }
@@ -226,27 +234,17 @@ pub fn changed_ranges(before: &[u8], after: &[u8], merge: usize) -> Vec<(usize, 
 /// # Safety
 /// `target` must be valid for writes of as many bytes as the shortest of the three slices.
 pub unsafe fn write_changed(target: *mut u8, source: &[u8], before: &[u8], after: &[u8]) -> u64 {
-    const WORD: usize = 8;
     const LOW_BITS: u64 = 0x0101_0101_0101_0101;
     let len = source.len().min(before.len()).min(after.len());
     let words = len / WORD * WORD;
     let mut written = 0;
-    let chunks = source[..words]
-        .chunks_exact(WORD)
-        .zip(before[..words].chunks_exact(WORD))
-        .zip(after[..words].chunks_exact(WORD));
-    for (i, ((from, old), new)) in chunks.enumerate() {
-        let word = |bytes: &[u8]| u64::from_le_bytes(bytes.try_into().expect("8 bytes"));
-        let differ = word(old) ^ word(new);
-        if differ == 0 {
-            continue;
-        }
+    for (at, differ) in differing_words(&before[..words], &after[..words]) {
+        let from = &source[at..at + WORD];
         // Bit 0 of each byte that differs.
         let mut bytes = differ | (differ >> 4);
         bytes |= bytes >> 2;
         bytes |= bytes >> 1;
         bytes &= LOW_BITS;
-        let at = i * WORD;
         if bytes == LOW_BITS {
             // SAFETY: `at + 8 <= len`, inside `target` per the contract.
             unsafe { std::ptr::copy_nonoverlapping(from.as_ptr(), target.add(at), WORD) };
@@ -455,6 +453,11 @@ mod tests {
             vec![(3, 2), (20, 1), (63, 1)]
         );
         assert_eq!(changed_ranges(&before, &after, 16), vec![(3, 18), (63, 1)]);
+        // A gap of exactly `merge` bytes is not joined.
+        assert_eq!(
+            changed_ranges(&before, &after, 15),
+            vec![(3, 2), (20, 1), (63, 1)]
+        );
         assert_eq!(changed_ranges(&before, &after, 64), vec![(3, 61)]);
         // Whole words at a time (a merge of 8 or more) gives what byte by byte gives, across
         // word ends and with a tail shorter than a word.

@@ -46,9 +46,9 @@ pub struct Memory {
     access: Mutex<PoolAccess>,
     /// Host buffers for snapshots, reused: (address, capacity).
     spare: Mutex<Vec<HostBuffer>>,
-    /// The host pools (of CPU agents), snapshots allocated from the first (set when the session
-    /// starts).
-    host_pools: Mutex<Vec<hsa_amd_memory_pool_t>>,
+    /// The host pools (of CPU agents), snapshots allocated from the first (set once, when the
+    /// session starts).
+    host_pools: std::sync::OnceLock<Vec<hsa_amd_memory_pool_t>>,
     /// DMA copies, kept out of replay windows.
     copies: Arc<CopyOrder>,
 }
@@ -80,7 +80,7 @@ impl Memory {
             map: Mutex::new(MemoryMap::default()),
             access: Mutex::new(PoolAccess::default()),
             spare: Mutex::new(Vec::new()),
-            host_pools: Mutex::new(Vec::new()),
+            host_pools: std::sync::OnceLock::new(),
         }
     }
 
@@ -92,7 +92,7 @@ impl Memory {
     /// Sets the host pools: what memory the process's threads write directly, and where
     /// snapshots come from (the first).
     pub fn set_host_pools(&self, pools: &[hsa_amd_memory_pool_t]) {
-        *lock(&self.host_pools) = pools.to_vec();
+        let _ = self.host_pools.set(pools.to_vec());
     }
 
     /// Records an allocation.
@@ -123,7 +123,7 @@ impl Memory {
 
     fn reachable_in(&self, map: &MemoryMap, agent: hsa_agent_t) -> Vec<Span> {
         let mut access = lock(&self.access);
-        let host = lock(&self.host_pools);
+        let host = self.host_pools.get().map_or(&[][..], Vec::as_slice);
         map.reachable(
             agent.handle,
             |pool| {
@@ -146,7 +146,7 @@ impl Memory {
                 return Some(spare.swap_remove(at));
             }
         }
-        let pool = *lock(&self.host_pools).first()?;
+        let pool = *self.host_pools.get()?.first()?;
         let ptr = self.hsa.pool_allocate(pool, capacity)?;
         Some(HostBuffer {
             ptr: ptr as usize,
@@ -463,8 +463,6 @@ impl Replay {
                 // SAFETY: host memory is the process's own and live (the map says the
                 // allocation still holds the range, and no free runs while its lock is held).
                 self.bytes.restored += unsafe { write_changed(address as *mut u8, src, old, new) };
-                // The stores reach memory before the gate that lets the next pass run opens.
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
                 continue;
             }
             if memory.copy(address, source.ptr + offset, len) {
@@ -475,6 +473,9 @@ impl Replay {
                 ));
             }
         }
+        // The host stores reach memory before the gate that lets the next pass run (a relaxed
+        // signal store) opens.
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Release);
     }
 
     /// Closes the window and returns the snapshot buffers for reuse.
