@@ -1169,6 +1169,11 @@ fn counters_come_in_the_databases_order_whatever_order_they_were_collected_in() 
         std::fs::read_to_string(&csv).unwrap(),
         std::fs::read_to_string(&csv_again).unwrap()
     );
+    // The summary's totals pair each value with its counter after the reordering too.
+    assert_eq!(
+        named_values(db.kernel_counters("vadd").unwrap()),
+        [("A".to_string(), 5.0), ("B".to_string(), 8.0)]
+    );
     drop(db);
     std::fs::remove_dir_all(&dir).unwrap();
 }

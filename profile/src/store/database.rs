@@ -1463,7 +1463,7 @@ impl Database {
 
     /// The ids of the kernel and counter names known so far, for another thread to make
     /// batches with ([`Prepared::make_known`]).
-    pub fn name_ids(&self) -> NameIds {
+    pub(crate) fn name_ids(&self) -> NameIds {
         NameIds {
             kernels: self.strings.clone(),
             counters: self.pmcs.clone(),
@@ -1476,7 +1476,9 @@ impl Database {
     /// another thread, or here when it was not ([`Prepared::make_known`]; the names are then
     /// looked up, and recorded when new). Several at once are cheaper per dispatch: each
     /// statement is looked up once and the counters of all of them go in a few statements.
-    pub fn insert_many_with(
+    /// The values go to no sum here: the caller hands `prepared.ids()` to
+    /// [`PassSums::add_inserted`] on the sums [`Database::lend_sums`] lent, as the pass does.
+    pub(crate) fn insert_many_with(
         &mut self,
         pass: u32,
         dispatches: &mut [(u32, Dispatch)],
@@ -1495,7 +1497,7 @@ impl Database {
     /// Takes out the sums that the values of `pass` add to (the moments for the estimates and
     /// the summary's totals), so that another thread adds them ([`PassSums::add_inserted`] with
     /// [`Prepared::ids`]) while this one inserts; inserts add to no sum themselves.
-    pub fn lend_sums(&mut self, pass: u32) -> PassSums {
+    pub(crate) fn lend_sums(&mut self, pass: u32) -> PassSums {
         PassSums {
             pass,
             samples: self.sampled.as_mut().map(Sampled::lend),
@@ -1516,7 +1518,7 @@ impl Database {
     }
 
     /// Puts back what [`Database::lend_sums`] took, with the values added to it.
-    pub fn take_back_sums(&mut self, lent: PassSums) {
+    pub(crate) fn take_back_sums(&mut self, lent: PassSums) {
         if let (Some(sampled), Some(samples)) = (&mut self.sampled, lent.samples) {
             sampled.take_back(samples);
         }
