@@ -184,18 +184,15 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             false => 0,
         },
     };
-    if args.copies_beside {
+    // The modes that run beside the kernels: each says what it verified, after the runtime is
+    // shut down.
+    let beside = if args.copies_beside {
         let counts = overlap::run(&system, plan.kernels[0], args.iterations, plan.size)?;
-        drop(system);
-        // SAFETY: every HSA object was released above.
-        unsafe { hsa_api::hsa_shut_down() };
-        println!(
+        Some(format!(
             "rtl-demo-app: {} dispatches ({}) and {} copy round trips verified beside each other",
             counts.dispatches, plan.kernels[0], counts.round_trips
-        );
-        return Ok(());
-    }
-    if args.writes_beside {
+        ))
+    } else if args.writes_beside {
         let set_back = workload::writes_beside(
             &system,
             plan.kernels[0],
@@ -203,13 +200,18 @@ fn run(args: &Args, role: &str) -> Result<(), String> {
             plan.size,
             plan.buffers,
         )?;
+        Some(format!(
+            "rtl-demo-app: {} dispatches ({}) verified with host writes beside them; {set_back} saw their memory set back while they ran",
+            args.iterations, plan.kernels[0]
+        ))
+    } else {
+        None
+    };
+    if let Some(verified) = beside {
         drop(system);
         // SAFETY: every HSA object was released above.
         unsafe { hsa_api::hsa_shut_down() };
-        println!(
-            "rtl-demo-app: {} dispatches ({}) verified with host writes beside them; {set_back} saw their memory set back while they ran",
-            args.iterations, plan.kernels[0]
-        );
+        println!("{verified}");
         return Ok(());
     }
     roctx::mark("begin");
