@@ -1821,3 +1821,134 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// The dispatches of a pass launched alike (the same process, thread, GPU, queue, kernel,
+/// sizes and resources) share one `rtl_launch` row, while `rtl_dispatch` gives every column of
+/// each dispatch row; past the launches kept in memory (2 in the unit tests) a launch met again
+/// gets a row of its own, which the view reads the same.
+#[test]
+fn dispatches_launched_alike_share_one_launch_and_the_view_gives_every_column() {
+    let dir = temp_dir("launches");
+    let db_at = dir.join("results.db");
+    let mut db = Database::create(&db_at).unwrap();
+    // Pass 1: vadd and vmul in turn, two launches. Pass 2: vadd, vmul and a vadd of another
+    // grid in turn, three launches, more than the unit tests keep.
+    let pass = |kinds: u64| -> Vec<(u32, Dispatch)> {
+        (1..=6)
+            .map(|n| {
+                let kernel = if n % 2 == 0 { "vmul" } else { "vadd" };
+                let mut d = dispatch(100, n, kernel, 1000 * n, vec![counter("A", &[n as f64])]);
+                if kinds == 3 && n == 3 {
+                    d.grid = [2048, 1, 1];
+                }
+                (0, d)
+            })
+            .collect()
+    };
+    let mut written = Vec::new();
+    for (number, kinds) in [(1, 2), (2, 3)] {
+        db.begin_pass(number, "").unwrap();
+        let mut dispatches = pass(kinds);
+        written.extend(dispatches.iter().map(|(_, d)| (number, d.clone())));
+        db.insert_many(number, &mut dispatches).unwrap();
+        db.end_pass(number, Some(0)).unwrap();
+    }
+    let conn = rusqlite::Connection::open(db.commit(true).unwrap().unwrap()).unwrap();
+    let launches: Vec<(i64, i64, i64)> = rows3(
+        &conn,
+        "SELECT pass, count(*), count(DISTINCT kernel_id || ',' || grid_x) FROM rtl_launch
+         GROUP BY pass ORDER BY pass",
+    );
+    // Pass 1 keeps its two launches in memory. Pass 2 forgets them when a third comes: vadd,
+    // vmul, vadd 2048 (vadd and vmul forgotten), vmul again, vadd again (vadd 2048 and vmul
+    // forgotten), vmul again.
+    assert_eq!(launches, [(1, 2, 2), (2, 6, 3)]);
+    let shared: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM rtl_dispatch_row r JOIN rtl_launch l ON l.id = r.launch_id
+             WHERE l.pass = 1",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(shared, 6);
+    let mut stmt = conn
+        .prepare(
+            "SELECT k.pass, s.string, k.pid, k.tid, k.agent, k.queue_id, k.queue_order,
+                    k.queue_index, k.dispatch_id, k.correlation_id, k.kernel_object, k.grid_x,
+                    k.grid_y, k.grid_z, k.workgroup_x, k.workgroup_y, k.workgroup_z, k.lds,
+                    k.scratch, k.arch_vgpr, k.accum_vgpr, k.sgpr, k.wave_size, k.signal,
+                    k.start_ns, k.end_ns, k.symbol_id, k.source, k.value_count
+             FROM rtl_dispatch k JOIN rtl_string s ON s.id = k.kernel_id ORDER BY k.id",
+        )
+        .unwrap();
+    let read: Vec<Vec<String>> = stmt
+        .query_map([], |r| {
+            (0..29)
+                .map(|i| {
+                    r.get::<_, rusqlite::types::Value>(i).map(|v| match v {
+                        rusqlite::types::Value::Integer(i) => i.to_string(),
+                        rusqlite::types::Value::Text(t) => t,
+                        other => format!("{other:?}"),
+                    })
+                })
+                .collect()
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let expected: Vec<Vec<String>> = written
+        .iter()
+        .map(|(pass, d)| {
+            let numbers = [
+                d.pid as u64,
+                d.tid.into(),
+                d.agent.into(),
+                d.queue_id,
+                d.queue_order.into(),
+                d.queue_index,
+                d.dispatch_id,
+                d.correlation_id,
+                d.kernel_object,
+                d.grid[0].into(),
+                d.grid[1].into(),
+                d.grid[2].into(),
+                d.workgroup[0].into(),
+                d.workgroup[1].into(),
+                d.workgroup[2].into(),
+                d.lds.into(),
+                d.scratch.into(),
+                d.arch_vgpr.into(),
+                d.accum_vgpr.into(),
+                d.sgpr.into(),
+                d.wave_size.into(),
+                d.signal,
+                d.start_ns,
+                d.end_ns,
+                d.kernel_id,
+                0,
+                1,
+            ];
+            [pass.to_string(), d.kernel.clone()]
+                .into_iter()
+                .chain(numbers.iter().map(u64::to_string))
+                .collect()
+        })
+        .collect();
+    assert_eq!(read, expected);
+    // The view has the columns, in their order, that the table of one row per dispatch had.
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('rtl_dispatch')")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        columns.join(","),
+        "id,pass,source,pid,tid,agent,queue_id,queue_order,queue_index,dispatch_id,\
+         correlation_id,kernel_id,kernel_object,grid_x,grid_y,grid_z,workgroup_x,workgroup_y,\
+         workgroup_z,lds,scratch,arch_vgpr,accum_vgpr,sgpr,wave_size,signal,start_ns,end_ns,\
+         process_order,occurrence,merged_id,symbol_id,positions,first_value,value_count"
+    );
+}

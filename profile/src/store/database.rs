@@ -7,12 +7,15 @@
 //! - `rtl_counter(id, name, dimensions)`: the counters, in first-seen order;
 //! - `rtl_dispatch`: one row per dispatch per pass, with its process order, its
 //!   occurrence in its lane (process, GPU, queue and kernel as the match rule keeps them) and
-//!   `merged_id`;
+//!   `merged_id`. A view: what is the dispatch's own (its times, ids, join and values) is in
+//!   `rtl_dispatch_row`, and what the dispatches of a pass launched alike share (process,
+//!   thread, GPU, queue, kernel, sizes, resources) in `rtl_launch`, stored once for them
+//!   (see [`LAUNCHES_MOST`]), so that a pass writes 13 values per dispatch rather than 34;
 //! - rocpd's `rocpd_pmc_event_<uuid>` (see [`crate::store::rocpd`]): per dispatch and counter the
 //!   total. Each value is stored there once, as it is inserted, with the row id SQLite gives it:
 //!   a dispatch row's values are one range of row ids, which the row keeps (`first_value`,
 //!   `value_count`, see [`values_of`]), and a value's `event_id` is the merged dispatch;
-//! - `rtl_dispatch.positions`: for the values of a dispatch row's counters with several
+//! - `rtl_dispatch_row.positions`: for the values of a dispatch row's counters with several
 //!   positions, the per-position values as one JSON array (the first such counter's id, then
 //!   per counter id from it its array or null, see [`position_array`]; rocpd's `extdata`
 //!   keeps rocpd's `{}`, so the positions are not paid for twice, in a key per row, nor in a
@@ -105,19 +108,30 @@ CREATE TABLE rtl_run(tag TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE rtl_kernel_derived(
   pass INTEGER NOT NULL, kernel_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL,
   value REAL NOT NULL, dispatches INTEGER NOT NULL);
-CREATE TABLE rtl_dispatch(
+CREATE TABLE rtl_launch(
   id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
   pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
-  queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL, queue_index INTEGER NOT NULL,
-  dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+  queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL,
   kernel_id INTEGER NOT NULL REFERENCES rtl_string(id), kernel_object INTEGER NOT NULL,
   grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
   workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL, workgroup_z INTEGER NOT NULL,
   lds INTEGER NOT NULL, scratch INTEGER NOT NULL, arch_vgpr INTEGER NOT NULL,
   accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL, wave_size INTEGER NOT NULL,
+  symbol_id INTEGER NOT NULL DEFAULT 0);
+CREATE TABLE rtl_dispatch_row(
+  id INTEGER PRIMARY KEY, launch_id INTEGER NOT NULL REFERENCES rtl_launch(id),
+  queue_index INTEGER NOT NULL, dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
   signal INTEGER NOT NULL, start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL,
   process_order INTEGER, occurrence INTEGER, merged_id INTEGER,
-  symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT, first_value INTEGER, value_count INTEGER);
+  positions TEXT, first_value INTEGER, value_count INTEGER);
+CREATE VIEW rtl_dispatch AS
+  SELECT d.id, l.pass, l.source, l.pid, l.tid, l.agent, l.queue_id, l.queue_order,
+         d.queue_index, d.dispatch_id, d.correlation_id, l.kernel_id, l.kernel_object,
+         l.grid_x, l.grid_y, l.grid_z, l.workgroup_x, l.workgroup_y, l.workgroup_z, l.lds,
+         l.scratch, l.arch_vgpr, l.accum_vgpr, l.sgpr, l.wave_size, d.signal, d.start_ns,
+         d.end_ns, d.process_order, d.occurrence, d.merged_id, l.symbol_id, d.positions,
+         d.first_value, d.value_count
+  FROM rtl_dispatch_row d CROSS JOIN rtl_launch l ON l.id = d.launch_id;
 CREATE TABLE rtl_pmc_repeat(
   dispatch_id INTEGER NOT NULL, pmc_id INTEGER NOT NULL, value REAL NOT NULL,
   dimension_values TEXT, PRIMARY KEY(dispatch_id, pmc_id)) WITHOUT ROWID;
@@ -191,18 +205,37 @@ CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
 /// Their ids are left to SQLite, which appends each row without a search (the ids it gives are
 /// the ones [`Database`] counts, checked after each batch).
-const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch(pass, source, pid, tid,
-  agent, queue_id, queue_index, dispatch_id, correlation_id, kernel_id, kernel_object, grid_x,
-  grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr,
-  wave_size, signal, start_ns, end_ns, process_order, occurrence, merged_id, queue_order,
-  symbol_id, positions, first_value, value_count) VALUES";
+const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch_row(launch_id, queue_index, dispatch_id,
+  correlation_id, signal, start_ns, end_ns, process_order, occurrence, merged_id, positions,
+  first_value, value_count) VALUES";
 
 /// The values of a row of [`INSERT_DISPATCH`].
-const DISPATCH_FIELDS: usize = 34;
+const DISPATCH_FIELDS: usize = 13;
 
-/// The first values of a row of [`INSERT_DISPATCH`], integers that are never null (`pass` to
-/// `end_ns`).
-const DISPATCH_INTEGERS: usize = 26;
+/// The first values of a row of [`INSERT_DISPATCH`], integers that are never null
+/// (`launch_id` to `end_ns`).
+const DISPATCH_INTEGERS: usize = 7;
+
+/// What dispatches of a pass share, [`LAUNCH_FIELDS`] values each: the row id [`Database`]
+/// gives, then [`Launch`].
+const INSERT_LAUNCH: &str = "INSERT INTO rtl_launch(id, pass, source, pid, tid, agent, queue_id,
+  queue_order, kernel_id, kernel_object, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
+  workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr, wave_size, symbol_id) VALUES";
+
+/// The values of a row of [`INSERT_LAUNCH`].
+const LAUNCH_FIELDS: usize = 1 + LAUNCH_KEY;
+
+/// The values of a launch but its id.
+const LAUNCH_KEY: usize = 22;
+
+/// A launch's values: those of a dispatch row that the dispatches of a process, thread, queue
+/// and kernel launched alike have in common.
+type Launch = [i64; LAUNCH_KEY];
+
+/// The most launches [`Database`] keeps in memory to give their ids again. Past it, it forgets
+/// them and begins again: a launch met again then gets a second row alike, which the view
+/// `rtl_dispatch` reads the same.
+const LAUNCHES_MOST: usize = if cfg!(test) { 2 } else { 1 << 14 };
 
 /// Dispatches joined while they are inserted, with keys no earlier pass had: [`MERGED_FIELDS`]
 /// values each, their ids left to SQLite as those of [`INSERT_DISPATCH`].
@@ -233,7 +266,7 @@ const KEY_INDEX: &str = "CREATE UNIQUE INDEX IF NOT EXISTS rtl_merged_dispatch_k
 /// The index of the dispatch rows by merged dispatch: made once the passes are inserted (or
 /// before, when a read needs it), so that inserting does not keep it up to date row by row.
 const MERGED_INDEX: &str =
-    "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch(merged_id)";
+    "CREATE INDEX IF NOT EXISTS rtl_dispatch_merged ON rtl_dispatch_row(merged_id)";
 
 /// The index of the merged dispatches in start order: made once the passes are inserted, and only
 /// when their ids are not in start order already (dispatches inserted out of start order, a
@@ -767,7 +800,7 @@ type PmcRow = (i64, f64, Option<i64>);
 /// kernel id, its key and its merged dispatch.
 struct DispatchRow {
     at: usize,
-    kernel_id: i64,
+    launch: i64,
     key: Option<MergeKey>,
     merged: Option<i64>,
     /// The row id of its first value and how many it has (none without any).
@@ -798,6 +831,12 @@ pub struct Database {
     insert_texts: FastMap<(&'static str, usize), String>,
     /// Per-insert buffer: the dispatch rows.
     dispatch_rows: Vec<DispatchRow>,
+    /// Per-insert buffer: the new launches, with their ids.
+    launch_rows: Vec<[i64; LAUNCH_FIELDS]>,
+    /// The launches of this pass by their values, up to [`LAUNCHES_MOST`], with their ids.
+    launches: FastMap<Launch, i64>,
+    /// The row id of the next launch.
+    next_launch: i64,
     /// Per-insert buffer: the new merged dispatches.
     merged_rows: Vec<[i64; MERGED_FIELDS]>,
     /// Per-insert buffer: each counter's (id, total, merged dispatch).
@@ -1188,6 +1227,9 @@ impl Database {
             in_transaction: false,
             insert_texts: FastMap::default(),
             dispatch_rows: Vec::new(),
+            launch_rows: Vec::new(),
+            launches: FastMap::default(),
+            next_launch: 1,
             merged_rows: Vec::new(),
             pmc_rows: Vec::new(),
             next_row: 1,
@@ -1343,11 +1385,12 @@ impl Database {
         // highest it ever gave, even if that row was moved out since.
         let r = self.conn.query_row(
             &format!(
-                "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch),
-                        (SELECT coalesce(max(id), 0) FROM rtl_merged_dispatch),
+                "SELECT (SELECT coalesce(max(id), 0) FROM rtl_dispatch_row),
+                        (SELECT coalesce(max(id), 0) FROM rtl_merged),
                         max((SELECT coalesce(max(id), 0) FROM {}),
                             (SELECT coalesce(max(seq), 0) FROM sqlite_sequence WHERE name = ?1)),
-                        (SELECT count(*) FROM rtl_pass WHERE id != ?2)",
+                        (SELECT count(*) FROM rtl_pass WHERE id != ?2),
+                        (SELECT coalesce(max(id), 0) FROM rtl_launch)",
                 self.values
             ),
             params![self.values.trim_matches('"'), pass],
@@ -1357,11 +1400,15 @@ impl Database {
                     r.get::<_, i64>(1)?,
                     r.get::<_, i64>(2)?,
                     r.get::<_, i64>(3)?,
+                    r.get::<_, i64>(4)?,
                 ))
             },
         );
-        let (last_row, merged_before, last_value, passes_before) = self.err(r)?;
+        let (last_row, merged_before, last_value, passes_before, last_launch) = self.err(r)?;
         self.next_row = last_row + 1;
+        self.next_launch = last_launch + 1;
+        // A launch names its pass: none of an earlier pass is met again.
+        self.launches.clear();
         self.next_value = last_value + 1;
         if let Some(passes) = &mut self.pass_values {
             passes.push(PassValues {
@@ -1554,6 +1601,7 @@ impl Database {
         let dispatch_rows = &mut self.dispatch_rows;
         rows.clear();
         dispatch_rows.clear();
+        self.launch_rows.clear();
         let mut ids = prepared.ids().iter().copied();
         *self.totals.pass_dispatches.entry(pass).or_default() += dispatches.len() as u64;
         for (at, (source, d)) in dispatches.iter().enumerate() {
@@ -1581,9 +1629,48 @@ impl Database {
                 }
                 None => None,
             };
+            let launch: Launch = [
+                i64::from(pass),
+                i64::from(source),
+                i64::from(d.pid),
+                i64::from(d.tid),
+                i64::from(d.agent),
+                d.queue_id as i64,
+                i64::from(d.queue_order),
+                kernel_id,
+                d.kernel_object as i64,
+                i64::from(d.grid[0]),
+                i64::from(d.grid[1]),
+                i64::from(d.grid[2]),
+                i64::from(d.workgroup[0]),
+                i64::from(d.workgroup[1]),
+                i64::from(d.workgroup[2]),
+                i64::from(d.lds),
+                i64::from(d.scratch),
+                i64::from(d.arch_vgpr),
+                i64::from(d.accum_vgpr),
+                i64::from(d.sgpr),
+                i64::from(d.wave_size),
+                d.kernel_id as i64,
+            ];
+            let launch = match self.launches.get(&launch) {
+                Some(&id) => id,
+                None => {
+                    if self.launches.len() >= LAUNCHES_MOST {
+                        self.launches.clear();
+                    }
+                    let id = self.next_launch;
+                    self.next_launch += 1;
+                    self.launches.insert(launch, id);
+                    let mut row = [id; LAUNCH_FIELDS];
+                    row[1..].copy_from_slice(&launch);
+                    self.launch_rows.push(row);
+                    id
+                }
+            };
             dispatch_rows.push(DispatchRow {
                 at,
-                kernel_id,
+                launch,
                 key,
                 merged: merged_id,
                 values: (!d.counters.is_empty())
@@ -1641,36 +1728,26 @@ impl Database {
         let r = insert_chunked(
             conn,
             texts,
+            (INSERT_LAUNCH, LAUNCH_FIELDS),
+            "",
+            &self.launch_rows,
+            |stmt, from, row| bind_row(stmt, from, row),
+        );
+        sql(path, r)?;
+        let r = insert_chunked(
+            conn,
+            texts,
             (INSERT_DISPATCH, DISPATCH_FIELDS),
             "",
             &self.dispatch_rows,
             |stmt, from, r| {
-                let (source, d) = &dispatches[r.at];
-                // Bound by type, not through `&dyn ToSql`: 34 parameters per dispatch row.
+                let (_, d) = &dispatches[r.at];
+                // Bound by type, not through `&dyn ToSql`.
                 let integers: [i64; DISPATCH_INTEGERS] = [
-                    i64::from(pass),
-                    i64::from(*source),
-                    i64::from(d.pid),
-                    i64::from(d.tid),
-                    i64::from(d.agent),
-                    d.queue_id as i64,
+                    r.launch,
                     d.queue_index as i64,
                     d.dispatch_id as i64,
                     d.correlation_id as i64,
-                    r.kernel_id,
-                    d.kernel_object as i64,
-                    i64::from(d.grid[0]),
-                    i64::from(d.grid[1]),
-                    i64::from(d.grid[2]),
-                    i64::from(d.workgroup[0]),
-                    i64::from(d.workgroup[1]),
-                    i64::from(d.workgroup[2]),
-                    i64::from(d.lds),
-                    i64::from(d.scratch),
-                    i64::from(d.arch_vgpr),
-                    i64::from(d.accum_vgpr),
-                    i64::from(d.sgpr),
-                    i64::from(d.wave_size),
                     d.signal as i64,
                     d.start_ns as i64,
                     d.end_ns as i64,
@@ -1686,19 +1763,17 @@ impl Database {
                         r.merged,
                     ],
                 )?;
-                stmt.raw_bind_parameter(from + 3, i64::from(d.queue_order))?;
-                stmt.raw_bind_parameter(from + 4, d.kernel_id as i64)?;
-                stmt.raw_bind_parameter(from + 5, prepared.positions(r.at))?;
+                stmt.raw_bind_parameter(from + 3, prepared.positions(r.at))?;
                 bind_row(
                     stmt,
-                    from + 6,
+                    from + 4,
                     &[r.values.map(|v| v.0), r.values.map(|v| v.1)],
                 )
             },
         );
         sql(path, r)?;
         if !self.dispatch_rows.is_empty() {
-            self.given_ids("rtl_dispatch", self.next_row - 1)?;
+            self.given_ids("rtl_dispatch_row", self.next_row - 1)?;
         }
         let (conn, texts, path) = (&self.conn, &mut self.insert_texts, &self.temporary);
         let r = insert_chunked(
@@ -1811,7 +1886,7 @@ impl Database {
                 ),
                 // Their positions go with them: the array starts again at the first counter
                 // left and ends at the last (none when none is left), so no padding stays.
-                "UPDATE rtl_dispatch AS k SET positions = (
+                "UPDATE rtl_dispatch_row AS k SET positions = (
                    SELECT '[' || min(pmc) || ',' || group_concat(coalesce(v, 'null'), ',' ORDER BY pmc) || ']'
                    FROM (SELECT pmc, v, min(CASE WHEN v IS NOT NULL THEN pmc END) OVER () AS first,
                                 max(CASE WHEN v IS NOT NULL THEN pmc END) OVER () AS last
@@ -1822,7 +1897,8 @@ impl Database {
                                       THEN j.value END AS v
                                FROM json_each(k.positions) j WHERE j.key > 0))
                    WHERE pmc BETWEEN first AND last)
-                 WHERE k.id IN (SELECT dispatch_id FROM rtl_pmc_repeat) AND k.pass = ?1
+                 WHERE k.id IN (SELECT dispatch_id FROM rtl_pmc_repeat)
+                   AND k.launch_id IN (SELECT id FROM rtl_launch WHERE pass = ?1)
                    AND k.positions IS NOT NULL"
                     .to_string(),
             ];
@@ -1969,7 +2045,7 @@ impl Database {
                  ON CONFLICT({KEY}) DO NOTHING",
                 passes_before = join.passes_before
             ),
-            "UPDATE rtl_dispatch AS k SET occurrence = p.occurrence,
+            "UPDATE rtl_dispatch_row AS k SET occurrence = p.occurrence,
                process_order = p.process_order, merged_id = m.id
              FROM temp.rtl_pass_key p JOIN rtl_merged_dispatch m
                ON m.source = p.source AND m.process_order = p.process_order
@@ -1983,7 +2059,7 @@ impl Database {
             "DROP TABLE temp.rtl_pass_key".to_string(),
             // The pass's values (the last rows of the values table) name their merged dispatch.
             format!(
-                "UPDATE {values} AS v SET event_id = k.merged_id FROM rtl_dispatch k
+                "UPDATE {values} AS v SET event_id = k.merged_id FROM rtl_dispatch_row k
                  WHERE k.id >= {first} AND {range}",
                 values = self.values,
                 first = join.first_row,
