@@ -204,8 +204,11 @@ CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
 
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
 /// Their ids are left to SQLite, which appends each row without a search (the ids it gives are
-/// the ones [`Database`] counts, checked after each batch).
-const INSERT_DISPATCH: &str = "INSERT INTO rtl_dispatch_row(launch_id, queue_index, dispatch_id,
+/// the ones [`Database`] counts, checked after each batch). `OR FAIL`, as for the values: a
+/// statement that fails keeps the rows it inserted before, so SQLite keeps no journal of each
+/// statement to take them back; a failed insert fails the whole pass anyway.
+const INSERT_DISPATCH: &str =
+    "INSERT OR FAIL INTO rtl_dispatch_row(launch_id, queue_index, dispatch_id,
   correlation_id, signal, start_ns, end_ns, process_order, occurrence, merged_id, positions,
   first_value, value_count) VALUES";
 
@@ -295,8 +298,8 @@ const BULK_PAGE_SIZE: u32 = 65536;
 const ROWS_PER_STATEMENT: usize = 64;
 
 /// Counter value rows: [`PMC_FIELDS`] values each, their ids left to SQLite (see
-/// [`values_of`]); `extdata` keeps rocpd's default, `{}` (the per-position values are in their
-/// dispatch row's `positions`).
+/// [`values_of`]), inserted `OR FAIL` (see [`INSERT_DISPATCH`]); `extdata` keeps rocpd's
+/// default, `{}` (the per-position values are in their dispatch row's `positions`).
 const INSERT_PMC: &str = "(event_id, pmc_id, value) VALUES";
 
 /// The values of a row of [`INSERT_PMC`].
@@ -1780,7 +1783,7 @@ impl Database {
             conn,
             texts,
             (INSERT_PMC, PMC_FIELDS),
-            &format!("INSERT INTO {}", self.values),
+            &format!("INSERT OR FAIL INTO {}", self.values),
             &self.pmc_rows,
             |stmt, from, (pmc, total, merged)| {
                 stmt.raw_bind_parameter(from, merged)?;
