@@ -1838,8 +1838,16 @@ fn dispatches_launched_alike_share_one_launch_and_the_view_gives_every_column() 
             .map(|n| {
                 let kernel = if n % 2 == 0 { "vmul" } else { "vadd" };
                 let mut d = dispatch(100, n, kernel, 1000 * n, vec![counter("A", &[n as f64])]);
+                // The columns of a launch different from each other, so none can stand in for
+                // another.
+                d.agent = 21;
+                d.queue_id = 9;
+                d.queue_order = 3;
+                d.grid = [1024, 11, 13];
+                d.workgroup = [256, 5, 6];
+                d.lds = 4096;
                 if kinds == 3 && n == 3 {
-                    d.grid = [2048, 1, 1];
+                    d.grid[0] = 2048;
                 }
                 (0, d)
             })
@@ -1863,15 +1871,15 @@ fn dispatches_launched_alike_share_one_launch_and_the_view_gives_every_column() 
     // vmul, vadd 2048 (vadd and vmul forgotten), vmul again, vadd again (vadd 2048 and vmul
     // forgotten), vmul again.
     assert_eq!(launches, [(1, 2, 2), (2, 6, 3)]);
-    let shared: i64 = conn
+    let shared: (i64, i64) = conn
         .query_row(
-            "SELECT count(*) FROM rtl_dispatch_row r JOIN rtl_launch l ON l.id = r.launch_id
-             WHERE l.pass = 1",
+            "SELECT count(*), count(DISTINCT r.launch_id) FROM rtl_dispatch_row r
+             JOIN rtl_launch l ON l.id = r.launch_id WHERE l.pass = 1",
             [],
-            |r| r.get(0),
+            |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
-    assert_eq!(shared, 6);
+    assert_eq!(shared, (6, 2));
     let mut stmt = conn
         .prepare(
             "SELECT k.pass, s.string, k.pid, k.tid, k.agent, k.queue_id, k.queue_order,

@@ -204,9 +204,9 @@ CREATE TABLE IF NOT EXISTS rtl_dispatch_region(
 
 /// Dispatch rows, [`DISPATCH_FIELDS`] values each.
 /// Their ids are left to SQLite, which appends each row without a search (the ids it gives are
-/// the ones [`Database`] counts, checked after each batch). `OR FAIL`, as for the values: a
-/// statement that fails keeps the rows it inserted before, so SQLite keeps no journal of each
-/// statement to take them back; a failed insert fails the whole pass anyway.
+/// the ones [`Database`] counts, checked after each batch). `OR FAIL`, as for the launches and
+/// the values: a statement that fails keeps the rows it inserted before, so SQLite keeps no
+/// journal of each statement to take them back; a failed insert fails the whole pass anyway.
 const INSERT_DISPATCH: &str =
     "INSERT OR FAIL INTO rtl_dispatch_row(launch_id, queue_index, dispatch_id,
   correlation_id, signal, start_ns, end_ns, process_order, occurrence, merged_id, positions,
@@ -221,7 +221,8 @@ const DISPATCH_INTEGERS: usize = 7;
 
 /// What dispatches of a pass share, [`LAUNCH_FIELDS`] values each: the row id [`Database`]
 /// gives, then [`Launch`].
-const INSERT_LAUNCH: &str = "INSERT INTO rtl_launch(id, pass, source, pid, tid, agent, queue_id,
+const INSERT_LAUNCH: &str =
+    "INSERT OR FAIL INTO rtl_launch(id, pass, source, pid, tid, agent, queue_id,
   queue_order, kernel_id, kernel_object, grid_x, grid_y, grid_z, workgroup_x, workgroup_y,
   workgroup_z, lds, scratch, arch_vgpr, accum_vgpr, sgpr, wave_size, symbol_id) VALUES";
 
@@ -378,7 +379,7 @@ fn values_table(guid: &str) -> (String, String) {
         "{}CREATE VIEW rtl_pmc_value AS
            SELECT k.id AS dispatch_id, v.pmc_id, v.value,
                   {positions} AS dimension_values, 1 AS reported
-           FROM rtl_dispatch k CROSS JOIN {table} v ON {range}
+           FROM rtl_dispatch_row k CROSS JOIN {table} v ON {range}
            UNION ALL
            SELECT dispatch_id, pmc_id, value, dimension_values, 0 AS reported
            FROM rtl_pmc_repeat;",
@@ -2096,7 +2097,7 @@ impl Database {
     fn count_missed(&self, join: &PassJoin) -> Result<(), DatabaseError> {
         let r = self.conn.execute(
             "UPDATE rtl_merged SET missed = missed + 1 WHERE id <= ?2 AND id NOT IN
-               (SELECT merged_id FROM rtl_dispatch WHERE id >= ?1 AND merged_id <= ?2)",
+               (SELECT merged_id FROM rtl_dispatch_row WHERE id >= ?1 AND merged_id <= ?2)",
             params![join.first_row, join.merged_before],
         );
         self.err(r).map(|_| ())

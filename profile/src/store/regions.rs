@@ -308,8 +308,9 @@ fn insert_region(
 fn link_innermost(conn: &Connection, pass: u32, first_region: i64) -> rusqlite::Result<usize> {
     conn.execute(
         "INSERT INTO rtl_dispatch_region(dispatch_row_id, region_id)
-         SELECT d.id, r.region_id FROM rtl_dispatch_range r JOIN rtl_dispatch d
-           ON d.pass = r.pass AND d.pid = r.pid AND d.dispatch_id = r.dispatch_id
+         SELECT d.id, r.region_id FROM rtl_dispatch_range r
+           JOIN rtl_launch l ON l.pass = r.pass AND l.pid = r.pid
+           JOIN rtl_dispatch_row d ON d.launch_id = l.id AND d.dispatch_id = r.dispatch_id
          WHERE r.pass = ?1 AND r.innermost AND r.region_id >= ?2",
         params![pass, first_region],
     )
