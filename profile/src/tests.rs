@@ -1960,3 +1960,81 @@ fn dispatches_launched_alike_share_one_launch_and_the_view_gives_every_column() 
          process_order,occurrence,merged_id,symbol_id,positions,first_value,value_count"
     );
 }
+
+/// Every merged dispatch and every pass's dispatch rows, as text, read from `db`.
+fn read_back(db: &Database) -> Vec<String> {
+    let mut read = Vec::new();
+    for dimensions in [false, true] {
+        db.for_each_merged(dimensions, |d| {
+            read.push(format!("merged {d:?}"));
+            Ok::<_, DatabaseError>(())
+        })
+        .unwrap();
+        for pass in [1, 2] {
+            db.for_each_pass_dispatch(pass, dimensions, |d| {
+                read.push(format!("pass {pass} {d:?}"));
+                Ok::<_, DatabaseError>(())
+            })
+            .unwrap();
+        }
+    }
+    read
+}
+
+/// The dispatches read back are the same whether each dispatch row's launch is read once for
+/// the rows that share it (a database of this rtl-pmc, while written and once finished, more
+/// launches than the unit tests keep in memory) or with every row of `rtl_dispatch` (the table
+/// of every column an earlier rtl-pmc wrote, without `rtl_launch`).
+#[test]
+fn dispatches_read_back_the_same_with_their_launch_or_from_an_earlier_rtl_pmcs_table() {
+    let dir = temp_dir("read-launches");
+    let db = two_passes(&dir);
+    let written = read_back(&db);
+    // Two processes, two kernels, two passes: more launches than the 2 kept in memory.
+    assert_eq!(written.len(), 2 * (5 + 4 + 5));
+    assert!(written[0].starts_with("merged Dispatch { pid: 100, tid: 101, agent: 2,"));
+    let path = db.commit(true).unwrap().unwrap();
+    let finished = read_back(&Database::open(&path).unwrap());
+    assert_eq!(finished, written);
+    // The same database with the dispatch rows an earlier rtl-pmc kept.
+    let earlier = dir.join("earlier.db");
+    std::fs::copy(&path, &earlier).unwrap();
+    let conn = rusqlite::Connection::open(&earlier).unwrap();
+    let values_view: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE name = 'rtl_pmc_value'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    conn.execute_batch(&format!(
+        "CREATE TABLE rtl_dispatch_table(
+           id INTEGER PRIMARY KEY, pass INTEGER NOT NULL, source INTEGER NOT NULL,
+           pid INTEGER NOT NULL, tid INTEGER NOT NULL, agent INTEGER NOT NULL,
+           queue_id INTEGER NOT NULL, queue_order INTEGER NOT NULL, queue_index INTEGER NOT NULL,
+           dispatch_id INTEGER NOT NULL, correlation_id INTEGER NOT NULL,
+           kernel_id INTEGER NOT NULL, kernel_object INTEGER NOT NULL,
+           grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+           workgroup_x INTEGER NOT NULL, workgroup_y INTEGER NOT NULL,
+           workgroup_z INTEGER NOT NULL, lds INTEGER NOT NULL, scratch INTEGER NOT NULL,
+           arch_vgpr INTEGER NOT NULL, accum_vgpr INTEGER NOT NULL, sgpr INTEGER NOT NULL,
+           wave_size INTEGER NOT NULL, signal INTEGER NOT NULL, start_ns INTEGER NOT NULL,
+           end_ns INTEGER NOT NULL, process_order INTEGER, occurrence INTEGER,
+           merged_id INTEGER, symbol_id INTEGER NOT NULL DEFAULT 0, positions TEXT,
+           first_value INTEGER, value_count INTEGER);
+         INSERT INTO rtl_dispatch_table SELECT * FROM rtl_dispatch;
+         DROP VIEW rtl_pmc_value;
+         DROP VIEW rtl_dispatch;
+         DROP TABLE rtl_dispatch_row;
+         DROP TABLE rtl_launch;
+         PRAGMA legacy_alter_table = ON;
+         ALTER TABLE rtl_dispatch_table RENAME TO rtl_dispatch;
+         CREATE INDEX rtl_dispatch_merged ON rtl_dispatch(merged_id);
+         {};",
+        values_view.replace("rtl_dispatch_row", "rtl_dispatch")
+    ))
+    .unwrap();
+    drop(conn);
+    assert_eq!(read_back(&Database::open(&earlier).unwrap()), written);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

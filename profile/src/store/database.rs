@@ -906,6 +906,9 @@ pub struct Database {
     /// counters while this one reads dispatches.
     aside: std::cell::RefCell<Option<Connection>>,
     committed: bool,
+    /// Whether the dispatch rows are `rtl_dispatch_row`'s with their `rtl_launch` (else
+    /// `rtl_dispatch` is the table an earlier rtl-pmc wrote, read as such).
+    launch_table: bool,
 }
 
 impl Drop for Database {
@@ -1071,6 +1074,93 @@ fn row_dispatch(
     Ok(())
 }
 
+/// The columns [`row_dispatch_own`] reads of a dispatch row `k` of `rtl_dispatch_row`, after
+/// the key: what is the dispatch's own, then its launch.
+const DISPATCH_OWN: &str =
+    "k.queue_index, k.dispatch_id, k.correlation_id, k.signal, k.start_ns, k.end_ns, k.launch_id";
+
+/// Fills `d` from a row of [`DISPATCH_OWN`] (after the key) and its launch, read once from the
+/// database for all the rows that share it.
+fn row_dispatch_own(
+    row: &rusqlite::Row<'_>,
+    launches: &mut LaunchReader<'_>,
+    kernels: &FastMap<i64, String>,
+    d: &mut Dispatch,
+) -> rusqlite::Result<()> {
+    let u64_at = |i: usize| row.get::<_, i64>(i).map(|v| v as u64);
+    let launch = launches.get(row.get(7)?, kernels)?;
+    let mut kernel = std::mem::take(&mut d.kernel);
+    kernel.clone_from(&launch.kernel);
+    *d = Dispatch {
+        kernel,
+        counters: std::mem::take(&mut d.counters),
+        queue_index: u64_at(1)?,
+        dispatch_id: u64_at(2)?,
+        correlation_id: u64_at(3)?,
+        signal: u64_at(4)?,
+        start_ns: u64_at(5)?,
+        end_ns: u64_at(6)?,
+        ..*launch
+    };
+    Ok(())
+}
+
+/// The launches of the dispatch rows read, each as a dispatch with what its rows share, read
+/// from `rtl_launch` when first met (and again once more than [`LAUNCHES_MOST`] were read).
+struct LaunchReader<'c> {
+    stmt: rusqlite::Statement<'c>,
+    read: FastMap<i64, Dispatch>,
+}
+
+impl<'c> LaunchReader<'c> {
+    fn new(conn: &'c Connection) -> rusqlite::Result<LaunchReader<'c>> {
+        let stmt = conn.prepare(
+            "SELECT pid, tid, agent, queue_id, queue_order, kernel_id, kernel_object, grid_x,
+                    grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch,
+                    arch_vgpr, accum_vgpr, sgpr, wave_size, symbol_id
+             FROM rtl_launch WHERE id = ?1",
+        )?;
+        Ok(LaunchReader {
+            stmt,
+            read: FastMap::default(),
+        })
+    }
+
+    fn get(&mut self, id: i64, kernels: &FastMap<i64, String>) -> rusqlite::Result<&Dispatch> {
+        if !self.read.contains_key(&id) {
+            if self.read.len() >= LAUNCHES_MOST {
+                self.read.clear();
+            }
+            let launch = self.stmt.query_row([id], |r| {
+                let u64_at = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+                Ok(Dispatch {
+                    pid: r.get(0)?,
+                    tid: r.get(1)?,
+                    agent: r.get(2)?,
+                    queue_id: u64_at(3)?,
+                    queue_order: r.get(4)?,
+                    kernel: kernels
+                        .get(&r.get(5)?)
+                        .map_or_else(String::new, Clone::clone),
+                    kernel_object: u64_at(6)?,
+                    grid: [r.get(7)?, r.get(8)?, r.get(9)?],
+                    workgroup: [r.get(10)?, r.get(11)?, r.get(12)?],
+                    lds: r.get(13)?,
+                    scratch: r.get(14)?,
+                    arch_vgpr: r.get(15)?,
+                    accum_vgpr: r.get(16)?,
+                    sgpr: r.get(17)?,
+                    wave_size: r.get(18)?,
+                    kernel_id: u64_at(19)?,
+                    ..Dispatch::default()
+                })
+            })?;
+            self.read.insert(id, launch);
+        }
+        Ok(&self.read[&id])
+    }
+}
+
 /// Names looked up in the database, recorded when new.
 impl NameSource for &mut Database {
     type Error = DatabaseError;
@@ -1173,7 +1263,14 @@ impl Database {
             |r| r.get::<_, String>(0),
         );
         let guid = sql(path, guid)?;
+        let launch_table = conn.query_row(
+            "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE name = 'rtl_launch')",
+            [],
+            |r| r.get::<_, bool>(0),
+        );
+        let launch_table = sql(path, launch_table)?;
         let mut db = Database::on(conn, path.to_path_buf(), path.to_path_buf(), true);
+        db.launch_table = launch_table;
         db.values = values_table(&guid).0;
         db.guid = guid;
         db.values_made = true;
@@ -1262,6 +1359,7 @@ impl Database {
             key_index: finished,
             aside: std::cell::RefCell::new(None),
             committed: finished,
+            launch_table: true,
         }
     }
 
@@ -2314,11 +2412,17 @@ impl Database {
         dimensions: bool,
         mut visit: impl FnMut(&Dispatch) -> Result<(), E>,
     ) -> Result<(), E> {
+        // A database of this rtl-pmc reads each dispatch row with its launch's id, and each
+        // launch once.
+        let (columns, rows) = match self.launch_table {
+            true => (DISPATCH_OWN, "rtl_dispatch_row"),
+            false => (DISPATCH_COLUMNS, "rtl_dispatch"),
+        };
         if let (Some(passes), false) = (self.scanned_passes(), dimensions) {
             // Each pass's values in one scan, by row id: in merged-dispatch order.
             let dispatches = format!(
-                "SELECT m.id, {DISPATCH_COLUMNS}
-                 FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
+                "SELECT m.id, {columns}
+                 FROM rtl_merged_dispatch m CROSS JOIN {rows} k ON k.id = m.first_dispatch
                  ORDER BY m.id"
             );
             let counters: Vec<String> = passes
@@ -2347,15 +2451,15 @@ impl Database {
         // CROSS JOIN keeps this join order: merged dispatches by start, then each pass's
         // dispatch by row id, then its counters by id (the values reported).
         let dispatches = format!(
-            "SELECT m.id, {DISPATCH_COLUMNS}
-             FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k ON k.id = m.first_dispatch
+            "SELECT m.id, {columns}
+             FROM rtl_merged_dispatch m CROSS JOIN {rows} k ON k.id = m.first_dispatch
              ORDER BY {order}"
         );
         let values = &self.values;
         let json = positions_column(dimensions, "k2");
         let counters = format!(
             "SELECT m.id, v.pmc_id, v.value, {json}
-             FROM rtl_merged_dispatch m CROSS JOIN rtl_dispatch k2 ON k2.merged_id = m.id
+             FROM rtl_merged_dispatch m CROSS JOIN {rows} k2 ON k2.merged_id = m.id
              CROSS JOIN {values} v ON {}
              ORDER BY {order}",
             values_of("k2", "v"),
@@ -2363,7 +2467,8 @@ impl Database {
         self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
     }
 
-    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`]) with those of each of
+    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`], or [`DISPATCH_OWN`] when
+    /// it reads `rtl_dispatch_row`) with those of each of
     /// `counters` (the key, counter id, total, per-position values), all in the same key order, and calls
     /// `visit` with each dispatch and its counters (in counter order). One cursor for the
     /// dispatches and one per counter query, so each dispatch's columns are read once rather
@@ -2391,6 +2496,10 @@ impl Database {
             None => counters,
         };
         let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
+        let mut launches = match dispatches.contains(DISPATCH_OWN) {
+            true => Some(self.err(LaunchReader::new(&self.conn))?),
+            false => None,
+        };
         let mut counter_stmts = here
             .iter()
             .map(|q| self.err(self.conn.prepare(q)))
@@ -2428,7 +2537,11 @@ impl Database {
                 let mut ids: Vec<i64> = Vec::new();
                 while let Some(row) = self.err(rows.next())? {
                     let key: i64 = self.err(row.get(0))?;
-                    self.err(row_dispatch(row, &kernels, &mut d))?;
+                    let filled = match launches.as_mut() {
+                        Some(launches) => row_dispatch_own(row, launches, &kernels, &mut d),
+                        None => row_dispatch(row, &kernels, &mut d),
+                    };
+                    self.err(filled)?;
                     ids.clear();
                     for cursor in &mut cursors {
                         while let Some((_, pmc, total)) = cursor.ahead.filter(|c| c.0 == key) {

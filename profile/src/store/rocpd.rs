@@ -637,9 +637,9 @@ INSERT INTO rocpd_info_kernel_symbol(id, nid, pid, code_object_id, kernel_name, 
   FROM rocpd_symbol y JOIN rtl_string s ON s.id = y.kernel_id
   JOIN rtl_merged_dispatch m ON m.id = y.first JOIN rtl_dispatch f ON f.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
-  SELECT event, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), correlation_id,
-         correlation_id, 0
-  FROM rocpd_first;
+  SELECT m.id, (SELECT id FROM rocpd_string WHERE string = 'KERNEL_DISPATCH'), k.correlation_id,
+         k.correlation_id, 0
+  FROM rtl_merged m CROSS JOIN rtl_dispatch_row k ON k.id = m.first_dispatch;
 INSERT INTO rocpd_event(id, category_id, stack_id, parent_stack_id, correlation_id)
   SELECT event,
          (SELECT id FROM rocpd_string
