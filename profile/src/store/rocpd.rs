@@ -587,7 +587,9 @@ CREATE TEMP TABLE rocpd_symbol AS
 /// Kernel symbols keep the ids the interposer gave them (rocprofiler-sdk's `kernel_id`) when
 /// each has its own, as within one process; else they are numbered by first merged dispatch.
 /// Queues likewise keep their handles as ids when those are distinct; they are named
-/// `Queue 0`, `Queue 1`, ... by first dispatch, as rocprofv3 names them.
+/// `Queue 0`, `Queue 1`, ... by first dispatch, as rocprofv3 names them. A kernel dispatch
+/// takes its process, thread, GPU, kernel symbol, queue and sizes from its launch, each
+/// launch's looked up once (`rocpd_launch`) rather than once per dispatch.
 const FILL: &str = "
 UPDATE rocpd_symbol SET id = symbol
   WHERE (SELECT count(*) = count(DISTINCT symbol) AND min(symbol) > 0 FROM rocpd_symbol);
@@ -652,16 +654,23 @@ INSERT INTO rocpd_region(nid, pid, tid, start, end, name_id, event_id, extdata)
          json_object('kind', kind, 'depth', depth, 'roctx_id', roctx_id, 'end_tid', end_tid,
                      'problem', problem)
   FROM rocpd_roctx ORDER BY start_ns, id;
+CREATE TEMP TABLE rocpd_launch(id INTEGER PRIMARY KEY, pid, tid, agent, symbol, queue, scratch,
+  lds, workgroup_x, workgroup_y, workgroup_z, grid_x, grid_y, grid_z);
+INSERT INTO temp.rocpd_launch
+  SELECT l.id, l.pid, l.tid, l.agent, y.id, q.id, l.scratch, l.lds, l.workgroup_x, l.workgroup_y,
+         l.workgroup_z, l.grid_x, l.grid_y, l.grid_z
+  FROM rtl_launch l
+  JOIN rocpd_symbol y ON y.pid = l.pid AND y.agent = l.agent AND y.kernel_id = l.kernel_id
+  JOIN rocpd_queue q ON q.pid = l.pid AND q.handle = l.queue_id;
 INSERT INTO rocpd_kernel_dispatch(id, nid, pid, tid, agent_id, kernel_id, dispatch_id, queue_id,
   stream_id, start, end, private_segment_size, group_segment_size, workgroup_size_x,
   workgroup_size_y, workgroup_size_z, grid_size_x, grid_size_y, grid_size_z, region_name_id,
   event_id)
-  SELECT f.event, :nid, f.pid, f.tid, f.agent, y.id, f.dispatch_id, q.id, 0, f.start_ns, f.end_ns,
-         f.scratch, f.lds, f.workgroup_x, f.workgroup_y, f.workgroup_z, f.grid_x, f.grid_y,
-         f.grid_z, :region_name, f.event
-  FROM rocpd_first f
-  CROSS JOIN rocpd_symbol y ON y.pid = f.pid AND y.agent = f.agent AND y.kernel_id = f.kernel_id
-  CROSS JOIN rocpd_queue q ON q.pid = f.pid AND q.handle = f.queue_id;
+  SELECT m.id, :nid, x.pid, x.tid, x.agent, x.symbol, f.dispatch_id, x.queue, 0, f.start_ns,
+         f.end_ns, x.scratch, x.lds, x.workgroup_x, x.workgroup_y, x.workgroup_z, x.grid_x,
+         x.grid_y, x.grid_z, :region_name, m.id
+  FROM rtl_merged m CROSS JOIN rtl_dispatch_row f ON f.id = m.first_dispatch
+  CROSS JOIN temp.rocpd_launch x ON x.id = f.launch_id;
 INSERT INTO rocpd_info_pmc(id, nid, pid, agent_id, target_arch, name, symbol, description,
   component, units, value_type, block, expression, is_constant, is_derived)
   SELECT c.id, :nid, :pid0,
@@ -675,6 +684,7 @@ DROP TABLE temp.rocpd_roctx;
 DROP TABLE temp.rocpd_queue;
 DROP TABLE temp.rocpd_code_object;
 DROP TABLE temp.rocpd_symbol;
+DROP TABLE temp.rocpd_launch;
 DROP TABLE temp.rtl_pmc_agent;
 ";
 
