@@ -650,6 +650,24 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
          FROM rtl_merged_dispatch m JOIN rtl_string s ON s.id = m.kernel_id
          JOIN rtl_dispatch k ON k.id = m.first_dispatch ORDER BY m.id",
     ));
+    // rocpd's kernel dispatches: one per merged dispatch, with its launch's symbol and queue.
+    let (dispatches, merged): (i64, i64) = conn
+        .query_row(
+            "SELECT (SELECT count(*) FROM rocpd_kernel_dispatch),
+                    (SELECT count(*) FROM rtl_merged)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(dispatches, merged);
+    contents.push(rows(
+        "SELECT k.id, k.pid, k.tid, k.agent_id, y.kernel_name, q.name, k.dispatch_id, k.start,
+                k.end, k.grid_size_x, k.workgroup_size_x, k.group_segment_size,
+                k.private_segment_size, e.correlation_id, e.stack_id
+         FROM rocpd_kernel_dispatch k JOIN rocpd_info_kernel_symbol y ON y.id = k.kernel_id
+         JOIN rocpd_info_queue q ON q.id = k.queue_id JOIN rocpd_event e ON e.id = k.event_id
+         ORDER BY k.id",
+    ));
     contents
 }
 
@@ -2036,5 +2054,60 @@ fn dispatches_read_back_the_same_with_their_launch_or_from_an_earlier_rtl_pmcs_t
     .unwrap();
     drop(conn);
     assert_eq!(read_back(&Database::open(&earlier).unwrap()), written);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The merged dispatches read with their launch are the dispatches written, field by field:
+/// each launch read once for the dispatches that share it, and again once forgotten (three
+/// launches, 2 kept in the unit tests), while the database is written (each pass's values in
+/// one scan) and once finished (through each merged dispatch's rows).
+#[test]
+fn merged_dispatches_read_with_their_launch_are_the_dispatches_written() {
+    let dir = temp_dir("merged-launches");
+    // Launches: process 100's vadd (1, 3), its vmul (2, 4, 6) and process 101's vadd (5).
+    let input: Vec<Dispatch> = (1..=6)
+        .map(|n| {
+            let kernel = if n % 2 == 0 { "vmul" } else { "vadd" };
+            let pid = if n == 5 { 101 } else { 100 };
+            let mut d = dispatch(pid, n, kernel, 1000 * n, vec![counter("A", &[n as f64])]);
+            d.correlation_id = 50 + n;
+            d.agent = 21;
+            d.queue_id = 9;
+            d.queue_order = 3;
+            d.grid = [1024, 11, 13];
+            d.workgroup = [256, 5, 6];
+            d.lds = 4096;
+            d
+        })
+        .collect();
+    let mut db = Database::create(&dir.join("results.db")).unwrap();
+    for pass in [1, 2] {
+        db.begin_pass(pass, "").unwrap();
+        let mut batch: Vec<(u32, Dispatch)> = input.iter().map(|d| (0, d.clone())).collect();
+        db.insert_many(pass, &mut batch).unwrap();
+        db.end_pass(pass, Some(0)).unwrap();
+    }
+    let read = |db: &Database| -> Vec<Dispatch> {
+        let mut read = Vec::new();
+        db.for_each_merged(false, |d| {
+            read.push(Dispatch {
+                counters: Vec::new(),
+                ..d.clone()
+            });
+            Ok::<_, DatabaseError>(())
+        })
+        .unwrap();
+        read
+    };
+    let expected: Vec<Dispatch> = input
+        .iter()
+        .map(|d| Dispatch {
+            counters: Vec::new(),
+            ..d.clone()
+        })
+        .collect();
+    assert_eq!(read(&db), expected);
+    let path = db.commit(true).unwrap().unwrap();
+    assert_eq!(read(&Database::open(&path).unwrap()), expected);
     std::fs::remove_dir_all(&dir).unwrap();
 }

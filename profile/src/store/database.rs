@@ -1114,10 +1114,12 @@ struct LaunchReader<'c> {
 
 impl<'c> LaunchReader<'c> {
     fn new(conn: &'c Connection) -> rusqlite::Result<LaunchReader<'c>> {
+        // A launch's columns where [`row_dispatch`] reads them in [`DISPATCH_COLUMNS`], zeros
+        // for the dispatch row's own.
         let stmt = conn.prepare(
-            "SELECT pid, tid, agent, queue_id, queue_order, kernel_id, kernel_object, grid_x,
+            "SELECT id, pid, tid, agent, queue_id, 0, 0, 0, kernel_id, kernel_object, grid_x,
                     grid_y, grid_z, workgroup_x, workgroup_y, workgroup_z, lds, scratch,
-                    arch_vgpr, accum_vgpr, sgpr, wave_size, symbol_id
+                    arch_vgpr, accum_vgpr, sgpr, wave_size, 0, 0, 0, queue_order, symbol_id
              FROM rtl_launch WHERE id = ?1",
         )?;
         Ok(LaunchReader {
@@ -1131,33 +1133,30 @@ impl<'c> LaunchReader<'c> {
             if self.read.len() >= LAUNCHES_MOST {
                 self.read.clear();
             }
-            let launch = self.stmt.query_row([id], |r| {
-                let u64_at = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
-                Ok(Dispatch {
-                    pid: r.get(0)?,
-                    tid: r.get(1)?,
-                    agent: r.get(2)?,
-                    queue_id: u64_at(3)?,
-                    queue_order: r.get(4)?,
-                    kernel: kernels
-                        .get(&r.get(5)?)
-                        .map_or_else(String::new, Clone::clone),
-                    kernel_object: u64_at(6)?,
-                    grid: [r.get(7)?, r.get(8)?, r.get(9)?],
-                    workgroup: [r.get(10)?, r.get(11)?, r.get(12)?],
-                    lds: r.get(13)?,
-                    scratch: r.get(14)?,
-                    arch_vgpr: r.get(15)?,
-                    accum_vgpr: r.get(16)?,
-                    sgpr: r.get(17)?,
-                    wave_size: r.get(18)?,
-                    kernel_id: u64_at(19)?,
-                    ..Dispatch::default()
-                })
-            })?;
+            let mut launch = Dispatch::default();
+            self.stmt
+                .query_row([id], |r| row_dispatch(r, kernels, &mut launch))?;
             self.read.insert(id, launch);
         }
         Ok(&self.read[&id])
+    }
+}
+
+/// The dispatch rows [`Database::stream`] reads: a query of a key and [`DISPATCH_COLUMNS`], or
+/// of a key and [`DISPATCH_OWN`] (each row's launch read once for the rows that share it).
+#[derive(Debug, Clone, Copy)]
+enum DispatchRows<'q> {
+    Full(&'q str),
+    Own(&'q str),
+}
+
+impl DispatchRows<'_> {
+    /// `query`'s rows, of [`DISPATCH_OWN`] when `own`.
+    fn of(own: bool, query: &str) -> DispatchRows<'_> {
+        match own {
+            true => DispatchRows::Own(query),
+            false => DispatchRows::Full(query),
+        }
     }
 }
 
@@ -2385,7 +2384,8 @@ impl Database {
             true => vec![counters, repeats],
             false => vec![counters],
         };
-        self.stream(&dispatches, &counters, &[&pass], dimensions, &mut visit)
+        let rows = DispatchRows::Full(&dispatches);
+        self.stream(rows, &counters, &[&pass], dimensions, &mut visit)
     }
 
     /// The values of each pass, when each pass's are in merged-dispatch order and the merged
@@ -2418,6 +2418,7 @@ impl Database {
             true => (DISPATCH_OWN, "rtl_dispatch_row"),
             false => (DISPATCH_COLUMNS, "rtl_dispatch"),
         };
+        let read = |query| DispatchRows::of(self.launch_table, query);
         if let (Some(passes), false) = (self.scanned_passes(), dimensions) {
             // Each pass's values in one scan, by row id: in merged-dispatch order.
             let dispatches = format!(
@@ -2435,7 +2436,7 @@ impl Database {
                     )
                 })
                 .collect();
-            return self.stream(&dispatches, &counters, &[], false, &mut visit);
+            return self.stream(read(&dispatches), &counters, &[], false, &mut visit);
         }
         self.index_merged()?;
         // Without the index in start order, the ids are in start order.
@@ -2464,18 +2465,18 @@ impl Database {
              ORDER BY {order}",
             values_of("k2", "v"),
         );
-        self.stream(&dispatches, &[counters], &[], dimensions, &mut visit)
+        self.stream(read(&dispatches), &[counters], &[], dimensions, &mut visit)
     }
 
-    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`], or [`DISPATCH_OWN`] when
-    /// it reads `rtl_dispatch_row`) with those of each of
+    /// Zips the rows of `dispatches` (a key, then [`DISPATCH_COLUMNS`] or [`DISPATCH_OWN`]) with
+    /// those of each of
     /// `counters` (the key, counter id, total, per-position values), all in the same key order, and calls
     /// `visit` with each dispatch and its counters (in counter order). One cursor for the
     /// dispatches and one per counter query, so each dispatch's columns are read once rather
     /// than once per counter.
     fn stream<E: From<DatabaseError>>(
         &self,
-        dispatches: &str,
+        dispatches: DispatchRows<'_>,
         counters: &[String],
         params: &[&dyn rusqlite::ToSql],
         with_dimensions: bool,
@@ -2495,11 +2496,11 @@ impl Database {
             Some(_) => &counters[1..],
             None => counters,
         };
-        let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
-        let mut launches = match dispatches.contains(DISPATCH_OWN) {
-            true => Some(self.err(LaunchReader::new(&self.conn))?),
-            false => None,
+        let (dispatches, mut launches) = match dispatches {
+            DispatchRows::Full(query) => (query, None),
+            DispatchRows::Own(query) => (query, Some(self.err(LaunchReader::new(&self.conn))?)),
         };
+        let mut dispatch_stmt = self.err(self.conn.prepare(dispatches))?;
         let mut counter_stmts = here
             .iter()
             .map(|q| self.err(self.conn.prepare(q)))
@@ -2968,6 +2969,7 @@ impl Database {
         reader.values_made = self.values_made;
         reader.pass_values = self.scanned_passes().map(<[PassValues]>::to_vec);
         reader.merged_in_order = self.merged_in_order;
+        reader.launch_table = self.launch_table;
         reader.strings = self.strings.clone();
         reader.pmcs = self.pmcs.clone();
         reader.aside.replace(Some(aside));

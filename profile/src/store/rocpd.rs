@@ -554,14 +554,13 @@ CREATE VIEW rocpd_op AS
   JOIN rocpd_info_kernel_symbol y ON y.id = k.kernel_id AND y.guid = k.guid;
 "#;
 
-/// Each merged dispatch (`event`, its id) with the columns the projection reads of the row of
-/// the pass that first saw it: a table when the small tables are grouped from it in SQL, else
-/// a view (read twice, by the events and the dispatches).
-const FIRST: &str = "AS
-  SELECT m.id AS event, k.id, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.dispatch_id,
-         k.correlation_id, k.start_ns, k.end_ns, k.scratch, k.lds, k.workgroup_x, k.workgroup_y,
-         k.workgroup_z, k.grid_x, k.grid_y, k.grid_z, k.symbol_id
-  FROM rtl_merged_dispatch m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
+/// Each merged dispatch (`event`, its id) with the columns of the row of the pass that first saw
+/// it that the processes, threads, queues, code objects and kernel symbols are grouped from in
+/// SQL, when they were not gathered as the dispatches were joined (see [`FirstRows`]).
+const FIRST: &str = "CREATE TEMP TABLE rocpd_first AS
+  SELECT m.id AS event, k.pid, k.tid, k.agent, k.queue_id, k.kernel_id, k.start_ns, k.end_ns,
+         k.symbol_id
+  FROM rtl_merged m JOIN rtl_dispatch k ON k.id = m.first_dispatch;";
 
 /// The threads, queues, code objects and kernel symbols of the merged dispatches, grouped in SQL from the table [`FIRST`] (when they were not gathered as the dispatches were
 /// joined, see [`FirstRows`]).
@@ -583,7 +582,8 @@ CREATE TEMP TABLE rocpd_symbol AS
   JOIN rocpd_code_object c ON c.pid = g.pid AND c.agent = g.agent;
 ";
 
-/// Fills the rocpd tables but the node and processes from rtl-pmc's own, after [`FIRST`].
+/// Fills the rocpd tables but the node and processes from rtl-pmc's own, once the small tables
+/// are made (grouped from [`FIRST`], or gathered as the dispatches were joined).
 /// Kernel symbols keep the ids the interposer gave them (rocprofiler-sdk's `kernel_id`) when
 /// each has its own, as within one process; else they are numbered by first merged dispatch.
 /// Queues likewise keep their handles as ids when those are distinct; they are named
@@ -797,11 +797,9 @@ pub fn write(
     )
     .to_string();
     let command = run.command.join(" ");
-    let first_kind = match first {
-        Some(_) => "VIEW",
-        None => "TABLE",
-    };
-    conn.execute_batch(&format!("CREATE TEMP {first_kind} rocpd_first {FIRST}"))?;
+    if first.is_none() {
+        conn.execute_batch(FIRST)?;
+    }
     conn.execute_batch(
         "CREATE TEMP TABLE rtl_pmc_agent(pmc_id INTEGER PRIMARY KEY, agent INTEGER NOT NULL)",
     )?;
@@ -894,7 +892,10 @@ pub fn write(
            (SELECT a.extdata FROM \"rocpd_info_agent{uuid}\" a
             WHERE a.id = \"rocpd_info_pmc{uuid}\".agent_id), '{{}}')"
     ))?;
-    conn.execute_batch(&format!("DROP {first_kind} temp.rocpd_first"))
+    match first {
+        Some(_) => Ok(()),
+        None => conn.execute_batch("DROP TABLE temp.rocpd_first"),
+    }
 }
 
 /// The processes, threads, queues, code objects and kernel symbols of the merged dispatches,
