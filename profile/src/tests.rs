@@ -653,12 +653,16 @@ fn profile_contents(dir: &Path, db: Database) -> Vec<String> {
     // rocpd's kernel dispatches: one per merged dispatch, with its launch's symbol and queue.
     let (dispatches, merged): (i64, i64) = conn
         .query_row(
-            "SELECT (SELECT count(*) FROM rocpd_kernel_dispatch),
+            "SELECT (SELECT count(*) FROM rocpd_kernel_dispatch k
+                      JOIN rocpd_info_kernel_symbol y ON y.id = k.kernel_id
+                      JOIN rocpd_info_queue q ON q.id = k.queue_id
+                      JOIN rocpd_event e ON e.id = k.event_id),
                     (SELECT count(*) FROM rtl_merged)",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
         .unwrap();
+    assert!(merged > 0);
     assert_eq!(dispatches, merged);
     contents.push(rows(
         "SELECT k.id, k.pid, k.tid, k.agent_id, y.kernel_name, q.name, k.dispatch_id, k.start,
@@ -2057,13 +2061,15 @@ fn dispatches_read_back_the_same_with_their_launch_or_from_an_earlier_rtl_pmcs_t
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The merged dispatches read with their launch are the dispatches written, field by field:
-/// each launch read once for the dispatches that share it, and again once forgotten (three
-/// launches, 2 kept in the unit tests), while the database is written (each pass's values in
-/// one scan) and once finished (through each merged dispatch's rows).
+/// The merged dispatches read with their launch are the dispatches written, field by field, with
+/// the row of the first pass (pass 2 gives other correlation ids and signals): each launch read
+/// once for the dispatches that share it, and again once forgotten (2 launches kept in the unit
+/// tests), while the database is written and once finished. Written in start order, each pass's
+/// values are read in one scan while written, and vmul's launch, forgotten by the writer, has a
+/// second row; written process by process, the writer keeps three launches, and the reader,
+/// going in start order, forgets vmul's and reads it again.
 #[test]
 fn merged_dispatches_read_with_their_launch_are_the_dispatches_written() {
-    let dir = temp_dir("merged-launches");
     // Launches: process 100's vadd (1, 3), its vmul (2, 4, 6) and process 101's vadd (5).
     let input: Vec<Dispatch> = (1..=6)
         .map(|n| {
@@ -2080,13 +2086,13 @@ fn merged_dispatches_read_with_their_launch_are_the_dispatches_written() {
             d
         })
         .collect();
-    let mut db = Database::create(&dir.join("results.db")).unwrap();
-    for pass in [1, 2] {
-        db.begin_pass(pass, "").unwrap();
-        let mut batch: Vec<(u32, Dispatch)> = input.iter().map(|d| (0, d.clone())).collect();
-        db.insert_many(pass, &mut batch).unwrap();
-        db.end_pass(pass, Some(0)).unwrap();
-    }
+    let expected: Vec<Dispatch> = input
+        .iter()
+        .map(|d| Dispatch {
+            counters: Vec::new(),
+            ..d.clone()
+        })
+        .collect();
     let read = |db: &Database| -> Vec<Dispatch> {
         let mut read = Vec::new();
         db.for_each_merged(false, |d| {
@@ -2099,15 +2105,40 @@ fn merged_dispatches_read_with_their_launch_are_the_dispatches_written() {
         .unwrap();
         read
     };
-    let expected: Vec<Dispatch> = input
-        .iter()
-        .map(|d| Dispatch {
-            counters: Vec::new(),
-            ..d.clone()
-        })
-        .collect();
-    assert_eq!(read(&db), expected);
-    let path = db.commit(true).unwrap().unwrap();
-    assert_eq!(read(&Database::open(&path).unwrap()), expected);
-    std::fs::remove_dir_all(&dir).unwrap();
+    for (by_process, launches) in [(false, 4), (true, 3)] {
+        let dir = temp_dir(&format!("merged-launches-{by_process}"));
+        let mut order = input.clone();
+        if by_process {
+            order.sort_by_key(|d| (d.pid, d.dispatch_id));
+        }
+        let mut db = Database::create(&dir.join("results.db")).unwrap();
+        for pass in [1, 2] {
+            db.begin_pass(pass, "").unwrap();
+            let mut batch: Vec<(u32, Dispatch)> = order
+                .iter()
+                .map(|d| {
+                    let mut d = d.clone();
+                    if pass == 2 {
+                        d.correlation_id += 100;
+                        d.signal += 100;
+                    }
+                    (0, d)
+                })
+                .collect();
+            db.insert_many(pass, &mut batch).unwrap();
+            db.end_pass(pass, Some(0)).unwrap();
+        }
+        assert_eq!(read(&db), expected, "by process: {by_process}");
+        let path = db.commit(true).unwrap().unwrap();
+        assert_eq!(read(&Database::open(&path).unwrap()), expected);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let stored: i64 = conn
+            .query_row("SELECT count(*) FROM rtl_launch WHERE pass = 1", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(stored, launches, "by process: {by_process}");
+        drop(conn);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
