@@ -1844,6 +1844,18 @@ fn a_batch_made_with_known_ids_is_stored_as_the_database_makes_it() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `d` with the columns of its launch different from each other, so that none can stand in for
+/// another in a test.
+fn launch_apart(mut d: Dispatch) -> Dispatch {
+    d.agent = 21;
+    d.queue_id = 9;
+    d.queue_order = 3;
+    d.grid = [1024, 11, 13];
+    d.workgroup = [256, 5, 6];
+    d.lds = 4096;
+    d
+}
+
 /// The dispatches of a pass launched alike (the same process, thread, GPU, queue, kernel,
 /// sizes and resources) share one `rtl_launch` row, while `rtl_dispatch` gives every column of
 /// each dispatch row; past the launches kept in memory (2 in the unit tests) a launch met again
@@ -1859,15 +1871,13 @@ fn dispatches_launched_alike_share_one_launch_and_the_view_gives_every_column() 
         (1..=6)
             .map(|n| {
                 let kernel = if n % 2 == 0 { "vmul" } else { "vadd" };
-                let mut d = dispatch(100, n, kernel, 1000 * n, vec![counter("A", &[n as f64])]);
-                // The columns of a launch different from each other, so none can stand in for
-                // another.
-                d.agent = 21;
-                d.queue_id = 9;
-                d.queue_order = 3;
-                d.grid = [1024, 11, 13];
-                d.workgroup = [256, 5, 6];
-                d.lds = 4096;
+                let mut d = launch_apart(dispatch(
+                    100,
+                    n,
+                    kernel,
+                    1000 * n,
+                    vec![counter("A", &[n as f64])],
+                ));
                 if kinds == 3 && n == 3 {
                     d.grid[0] = 2048;
                 }
@@ -2075,14 +2085,14 @@ fn merged_dispatches_read_with_their_launch_are_the_dispatches_written() {
         .map(|n| {
             let kernel = if n % 2 == 0 { "vmul" } else { "vadd" };
             let pid = if n == 5 { 101 } else { 100 };
-            let mut d = dispatch(pid, n, kernel, 1000 * n, vec![counter("A", &[n as f64])]);
+            let mut d = launch_apart(dispatch(
+                pid,
+                n,
+                kernel,
+                1000 * n,
+                vec![counter("A", &[n as f64])],
+            ));
             d.correlation_id = 50 + n;
-            d.agent = 21;
-            d.queue_id = 9;
-            d.queue_order = 3;
-            d.grid = [1024, 11, 13];
-            d.workgroup = [256, 5, 6];
-            d.lds = 4096;
             d
         })
         .collect();
